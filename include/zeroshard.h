@@ -1,0 +1,276 @@
+/**
+ * @file zeroshard.h
+ * @brief ZeroShard public core API: status codes, data types, communicators,
+ *        collectives and requests.
+ *
+ * ZeroShard brings ZeRO (the Zero Redundancy Optimizer) to any framework as
+ * MPI-style C middleware. This header is the collective layer: all-gather,
+ * reduce-scatter, all-reduce, broadcast and barrier over UCX.
+ *
+ * Conventions, as in NCCL:
+ * - counts are per-rank element counts;
+ * - in place is defined by pointer arithmetic, not by a flag:
+ *   - allgather: `sendbuf == recvbuf + rank * sendcount`;
+ *   - reduce-scatter: `recvbuf == sendbuf + rank * recvcount`;
+ *   - allreduce: `sendbuf == recvbuf`;
+ * - a zero count is a legal no-op that still synchronises nothing and
+ *   completes at once.
+ *
+ * Every call returns a ::zsh_status_t. On failure, zsh_last_error() returns a
+ * message written by the code that first detected the failure.
+ */
+#ifndef ZEROSHARD_H_
+#define ZEROSHARD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zeroshard/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status of every ZeroShard call: 0 is success, 1 is "not yet", errors are negative. */
+typedef enum {
+    ZSH_OK              = 0,   /**< Success. */
+    ZSH_INPROGRESS      = 1,   /**< A nonblocking operation has not finished yet. */
+    ZSH_ERR_INVALID_ARG = -1,  /**< An argument was rejected; nothing was sent. */
+    ZSH_ERR_NO_MEMORY   = -2,  /**< An allocation failed. */
+    ZSH_ERR_UNSUPPORTED = -3,  /**< The operation is not supported in this build or setting. */
+    ZSH_ERR_TRANSPORT   = -4,  /**< The transport (UCX, sockets) reported a failure. */
+    ZSH_ERR_TIMEOUT     = -5,  /**< A deadline passed (see ZSH_TIMEOUT). */
+    ZSH_ERR_PEER_FAILED = -6,  /**< A peer process failed or disconnected. */
+    ZSH_ERR_MISMATCH    = -7,  /**< Ranks disagree about a call (size, type, order). */
+    ZSH_ERR_IO          = -8,  /**< A file or socket I/O error. */
+    ZSH_ERR_ABORTED     = -9,  /**< The communicator was aborted. */
+    ZSH_ERR_INTERNAL    = -10  /**< A bug in ZeroShard; please report it. */
+} zsh_status_t;
+
+/** Element types. fp16 and bf16 reductions accumulate in fp32 and round once. */
+typedef enum {
+    ZSH_INT8,     /**< int8_t */
+    ZSH_UINT8,    /**< uint8_t */
+    ZSH_INT32,    /**< int32_t */
+    ZSH_UINT32,   /**< uint32_t */
+    ZSH_INT64,    /**< int64_t */
+    ZSH_UINT64,   /**< uint64_t */
+    ZSH_FLOAT16,  /**< IEEE 754 binary16, stored as 16 bits */
+    ZSH_BFLOAT16, /**< bfloat16, the upper 16 bits of a binary32 */
+    ZSH_FLOAT32,  /**< float */
+    ZSH_FLOAT64   /**< double */
+} zsh_dtype_t;
+
+/** Reduction operations. ::ZSH_AVG is defined for the floating types only. */
+typedef enum {
+    ZSH_SUM,  /**< Sum; integers wrap around as two's complement. */
+    ZSH_PROD, /**< Product; integers wrap around as two's complement. */
+    ZSH_MIN,  /**< Minimum; a NaN in any input gives NaN. */
+    ZSH_MAX,  /**< Maximum; a NaN in any input gives NaN. */
+    ZSH_AVG   /**< Sum divided by the number of ranks (floating types only). */
+} zsh_op_t;
+
+/** A communicator: a group of ranks that run collectives together. Opaque. */
+typedef struct zsh_comm zsh_comm_t;
+
+/** A nonblocking collective in flight. Opaque; owned by the caller until zsh_request_free(). */
+typedef struct zsh_request zsh_request_t;
+
+/**
+ * Caller-supplied out-of-band exchange, used only while a communicator is
+ * created (zsh_comm_init_oob() does not keep it). This is the seam through
+ * which a framework bootstraps ZeroShard with its own launcher or store;
+ * <zeroshard/mpi.h> implements it over MPI_Allgather.
+ */
+typedef struct zsh_oob {
+    int   rank;  /**< This process's rank in [0, size). */
+    int   size;  /**< Number of processes taking part. */
+    void *ctx;   /**< Passed back to every callback. */
+    /**
+     * Gather @p len bytes from every rank into @p recv (size * len bytes), in
+     * rank order. It may finish later: store a handle in @p *req_p and report
+     * completion through @ref test. Return ZSH_OK on a successful start.
+     */
+    zsh_status_t (*allgather)(const void *send, void *recv, size_t len, void *ctx, void **req_p);
+    /** ZSH_OK once the allgather behind @p req is done, ZSH_INPROGRESS before, or an error. */
+    zsh_status_t (*test)(void *req);
+    /** Release a handle returned by @ref allgather (called once it is done or failed). */
+    void         (*free)(void *req);
+} zsh_oob_t;
+
+/**
+ * @brief Text for a status code.
+ * @param status Any value; unknown values give "unknown status".
+ * @return A static string, never NULL.
+ */
+const char *zsh_status_string(zsh_status_t status);
+
+/**
+ * @brief The last failure seen by the calling thread.
+ *
+ * The message names what failed and where, e.g. the rejected argument and its
+ * value, or the collective, its sequence number and the silent peers.
+ * @return A thread-local string, never NULL ("" if nothing failed yet). It
+ *         stays valid until the next failing ZeroShard call on this thread.
+ */
+const char *zsh_last_error(void);
+
+/**
+ * @brief Create a communicator over all processes of the job, bootstrapped
+ *        from the environment.
+ *
+ * Reads torchrun-style variables: `RANK`, `WORLD_SIZE`, `MASTER_ADDR` and
+ * `MASTER_PORT`; `ZSH_RANK`, `ZSH_WORLD_SIZE`, `ZSH_MASTER_ADDR` and
+ * `ZSH_MASTER_PORT` win over them. Rank 0 hosts a TCP store at
+ * MASTER_ADDR:MASTER_PORT through which the ranks exchange transport
+ * addresses; the store is shut down before this call returns.
+ *
+ * Collective over all ranks of the job.
+ * @param[out] comm_p The new communicator, set only on success.
+ * @return ZSH_OK, or ZSH_ERR_INVALID_ARG naming a missing or malformed
+ *         variable, ZSH_ERR_TIMEOUT if the store could not be reached, ...
+ */
+zsh_status_t zsh_comm_init(zsh_comm_t **comm_p);
+
+/**
+ * @brief Create a communicator with a caller-supplied out-of-band allgather.
+ *
+ * Collective over the @p oob->size processes. The OOB callbacks are used only
+ * during this call.
+ * @param[in]  oob    Rank, size and allgather callbacks; not kept.
+ * @param[out] comm_p The new communicator, set only on success.
+ */
+zsh_status_t zsh_comm_init_oob(const zsh_oob_t *oob, zsh_comm_t **comm_p);
+
+/**
+ * @brief Split a communicator by color, ordering the new ranks by (key, old rank).
+ *
+ * Collective over all ranks of @p comm. Ranks passing a negative @p color get
+ * no communicator (*newcomm_p is set to NULL) but must still take part.
+ * @param[in]  comm      The parent; it stays valid and independent.
+ * @param[in]  color     Ranks with equal color land in the same communicator.
+ * @param[in]  key       Orders ranks within the new communicator.
+ * @param[out] newcomm_p The new communicator, set only on success.
+ */
+zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **newcomm_p);
+
+/**
+ * @brief Abort a communicator: pending and future collectives on it fail with
+ *        ZSH_ERR_ABORTED. Safe to call from any thread.
+ *
+ * The communicator must still be destroyed with zsh_comm_destroy().
+ */
+zsh_status_t zsh_comm_abort(zsh_comm_t *comm);
+
+/**
+ * @brief Destroy a communicator.
+ *
+ * Every request created on it must have been freed first; otherwise the call
+ * fails with ZSH_ERR_INVALID_ARG and the communicator stays usable. When the
+ * last communicator of a job is destroyed, the transport is torn down after a
+ * fence over all ranks, so this is collective over the ranks of the job.
+ */
+zsh_status_t zsh_comm_destroy(zsh_comm_t *comm);
+
+/** @brief This process's rank in @p comm, or -1 if @p comm is NULL. */
+int zsh_comm_rank(const zsh_comm_t *comm);
+
+/** @brief Number of ranks in @p comm, or -1 if @p comm is NULL. */
+int zsh_comm_size(const zsh_comm_t *comm);
+
+/**
+ * @brief Gather @p sendcount elements from every rank into @p recvbuf, in rank order.
+ * @param sendbuf   @p sendcount elements; may be `recvbuf + rank * sendcount` (in place).
+ * @param recvbuf   size * @p sendcount elements.
+ * @param sendcount Elements contributed by each rank.
+ * @param dtype     Element type.
+ * @param comm      Communicator.
+ */
+zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                           zsh_dtype_t dtype, zsh_comm_t *comm);
+
+/**
+ * @brief Reduce size * @p recvcount elements across ranks and leave block
+ *        `rank` of the result in @p recvbuf.
+ * @param sendbuf   size * @p recvcount elements.
+ * @param recvbuf   @p recvcount elements; may be `sendbuf + rank * recvcount` (in place).
+ * @param recvcount Elements each rank receives.
+ * @param dtype     Element type.
+ * @param op        Reduction operation.
+ * @param comm      Communicator.
+ */
+zsh_status_t zsh_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm);
+
+/**
+ * @brief Reduce @p count elements across ranks; every rank gets the result.
+ *
+ * Every rank receives bitwise-identical results.
+ * @param sendbuf @p count elements; may equal @p recvbuf (in place).
+ * @param recvbuf @p count elements.
+ */
+zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                           zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm);
+
+/**
+ * @brief Copy @p count elements of @p buf on @p root to @p buf on every rank.
+ * @param root Rank in [0, size) that holds the data.
+ */
+zsh_status_t zsh_broadcast(void *buf, size_t count, zsh_dtype_t dtype, int root, zsh_comm_t *comm);
+
+/** @brief Return only once every rank of @p comm has entered the barrier. */
+zsh_status_t zsh_barrier(zsh_comm_t *comm);
+
+/**
+ * @brief Start an all-gather; see zsh_allgather().
+ * @param[out] req_p The request, set only on success. Complete it with
+ *                   zsh_request_test() or zsh_request_wait(), then release it
+ *                   with zsh_request_free(). Buffers must stay untouched until
+ *                   it completes.
+ */
+zsh_status_t zsh_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                            zsh_dtype_t dtype, zsh_comm_t *comm, zsh_request_t **req_p);
+
+/** @brief Start a reduce-scatter; see zsh_reduce_scatter() and zsh_iallgather(). */
+zsh_status_t zsh_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                 zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm,
+                                 zsh_request_t **req_p);
+
+/** @brief Start an all-reduce; see zsh_allreduce() and zsh_iallgather(). */
+zsh_status_t zsh_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                            zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm,
+                            zsh_request_t **req_p);
+
+/**
+ * @brief Drive progress and report the state of @p req without blocking.
+ * @return ZSH_OK when done, ZSH_INPROGRESS before, or the error it failed with.
+ */
+zsh_status_t zsh_request_test(zsh_request_t *req);
+
+/**
+ * @brief Wait until @p req completes or its deadline (ZSH_TIMEOUT) passes.
+ *
+ * The waiter spins briefly, then sleeps on the transport's event descriptor,
+ * so ranks that outnumber cores do not starve each other.
+ * @return ZSH_OK, or the error the request failed with (ZSH_ERR_TIMEOUT names
+ *         the collective, its sequence number and the silent peers).
+ */
+zsh_status_t zsh_request_wait(zsh_request_t *req);
+
+/**
+ * @brief Release a request. A request still in progress is cancelled first:
+ *        its communicator should then be considered broken.
+ */
+void zsh_request_free(zsh_request_t *req);
+
+/**
+ * @brief The library version at run time, to compare with ZSH_VERSION_* from
+ *        <zeroshard/version.h>. Any pointer may be NULL.
+ */
+void zsh_get_version(int *major_p, int *minor_p, int *patch_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEROSHARD_H_ */

@@ -1,0 +1,78 @@
+/**
+ * @file zeroshard/mpi.h
+ * @brief Header-only MPI bootstrap for ZeroShard.
+ *
+ * This is the only ZeroShard file that includes <mpi.h>. The out-of-band
+ * allgather is implemented inline over MPI_Allgather, so libzeroshard itself
+ * never links MPI: the application does.
+ */
+#ifndef ZEROSHARD_MPI_H_
+#define ZEROSHARD_MPI_H_
+
+#include <limits.h>
+#include <mpi.h>
+#include <zeroshard.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @cond INTERNAL */
+static inline zsh_status_t zsh_mpi_oob_allgather_(const void *send, void *recv, size_t len,
+                                                  void *ctx, void **req_p)
+{
+    MPI_Comm comm = *(MPI_Comm *)ctx;
+
+    *req_p = NULL;
+    if (len > (size_t)INT_MAX) {
+        return ZSH_ERR_INVALID_ARG;
+    }
+    if (MPI_Allgather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE, comm) != MPI_SUCCESS) {
+        return ZSH_ERR_TRANSPORT;
+    }
+    return ZSH_OK;
+}
+
+static inline zsh_status_t zsh_mpi_oob_test_(void *req)
+{
+    (void)req; /* MPI_Allgather above is blocking: done when it returns */
+    return ZSH_OK;
+}
+
+static inline void zsh_mpi_oob_free_(void *req)
+{
+    (void)req;
+}
+/** @endcond */
+
+/**
+ * @brief Create a ZeroShard communicator over the processes of @p mpi_comm.
+ *
+ * Collective over @p mpi_comm. Ranks keep their MPI ranks. MPI is used only
+ * during this call; @p mpi_comm may be freed afterwards.
+ * @param[in]  mpi_comm An intracommunicator.
+ * @param[out] comm_p   The new communicator, set only on success.
+ */
+static inline zsh_status_t zsh_comm_init_mpi(MPI_Comm mpi_comm, zsh_comm_t **comm_p)
+{
+    zsh_oob_t oob;
+    int rank, size;
+
+    if ((MPI_Comm_rank(mpi_comm, &rank) != MPI_SUCCESS) ||
+        (MPI_Comm_size(mpi_comm, &size) != MPI_SUCCESS)) {
+        return ZSH_ERR_INVALID_ARG;
+    }
+    oob.rank      = rank;
+    oob.size      = size;
+    oob.ctx       = &mpi_comm;
+    oob.allgather = zsh_mpi_oob_allgather_;
+    oob.test      = zsh_mpi_oob_test_;
+    oob.free      = zsh_mpi_oob_free_;
+    return zsh_comm_init_oob(&oob, comm_p);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEROSHARD_MPI_H_ */
