@@ -1,0 +1,69 @@
+/*
+ * The algorithms behind the collectives. Each init sizes the algorithm's
+ * state inside the task and sets task->progress, which the task engine calls
+ * until it returns something other than ZSH_INPROGRESS.
+ *
+ * The rings number their work in units, chunk-major: unit u moves chunk
+ * u / (size - 1) at step u % (size - 1), and the forward of unit u is unit
+ * u + 1. A receive slot is reused only after the unit it held was forwarded,
+ * so every wait points at a lower unit, on this rank or its neighbour, and
+ * the pipeline cannot deadlock with two or more slots.
+ */
+#ifndef ZSH_COLL_ALGS_H_
+#define ZSH_COLL_ALGS_H_
+
+#include "coll/task.h"
+
+/* Pipeline depth the rings use: the configured one, at least 2 (see above). */
+unsigned     zsh_ring_depth(const zsh_task_t *task);
+
+/* Step field of unit @u's tag: phases of one task use disjoint halves. */
+static inline uint32_t zsh_ring_step(const zsh_ring_t *ring, size_t u)
+{
+    return ring->step_base + (uint32_t)(u % (ZSH_TAG_STEPS / 2));
+}
+
+/* The block @back places to the left of @rank on a ring of @n. */
+static inline size_t zsh_ring_block(int rank, long back, int n)
+{
+    return (size_t)((((long)rank - back) % n + n) % n);
+}
+
+/* Advance *@tail over the finished operations of slots @ops (ring order). */
+zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, size_t *tail, size_t head);
+
+/* Ring all-gather in place over @buf, whose block `rank` already holds this
+ * rank's data. */
+zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *part,
+                              uint32_t step_base);
+zsh_status_t zsh_ring_ag_progress(zsh_task_t *task);
+
+/* Ring reduce-scatter of the vector @src into @dst, this rank's block. */
+zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
+                              const zsh_part_t *part, uint32_t step_base);
+zsh_status_t zsh_ring_rs_progress(zsh_task_t *task);
+
+/* Bruck all-gather (log-latency, for small messages). */
+zsh_status_t zsh_bruck_init(zsh_task_t *task);
+
+/* Recursive-doubling all-reduce of @count elements of args.sendbuf; used by
+ * allreduce, and by reduce-scatter (which keeps only its block). */
+zsh_status_t zsh_rd_init(zsh_task_t *task, size_t count);
+
+/* Allreduce as a schedule: the ring reduce-scatter, then the ring all-gather. */
+zsh_status_t zsh_allreduce_ring_init(zsh_task_t *task);
+
+/* Pipelined binomial-tree broadcast. */
+zsh_status_t zsh_bcast_binomial_init(zsh_task_t *task);
+
+/* Dissemination barrier. */
+zsh_status_t zsh_dissemination_init(zsh_task_t *task);
+
+/* Run a prepared task: nonblocking when @req_p is not NULL (the caller owns
+ * the request), else post, wait and give the task back. */
+zsh_status_t zsh_coll_launch(zsh_task_t *task, zsh_request_t **req_p);
+
+/* Barrier (or the teardown fence) over @comm, blocking. */
+zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * zsh_allgather and zsh_iallgather: validate, pick an algorithm, run.
+ */
+#include "coll/algs.h"
+#include "coll/select.h"
+#include "coll/validate.h"
+
+#include "core/status.h"
+
+#include <string.h>
+
+static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, void *recvbuf,
+                                          size_t sendcount, zsh_dtype_t dtype, zsh_comm_t *comm,
+                                          zsh_task_t **task_p)
+{
+    zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
+    zsh_status_t status;
+    zsh_task_t *task;
+    zsh_part_t part;
+    char *own;
+    size_t blk;
+
+    status = zsh_validate(fn, comm, &args);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_task_get(comm, &args, "allgather", &task);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    blk = sendcount * zsh_task_esize(task);
+    own = (char *)recvbuf + blk * (size_t)comm->rank;
+    if ((sendcount > 0) && (zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size) ==
+                            ZSH_ALGO_BRUCK)) {
+        status = zsh_bruck_init(task);
+    } else if (sendcount > 0) {
+        if (own != sendbuf) {
+            memcpy(own, sendbuf, blk);
+        }
+        part   = zsh_part_make(sendcount * (size_t)comm->size, (size_t)comm->size);
+        status = (comm->size > 1) ? zsh_ring_ag_init(task, recvbuf, &part, 0) : ZSH_OK;
+    }
+    if (status != ZSH_OK) {
+        zsh_task_put(task);
+        return status;
+    }
+    *task_p = task;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                           zsh_dtype_t dtype, zsh_comm_t *comm)
+{
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    status = zsh_allgather_prepare("zsh_allgather", sendbuf, recvbuf, sendcount, dtype, comm,
+                                   &task);
+    return (status == ZSH_OK) ? zsh_coll_launch(task, NULL) : status;
+}
+
+zsh_status_t zsh_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                            zsh_dtype_t dtype, zsh_comm_t *comm, zsh_request_t **req_p)
+{
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    if (req_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_iallgather: req_p is NULL");
+    }
+    status = zsh_allgather_prepare("zsh_iallgather", sendbuf, recvbuf, sendcount, dtype, comm,
+                                   &task);
+    return (status == ZSH_OK) ? zsh_coll_launch(task, req_p) : status;
+}

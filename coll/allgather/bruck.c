@@ -1,0 +1,71 @@
+/*
+ * Bruck all-gather: ceil(log2 size) rounds for any rank count. In round k a
+ * rank sends the first min(2^k, size - 2^k) blocks it holds to rank - 2^k
+ * and appends as many from rank + 2^k; a final rotation puts the blocks in
+ * rank order. Latency-optimal, so it serves small messages.
+ */
+#include "coll/algs.h"
+
+#include <string.h>
+
+static zsh_status_t zsh_bruck_progress(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    int n = task->comm->size, rank = task->comm->rank;
+    size_t blk = task->args.count * zsh_task_esize(task);
+    zsh_status_t status;
+    size_t dist, nblk;
+    int i;
+
+    while (st->round < st->nrounds) {
+        if (!st->posted) {
+            dist = (size_t)1 << st->round;
+            nblk = ((size_t)n - dist < dist) ? (size_t)n - dist : dist;
+            status = zsh_task_recv(task, &task->ops[0], (int)(((size_t)rank + dist) % (size_t)n),
+                                   (uint32_t)st->round, st->tmp + dist * blk, nblk * blk);
+            if (status == ZSH_OK) {
+                status = zsh_task_send(task, &task->ops[1],
+                                       (int)(((size_t)rank + (size_t)n - dist) % (size_t)n),
+                                       (uint32_t)st->round, st->tmp, nblk * blk);
+            }
+            if (status != ZSH_OK) {
+                return status;
+            }
+            st->posted = true;
+        }
+        status = zsh_task_ops_test(task, 0, 2);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        st->round++;
+        st->posted = false;
+    }
+    for (i = 0; i < n; i++) {
+        memcpy((char *)task->args.recvbuf + (size_t)((rank + i) % n) * blk,
+               st->tmp + (size_t)i * blk, blk);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_bruck_init(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    size_t blk       = task->args.count * zsh_task_esize(task);
+    zsh_status_t status;
+    void *tmp;
+
+    status = zsh_task_scratch(task, blk * (size_t)task->comm->size, &tmp);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    st->tmp     = tmp;
+    st->round   = 0;
+    st->posted  = false;
+    st->nrounds = 0;
+    while ((1 << st->nrounds) < task->comm->size) {
+        st->nrounds++;
+    }
+    memcpy(st->tmp, task->args.sendbuf, blk);
+    task->progress = zsh_bruck_progress;
+    return zsh_task_ops(task, 2);
+}

@@ -1,0 +1,117 @@
+/*
+ * Pipelined ring all-gather. At step s a rank forwards to its right the
+ * block it got from its left at step s - 1 (its own at step 0), chunk by
+ * chunk, so a chunk moves on as soon as it lands. Receives go straight to
+ * their final place: the only buffer is the result itself.
+ */
+#include "coll/algs.h"
+
+#include "core/dtype.h"
+
+zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *part,
+                              uint32_t step_base)
+{
+    zsh_ring_t *ring   = &task->u.ring;
+    size_t esize       = zsh_task_esize(task);
+    size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
+
+    ring->part      = *part;
+    ring->chunk     = (chunk_bytes / esize > 0) ? chunk_bytes / esize : 1;
+    ring->nchunks   = zsh_part_nchunks(part, ring->chunk);
+    ring->units     = (size_t)(task->comm->size - 1) * ring->nchunks;
+    ring->depth     = zsh_ring_depth(task);
+    ring->step_base = step_base;
+    ring->buf       = buf;
+    ring->rhead = ring->rtail = ring->shead = ring->stail = 0;
+    task->progress = zsh_ring_ag_progress;
+    return zsh_task_ops(task, 2 * ring->depth);
+}
+
+/* Where unit @u's chunk lives in the vector, for the block sent (@recv
+ * false) or received (@recv true) at its step. */
+static size_t zsh_ring_ag_chunk(const zsh_task_t *task, size_t u, bool recv, size_t *off)
+{
+    const zsh_ring_t *ring = &task->u.ring;
+    int n                  = task->comm->size;
+    size_t step            = u % (size_t)(n - 1);
+    size_t block = zsh_ring_block(task->comm->rank, (long)step + (recv ? 1 : 0), n);
+
+    return zsh_part_chunk(&ring->part, block, u / (size_t)(n - 1), ring->chunk, off);
+}
+
+zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, size_t *tail, size_t head)
+{
+    unsigned depth = task->u.ring.depth;
+    zsh_status_t status;
+
+    while (*tail < head) {
+        status = zsh_task_op_test(task, &ops[*tail % depth]);
+        if (status == ZSH_INPROGRESS) {
+            break;
+        }
+        if (status != ZSH_OK) {
+            return status;
+        }
+        (*tail)++;
+    }
+    return ZSH_OK;
+}
+
+static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
+{
+    zsh_ring_t *ring = &task->u.ring;
+    int n            = task->comm->size, rank = task->comm->rank;
+    size_t esize     = zsh_task_esize(task);
+    size_t steps     = (size_t)(n - 1);
+    zsh_status_t status;
+    size_t off, cnt;
+
+    while ((ring->rhead < ring->units) && (ring->rhead - ring->rtail < ring->depth)) {
+        cnt    = zsh_ring_ag_chunk(task, ring->rhead, true, &off);
+        status = zsh_task_recv(task, &task->ops[ring->rhead % ring->depth], (rank + n - 1) % n,
+                               zsh_ring_step(ring, ring->rhead), ring->buf + off * esize,
+                               cnt * esize);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        ring->rhead++;
+    }
+    /* A unit past step 0 forwards what the previous unit received. */
+    while ((ring->shead < ring->units) && (ring->shead - ring->stail < ring->depth) &&
+           ((ring->shead % steps == 0) || (ring->shead - 1 < ring->rtail))) {
+        cnt    = zsh_ring_ag_chunk(task, ring->shead, false, &off);
+        status = zsh_task_send(task, &task->ops[ring->depth + ring->shead % ring->depth],
+                               (rank + 1) % n, zsh_ring_step(ring, ring->shead),
+                               ring->buf + off * esize, cnt * esize);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        ring->shead++;
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ring_ag_progress(zsh_task_t *task)
+{
+    zsh_ring_t *ring = &task->u.ring;
+    zsh_status_t status;
+    size_t before;
+
+    do {
+        before = ring->rtail + ring->stail + ring->rhead + ring->shead;
+        status = zsh_ring_reap(task, task->ops, &ring->rtail, ring->rhead);
+        if (status == ZSH_OK) {
+            status = zsh_ring_reap(task, task->ops + ring->depth, &ring->stail, ring->shead);
+        }
+        if (status == ZSH_OK) {
+            status = zsh_ring_ag_post(task);
+        }
+        if (status != ZSH_OK) {
+            return status;
+        }
+        if ((ring->rtail == ring->units) && (ring->stail == ring->units)) {
+            return ZSH_OK;
+        }
+    } while (before != ring->rtail + ring->stail + ring->rhead + ring->shead);
+    return ZSH_INPROGRESS;
+}

@@ -1,0 +1,105 @@
+/*
+ * zsh_allreduce and zsh_iallreduce. Large messages run as a schedule: a ring
+ * reduce-scatter leaves each rank one reduced block of recvbuf, then a ring
+ * all-gather spreads the blocks, in place. Small ones use recursive doubling.
+ */
+#include "coll/algs.h"
+#include "coll/select.h"
+#include "coll/validate.h"
+
+#include "core/status.h"
+
+/* The all-gather phase's tags use the upper half of the step space. */
+#define ZSH_ALLREDUCE_AG_STEPS (ZSH_TAG_STEPS / 2)
+
+static zsh_status_t zsh_allreduce_ring_progress(zsh_task_t *task)
+{
+    zsh_part_t part;
+    zsh_status_t status;
+
+    if (task->phase == 0) {
+        status = zsh_ring_rs_progress(task);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        part        = task->u.ring.part;
+        task->phase = 1;
+        status = zsh_ring_ag_init(task, task->args.recvbuf, &part, ZSH_ALLREDUCE_AG_STEPS);
+        task->progress = zsh_allreduce_ring_progress;
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    return zsh_ring_ag_progress(task);
+}
+
+zsh_status_t zsh_allreduce_ring_init(zsh_task_t *task)
+{
+    size_t n        = (size_t)task->comm->size;
+    zsh_part_t part = zsh_part_make(task->args.count, n);
+    char *own       = (char *)task->args.recvbuf +
+                zsh_part_offset(&part, (size_t)task->comm->rank) * zsh_task_esize(task);
+    zsh_status_t status;
+
+    status = zsh_ring_rs_init(task, task->args.sendbuf, own, &part, 0);
+    task->progress = zsh_allreduce_ring_progress;
+    return status;
+}
+
+static zsh_status_t zsh_allreduce_prepare(const char *fn, const void *sendbuf, void *recvbuf,
+                                          size_t count, zsh_dtype_t dtype, zsh_op_t op,
+                                          zsh_comm_t *comm, zsh_task_t **task_p)
+{
+    zsh_coll_args_t args = {ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+    zsh_status_t status  = ZSH_OK;
+    zsh_task_t *task;
+
+    status = zsh_validate(fn, comm, &args);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_task_get(comm, &args, "allreduce", &task);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (count == 0) {
+        /* nothing to move */
+    } else if ((comm->size == 1) ||
+               (zsh_select(comm, ZSH_COLL_ALLREDUCE, count * zsh_task_esize(task)) ==
+                ZSH_ALGO_RD)) {
+        status = zsh_rd_init(task, count);
+    } else {
+        status = zsh_allreduce_ring_init(task);
+    }
+    if (status != ZSH_OK) {
+        zsh_task_put(task);
+        return status;
+    }
+    *task_p = task;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
+                           zsh_op_t op, zsh_comm_t *comm)
+{
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    status = zsh_allreduce_prepare("zsh_allreduce", sendbuf, recvbuf, count, dtype, op, comm,
+                                   &task);
+    return (status == ZSH_OK) ? zsh_coll_launch(task, NULL) : status;
+}
+
+zsh_status_t zsh_iallreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
+                            zsh_op_t op, zsh_comm_t *comm, zsh_request_t **req_p)
+{
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    if (req_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_iallreduce: req_p is NULL");
+    }
+    status = zsh_allreduce_prepare("zsh_iallreduce", sendbuf, recvbuf, count, dtype, op, comm,
+                                   &task);
+    return (status == ZSH_OK) ? zsh_coll_launch(task, req_p) : status;
+}

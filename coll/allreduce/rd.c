@@ -1,0 +1,136 @@
+/*
+ * Recursive-doubling all-reduce, for small messages: log2(size) rounds in
+ * which partners swap their partial results. For a size that is not a power
+ * of two, the first 2 * rem ranks pair up first (the even one hands its data
+ * to the odd one and waits for the answer), as in MPICH.
+ *
+ * Partners combine the same two operands (a op b on one side, b op a on the
+ * other), and IEEE addition, multiplication, min and max commute, so every
+ * rank ends with bitwise-identical results. Everything runs in the
+ * accumulation type; the result is rounded once, at the store.
+ */
+#include "coll/algs.h"
+
+#include "coll/reduce/kernels.h"
+#include "core/dtype.h"
+
+/* Round -1 pairs off the extra ranks, rounds [0, nrounds) exchange, round
+ * nrounds returns results to the extra ranks. */
+#define ZSH_RD_PRE -1
+
+static int zsh_rd_real_rank(const zsh_rounds_t *st, int newrank)
+{
+    return (newrank < st->rem) ? newrank * 2 + 1 : newrank + st->rem;
+}
+
+/* Post this rank's operations of the current round; returns whether the
+ * round reduces what it receives into acc. */
+static zsh_status_t zsh_rd_post(zsh_task_t *task, size_t bytes, bool *reduces_p)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    int rank         = task->comm->rank;
+    bool extra       = rank < 2 * st->rem;
+    uint32_t step    = (uint32_t)(st->round + 1);
+    zsh_status_t status = ZSH_OK;
+    int peer;
+
+    *reduces_p = false;
+    if (st->round == ZSH_RD_PRE) {
+        if (extra && (rank % 2 == 0)) {
+            status = zsh_task_send(task, &task->ops[1], rank + 1, step, st->acc, bytes);
+        } else if (extra) {
+            status     = zsh_task_recv(task, &task->ops[0], rank - 1, step, st->tmp, bytes);
+            *reduces_p = true;
+        }
+    } else if (st->round < st->nrounds) {
+        if (st->newrank >= 0) {
+            peer   = zsh_rd_real_rank(st, st->newrank ^ (1 << st->round));
+            status = zsh_task_recv(task, &task->ops[0], peer, step, st->tmp, bytes);
+            if (status == ZSH_OK) {
+                status = zsh_task_send(task, &task->ops[1], peer, step, st->acc, bytes);
+            }
+            *reduces_p = true;
+        }
+    } else if (extra && (rank % 2 == 0)) {
+        status = zsh_task_recv(task, &task->ops[0], rank + 1, step, st->acc, bytes);
+    } else if (extra) {
+        status = zsh_task_send(task, &task->ops[1], rank - 1, step, st->acc, bytes);
+    }
+    return status;
+}
+
+/* Store the result (or, for reduce-scatter, this rank's block of it). */
+static void zsh_rd_store(zsh_task_t *task)
+{
+    const zsh_coll_args_t *a = &task->args;
+    zsh_rounds_t *st         = &task->u.rounds;
+    size_t acc_esize         = zsh_task_acc_esize(task);
+    size_t skip = (a->type == ZSH_COLL_REDUCE_SCATTER) ? (size_t)task->comm->rank * a->count : 0;
+
+    zsh_reduce_store(a->recvbuf, st->acc + skip * acc_esize, a->count, a->dtype, a->op,
+                     task->comm->size);
+}
+
+static zsh_status_t zsh_rd_progress(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    size_t bytes     = st->count * zsh_task_acc_esize(task);
+    zsh_status_t status;
+    bool reduces;
+
+    while (st->round <= st->nrounds) {
+        if (!st->posted) {
+            status = zsh_rd_post(task, bytes, &reduces);
+            if (status != ZSH_OK) {
+                return status;
+            }
+            st->posted  = true;
+            st->reduces = reduces;
+        }
+        status = zsh_task_ops_test(task, 0, 2);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        if (st->reduces) {
+            zsh_reduce_acc_acc(st->acc, st->tmp, st->count, task->args.dtype, task->args.op);
+        }
+        st->round++;
+        st->posted = false;
+    }
+    zsh_rd_store(task);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_rd_init(zsh_task_t *task, size_t count)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    int n = task->comm->size, rank = task->comm->rank;
+    size_t bytes = count * zsh_task_acc_esize(task);
+    zsh_status_t status;
+    void *scratch;
+
+    status = zsh_task_scratch(task, 2 * bytes, &scratch);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    st->acc   = scratch;
+    st->tmp   = st->acc + bytes;
+    st->count = count;
+    st->pof2  = 1;
+    st->nrounds = 0;
+    while (st->pof2 * 2 <= n) {
+        st->pof2 *= 2;
+        st->nrounds++;
+    }
+    st->rem = n - st->pof2;
+    if (rank < 2 * st->rem) {
+        st->newrank = (rank % 2 != 0) ? rank / 2 : -1;
+    } else {
+        st->newrank = rank - st->rem;
+    }
+    st->round  = ZSH_RD_PRE;
+    st->posted = false;
+    zsh_reduce_load(st->acc, task->args.sendbuf, count, task->args.dtype);
+    task->progress = zsh_rd_progress;
+    return zsh_task_ops(task, 2);
+}

@@ -1,0 +1,79 @@
+/*
+ * zsh_barrier: the dissemination barrier, ceil(log2 size) rounds of empty
+ * messages; in round k a rank signals rank + 2^k and waits for rank - 2^k.
+ * The same task, on the job's communicator, is the fence before teardown.
+ */
+#include "coll/algs.h"
+#include "coll/validate.h"
+
+static zsh_status_t zsh_dissemination_progress(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    int n = task->comm->size, rank = task->comm->rank;
+    zsh_status_t status;
+    int dist;
+
+    while (st->round < st->nrounds) {
+        if (!st->posted) {
+            dist   = 1 << st->round;
+            status = zsh_task_recv(task, &task->ops[0], (rank - dist + n) % n,
+                                   (uint32_t)st->round, NULL, 0);
+            if (status == ZSH_OK) {
+                status = zsh_task_send(task, &task->ops[1], (rank + dist) % n,
+                                       (uint32_t)st->round, NULL, 0);
+            }
+            if (status != ZSH_OK) {
+                return status;
+            }
+            st->posted = true;
+        }
+        status = zsh_task_ops_test(task, 0, 2);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        st->round++;
+        st->posted = false;
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_dissemination_init(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+
+    st->round   = 0;
+    st->posted  = false;
+    st->nrounds = 0;
+    while ((1 << st->nrounds) < task->comm->size) {
+        st->nrounds++;
+    }
+    task->progress = zsh_dissemination_progress;
+    return zsh_task_ops(task, 2);
+}
+
+zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type)
+{
+    zsh_coll_args_t args = {type, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0};
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    status = zsh_task_get(comm, &args, (type == ZSH_COLL_FENCE) ? "fence" : "barrier", &task);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_dissemination_init(task);
+    if (status != ZSH_OK) {
+        zsh_task_put(task);
+        return status;
+    }
+    return zsh_coll_launch(task, NULL);
+}
+
+zsh_status_t zsh_barrier(zsh_comm_t *comm)
+{
+    zsh_coll_args_t args = {ZSH_COLL_BARRIER, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0};
+    zsh_status_t status;
+
+    status = zsh_validate("zsh_barrier", comm, &args);
+    return (status == ZSH_OK) ? zsh_barrier_run(comm, ZSH_COLL_BARRIER) : status;
+}

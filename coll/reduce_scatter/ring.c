@@ -1,0 +1,187 @@
+/*
+ * Pipelined ring reduce-scatter. At step s a rank sends its right neighbour
+ * the partial result of block (rank - s - 1), which it got from its left
+ * and added its own contribution to; after size - 1 steps block `rank`
+ * is complete. Partials travel in the accumulation type (fp32 for fp16 and
+ * bf16), so half precision is rounded once, by the rank that stores it.
+ */
+#include "coll/algs.h"
+
+#include "coll/reduce/kernels.h"
+#include "core/dtype.h"
+
+zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
+                              const zsh_part_t *part, uint32_t step_base)
+{
+    zsh_ring_t *ring   = &task->u.ring;
+    size_t acc_esize   = zsh_task_acc_esize(task);
+    size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
+    bool converts      = zsh_dtype_acc(task->args.dtype) != task->args.dtype;
+    size_t slot_bytes;
+    zsh_status_t status;
+    void *scratch;
+
+    ring->part      = *part;
+    ring->chunk     = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
+    ring->nchunks   = zsh_part_nchunks(part, ring->chunk);
+    ring->units     = (size_t)(task->comm->size - 1) * ring->nchunks;
+    ring->depth     = zsh_ring_depth(task);
+    ring->step_base = step_base;
+    ring->src       = src;
+    ring->dst       = dst;
+    ring->rhead = ring->rtail = ring->shead = ring->stail = 0;
+
+    slot_bytes = ring->chunk * acc_esize * ring->depth;
+    status     = zsh_task_scratch(task, slot_bytes * (converts ? 2 : 1), &scratch);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    ring->slots = scratch;
+    ring->stage = converts ? ring->slots + slot_bytes : NULL;
+    task->progress = zsh_ring_rs_progress;
+    return zsh_task_ops(task, 2 * ring->depth);
+}
+
+static char *zsh_ring_rs_slot(const zsh_ring_t *ring, char *base, size_t u, size_t acc_esize)
+{
+    return base + (u % ring->depth) * ring->chunk * acc_esize;
+}
+
+/* Unit @u's chunk of the block received (@recv) or sent at its step. */
+static size_t zsh_ring_rs_chunk(const zsh_task_t *task, size_t u, bool recv, size_t *off)
+{
+    const zsh_ring_t *ring = &task->u.ring;
+    int n                  = task->comm->size;
+    size_t step            = u % (size_t)(n - 1);
+    size_t block = zsh_ring_block(task->comm->rank, (long)step + (recv ? 2 : 1), n);
+
+    return zsh_part_chunk(&ring->part, block, u / (size_t)(n - 1), ring->chunk, off);
+}
+
+/* Add this rank's contribution to each received partial, in order; the last
+ * step's partial is this rank's block, stored to dst. */
+static zsh_status_t zsh_ring_rs_reduce(zsh_task_t *task)
+{
+    zsh_ring_t *ring   = &task->u.ring;
+    const zsh_coll_args_t *a = &task->args;
+    size_t esize = zsh_task_esize(task), acc_esize = zsh_task_acc_esize(task);
+    size_t last  = (size_t)(task->comm->size - 2);
+    size_t own   = zsh_part_offset(&ring->part, (size_t)task->comm->rank);
+    zsh_status_t status;
+    size_t off, cnt;
+    char *slot;
+
+    while (ring->rtail < ring->rhead) {
+        status = zsh_task_op_test(task, &task->ops[ring->rtail % ring->depth]);
+        if (status == ZSH_INPROGRESS) {
+            break;
+        }
+        if (status != ZSH_OK) {
+            return status;
+        }
+        cnt  = zsh_ring_rs_chunk(task, ring->rtail, true, &off);
+        slot = zsh_ring_rs_slot(ring, ring->slots, ring->rtail, acc_esize);
+        if (ring->rtail % (last + 1) == last) {
+            zsh_reduce_acc_store(ring->dst + (off - own) * esize, slot, ring->src + off * esize,
+                                 cnt, a->dtype, a->op, task->comm->size);
+        } else {
+            zsh_reduce_acc(slot, ring->src + off * esize, cnt, a->dtype, a->op);
+        }
+        ring->rtail++;
+    }
+    return ZSH_OK;
+}
+
+static zsh_status_t zsh_ring_rs_send(zsh_task_t *task)
+{
+    zsh_ring_t *ring = &task->u.ring;
+    int n            = task->comm->size;
+    size_t steps     = (size_t)(n - 1);
+    size_t esize = zsh_task_esize(task), acc_esize = zsh_task_acc_esize(task);
+    zsh_status_t status;
+    const char *buf;
+    size_t off, cnt;
+    size_t u;
+
+    while ((ring->shead < ring->units) && (ring->shead - ring->stail < ring->depth) &&
+           ((ring->shead % steps == 0) || (ring->shead - 1 < ring->rtail))) {
+        u   = ring->shead;
+        cnt = zsh_ring_rs_chunk(task, u, false, &off);
+        if (u % steps != 0) {
+            buf = zsh_ring_rs_slot(ring, ring->slots, u - 1, acc_esize);
+        } else if (ring->stage != NULL) {
+            buf = zsh_ring_rs_slot(ring, ring->stage, u, acc_esize);
+            zsh_reduce_load((char *)buf, ring->src + off * esize, cnt, task->args.dtype);
+        } else {
+            buf = ring->src + off * esize;
+        }
+        status = zsh_task_send(task, &task->ops[ring->depth + u % ring->depth],
+                               (task->comm->rank + 1) % n, zsh_ring_step(ring, u), buf,
+                               cnt * acc_esize);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        ring->shead++;
+    }
+    return ZSH_OK;
+}
+
+/* A slot is free once the unit that last held it was reduced and, unless
+ * it was the last step, forwarded. */
+static bool zsh_ring_rs_slot_free(const zsh_ring_t *ring, size_t u, size_t steps)
+{
+    size_t prev = u - ring->depth;
+
+    return (u < ring->depth) || ((prev % steps == steps - 1) || (prev + 1 < ring->stail));
+}
+
+static zsh_status_t zsh_ring_rs_recv(zsh_task_t *task)
+{
+    zsh_ring_t *ring = &task->u.ring;
+    int n            = task->comm->size;
+    size_t acc_esize = zsh_task_acc_esize(task);
+    zsh_status_t status;
+    size_t off, cnt;
+
+    while ((ring->rhead < ring->units) && (ring->rhead - ring->rtail < ring->depth) &&
+           zsh_ring_rs_slot_free(ring, ring->rhead, (size_t)(n - 1))) {
+        cnt    = zsh_ring_rs_chunk(task, ring->rhead, true, &off);
+        status = zsh_task_recv(task, &task->ops[ring->rhead % ring->depth],
+                               (task->comm->rank + n - 1) % n, zsh_ring_step(ring, ring->rhead),
+                               zsh_ring_rs_slot(ring, ring->slots, ring->rhead, acc_esize),
+                               cnt * acc_esize);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        ring->rhead++;
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ring_rs_progress(zsh_task_t *task)
+{
+    zsh_ring_t *ring = &task->u.ring;
+    zsh_status_t status;
+    size_t before;
+
+    do {
+        before = ring->rtail + ring->stail + ring->rhead + ring->shead;
+        status = zsh_ring_rs_reduce(task);
+        if (status == ZSH_OK) {
+            status = zsh_ring_reap(task, task->ops + ring->depth, &ring->stail, ring->shead);
+        }
+        if (status == ZSH_OK) {
+            status = zsh_ring_rs_send(task);
+        }
+        if (status == ZSH_OK) {
+            status = zsh_ring_rs_recv(task);
+        }
+        if (status != ZSH_OK) {
+            return status;
+        }
+        if ((ring->rtail == ring->units) && (ring->stail == ring->units)) {
+            return ZSH_OK;
+        }
+    } while (before != ring->rtail + ring->stail + ring->rhead + ring->shead);
+    return ZSH_INPROGRESS;
+}

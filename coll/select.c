@@ -1,0 +1,85 @@
+#include "coll/select.h"
+
+#include "core/status.h"
+
+#include <stdbool.h>
+
+typedef struct zsh_select_rule {
+    zsh_coll_type_t type;
+    const char     *variable;
+    size_t          offset;          /* of the override in zsh_config_t */
+    zsh_algo_t      small, large;    /* the automatic choice */
+    zsh_algo_t      allowed[3];      /* AUTO-terminated */
+} zsh_select_rule_t;
+
+static const zsh_select_rule_t zsh_select_rules[] = {
+    {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_config_t, allgather_algo),
+     ZSH_ALGO_BRUCK, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_AUTO}},
+    {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
+     offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
+     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_AUTO}},
+    {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_config_t, allreduce_algo),
+     ZSH_ALGO_RD, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_AUTO}},
+    {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_config_t, broadcast_algo),
+     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO, ZSH_ALGO_AUTO}},
+};
+
+#define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
+
+static int zsh_select_override(const zsh_config_t *cfg, const zsh_select_rule_t *rule)
+{
+    return *(const int *)((const char *)cfg + rule->offset);
+}
+
+static bool zsh_select_allowed(const zsh_select_rule_t *rule, zsh_algo_t algo)
+{
+    int i;
+
+    for (i = 0; (i < 3) && (rule->allowed[i] != ZSH_ALGO_AUTO); i++) {
+        if (rule->allowed[i] == algo) {
+            return true;
+        }
+    }
+    return false;
+}
+
+zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
+{
+    const zsh_select_rule_t *rule;
+    zsh_algo_t algo;
+    size_t i;
+
+    for (i = 0; i < ZSH_SELECT_NRULES; i++) {
+        rule = &zsh_select_rules[i];
+        algo = (zsh_algo_t)zsh_select_override(cfg, rule);
+        if ((algo != ZSH_ALGO_AUTO) && !zsh_select_allowed(rule, algo)) {
+            return zsh_error(ZSH_ERR_INVALID_ARG, "%s=%s is not an algorithm of this collective",
+                             rule->variable, zsh_algo_name(algo));
+        }
+    }
+    return ZSH_OK;
+}
+
+zsh_algo_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes)
+{
+    const zsh_config_t *cfg = &comm->ctx->cfg;
+    const zsh_select_rule_t *rule;
+    zsh_algo_t algo;
+    size_t i;
+
+    for (i = 0; i < ZSH_SELECT_NRULES; i++) {
+        rule = &zsh_select_rules[i];
+        if (rule->type != type) {
+            continue;
+        }
+        algo = (zsh_algo_t)zsh_select_override(cfg, rule);
+        if (algo != ZSH_ALGO_AUTO) {
+            return algo;
+        }
+        /* Log-latency algorithms win while latency dominates; rings move
+         * the minimum bytes and pipeline, which wins once bandwidth does. */
+        return ((total_bytes <= cfg->small_msg_size) || (comm->size == 1)) ? rule->small
+                                                                          : rule->large;
+    }
+    return ZSH_ALGO_AUTO;
+}

@@ -1,0 +1,318 @@
+#include "coll/task.h"
+
+#include "coll/tag.h"
+#include "core/clock.h"
+#include "core/dtype.h"
+#include "core/log.h"
+#include "core/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest a waiter sleeps between progress passes, in case the transport
+ * completes something without signalling its event descriptor. */
+#define ZSH_TASK_SLEEP_MAX_MS 1
+
+/* Until an algorithm says otherwise, a task has nothing to do. */
+static zsh_status_t zsh_task_done_progress(zsh_task_t *task)
+{
+    (void)task;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const char *name,
+                          zsh_task_t **task_p)
+{
+    zsh_ctx_t *ctx = comm->ctx;
+    zsh_task_t *task;
+
+    if (!zsh_list_empty(&ctx->free_tasks)) {
+        task = zsh_container_of(ctx->free_tasks.next, zsh_task_t, link);
+        zsh_list_del(&task->link);
+    } else {
+        task = calloc(1, sizeof(*task));
+        if (task == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate a task", name);
+        }
+        zsh_list_init(&task->link);
+    }
+    task->comm   = comm;
+    task->args   = *args;
+    task->name   = name;
+    task->seq    = comm->seq++;
+    task->status = ZSH_INPROGRESS;
+    task->phase  = 0;
+    task->progress = zsh_task_done_progress;
+    memset(&task->u, 0, sizeof(task->u));
+    ctx->tasks_out++;
+    comm->requests++;
+    *task_p = task;
+    return ZSH_OK;
+}
+
+void zsh_task_put(zsh_task_t *task)
+{
+    zsh_ctx_t *ctx = task->comm->ctx;
+
+    task->comm->requests--;
+    ctx->tasks_out--;
+    task->comm = NULL;
+    zsh_list_push_tail(&ctx->free_tasks, &task->link);
+}
+
+zsh_status_t zsh_task_ops(zsh_task_t *task, unsigned n)
+{
+    zsh_task_op_t *ops;
+
+    if (n > task->ops_cap) {
+        ops = realloc(task->ops, n * sizeof(*ops));
+        if (ops == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate %u operation slots",
+                             task->name, n);
+        }
+        task->ops     = ops;
+        task->ops_cap = n;
+    }
+    memset(task->ops, 0, task->ops_cap * sizeof(*task->ops));
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_task_scratch(zsh_task_t *task, size_t bytes, void **buf_p)
+{
+    void *buf;
+
+    if (bytes > task->scratch_cap) {
+        /* 64-byte alignment lets the reduction kernels use aligned vectors. */
+        if (posix_memalign(&buf, 64, bytes) != 0) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate %zu bytes of scratch",
+                             task->name, bytes);
+        }
+        free(task->scratch);
+        task->scratch     = buf;
+        task->scratch_cap = bytes;
+    }
+    *buf_p = task->scratch;
+    return ZSH_OK;
+}
+
+size_t zsh_task_esize(const zsh_task_t *task)
+{
+    return zsh_dtype_size(task->args.dtype);
+}
+
+size_t zsh_task_acc_esize(const zsh_task_t *task)
+{
+    return zsh_dtype_size(zsh_dtype_acc(task->args.dtype));
+}
+
+static zsh_status_t zsh_task_posted(zsh_task_op_t *op, zsh_status_t status, zsh_tl_req_t *req,
+                                    int peer, bool is_recv)
+{
+    op->peer    = peer;
+    op->is_recv = is_recv;
+    op->req     = (status == ZSH_INPROGRESS) ? req : NULL;
+    return (status == ZSH_INPROGRESS) ? ZSH_OK : status;
+}
+
+zsh_status_t zsh_task_send(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                           const void *buf, size_t len)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    uint64_t tag     = zsh_tag_make(comm->id, task->seq, step, (uint32_t)ctx->rank);
+    zsh_tl_req_t *req = NULL;
+    zsh_status_t status;
+
+    status = ctx->tl->isend(ctx->tl_ctx, comm->ctx_ranks[peer], tag, buf, len, &req);
+    return zsh_task_posted(op, status, req, peer, false);
+}
+
+zsh_status_t zsh_task_recv(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                           void *buf, size_t len)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    int src          = comm->ctx_ranks[peer];
+    uint64_t tag     = zsh_tag_make(comm->id, task->seq, step, (uint32_t)src);
+    zsh_tl_req_t *req = NULL;
+    zsh_status_t status;
+
+    status = ctx->tl->irecv(ctx->tl_ctx, src, tag, buf, len, &req);
+    return zsh_task_posted(op, status, req, peer, true);
+}
+
+zsh_status_t zsh_task_op_test(zsh_task_t *task, zsh_task_op_t *op)
+{
+    zsh_ctx_t *ctx = task->comm->ctx;
+    zsh_status_t status;
+
+    if (op->req == NULL) {
+        return ZSH_OK;
+    }
+    status = ctx->tl->test(ctx->tl_ctx, op->req);
+    if (status == ZSH_INPROGRESS) {
+        return status;
+    }
+    ctx->tl->release(ctx->tl_ctx, op->req);
+    op->req = NULL;
+    return status;
+}
+
+zsh_status_t zsh_task_ops_test(zsh_task_t *task, unsigned first, unsigned n)
+{
+    zsh_status_t status, ret = ZSH_OK;
+    unsigned i;
+
+    for (i = first; i < first + n; i++) {
+        status = zsh_task_op_test(task, &task->ops[i]);
+        if (status < 0) {
+            return status;
+        }
+        ret = (status == ZSH_INPROGRESS) ? status : ret;
+    }
+    return ret;
+}
+
+/* Release every operation still pending; receives are cancelled. */
+static void zsh_task_cancel_ops(zsh_task_t *task)
+{
+    zsh_ctx_t *ctx = task->comm->ctx;
+    unsigned i;
+
+    for (i = 0; i < task->ops_cap; i++) {
+        if (task->ops[i].req != NULL) {
+            ctx->tl->release(ctx->tl_ctx, task->ops[i].req);
+            task->ops[i].req = NULL;
+        }
+    }
+}
+
+/* "rank(s) 1, 3" for the peers of pending operations of one direction. */
+static int zsh_task_pending_peers(const zsh_task_t *task, bool is_recv, char *buf, size_t len)
+{
+    size_t used = 0;
+    unsigned i, j;
+    int n = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < task->ops_cap; i++) {
+        const zsh_task_op_t *op = &task->ops[i];
+        bool seen = false;
+
+        if ((op->req == NULL) || (op->is_recv != is_recv)) {
+            continue;
+        }
+        for (j = 0; j < i; j++) {
+            seen |= (task->ops[j].req != NULL) && (task->ops[j].is_recv == is_recv) &&
+                    (task->ops[j].peer == op->peer);
+        }
+        if (!seen && (used < len)) {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", op->peer);
+            n++;
+        }
+    }
+    return n;
+}
+
+static zsh_status_t zsh_task_timeout(zsh_task_t *task)
+{
+    const zsh_comm_t *comm = task->comm;
+    char recv_peers[256], send_peers[256];
+    int nrecv, nsend;
+
+    nrecv = zsh_task_pending_peers(task, true, recv_peers, sizeof(recv_peers));
+    nsend = zsh_task_pending_peers(task, false, send_peers, sizeof(send_peers));
+    return zsh_error(ZSH_ERR_TIMEOUT,
+                     "%s seq %u on comm %u (rank %d of %d) timed out after %g s; "
+                     "not heard from rank(s): %s; not yet received by rank(s): %s",
+                     task->name, task->seq, comm->id, comm->rank, comm->size,
+                     comm->ctx->cfg.timeout, nrecv ? recv_peers : "none",
+                     nsend ? send_peers : "none");
+}
+
+static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
+{
+    const zsh_comm_t *comm = task->comm;
+    char cause[ZSH_ERROR_MSG_MAX];
+
+    if (status != ZSH_OK) {
+        if (status != ZSH_ERR_TIMEOUT) {
+            /* Add which call failed to what the lower layer said. */
+            snprintf(cause, sizeof(cause), "%s", zsh_last_error());
+            zsh_error(status, "%s seq %u on comm %u (rank %d of %d): %s", task->name, task->seq,
+                      comm->id, comm->rank, comm->size, cause);
+        }
+        zsh_task_cancel_ops(task);
+    }
+    task->status = status;
+    zsh_list_del(&task->link);
+}
+
+/* Run one progress step of @task and settle it if it finished, failed,
+ * was aborted or ran past its deadline. */
+static void zsh_task_advance(zsh_task_t *task)
+{
+    zsh_status_t status;
+
+    if (atomic_load(&task->comm->aborted)) {
+        zsh_error(ZSH_ERR_ABORTED, "communicator was aborted");
+        zsh_task_complete(task, ZSH_ERR_ABORTED);
+        return;
+    }
+    status = task->progress(task);
+    if ((status == ZSH_INPROGRESS) && (zsh_clock_now() > task->deadline)) {
+        status = zsh_task_timeout(task);
+    }
+    if (status != ZSH_INPROGRESS) {
+        zsh_task_complete(task, status);
+    }
+}
+
+void zsh_task_post(zsh_task_t *task)
+{
+    zsh_ctx_t *ctx = task->comm->ctx;
+
+    task->status   = ZSH_INPROGRESS;
+    task->deadline = zsh_clock_now() + ctx->cfg.timeout;
+    zsh_list_push_tail(&ctx->in_flight, &task->link);
+    zsh_task_advance(task);
+}
+
+void zsh_ctx_progress(zsh_ctx_t *ctx)
+{
+    zsh_list_t *elem, *next;
+
+    ctx->tl->progress(ctx->tl_ctx);
+    for (elem = ctx->in_flight.next; elem != &ctx->in_flight; elem = next) {
+        next = elem->next;
+        zsh_task_advance(zsh_container_of(elem, zsh_task_t, link));
+    }
+}
+
+zsh_status_t zsh_task_wait(zsh_task_t *task)
+{
+    zsh_ctx_t *ctx  = task->comm->ctx;
+    unsigned spins  = 0;
+
+    while (task->status == ZSH_INPROGRESS) {
+        zsh_ctx_progress(ctx);
+        if (task->status != ZSH_INPROGRESS) {
+            break;
+        }
+        /* Spin briefly for latency, then sleep so that ranks sharing a core
+         * with us can run and send what we wait for. */
+        if (++spins > ctx->cfg.spin_count) {
+            ctx->tl->wait(ctx->tl_ctx, zsh_clock_ms_left(task->deadline, ZSH_TASK_SLEEP_MAX_MS));
+        }
+    }
+    return task->status;
+}
+
+void zsh_task_cancel(zsh_task_t *task)
+{
+    if (task->status == ZSH_INPROGRESS) {
+        zsh_error(ZSH_ERR_ABORTED, "request freed before it completed");
+        zsh_task_complete(task, ZSH_ERR_ABORTED);
+    }
+}

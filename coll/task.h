@@ -1,0 +1,157 @@
+/*
+ * A collective is a task: init validates and takes a task from the job's
+ * pool, post starts it, and its progress function is a resumable state
+ * machine that returns ZSH_INPROGRESS instead of blocking. Waiting on any
+ * request progresses every task of the job, so requests complete in any
+ * order and a rank never withholds messages that a peer's other collective
+ * needs. The public zsh_request_t is the task.
+ */
+#ifndef ZSH_COLL_TASK_H_
+#define ZSH_COLL_TASK_H_
+
+#include "coll/partition.h"
+#include "comm/comm.h"
+#include "core/config.h"
+#include "core/list.h"
+
+#include <zeroshard.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+    ZSH_COLL_ALLGATHER,
+    ZSH_COLL_REDUCE_SCATTER,
+    ZSH_COLL_ALLREDUCE,
+    ZSH_COLL_BROADCAST,
+    ZSH_COLL_BARRIER,
+    ZSH_COLL_FENCE          /* the job-wide barrier before teardown */
+} zsh_coll_type_t;
+
+typedef struct zsh_coll_args {
+    zsh_coll_type_t type;
+    const void     *sendbuf;
+    void           *recvbuf;   /* broadcast: the buffer */
+    size_t          count;     /* per rank for allgather/reduce-scatter, else total */
+    zsh_dtype_t     dtype;
+    zsh_op_t        op;
+    int             root;
+} zsh_coll_args_t;
+
+/* One point-to-point operation slot of a task. */
+typedef struct zsh_task_op {
+    zsh_tl_req_t *req;     /* NULL when idle or finished */
+    int           peer;    /* comm rank */
+    bool          is_recv;
+} zsh_task_op_t;
+
+/* Pipelined ring over a partitioned vector (allgather, reduce-scatter, and
+ * the two phases of allreduce). Units are (step, chunk) pairs in order. */
+typedef struct zsh_ring {
+    zsh_part_t  part;
+    size_t      chunk;       /* elements per message */
+    size_t      nchunks;     /* chunks per block */
+    size_t      units;       /* (size - 1) * nchunks */
+    size_t      rhead, rtail, shead, stail;  /* posted / completed receives and sends */
+    unsigned    depth;       /* units in flight per direction */
+    uint32_t    step_base;   /* tag steps of this phase */
+    char       *buf;         /* allgather: the whole vector, in place */
+    const char *src;         /* reduce-scatter: the whole input vector */
+    char       *dst;         /* reduce-scatter: this rank's block of the result */
+    char       *slots;       /* reduce-scatter: @depth receive slots (accumulation type) */
+    char       *stage;       /* reduce-scatter: @depth converted first-step sends */
+} zsh_ring_t;
+
+/* Round-based algorithms (Bruck, recursive doubling, dissemination). */
+typedef struct zsh_rounds {
+    int    round;            /* current round; -1 before the first */
+    int    nrounds;
+    int    newrank;          /* recursive doubling: rank among the power of two, or -1 */
+    int    pof2, rem;
+    bool   posted;           /* ops of the current round are posted */
+    bool   reduces;          /* the current round reduces tmp into acc */
+    size_t count;            /* recursive doubling: elements of the vector */
+    char  *acc, *tmp;        /* scratch */
+} zsh_rounds_t;
+
+/* Pipelined binomial broadcast. */
+typedef struct zsh_bcast {
+    size_t nchunks, chunk;   /* in bytes */
+    size_t rhead, rtail, shead, stail;
+    int    parent;           /* comm rank, or -1 at the root */
+    int    nchildren;
+    int    children[32];     /* a binomial tree has at most log2(2^31) children */
+    unsigned depth;
+} zsh_bcast_t;
+
+typedef struct zsh_request zsh_task_t;  /* the public request is the task */
+typedef zsh_status_t (*zsh_task_progress_t)(zsh_task_t *task);
+
+struct zsh_request {
+    zsh_list_t          link;        /* ctx->in_flight while posted, else ctx->free_tasks */
+    zsh_comm_t         *comm;
+    zsh_coll_args_t     args;
+    const char         *name;        /* "allgather", for messages */
+    uint32_t            seq;
+    zsh_algo_t          algo;
+    zsh_task_progress_t progress;
+    zsh_status_t        status;      /* ZSH_INPROGRESS until complete */
+    double              deadline;
+    int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
+    union {
+        zsh_ring_t   ring;
+        zsh_rounds_t rounds;
+        zsh_bcast_t  bcast;
+    } u;
+    zsh_task_op_t      *ops;         /* kept across uses of the pooled task */
+    unsigned            ops_cap;
+    void               *scratch;     /* kept across uses of the pooled task */
+    size_t              scratch_cap;
+};
+
+/* Take a task from the pool for collective @args on @comm; assigns the
+ * communicator's next sequence number. */
+zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const char *name,
+                          zsh_task_t **task_p);
+
+/* Hand back a task that was never posted or has completed. */
+void         zsh_task_put(zsh_task_t *task);
+
+/* Start @task (its progress function set by its algorithm's init): enqueue
+ * it and run its first progress step. */
+void         zsh_task_post(zsh_task_t *task);
+
+/* Progress the transport and every task of the job once. */
+void         zsh_ctx_progress(zsh_ctx_t *ctx);
+
+/* Settle a task still in progress as aborted, cancelling its operations. */
+void         zsh_task_cancel(zsh_task_t *task);
+
+/* Block until @task completes; returns its status. */
+zsh_status_t zsh_task_wait(zsh_task_t *task);
+
+/* Ensure @n zeroed op slots (all idle). */
+zsh_status_t zsh_task_ops(zsh_task_t *task, unsigned n);
+
+/* Scratch space of at least @bytes, kept with the pooled task. */
+zsh_status_t zsh_task_scratch(zsh_task_t *task, size_t bytes, void **buf_p);
+
+/* Post a send/receive on slot @op to comm rank @peer for tag step @step. */
+zsh_status_t zsh_task_send(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                           const void *buf, size_t len);
+zsh_status_t zsh_task_recv(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                           void *buf, size_t len);
+
+/* ZSH_OK once the slot is idle (its operation done and released),
+ * ZSH_INPROGRESS before, or the operation's error. */
+zsh_status_t zsh_task_op_test(zsh_task_t *task, zsh_task_op_t *op);
+
+/* zsh_task_op_test() over slots [first, first + n): ZSH_OK when all are
+ * idle, the first error seen, else ZSH_INPROGRESS. */
+zsh_status_t zsh_task_ops_test(zsh_task_t *task, unsigned first, unsigned n);
+
+/* Bytes of one element of the task's dtype, and of its accumulation type. */
+size_t zsh_task_esize(const zsh_task_t *task);
+size_t zsh_task_acc_esize(const zsh_task_t *task);
+
+#endif

@@ -1,0 +1,55 @@
+#include "boot/oob.h"
+
+#include "coll/tag.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+#include <time.h>
+
+zsh_status_t zsh_oob_check(const zsh_oob_t *oob)
+{
+    if (oob == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init_oob: oob is NULL");
+    }
+    if ((oob->allgather == NULL) || (oob->test == NULL) || (oob->free == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_comm_init_oob: oob->allgather, oob->test and oob->free must be set");
+    }
+    if ((oob->size < 1) || ((unsigned)oob->size > ZSH_MAX_RANKS)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init_oob: oob->size=%d is not in [1, %u]",
+                         oob->size, ZSH_MAX_RANKS);
+    }
+    if ((oob->rank < 0) || (oob->rank >= oob->size)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init_oob: oob->rank=%d is not in [0, %d)",
+                         oob->rank, oob->size);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_oob_allgather(const zsh_oob_t *oob, const void *send, void *recv, size_t len,
+                               double timeout)
+{
+    const struct timespec pause = {0, 100 * 1000}; /* the OOB is slow; do not spin on it */
+    double deadline = zsh_clock_now() + timeout;
+    zsh_status_t status;
+    void *req = NULL;
+
+    status = oob->allgather(send, recv, len, oob->ctx, &req);
+    if (status != ZSH_OK) {
+        return zsh_error(status, "out-of-band allgather of %zu bytes failed to start (%s)", len,
+                         zsh_status_string(status));
+    }
+    while ((status = oob->test(req)) == ZSH_INPROGRESS) {
+        if (zsh_clock_now() > deadline) {
+            oob->free(req);
+            return zsh_error(ZSH_ERR_TIMEOUT,
+                             "out-of-band allgather did not complete within %g s", timeout);
+        }
+        nanosleep(&pause, NULL);
+    }
+    oob->free(req);
+    if (status != ZSH_OK) {
+        return zsh_error(status, "out-of-band allgather failed (%s)", zsh_status_string(status));
+    }
+    return ZSH_OK;
+}

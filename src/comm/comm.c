@@ -1,0 +1,301 @@
+/*
+ * Creating and destroying communicators and the job context behind them.
+ */
+#include "comm/comm.h"
+
+#include "boot/env.h"
+#include "boot/oob.h"
+#include "coll/algs.h"
+#include "coll/select.h"
+#include "coll/task.h"
+#include "core/log.h"
+#include "core/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What each rank publishes in the first bootstrap exchange. */
+typedef struct zsh_boot_hdr {
+    uint64_t      addr_len;
+    zsh_topo_id_t id;
+} zsh_boot_hdr_t;
+
+zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, int rank, int size,
+                             const int *ctx_ranks, zsh_comm_t **comm_p)
+{
+    zsh_comm_t *comm;
+
+    comm = calloc(1, sizeof(*comm));
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate a communicator");
+    }
+    comm->ctx_ranks = malloc((size_t)size * sizeof(int));
+    if (comm->ctx_ranks == NULL) {
+        free(comm);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);
+    }
+    memcpy(comm->ctx_ranks, ctx_ranks, (size_t)size * sizeof(int));
+    comm->ctx  = ctx;
+    comm->id   = id;
+    comm->rank = rank;
+    comm->size = size;
+    atomic_init(&comm->aborted, 0);
+    zsh_ctx_id_set(ctx, id, 1);
+    ctx->refs++;
+    *comm_p = comm;
+    return ZSH_OK;
+}
+
+static void zsh_comm_free(zsh_comm_t *comm)
+{
+    free(comm->ctx_ranks);
+    free(comm);
+}
+
+/* Exchange transport addresses and host identities, then connect. */
+static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
+{
+    zsh_boot_hdr_t mine = {0}, *hdrs;
+    char *my_addr = NULL, *addrs = NULL;
+    const void *addr;
+    size_t len, max_len = 0;
+    zsh_status_t status;
+    int i;
+
+    hdrs = calloc((size_t)ctx->size, sizeof(*hdrs));
+    if (hdrs == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the bootstrap exchange");
+    }
+    ctx->tl->address(ctx->tl_ctx, &addr, &len);
+    mine.addr_len = len;
+    status = zsh_topo_local_id(&mine.id);
+    if (status != ZSH_OK) {
+        goto out;
+    }
+    status = zsh_oob_allgather(oob, &mine, hdrs, sizeof(mine), ctx->cfg.timeout);
+    if (status != ZSH_OK) {
+        goto out;
+    }
+    for (i = 0; i < ctx->size; i++) {
+        max_len = (hdrs[i].addr_len > max_len) ? hdrs[i].addr_len : max_len;
+    }
+    my_addr = calloc(1, max_len);
+    addrs   = malloc(max_len * (size_t)ctx->size);
+    if ((my_addr == NULL) || (addrs == NULL)) {
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d transport addresses", ctx->size);
+        goto out;
+    }
+    memcpy(my_addr, addr, len);
+    status = zsh_oob_allgather(oob, my_addr, addrs, max_len, ctx->cfg.timeout);
+    if (status != ZSH_OK) {
+        goto out;
+    }
+    status = ctx->tl->connect(ctx->tl_ctx, ctx->rank, ctx->size, addrs, max_len);
+    if (status != ZSH_OK) {
+        goto out;
+    }
+    for (i = 0; i < ctx->size; i++) {
+        hdrs[i].id.host[ZSH_TOPO_HOST_MAX - 1] = '\0';
+    }
+    status = zsh_topo_create(ctx->rank, ctx->size, &hdrs[0].id, &ctx->topo);
+out:
+    free(addrs);
+    free(my_addr);
+    free(hdrs);
+    return status;
+}
+
+zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_config_t *cfg, zsh_ctx_t **ctx_p)
+{
+    zsh_status_t status;
+    zsh_ctx_t *ctx;
+    int *ranks;
+    int i;
+
+    ctx = calloc(1, sizeof(*ctx));
+    ranks = malloc((size_t)oob->size * sizeof(int));
+    if ((ctx == NULL) || (ranks == NULL)) {
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate a job context of %d ranks",
+                           oob->size);
+        goto err_free;
+    }
+    ctx->cfg  = *cfg;
+    ctx->rank = oob->rank;
+    ctx->size = oob->size;
+    ctx->tl   = &zsh_tl_ucx_ops;
+    zsh_list_init(&ctx->in_flight);
+    zsh_list_init(&ctx->free_tasks);
+
+    status = ctx->tl->create(cfg, &ctx->tl_ctx);
+    if (status != ZSH_OK) {
+        goto err_free;
+    }
+    status = zsh_ctx_connect(ctx, oob);
+    if (status != ZSH_OK) {
+        goto err_destroy_tl;
+    }
+    for (i = 0; i < ctx->size; i++) {
+        ranks[i] = i;
+    }
+    status = zsh_comm_create(ctx, ZSH_COMM_ID_JOB, ctx->rank, ctx->size, ranks, &ctx->job);
+    if (status != ZSH_OK) {
+        goto err_destroy_topo;
+    }
+    ctx->refs--; /* the job communicator lives as long as the context, not the reverse */
+    free(ranks);
+    *ctx_p = ctx;
+    return ZSH_OK;
+
+err_destroy_topo:
+    zsh_topo_destroy(ctx->topo);
+err_destroy_tl:
+    ctx->tl->destroy(ctx->tl_ctx);
+err_free:
+    free(ranks);
+    free(ctx);
+    return status;
+}
+
+static void zsh_ctx_free_tasks(zsh_ctx_t *ctx)
+{
+    zsh_task_t *task;
+
+    if (ctx->tasks_out > 0) {
+        zsh_log(ZSH_LOG_WARN, "pool zsh_task: %u task(s) still out at teardown", ctx->tasks_out);
+    }
+    while (!zsh_list_empty(&ctx->free_tasks)) {
+        task = zsh_container_of(ctx->free_tasks.next, zsh_task_t, link);
+        zsh_list_del(&task->link);
+        free(task->ops);
+        free(task->scratch);
+        free(task);
+    }
+}
+
+void zsh_ctx_release(zsh_ctx_t *ctx)
+{
+    zsh_status_t status;
+
+    if (--ctx->refs > 0) {
+        return;
+    }
+    /* No rank may tear down its endpoints while another still talks to it. */
+    status = zsh_barrier_run(ctx->job, ZSH_COLL_FENCE);
+    if (status != ZSH_OK) {
+        zsh_log(ZSH_LOG_WARN, "teardown fence failed (%s); tearing down anyway",
+                zsh_last_error());
+    }
+    zsh_comm_free(ctx->job);
+    ctx->tl->destroy(ctx->tl_ctx);
+    zsh_ctx_free_tasks(ctx);
+    zsh_topo_destroy(ctx->topo);
+    free(ctx);
+}
+
+zsh_status_t zsh_comm_init_oob_cfg(const zsh_oob_t *oob, const zsh_config_t *cfg,
+                                   zsh_comm_t **comm_p)
+{
+    zsh_status_t status;
+    zsh_comm_t *comm;
+    zsh_ctx_t *ctx;
+
+    if (comm_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init: comm_p is NULL");
+    }
+    status = zsh_oob_check(oob);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_select_check_config(cfg);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_ctx_create(oob, cfg, &ctx);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_comm_create(ctx, ZSH_COMM_ID_WORLD, ctx->rank, ctx->size, ctx->job->ctx_ranks,
+                             &comm);
+    if (status != ZSH_OK) {
+        ctx->refs++;
+        zsh_ctx_release(ctx);
+        return status;
+    }
+    *comm_p = comm;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_init_oob(const zsh_oob_t *oob, zsh_comm_t **comm_p)
+{
+    zsh_config_t cfg;
+    zsh_status_t status;
+
+    status = zsh_config_read(&cfg);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    return zsh_comm_init_oob_cfg(oob, &cfg, comm_p);
+}
+
+zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
+{
+    zsh_boot_env_t *env;
+    zsh_status_t status, env_status;
+    zsh_config_t cfg;
+    zsh_oob_t oob;
+
+    if (comm_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init: comm_p is NULL");
+    }
+    status = zsh_config_read(&cfg);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_boot_env_create(&cfg, &oob, &env);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status     = zsh_comm_init_oob_cfg(&oob, &cfg, comm_p);
+    env_status = zsh_boot_env_destroy(env);
+    if ((status == ZSH_OK) && (env_status != ZSH_OK)) {
+        zsh_comm_destroy(*comm_p);
+        *comm_p = NULL;
+        return env_status;
+    }
+    return status;
+}
+
+zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_destroy: comm is NULL");
+    }
+    if (comm->requests > 0) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_comm_destroy: comm %u still has %u request(s) not freed with "
+                         "zsh_request_free()", comm->id, comm->requests);
+    }
+    zsh_ctx_id_set(comm->ctx, comm->id, 0);
+    zsh_ctx_release(comm->ctx);
+    zsh_comm_free(comm);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_abort(zsh_comm_t *comm)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_abort: comm is NULL");
+    }
+    atomic_store(&comm->aborted, 1);
+    return ZSH_OK;
+}
+
+int zsh_comm_rank(const zsh_comm_t *comm)
+{
+    return (comm == NULL) ? -1 : comm->rank;
+}
+
+int zsh_comm_size(const zsh_comm_t *comm)
+{
+    return (comm == NULL) ? -1 : comm->size;
+}

@@ -1,0 +1,103 @@
+#include "topo/topo.h"
+
+#include "core/status.h"
+
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+zsh_status_t zsh_topo_local_id(zsh_topo_id_t *id)
+{
+    memset(id, 0, sizeof(*id));
+    if (gethostname(id->host, sizeof(id->host) - 1) != 0) {
+        return zsh_error(ZSH_ERR_IO, "gethostname failed");
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_topo_create(int rank, int size, const zsh_topo_id_t *ids, zsh_topo_t **topo_p)
+{
+    zsh_topo_t *topo;
+    int i, j;
+
+    topo = calloc(1, sizeof(*topo));
+    if (topo == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map");
+    }
+    topo->node_of = calloc((size_t)size, sizeof(int));
+    if (topo->node_of == NULL) {
+        free(topo);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);
+    }
+    /* A node's index is the order in which its first rank appears: O(size^2)
+     * string compares, once per job, which is negligible below 10^4 ranks. */
+    for (i = 0; i < size; i++) {
+        topo->node_of[i] = -1;
+        for (j = 0; j < i; j++) {
+            if (strncmp(ids[i].host, ids[j].host, ZSH_TOPO_HOST_MAX) == 0) {
+                topo->node_of[i] = topo->node_of[j];
+                break;
+            }
+        }
+        if (topo->node_of[i] < 0) {
+            topo->node_of[i] = topo->nnodes++;
+        }
+    }
+    topo->node = topo->node_of[rank];
+    for (i = 0; i < size; i++) {
+        if (topo->node_of[i] == topo->node) {
+            topo->local_rank += (i < rank) ? 1 : 0;
+            topo->local_size++;
+        }
+    }
+    *topo_p = topo;
+    return ZSH_OK;
+}
+
+void zsh_topo_destroy(zsh_topo_t *topo)
+{
+    free(topo->node_of);
+    free(topo);
+}
+
+static int zsh_topo_count(hwloc_topology_t t, hwloc_obj_type_t type)
+{
+    int n = hwloc_get_nbobjs_by_type(t, type);
+
+    return (n < 0) ? 0 : n;
+}
+
+zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
+{
+    hwloc_bitmap_t binding = NULL;
+    hwloc_topology_t t;
+    char cpus[128] = "unknown";
+
+    if (hwloc_topology_init(&t) != 0) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "hwloc_topology_init failed");
+    }
+    if ((synthetic != NULL) && (hwloc_topology_set_synthetic(t, synthetic) != 0)) {
+        hwloc_topology_destroy(t);
+        return zsh_error(ZSH_ERR_INVALID_ARG, "hwloc rejected the synthetic topology '%s'",
+                         synthetic);
+    }
+    if (hwloc_topology_load(t) != 0) {
+        hwloc_topology_destroy(t);
+        return zsh_error(ZSH_ERR_IO, "hwloc_topology_load failed");
+    }
+    if (synthetic == NULL) {
+        binding = hwloc_bitmap_alloc();
+        if ((binding != NULL) && (hwloc_get_cpubind(t, binding, HWLOC_CPUBIND_PROCESS) == 0)) {
+            hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), binding);
+        }
+        hwloc_bitmap_free(binding);
+    }
+    snprintf(buf, len, "%d package(s), %d NUMA node(s), %d core(s), %d PU(s); bound to PUs %s",
+             zsh_topo_count(t, HWLOC_OBJ_PACKAGE), zsh_topo_count(t, HWLOC_OBJ_NUMANODE),
+             zsh_topo_count(t, HWLOC_OBJ_CORE), zsh_topo_count(t, HWLOC_OBJ_PU),
+             (synthetic == NULL) ? cpus : "(synthetic)");
+    hwloc_topology_destroy(t);
+    return ZSH_OK;
+}

@@ -1,0 +1,73 @@
+/*
+ * The transport interface: the one ops table through which coll/ moves bytes.
+ *
+ * A transport knows ranks, tags and buffers, never collectives. Every
+ * operation either finishes at once (ZSH_OK, no handle), is started
+ * (ZSH_INPROGRESS, a handle to test and release), or fails. Completion is
+ * polled with test() rather than reported by callbacks, so a collective's
+ * state machine only advances inside its own progress function and never
+ * re-enters itself.
+ */
+#ifndef ZSH_TRANSPORTS_TL_H_
+#define ZSH_TRANSPORTS_TL_H_
+
+#include "core/config.h"
+
+#include <zeroshard.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct zsh_tl_ctx  zsh_tl_ctx_t;   /* one per process: worker, endpoints */
+typedef struct zsh_tl_req  zsh_tl_req_t;   /* one operation in flight */
+typedef struct zsh_tl_mem  zsh_tl_mem_t;   /* local memory registered for RMA */
+typedef struct zsh_tl_rkey zsh_tl_rkey_t;  /* a peer's registered memory */
+
+typedef struct zsh_tl_ops {
+    const char *name;
+
+    zsh_status_t (*create)(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p);
+    /* Releases everything; call after a fence so no peer still sends to us. */
+    void         (*destroy)(zsh_tl_ctx_t *ctx);
+    /* This process's address, for the out-of-band exchange; owned by @ctx. */
+    zsh_status_t (*address)(zsh_tl_ctx_t *ctx, const void **addr_p, size_t *len_p);
+    /* Connect to @nranks ranks; rank i's address starts at addrs + i * stride. */
+    zsh_status_t (*connect)(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
+                            size_t stride);
+
+    /* Tagged messages; a receive matches exactly @tag and must get exactly @len bytes. */
+    zsh_status_t (*isend)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+                          zsh_tl_req_t **req_p);
+    zsh_status_t (*irecv)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                          zsh_tl_req_t **req_p);
+
+    /* One-sided access to registered memory. */
+    zsh_status_t (*mem_reg)(zsh_tl_ctx_t *ctx, void *buf, size_t len, zsh_tl_mem_t **mem_p);
+    void         (*mem_dereg)(zsh_tl_ctx_t *ctx, zsh_tl_mem_t *mem);
+    /* A descriptor of @mem for peers; free it with rkey_buf_free(). */
+    zsh_status_t (*rkey_pack)(zsh_tl_ctx_t *ctx, zsh_tl_mem_t *mem, void **buf_p, size_t *len_p);
+    void         (*rkey_buf_free)(zsh_tl_ctx_t *ctx, void *buf);
+    zsh_status_t (*rkey_unpack)(zsh_tl_ctx_t *ctx, int peer, const void *buf,
+                                zsh_tl_rkey_t **rkey_p);
+    void         (*rkey_destroy)(zsh_tl_ctx_t *ctx, zsh_tl_rkey_t *rkey);
+    zsh_status_t (*put)(zsh_tl_ctx_t *ctx, int peer, const void *buf, size_t len,
+                        uint64_t raddr, zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
+    zsh_status_t (*get)(zsh_tl_ctx_t *ctx, int peer, void *buf, size_t len, uint64_t raddr,
+                        zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
+    /* Completes once earlier puts to @peer are visible there. */
+    zsh_status_t (*flush)(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p);
+
+    /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
+    zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+    /* Give @req back; a receive still pending is cancelled first. */
+    void         (*release)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+
+    /* Advance communication; returns how many events were processed. */
+    unsigned     (*progress)(zsh_tl_ctx_t *ctx);
+    /* Sleep until the transport has something to process or @timeout_ms passes. */
+    zsh_status_t (*wait)(zsh_tl_ctx_t *ctx, int timeout_ms);
+} zsh_tl_ops_t;
+
+extern const zsh_tl_ops_t zsh_tl_ucx_ops;
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * UCX context, worker and endpoints: one worker per process-level context,
+ * an endpoint to every rank, and an event descriptor so that waiters sleep
+ * instead of spinning when ranks outnumber cores.
+ */
+#include "transports/ucx/ucx.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/status.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bounded wait for endpoint close at teardown; peers may already be gone. */
+#define ZSH_UCX_CLOSE_TIMEOUT 10.0
+
+zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status)
+{
+    return zsh_error(ZSH_ERR_TRANSPORT, "UCX %s failed: %s", what, ucs_status_string(status));
+}
+
+static void zsh_ucx_request_init(void *request)
+{
+    memset(request, 0, sizeof(zsh_tl_req_t));
+}
+
+static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p)
+{
+    ucp_worker_params_t wparams = {0};
+    ucp_params_t params         = {0};
+    ucp_config_t *config;
+    ucs_status_t status;
+    zsh_status_t ret;
+    zsh_tl_ctx_t *ctx;
+
+    (void)cfg;
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the UCX transport context");
+    }
+    ctx->efd = -1;
+
+    status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK) {
+        ret = zsh_ucx_error("ucp_config_read", status);
+        goto err_free_ctx;
+    }
+    params.field_mask   = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                          UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features     = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+    params.request_size = sizeof(zsh_tl_req_t);
+    params.request_init = zsh_ucx_request_init;
+    params.mt_workers_shared = 0;
+    status = ucp_init(&params, config, &ctx->context);
+    ucp_config_release(config);
+    if (status != UCS_OK) {
+        ret = zsh_ucx_error("ucp_init", status);
+        goto err_free_ctx;
+    }
+
+    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    status = ucp_worker_create(ctx->context, &wparams, &ctx->worker);
+    if (status != UCS_OK) {
+        ret = zsh_ucx_error("ucp_worker_create", status);
+        goto err_cleanup_context;
+    }
+    status = ucp_worker_get_address(ctx->worker, &ctx->address, &ctx->address_len);
+    if (status != UCS_OK) {
+        ret = zsh_ucx_error("ucp_worker_get_address", status);
+        goto err_destroy_worker;
+    }
+    status = ucp_worker_get_efd(ctx->worker, &ctx->efd);
+    if (status != UCS_OK) {
+        /* Waiters then fall back to yielding; correctness does not depend on it. */
+        zsh_log(ZSH_LOG_INFO, "UCX worker has no event descriptor (%s); waits will yield",
+                ucs_status_string(status));
+        ctx->efd = -1;
+    }
+    *ctx_p = ctx;
+    return ZSH_OK;
+
+err_destroy_worker:
+    ucp_worker_destroy(ctx->worker);
+err_cleanup_context:
+    ucp_cleanup(ctx->context);
+err_free_ctx:
+    free(ctx);
+    return ret;
+}
+
+static zsh_status_t zsh_ucx_address(zsh_tl_ctx_t *ctx, const void **addr_p, size_t *len_p)
+{
+    *addr_p = ctx->address;
+    *len_p  = ctx->address_len;
+    return ZSH_OK;
+}
+
+static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
+                                    size_t stride)
+{
+    ucp_ep_params_t params = {0};
+    ucs_status_t status;
+    ucp_ep_h *eps;
+    int i;
+
+    eps = calloc((size_t)nranks, sizeof(*eps));
+    if (eps == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d UCX endpoints", nranks);
+    }
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    for (i = 0; i < nranks; i++) {
+        params.address = (const ucp_address_t *)((const char *)addrs + (size_t)i * stride);
+        status         = ucp_ep_create(ctx->worker, &params, &eps[i]);
+        if (status != UCS_OK) {
+            while (i-- > 0) {
+                ucp_ep_destroy(eps[i]);
+            }
+            free(eps);
+            return zsh_error(ZSH_ERR_TRANSPORT, "UCX ucp_ep_create to rank %d failed: %s", i,
+                             ucs_status_string(status));
+        }
+    }
+    ctx->self   = self;
+    ctx->nranks = nranks;
+    ctx->eps    = eps;
+    return ZSH_OK;
+}
+
+/* Close every endpoint, letting each flush within one overall deadline; after
+ * it passes, the rest are closed without flushing (their peers are gone). */
+static void zsh_ucx_close_eps(zsh_tl_ctx_t *ctx)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS};
+    double deadline           = zsh_clock_now() + ZSH_UCX_CLOSE_TIMEOUT;
+    ucs_status_ptr_t req;
+    int i;
+
+    for (i = 0; i < ctx->nranks; i++) {
+        param.flags = (zsh_clock_now() < deadline) ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+        req         = ucp_ep_close_nbx(ctx->eps[i], &param);
+        if (!UCS_PTR_IS_PTR(req)) {
+            continue;
+        }
+        while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
+               (zsh_clock_now() < deadline)) {
+            ucp_worker_progress(ctx->worker);
+        }
+        if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+            zsh_log(ZSH_LOG_WARN, "UCX endpoint to rank %d did not close within %.0f s", i,
+                    ZSH_UCX_CLOSE_TIMEOUT);
+        }
+        ucp_request_free(req);
+    }
+}
+
+static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
+{
+    if (ctx->eps != NULL) {
+        zsh_ucx_close_eps(ctx);
+        free(ctx->eps);
+    }
+    ucp_worker_release_address(ctx->worker, ctx->address);
+    ucp_worker_destroy(ctx->worker);
+    ucp_cleanup(ctx->context);
+    free(ctx);
+}
+
+static unsigned zsh_ucx_progress(zsh_tl_ctx_t *ctx)
+{
+    return ucp_worker_progress(ctx->worker);
+}
+
+static zsh_status_t zsh_ucx_wait(zsh_tl_ctx_t *ctx, int timeout_ms)
+{
+    struct pollfd pfd;
+    ucs_status_t status;
+
+    if (ctx->efd < 0) {
+        sched_yield();
+        return ZSH_OK;
+    }
+    status = ucp_worker_arm(ctx->worker);
+    if (status == UCS_ERR_BUSY) {
+        return ZSH_OK; /* events arrived meanwhile: go and progress them */
+    }
+    if (status != UCS_OK) {
+        return zsh_ucx_error("ucp_worker_arm", status);
+    }
+    pfd.fd     = ctx->efd;
+    pfd.events = POLLIN;
+    (void)poll(&pfd, 1, timeout_ms); /* EINTR and timeouts just mean "progress again" */
+    return ZSH_OK;
+}
+
+const zsh_tl_ops_t zsh_tl_ucx_ops = {
+    .name          = "ucx",
+    .create        = zsh_ucx_create,
+    .destroy       = zsh_ucx_destroy,
+    .address       = zsh_ucx_address,
+    .connect       = zsh_ucx_connect,
+    .isend         = zsh_ucx_isend,
+    .irecv         = zsh_ucx_irecv,
+    .mem_reg       = zsh_ucx_mem_reg,
+    .mem_dereg     = zsh_ucx_mem_dereg,
+    .rkey_pack     = zsh_ucx_rkey_pack,
+    .rkey_buf_free = zsh_ucx_rkey_buf_free,
+    .rkey_unpack   = zsh_ucx_rkey_unpack,
+    .rkey_destroy  = zsh_ucx_rkey_destroy,
+    .put           = zsh_ucx_put,
+    .get           = zsh_ucx_get,
+    .flush         = zsh_ucx_flush,
+    .test          = zsh_ucx_test,
+    .release       = zsh_ucx_release,
+    .progress      = zsh_ucx_progress,
+    .wait          = zsh_ucx_wait,
+};

@@ -1,0 +1,68 @@
+/*
+ * UCX transport internals shared by its files: context/worker/endpoints
+ * (ctx.c), tagged messages (tag.c) and RMA (rma.c).
+ */
+#ifndef ZSH_TRANSPORTS_UCX_UCX_H_
+#define ZSH_TRANSPORTS_UCX_UCX_H_
+
+#include "transports/tl.h"
+
+#include <ucp/api/ucp.h>
+
+#include <stdbool.h>
+
+struct zsh_tl_ctx {
+    ucp_context_h  context;
+    ucp_worker_h   worker;
+    ucp_address_t *address;
+    size_t         address_len;
+    int            efd;        /* worker event descriptor for sleeping waits */
+    int            self;
+    int            nranks;
+    ucp_ep_h      *eps;        /* by rank */
+};
+
+/*
+ * The space UCX reserves in each of its requests for us (request_size).
+ * UCX recycles requests, so zsh_ucx_posted() resets the fields of every new
+ * operation; callbacks only run inside UCX progress, after that.
+ */
+struct zsh_tl_req {
+    bool         done;
+    ucs_status_t status;
+    size_t       length;     /* bytes received */
+    size_t       expected;   /* receives: bytes the caller asked for */
+    bool         is_recv;
+    int          peer;
+};
+
+/* Log-and-return for a failed UCX call, naming the callee and UCX's reason. */
+zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status);
+
+/* Turn what an nbx call returned into (status, *req_p). */
+zsh_status_t zsh_ucx_posted(ucs_status_ptr_t ptr, const char *what, int peer, bool is_recv,
+                            size_t expected, zsh_tl_req_t **req_p);
+
+void zsh_ucx_send_cb(void *request, ucs_status_t status, void *user_data);
+
+zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+                           zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_irecv(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                           zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+void         zsh_ucx_release(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+
+zsh_status_t zsh_ucx_mem_reg(zsh_tl_ctx_t *ctx, void *buf, size_t len, zsh_tl_mem_t **mem_p);
+void         zsh_ucx_mem_dereg(zsh_tl_ctx_t *ctx, zsh_tl_mem_t *mem);
+zsh_status_t zsh_ucx_rkey_pack(zsh_tl_ctx_t *ctx, zsh_tl_mem_t *mem, void **buf_p, size_t *len_p);
+void         zsh_ucx_rkey_buf_free(zsh_tl_ctx_t *ctx, void *buf);
+zsh_status_t zsh_ucx_rkey_unpack(zsh_tl_ctx_t *ctx, int peer, const void *buf,
+                                 zsh_tl_rkey_t **rkey_p);
+void         zsh_ucx_rkey_destroy(zsh_tl_ctx_t *ctx, zsh_tl_rkey_t *rkey);
+zsh_status_t zsh_ucx_put(zsh_tl_ctx_t *ctx, int peer, const void *buf, size_t len, uint64_t raddr,
+                         zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_get(zsh_tl_ctx_t *ctx, int peer, void *buf, size_t len, uint64_t raddr,
+                         zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_flush(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p);
+
+#endif
