@@ -30,7 +30,8 @@ static inline size_t zsh_ring_block(int rank, long back, int n)
 }
 
 /* Advance *@tail over the finished operations of slots @ops (ring order). */
-zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, size_t *tail, size_t head);
+zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth, size_t *tail,
+                           size_t head);
 
 /* Ring all-gather in place over @buf, whose block `rank` already holds this
  * rank's data. */

@@ -39,9 +39,9 @@ static size_t zsh_ring_ag_chunk(const zsh_task_t *task, size_t u, bool recv, siz
     return zsh_part_chunk(&ring->part, block, u / (size_t)(n - 1), ring->chunk, off);
 }
 
-zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, size_t *tail, size_t head)
+zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth, size_t *tail,
+                           size_t head)
 {
-    unsigned depth = task->u.ring.depth;
     zsh_status_t status;
 
     while (*tail < head) {
@@ -99,9 +99,10 @@ zsh_status_t zsh_ring_ag_progress(zsh_task_t *task)
 
     do {
         before = ring->rtail + ring->stail + ring->rhead + ring->shead;
-        status = zsh_ring_reap(task, task->ops, &ring->rtail, ring->rhead);
+        status = zsh_ring_reap(task, task->ops, ring->depth, &ring->rtail, ring->rhead);
         if (status == ZSH_OK) {
-            status = zsh_ring_reap(task, task->ops + ring->depth, &ring->stail, ring->shead);
+            status = zsh_ring_reap(task, task->ops + ring->depth, ring->depth, &ring->stail,
+                                   ring->shead);
         }
         if (status == ZSH_OK) {
             status = zsh_ring_ag_post(task);

@@ -9,14 +9,22 @@
 
 #include "core/status.h"
 
+/* Send slots: one row of nchildren per chunk in flight, after the receives. */
+static zsh_task_op_t *zsh_bcast_send_op(zsh_task_t *task, size_t chunk, int child)
+{
+    const zsh_bcast_t *b = &task->u.bcast;
+
+    return &task->ops[b->depth + (chunk % b->depth) * (size_t)b->nchildren + (size_t)child];
+}
+
 static zsh_status_t zsh_bcast_reap_sends(zsh_task_t *task)
 {
     zsh_bcast_t *b = &task->u.bcast;
     zsh_status_t status;
 
     while (b->stail < b->shead) {
-        status = zsh_task_ops_test(task, b->depth + (unsigned)(b->stail % b->depth) *
-                                                        (unsigned)b->nchildren,
+        status = zsh_task_ops_test(task, (unsigned)(zsh_bcast_send_op(task, b->stail, 0) -
+                                                    task->ops),
                                    (unsigned)b->nchildren);
         if (status != ZSH_OK) {
             return (status == ZSH_INPROGRESS) ? ZSH_OK : status;
@@ -49,9 +57,8 @@ static zsh_status_t zsh_bcast_post(zsh_task_t *task, size_t bytes)
         off = b->shead * b->chunk;
         len = (bytes - off < b->chunk) ? bytes - off : b->chunk;
         for (k = 0; k < b->nchildren; k++) {
-            status = zsh_task_send(task,
-                                   &task->ops[b->depth + (b->shead % b->depth) * (size_t)b->nchildren + (size_t)k],
-                                   b->children[k], (uint32_t)b->shead, buf + off, len);
+            status = zsh_task_send(task, zsh_bcast_send_op(task, b->shead, k), b->children[k],
+                                   (uint32_t)b->shead, buf + off, len);
             if (status != ZSH_OK) {
                 return status;
             }
@@ -70,7 +77,7 @@ static zsh_status_t zsh_bcast_progress(zsh_task_t *task)
 
     do {
         before = b->rtail + b->rhead + b->stail + b->shead;
-        status = zsh_ring_reap(task, task->ops, &b->rtail, b->rhead);
+        status = zsh_ring_reap(task, task->ops, b->depth, &b->rtail, b->rhead);
         if (status == ZSH_OK) {
             status = zsh_bcast_reap_sends(task);
         }

@@ -168,7 +168,8 @@ zsh_status_t zsh_ring_rs_progress(zsh_task_t *task)
         before = ring->rtail + ring->stail + ring->rhead + ring->shead;
         status = zsh_ring_rs_reduce(task);
         if (status == ZSH_OK) {
-            status = zsh_ring_reap(task, task->ops + ring->depth, &ring->stail, ring->shead);
+            status = zsh_ring_reap(task, task->ops + ring->depth, ring->depth, &ring->stail,
+                                   ring->shead);
         }
         if (status == ZSH_OK) {
             status = zsh_ring_rs_send(task);

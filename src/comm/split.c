@@ -1,0 +1,118 @@
+/*
+ * zsh_comm_split. Every rank of the parent publishes its color, key and the
+ * communicator ids it uses; the child takes the lowest id that no parent rank
+ * uses, so the new id collides with nothing any member could still receive
+ * on. Children of different colors may share an id: they have no common
+ * member, and tags also carry the sender.
+ */
+#include "comm/comm.h"
+
+#include "core/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct zsh_split_info {
+    int32_t color, key;
+    uint8_t ids_used[ZSH_MAX_COMMS / 8];
+} zsh_split_info_t;
+
+typedef struct zsh_split_member {
+    int key, rank;
+} zsh_split_member_t;
+
+static int zsh_split_cmp(const void *a, const void *b)
+{
+    const zsh_split_member_t *x = a, *y = b;
+
+    if (x->key != y->key) {
+        return (x->key < y->key) ? -1 : 1;
+    }
+    return (x->rank < y->rank) ? -1 : (x->rank > y->rank);
+}
+
+static int zsh_split_free_id(const zsh_split_info_t *all, int n)
+{
+    unsigned id;
+    int i;
+    bool used;
+
+    for (id = ZSH_COMM_ID_WORLD + 1; id < ZSH_MAX_COMMS; id++) {
+        used = false;
+        for (i = 0; (i < n) && !used; i++) {
+            used = (all[i].ids_used[id / 8] >> (id % 8)) & 1;
+        }
+        if (!used) {
+            return (int)id;
+        }
+    }
+    return -1;
+}
+
+static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *all, int color,
+                                     int id, zsh_comm_t **newcomm_p)
+{
+    zsh_split_member_t *members;
+    int n = comm->size, m = 0, i, newrank = -1;
+    zsh_status_t status;
+    int *ctx_ranks;
+
+    members   = malloc((size_t)n * sizeof(*members));
+    ctx_ranks = malloc((size_t)n * sizeof(*ctx_ranks));
+    if ((members == NULL) || (ctx_ranks == NULL)) {
+        free(members);
+        free(ctx_ranks);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_comm_split: cannot allocate %d members", n);
+    }
+    for (i = 0; i < n; i++) {
+        if (all[i].color == color) {
+            members[m++] = (zsh_split_member_t){all[i].key, i};
+        }
+    }
+    qsort(members, (size_t)m, sizeof(*members), zsh_split_cmp);
+    for (i = 0; i < m; i++) {
+        ctx_ranks[i] = comm->ctx_ranks[members[i].rank];
+        newrank      = (members[i].rank == comm->rank) ? i : newrank;
+    }
+    status = zsh_comm_create(comm->ctx, (uint32_t)id, newrank, m, ctx_ranks, newcomm_p);
+    free(ctx_ranks);
+    free(members);
+    return status;
+}
+
+zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **newcomm_p)
+{
+    zsh_split_info_t mine, *all;
+    zsh_status_t status;
+    int id;
+
+    if ((comm == NULL) || (newcomm_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_split: %s is NULL",
+                         (comm == NULL) ? "comm" : "newcomm_p");
+    }
+    all = malloc((size_t)comm->size * sizeof(*all));
+    if (all == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_comm_split: cannot allocate %d entries",
+                         comm->size);
+    }
+    memset(&mine, 0, sizeof(mine));
+    mine.color = color;
+    mine.key   = key;
+    memcpy(mine.ids_used, comm->ctx->ids_used, sizeof(mine.ids_used));
+    status = zsh_allgather(&mine, all, sizeof(mine), ZSH_UINT8, comm);
+    if (status != ZSH_OK) {
+        goto out;
+    }
+    id = zsh_split_free_id(all, comm->size);
+    if (color < 0) {
+        *newcomm_p = NULL;
+    } else if (id < 0) {
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "zsh_comm_split: all %u communicator ids are in use",
+                           ZSH_MAX_COMMS);
+    } else {
+        status = zsh_split_create(comm, all, color, id, newcomm_p);
+    }
+out:
+    free(all);
+    return status;
+}

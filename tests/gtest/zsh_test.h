@@ -14,6 +14,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -22,11 +22,6 @@ zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status)
     return zsh_error(ZSH_ERR_TRANSPORT, "UCX %s failed: %s", what, ucs_status_string(status));
 }
 
-static void zsh_ucx_request_init(void *request)
-{
-    memset(request, 0, sizeof(zsh_tl_req_t));
-}
-
 static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p)
 {
     ucp_worker_params_t wparams = {0};
@@ -49,10 +44,9 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
         goto err_free_ctx;
     }
     params.field_mask   = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
-                          UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+                          UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features     = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
     params.request_size = sizeof(zsh_tl_req_t);
-    params.request_init = zsh_ucx_request_init;
     params.mt_workers_shared = 0;
     status = ucp_init(&params, config, &ctx->context);
     ucp_config_release(config);

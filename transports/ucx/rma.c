@@ -84,19 +84,10 @@ void zsh_ucx_rkey_destroy(zsh_tl_ctx_t *ctx, zsh_tl_rkey_t *rkey)
     free(rkey);
 }
 
-static ucp_request_param_t zsh_ucx_rma_param(void)
-{
-    ucp_request_param_t param;
-
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-    param.cb.send      = zsh_ucx_send_cb;
-    return param;
-}
-
 zsh_status_t zsh_ucx_put(zsh_tl_ctx_t *ctx, int peer, const void *buf, size_t len, uint64_t raddr,
                          zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p)
 {
-    ucp_request_param_t param = zsh_ucx_rma_param();
+    ucp_request_param_t param = {.op_attr_mask = 0};
 
     return zsh_ucx_posted(ucp_put_nbx(ctx->eps[peer], buf, len, raddr, rkey->rkey, &param),
                           "ucp_put_nbx", peer, false, len, req_p);
@@ -105,7 +96,7 @@ zsh_status_t zsh_ucx_put(zsh_tl_ctx_t *ctx, int peer, const void *buf, size_t le
 zsh_status_t zsh_ucx_get(zsh_tl_ctx_t *ctx, int peer, void *buf, size_t len, uint64_t raddr,
                          zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p)
 {
-    ucp_request_param_t param = zsh_ucx_rma_param();
+    ucp_request_param_t param = {.op_attr_mask = 0};
 
     return zsh_ucx_posted(ucp_get_nbx(ctx->eps[peer], buf, len, raddr, rkey->rkey, &param),
                           "ucp_get_nbx", peer, false, len, req_p);
@@ -113,7 +104,7 @@ zsh_status_t zsh_ucx_get(zsh_tl_ctx_t *ctx, int peer, void *buf, size_t len, uin
 
 zsh_status_t zsh_ucx_flush(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p)
 {
-    ucp_request_param_t param = zsh_ucx_rma_param();
+    ucp_request_param_t param = {.op_attr_mask = 0};
 
     return zsh_ucx_posted(ucp_ep_flush_nbx(ctx->eps[peer], &param), "ucp_ep_flush_nbx", peer,
                           false, 0, req_p);

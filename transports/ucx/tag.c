@@ -5,26 +5,6 @@
 
 #include "core/status.h"
 
-void zsh_ucx_send_cb(void *request, ucs_status_t status, void *user_data)
-{
-    zsh_tl_req_t *req = request;
-
-    (void)user_data;
-    req->status = status;
-    req->done   = true;
-}
-
-static void zsh_ucx_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
-                            void *user_data)
-{
-    zsh_tl_req_t *req = request;
-
-    (void)user_data;
-    req->status = status;
-    req->length = (status == UCS_OK) ? info->length : 0;
-    req->done   = true;
-}
-
 /* A receive must get exactly what it asked for: a shorter or longer message
  * means the ranks disagree about the call. */
 static zsh_status_t zsh_ucx_check_length(int peer, size_t length, size_t expected)
@@ -68,13 +48,8 @@ zsh_status_t zsh_ucx_posted(ucs_status_ptr_t ptr, const char *what, int peer, bo
         return zsh_error(ZSH_ERR_TRANSPORT, "UCX %s (rank %d) failed: %s", what, peer,
                          ucs_status_string(UCS_PTR_STATUS(ptr)));
     }
-    /* Callbacks only run inside UCX progress, so nothing has touched this
-     * request since it was posted; a recycled one may still hold the fields of
-     * its previous (cancelled) use. */
+    /* No completion callback is registered, so UCX never writes this space. */
     req           = ptr;
-    req->done     = false;
-    req->status   = UCS_OK;
-    req->length   = 0;
     req->is_recv  = is_recv;
     req->expected = expected;
     req->peer     = peer;
@@ -85,10 +60,8 @@ zsh_status_t zsh_ucx_posted(ucs_status_ptr_t ptr, const char *what, int peer, bo
 zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
                            zsh_tl_req_t **req_p)
 {
-    ucp_request_param_t param;
+    ucp_request_param_t param = {.op_attr_mask = 0};
 
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-    param.cb.send      = zsh_ucx_send_cb;
     return zsh_ucx_posted(ucp_tag_send_nbx(ctx->eps[peer], buf, len, tag, &param),
                           "ucp_tag_send_nbx", peer, false, len, req_p);
 }
@@ -96,36 +69,36 @@ zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void
 zsh_status_t zsh_ucx_irecv(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
                            zsh_tl_req_t **req_p)
 {
-    ucp_tag_recv_info_t info;
-    ucp_request_param_t param;
-    ucs_status_ptr_t ptr;
+    /* Always get a request back: its length is then reported reliably by
+     * ucp_tag_recv_request_test(), which is where mismatches show. */
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL};
 
-    param.op_attr_mask        = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO;
-    param.cb.recv             = zsh_ucx_recv_cb;
-    param.recv_info.tag_info  = &info;
-    ptr = ucp_tag_recv_nbx(ctx->worker, buf, len, tag, UINT64_MAX, &param);
-    if (ptr == NULL) {
-        *req_p = NULL;
-        return zsh_ucx_check_length(peer, info.length, len);
-    }
-    return zsh_ucx_posted(ptr, "ucp_tag_recv_nbx", peer, true, len, req_p);
+    return zsh_ucx_posted(ucp_tag_recv_nbx(ctx->worker, buf, len, tag, UINT64_MAX, &param),
+                          "ucp_tag_recv_nbx", peer, true, len, req_p);
 }
 
+/* Completion is read from UCX's own request state: with no callbacks there
+ * is nothing to race with. */
 zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req)
 {
+    ucp_tag_recv_info_t info = {.length = 0};
+    ucs_status_t status;
+
     (void)ctx;
-    if (!req->done) {
+    status = req->is_recv ? ucp_tag_recv_request_test(req, &info)
+                          : ucp_request_check_status(req);
+    if (status == UCS_INPROGRESS) {
         return ZSH_INPROGRESS;
     }
-    if (req->status != UCS_OK) {
-        return zsh_ucx_failed(req->peer, req->is_recv, req->expected, req->status);
+    if (status != UCS_OK) {
+        return zsh_ucx_failed(req->peer, req->is_recv, req->expected, status);
     }
-    return req->is_recv ? zsh_ucx_check_length(req->peer, req->length, req->expected) : ZSH_OK;
+    return req->is_recv ? zsh_ucx_check_length(req->peer, info.length, req->expected) : ZSH_OK;
 }
 
 void zsh_ucx_release(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req)
 {
-    if (!req->done && req->is_recv) {
+    if (req->is_recv && (ucp_request_check_status(req) == UCS_INPROGRESS)) {
         ucp_request_cancel(ctx->worker, req);
     }
     ucp_request_free(req); /* UCX recycles it once the operation has completed */

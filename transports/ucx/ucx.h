@@ -24,16 +24,13 @@ struct zsh_tl_ctx {
 
 /*
  * The space UCX reserves in each of its requests for us (request_size).
- * UCX recycles requests, so zsh_ucx_posted() resets the fields of every new
- * operation; callbacks only run inside UCX progress, after that.
+ * Operations are posted without completion callbacks and polled through
+ * UCX's own request state, so only we write here, right after posting.
  */
 struct zsh_tl_req {
-    bool         done;
-    ucs_status_t status;
-    size_t       length;     /* bytes received */
-    size_t       expected;   /* receives: bytes the caller asked for */
-    bool         is_recv;
-    int          peer;
+    size_t expected;   /* receives: bytes the caller asked for */
+    bool   is_recv;
+    int    peer;
 };
 
 /* Log-and-return for a failed UCX call, naming the callee and UCX's reason. */
@@ -42,8 +39,6 @@ zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status);
 /* Turn what an nbx call returned into (status, *req_p). */
 zsh_status_t zsh_ucx_posted(ucs_status_ptr_t ptr, const char *what, int peer, bool is_recv,
                             size_t expected, zsh_tl_req_t **req_p);
-
-void zsh_ucx_send_cb(void *request, ucs_status_t status, void *user_data);
 
 zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
                            zsh_tl_req_t **req_p);

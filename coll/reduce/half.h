@@ -1,0 +1,100 @@
+/*
+ * IEEE binary16 (fp16) and bfloat16 conversions to and from fp32.
+ *
+ * The x86-64 baseline has no half-precision instructions (F16C is optional),
+ * and _Float16 conversions lower to libgcc calls, which stop a loop from
+ * vectorizing. So these work on the bits: integer arithmetic, at most one
+ * fp32 multiply or add, and selects that compile to blends; no tables, no
+ * calls, no branches. A loop that converts an array with them auto-vectorizes.
+ *
+ * Widening is exact (a NaN keeps its bits). Narrowing rounds to nearest even
+ * (the fp32 add relies on the default rounding mode; flush-to-zero does not
+ * matter), overflows to +/-inf, keeps signed zero and subnormals, and turns a
+ * NaN into a quiet NaN of the same sign.
+ */
+#ifndef ZSH_COLL_REDUCE_HALF_H_
+#define ZSH_COLL_REDUCE_HALF_H_
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t zsh_float_bits(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static inline float zsh_bits_float(uint32_t u)
+{
+    float f;
+
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* All-ones where @cond holds, else zero: selects written as masks stay
+ * branch-free. A ?: whose arm does fp32 arithmetic can become a branch around
+ * it, and gcc will not if-convert a trapping FP op back, so the loop would
+ * not vectorize. */
+static inline uint32_t zsh_half_mask(int cond)
+{
+    return 0u - (uint32_t)(cond != 0);
+}
+
+static inline float zsh_fp16_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t mag  = h & 0x7fffu;
+    /* Normal: rebias the exponent (15 -> 127); inf and NaN need 255. */
+    uint32_t wide = (mag << 13) + ((127u - 15u) << 23) +
+                    (zsh_half_mask(mag >= 0x7c00u) & ((127u - 15u) << 23));
+    /* Subnormal or zero: mag * 2^-24, exact in fp32 and never subnormal
+     * there, so no slow microcode assist. */
+    uint32_t tiny    = zsh_float_bits((float)(int32_t)mag * 0x1p-24f);
+    uint32_t is_tiny = zsh_half_mask(mag < 0x0400u);
+
+    return zsh_bits_float(sign | (tiny & is_tiny) | (wide & ~is_tiny));
+}
+
+static inline uint16_t zsh_float_to_fp16(float f)
+{
+    uint32_t bits = zsh_float_bits(f);
+    uint32_t sign = (bits >> 16) & 0x8000u;
+    uint32_t mag  = bits & 0x7fffffffu;
+    /* fp16 keeps 11 significant bits in binade 2^e, and steps of 2^-24 below
+     * 2^-14. Adding magic = 2^(e+13), e clamped to [-14, 16], leaves the sum
+     * with exactly that step, so the FPU rounds |f| to nearest even, and the
+     * sum's low bits count the steps: the significand with its leading 1,
+     * which carries into the exponent field when rounding leaves the binade.
+     * From 2^16 up, and for inf and NaN, the count only needs to be large. */
+    uint32_t exp   = mag >> 23;
+    uint32_t e     = (exp < 127u - 14u) ? 127u - 14u : (exp > 127u + 16u) ? 127u + 16u : exp;
+    uint32_t magic = (e + 13u) << 23;
+    uint32_t steps = zsh_float_bits(zsh_bits_float(mag) + zsh_bits_float(magic)) - magic;
+    uint32_t h     = ((e - (127u - 14u)) << 10) + steps;
+    uint32_t finite = (h > 0x7c00u) ? 0x7c00u : h;
+    /* NaN: set the quiet bit and keep the top of the payload. */
+    uint32_t nan = zsh_half_mask(mag > 0x7f800000u) & (0x0200u | ((mag >> 13) & 0x03ffu));
+
+    return (uint16_t)(sign | finite | nan);
+}
+
+static inline float zsh_bf16_to_float(uint16_t h)
+{
+    return zsh_bits_float((uint32_t)h << 16);
+}
+
+static inline uint16_t zsh_float_to_bf16(float f)
+{
+    uint32_t bits = zsh_float_bits(f);
+    /* Round the low 16 bits to nearest even; a carry into the exponent
+     * rounds the largest finite values up to inf. */
+    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    uint32_t nan     = (bits >> 16) | 0x0040u;
+
+    return (uint16_t)(((bits & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
+}
+
+#endif

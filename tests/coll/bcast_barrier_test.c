@@ -1,0 +1,77 @@
+#include "coll/check.h"
+
+#include "core/clock.h"
+#include "core/dtype.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void zsh_bcast_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count, int root)
+{
+    int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
+    size_t bytes = count * zsh_dtype_size(dtype);
+    char *buf    = zsh_check_alloc(bytes);
+    char what[128];
+
+    if (rank == root) {
+        zsh_check_fill(buf, dtype, ZSH_MIN, root, n, 0, count);
+    } else {
+        memset(buf, 0x5a, bytes);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_broadcast(buf, count, dtype, root, comm));
+    snprintf(what, sizeof(what), "broadcast %s count=%zu root=%d", zsh_dtype_name(dtype), count,
+             root);
+    zsh_check_buf(buf, dtype, ZSH_MIN, n, root, 0, count, what, __FILE__, __LINE__);
+    free(buf);
+}
+
+ZSH_RANK_TEST(broadcast, every_root_dtype_and_count_reaches_every_rank)
+{
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
+    int n = zsh_comm_size(comm);
+    int roots[3] = {0, n - 1, n / 2};
+    size_t d, c, r;
+
+    cfg->chunk_size = ZSH_CHECK_CHUNK;
+    for (r = 0; r < 3; r++) {
+        for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
+            for (c = 0; c < zsh_check_ncounts; c++) {
+                zsh_bcast_case(comm, zsh_check_dtypes[d], zsh_check_counts[c], roots[r]);
+            }
+        }
+    }
+    *cfg = saved;
+    zsh_bcast_case(comm, ZSH_FLOAT64, 100003, n - 1); /* above the default chunk size */
+}
+
+/* Nobody leaves a barrier before the last rank enters it: rank 0 enters
+ * 200 ms late, so everybody else waits at least about that long. */
+ZSH_RANK_TEST(barrier, no_rank_leaves_before_the_last_one_enters)
+{
+    const struct timespec late = {0, 200 * 1000 * 1000};
+    double start, waited;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_barrier(comm));
+    start = zsh_clock_now();
+    if (zsh_comm_rank(comm) == 0) {
+        nanosleep(&late, NULL);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_barrier(comm));
+    waited = zsh_clock_now() - start;
+    if ((zsh_comm_rank(comm) != 0) && (waited < 0.1)) {
+        zsh_test_fail(__FILE__, __LINE__, "left the barrier after %.3f s, before rank 0 entered",
+                      waited);
+    }
+}
+
+ZSH_RANK_TEST(barrier, many_barriers_in_a_row_complete)
+{
+    int i;
+
+    for (i = 0; i < 50; i++) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_barrier(comm));
+    }
+}

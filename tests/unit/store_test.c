@@ -1,0 +1,716 @@
+/*
+ * The bootstrap TCP store over loopback: clients on threads, deferred and
+ * timed-out GETs, misbehaving raw sockets, stopping with clients connected,
+ * and the environment bootstrap (zsh_boot_env_*) on 1, 3 and 4 thread-ranks.
+ * Every wait is short, so a broken store fails these tests instead of hanging.
+ */
+#include "boot/env.h"
+#include "boot/store.h"
+#include "boot/store_frame.h"
+#include "core/clock.h"
+#include "gtest/zsh_test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Generous bounds for waits that should succeed; failures show up as errors
+ * long before them. */
+#define T_OK      5.0
+#define T_SHORT   0.3
+#define MAX_RANKS 8
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* A port nothing listens on now (the kernel's pick for a socket we close). */
+static int free_port(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len         = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    if ((bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) &&
+        (getsockname(fd, (struct sockaddr *)&sa, &len) == 0)) {
+        port = ntohs(sa.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+/* A plain blocking socket connected to 127.0.0.1:@port, or -1. */
+static int raw_connect(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Whether the server closed @fd within @timeout seconds. */
+static int closed_within(int fd, double timeout)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    char byte;
+
+    if (poll(&pfd, 1, (int)(timeout * 1e3)) <= 0) {
+        return 0;
+    }
+    return recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
+static zsh_store_server_t *start_loopback_server(double timeout)
+{
+    zsh_store_server_t *server = NULL;
+
+    if (zsh_store_server_start("127.0.0.1", 0, timeout, &server) != ZSH_OK) {
+        return NULL;
+    }
+    return server;
+}
+
+/* SET @key to @value and read it back on @client. */
+static void expect_set_get(zsh_store_client_t *client, const char *key, const char *value)
+{
+    size_t len = 0;
+    void *got  = NULL;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_set(client, key, value, strlen(value)));
+    ZSH_ASSERT_STATUS(ZSH_OK,
+                      zsh_store_client_get(client, key, zsh_clock_now() + T_OK, &got, &len));
+    ZSH_EXPECT_EQ(strlen(value), len);
+    ZSH_EXPECT_TRUE(memcmp(got, value, len) == 0);
+    free(got);
+}
+
+/* ---- the store ------------------------------------------------------------------ */
+
+typedef struct {
+    int          port, id, nclients;
+    zsh_status_t status;
+    int          bad_peer;  /* first peer whose value was wrong, or -1 */
+    double       elapsed;
+} client_job_t;
+
+/* Publish "value-<id>" under "k/<id>", then read every client's value. */
+static void *client_exchange(void *arg)
+{
+    client_job_t *job = arg;
+    zsh_store_client_t *client;
+    char key[32], want[32];
+    size_t len;
+    void *got;
+    int peer;
+
+    job->bad_peer = -1;
+    job->status   = zsh_store_client_connect("127.0.0.1", job->port, T_OK, &client);
+    if (job->status != ZSH_OK) {
+        return NULL;
+    }
+    snprintf(key, sizeof(key), "k/%d", job->id);
+    snprintf(want, sizeof(want), "value-%d", job->id);
+    job->status = zsh_store_client_set(client, key, want, strlen(want));
+    for (peer = 0; (peer < job->nclients) && (job->status == ZSH_OK); peer++) {
+        snprintf(key, sizeof(key), "k/%d", peer);
+        snprintf(want, sizeof(want), "value-%d", peer);
+        job->status = zsh_store_client_get(client, key, zsh_clock_now() + T_OK, &got, &len);
+        if ((job->status == ZSH_OK) && ((len != strlen(want)) || memcmp(got, want, len)) &&
+            (job->bad_peer < 0)) {
+            job->bad_peer = peer;
+        }
+        free((job->status == ZSH_OK) ? got : NULL);
+    }
+    zsh_store_client_close(client);
+    return NULL;
+}
+
+ZSH_TEST(store, clients_on_threads_set_and_get_each_others_values)
+{
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    client_job_t jobs[6];
+    pthread_t threads[6];
+    int i;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_EXPECT_TRUE(zsh_store_server_port(server) > 0); /* port 0 picked an ephemeral one */
+    for (i = 0; i < 6; i++) {
+        jobs[i] = (client_job_t){.port = zsh_store_server_port(server), .id = i, .nclients = 6};
+        pthread_create(&threads[i], NULL, client_exchange, &jobs[i]);
+    }
+    for (i = 0; i < 6; i++) {
+        pthread_join(threads[i], NULL);
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[i].status);
+        ZSH_EXPECT_EQ(-1, jobs[i].bad_peer);
+    }
+    zsh_store_server_stop(server);
+}
+
+typedef struct {
+    zsh_store_client_t *client;
+    const char         *key;
+    double              deadline;
+    zsh_status_t        status;
+    char                value[64];
+    char                error[512];
+    double              elapsed;
+} get_job_t;
+
+static void *client_get(void *arg)
+{
+    get_job_t *job = arg;
+    double start   = zsh_clock_now();
+    size_t len     = 0;
+    void *got      = NULL;
+
+    job->status  = zsh_store_client_get(job->client, job->key, job->deadline, &got, &len);
+    job->elapsed = zsh_clock_now() - start;
+    snprintf(job->error, sizeof(job->error), "%s", zsh_last_error());
+    if (job->status == ZSH_OK) {
+        snprintf(job->value, sizeof(job->value), "%.*s", (int)len, (const char *)got);
+        free(got);
+    }
+    return NULL;
+}
+
+ZSH_TEST(store, get_before_set_is_answered_when_the_key_is_set)
+{
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    zsh_store_client_t *getter, *setter;
+    get_job_t job = {.key = "late"};
+    pthread_t thread;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &getter));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &setter));
+    job.client   = getter;
+    job.deadline = zsh_clock_now() + T_OK;
+    pthread_create(&thread, NULL, client_get, &job);
+    usleep(100 * 1000);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_set(setter, "late", "here", 4));
+    pthread_join(thread, NULL);
+    ZSH_EXPECT_STATUS(ZSH_OK, job.status);
+    ZSH_EXPECT_STR_CONTAINS(job.value, "here");
+    ZSH_EXPECT_TRUE(job.elapsed >= 0.09);
+    zsh_store_client_close(getter);
+    zsh_store_client_close(setter);
+    zsh_store_server_stop(server);
+}
+
+ZSH_TEST(store, get_of_a_missing_key_times_out_and_the_client_stays_usable)
+{
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    zsh_store_client_t *client;
+    double start;
+    char addr[64];
+    size_t len;
+    void *got;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &client));
+    start = zsh_clock_now();
+    ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT,
+                      zsh_store_client_get(client, "never/set", start + T_SHORT, &got, &len));
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT + 1.0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", zsh_store_server_port(server));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), addr);
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "never/set");
+    expect_set_get(client, "after/timeout", "still works");
+    zsh_store_client_close(client);
+    zsh_store_server_stop(server);
+}
+
+ZSH_TEST(store, set_replaces_values_and_large_values_round_trip)
+{
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    size_t big_len = 3u << 20, len, i;
+    zsh_store_client_t *client;
+    uint8_t *big = malloc(big_len);
+    void *got;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &client));
+    expect_set_get(client, "key", "first");
+    expect_set_get(client, "key", "second, longer");
+    expect_set_get(client, "", "empty key");
+    for (i = 0; i < big_len; i++) {
+        big[i] = (uint8_t)(i * 31 + 7);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_set(client, "big", big, big_len));
+    ZSH_ASSERT_STATUS(ZSH_OK,
+                      zsh_store_client_get(client, "big", zsh_clock_now() + T_OK, &got, &len));
+    ZSH_EXPECT_EQ(big_len, len);
+    ZSH_EXPECT_TRUE(memcmp(got, big, big_len) == 0);
+    free(got);
+    free(big);
+    zsh_store_client_close(client);
+    zsh_store_server_stop(server);
+}
+
+ZSH_TEST(store, oversized_value_is_rejected_before_sending_and_the_client_stays_usable)
+{
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    zsh_store_client_t *client;
+    static uint8_t huge[ZSH_STORE_VALUE_MAX + 1];
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &client));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
+                      zsh_store_client_set(client, "huge", huge, sizeof(huge)));
+    expect_set_get(client, "small", "fine");
+    zsh_store_client_close(client);
+    zsh_store_server_stop(server);
+}
+
+/* Bytes no client may send: an absurd length, an unknown opcode, a reply. */
+ZSH_TEST(store, garbage_from_a_raw_socket_drops_only_that_connection)
+{
+    static const struct {
+        const char *bytes;
+        size_t      len;
+    } garbage[] = {{"GARBAGE GARBAGE!", 16}, {"\0\0\0\3\x42xy", 7}, {"\0\0\0\1\x81", 5}};
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    zsh_store_client_t *client;
+    size_t i;
+    int fd;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &client));
+    for (i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        fd = raw_connect(zsh_store_server_port(server));
+        ZSH_ASSERT_TRUE(fd >= 0);
+        ZSH_EXPECT_EQ(garbage[i].len, send(fd, garbage[i].bytes, garbage[i].len, MSG_NOSIGNAL));
+        ZSH_EXPECT_TRUE(closed_within(fd, T_OK));
+        close(fd);
+        expect_set_get(client, "alive", "yes");
+    }
+    zsh_store_client_close(client);
+    zsh_store_server_stop(server);
+}
+
+ZSH_TEST(store, set_from_a_client_that_closes_at_once_is_still_stored)
+{
+    zsh_store_frame_t set = {.op = ZSH_STORE_OP_SET, .key = (const uint8_t *)"parting",
+                             .key_len = 7, .value = (const uint8_t *)"gift", .value_len = 4};
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    zsh_store_buf_t frame = {0};
+    zsh_store_client_t *client;
+    size_t len;
+    void *got;
+    int fd;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_frame_encode(&set, &frame));
+    fd = raw_connect(zsh_store_server_port(server));
+    ZSH_ASSERT_TRUE(fd >= 0);
+    ZSH_EXPECT_EQ(frame.tail, send(fd, frame.data, frame.tail, MSG_NOSIGNAL));
+    close(fd);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &client));
+    ZSH_ASSERT_STATUS(ZSH_OK,
+                      zsh_store_client_get(client, "parting", zsh_clock_now() + T_OK, &got, &len));
+    ZSH_EXPECT_EQ(4, len);
+    free(got);
+    zsh_store_buf_cleanup(&frame);
+    zsh_store_client_close(client);
+    zsh_store_server_stop(server);
+}
+
+ZSH_TEST(store, silent_and_stalled_clients_do_not_block_others)
+{
+    /* Half a SET: the header and opcode, then nothing. */
+    static const char half[] = {0, 0, 0, 20, ZSH_STORE_OP_SET, 0};
+    zsh_store_server_t *server = start_loopback_server(T_SHORT);
+    zsh_store_client_t *client;
+    int silent, stalled;
+    double start;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    silent  = raw_connect(zsh_store_server_port(server));
+    stalled = raw_connect(zsh_store_server_port(server));
+    ZSH_ASSERT_TRUE((silent >= 0) && (stalled >= 0));
+    ZSH_EXPECT_EQ(sizeof(half), send(stalled, half, sizeof(half), MSG_NOSIGNAL));
+    start = zsh_clock_now();
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &client));
+    expect_set_get(client, "busy", "served");
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT);
+    /* The stalled one is dropped after the store timeout; the idle one is not mid-frame. */
+    ZSH_EXPECT_TRUE(closed_within(stalled, T_OK));
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
+    ZSH_EXPECT_TRUE(!closed_within(silent, 0));
+    expect_set_get(client, "busy", "still served");
+    close(silent);
+    close(stalled);
+    zsh_store_client_close(client);
+    zsh_store_server_stop(server);
+}
+
+ZSH_TEST(store, stop_with_clients_connected_fails_their_requests_at_once)
+{
+    zsh_store_server_t *server = start_loopback_server(T_OK);
+    zsh_store_client_t *waiter, *idle;
+    get_job_t job = {.key = "never/set"};
+    pthread_t thread;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &waiter));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
+                                                       T_OK, &idle));
+    job.client   = waiter;
+    job.deadline = zsh_clock_now() + T_OK;
+    pthread_create(&thread, NULL, client_get, &job);
+    usleep(100 * 1000);
+    zsh_store_server_stop(server);
+    pthread_join(thread, NULL);
+    ZSH_EXPECT_STATUS(ZSH_ERR_PEER_FAILED, job.status);
+    ZSH_EXPECT_STR_CONTAINS(job.error, "closed the connection");
+    ZSH_EXPECT_TRUE(job.elapsed < 1.0);
+    ZSH_EXPECT_STATUS(ZSH_ERR_PEER_FAILED, zsh_store_client_set(idle, "k", "v", 1));
+    zsh_store_client_close(waiter);
+    zsh_store_client_close(idle);
+}
+
+ZSH_TEST(store, connect_without_a_server_times_out_naming_the_address)
+{
+    int port = free_port();
+    zsh_store_client_t *client = NULL;
+    double start = zsh_clock_now();
+    char addr[64];
+
+    ZSH_ASSERT_TRUE(port > 0);
+    ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT,
+                      zsh_store_client_connect("127.0.0.1", port, T_SHORT, &client));
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT + 1.0);
+    ZSH_EXPECT_TRUE(client == NULL);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), addr);
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "refused");
+}
+
+typedef struct {
+    int          port;
+    zsh_status_t status;
+} early_job_t;
+
+static void *client_connect_early(void *arg)
+{
+    early_job_t *job = arg;
+    zsh_store_client_t *client;
+
+    job->status = zsh_store_client_connect("127.0.0.1", job->port, T_OK, &client);
+    if (job->status == ZSH_OK) {
+        job->status = zsh_store_client_set(client, "early", "bird", 4);
+        zsh_store_client_close(client);
+    }
+    return NULL;
+}
+
+ZSH_TEST(store, client_connecting_before_the_server_starts_is_served)
+{
+    early_job_t job = {.port = free_port()};
+    zsh_store_server_t *server;
+    pthread_t thread;
+
+    ZSH_ASSERT_TRUE(job.port > 0);
+    pthread_create(&thread, NULL, client_connect_early, &job);
+    usleep(150 * 1000);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_server_start("127.0.0.1", job.port, T_OK, &server));
+    pthread_join(thread, NULL);
+    ZSH_EXPECT_STATUS(ZSH_OK, job.status);
+    zsh_store_server_stop(server);
+}
+
+/* A fake store that answers with @reply whatever is asked: the client must
+ * fail with ZSH_ERR_IO, say why, and refuse to go on out of step. */
+static void expect_bad_reply_is_io_error(const char *reply, size_t len, const char *why)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sa_len      = sizeof(sa);
+    zsh_store_client_t *client;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+    size_t got_len;
+    void *got;
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ZSH_ASSERT_TRUE((bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0) && (listen(lfd, 1) == 0));
+    getsockname(lfd, (struct sockaddr *)&sa, &sa_len);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", ntohs(sa.sin_port), T_OK,
+                                                       &client));
+    fd = accept(lfd, NULL, NULL);
+    ZSH_EXPECT_EQ(len, send(fd, reply, len, MSG_NOSIGNAL));
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO,
+                      zsh_store_client_get(client, "k", zsh_clock_now() + T_OK, &got, &got_len));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), why);
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_store_client_set(client, "k", "v", 1));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "failed earlier");
+    zsh_store_client_close(client);
+    close(fd);
+    close(lfd);
+}
+
+ZSH_TEST(store, malformed_or_mismatched_reply_fails_with_io_error)
+{
+    expect_bad_reply_is_io_error("HTTP/1.1 400 Bad Request\r\n", 26, "malformed reply to GET 'k'");
+    expect_bad_reply_is_io_error("\0\0\0\1\x81", 5, "answered GET with OK");
+}
+
+/* Whether this host has an IPv6 loopback to test with. */
+static int have_ipv6_loopback(void)
+{
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int fd = socket(AF_INET6, SOCK_STREAM, 0), ok;
+
+    ok = (fd >= 0) && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ok;
+}
+
+ZSH_TEST(store, server_on_every_interface_is_reached_by_ipv4_ipv6_and_host_name)
+{
+    const char *hosts[] = {"127.0.0.1", "localhost", "::1"};
+    size_t nhosts = have_ipv6_loopback() ? 3 : 2, i;
+    zsh_store_server_t *server;
+    zsh_store_client_t *client;
+    zsh_status_t status;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_server_start(NULL, 0, T_OK, &server));
+    for (i = 0; i < nhosts; i++) {
+        status = zsh_store_client_connect(hosts[i], zsh_store_server_port(server), T_OK, &client);
+        ZSH_EXPECT_STATUS(ZSH_OK, status);
+        if (status == ZSH_OK) {
+            expect_set_get(client, hosts[i], "reached");
+            zsh_store_client_close(client);
+        }
+    }
+    zsh_store_server_stop(server);
+}
+
+/* ---- the environment bootstrap ------------------------------------------------------ */
+
+static zsh_config_t boot_config(int rank, int size, int port, double timeout)
+{
+    zsh_config_t cfg;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.rank          = rank;
+    cfg.world_size    = size;
+    cfg.master_port   = port;
+    cfg.store_timeout = timeout;
+    snprintf(cfg.master_addr, sizeof(cfg.master_addr), "127.0.0.1");
+    return cfg;
+}
+
+typedef struct {
+    zsh_config_t cfg;
+    size_t       len[3];        /* this rank's block size in each of three allgathers */
+    zsh_status_t create, gather[3], destroy;
+    int          bad_index;     /* first wrong byte of the results, or -1 */
+} rank_job_t;
+
+/* Block @round of rank @rank: a pattern no other rank or round shares. */
+static uint8_t pattern(int round, int rank, size_t i)
+{
+    return (uint8_t)(round * 101 + rank * 17 + i);
+}
+
+/* One allgather; the last round runs in place. Checks into job->bad_index. */
+static zsh_status_t rank_gather(rank_job_t *job, const zsh_oob_t *oob, int round)
+{
+    size_t len = job->len[round], i;
+    uint8_t *recv = calloc((size_t)oob->size * len + 1, 1), *send = malloc(len + 1);
+    zsh_status_t status;
+    void *req = NULL;
+    int r;
+
+    for (i = 0; i < len; i++) {
+        send[i] = pattern(round, oob->rank, i);
+    }
+    if (round == 2) {
+        memcpy(recv + (size_t)oob->rank * len, send, len);
+    }
+    status = oob->allgather((round == 2) ? recv + (size_t)oob->rank * len : send, recv, len,
+                            oob->ctx, &req);
+    if (status == ZSH_OK) {
+        status = oob->test(req);
+        oob->free(req);
+    }
+    for (r = 0; (r < oob->size) && (status == ZSH_OK); r++) {
+        for (i = 0; (i < len) && (job->bad_index < 0); i++) {
+            if (recv[(size_t)r * len + i] != pattern(round, r, i)) {
+                job->bad_index = (int)((size_t)r * len + i);
+            }
+        }
+    }
+    free(send);
+    free(recv);
+    return status;
+}
+
+static void *rank_main(void *arg)
+{
+    rank_job_t *job = arg;
+    zsh_boot_env_t *env;
+    zsh_oob_t oob;
+    int round;
+
+    job->bad_index = -1;
+    job->create    = zsh_boot_env_create(&job->cfg, &oob, &env);
+    if (job->create != ZSH_OK) {
+        return NULL;
+    }
+    for (round = 0; round < 3; round++) {
+        job->gather[round] = rank_gather(job, &oob, round);
+    }
+    job->destroy = zsh_boot_env_destroy(env);
+    return NULL;
+}
+
+/* Run @n thread-ranks through create, three allgathers and destroy. */
+static void run_ranks(rank_job_t *jobs, int n)
+{
+    pthread_t threads[MAX_RANKS];
+    int r;
+
+    for (r = 0; r < n; r++) {
+        pthread_create(&threads[r], NULL, rank_main, &jobs[r]);
+    }
+    for (r = 0; r < n; r++) {
+        pthread_join(threads[r], NULL);
+    }
+}
+
+ZSH_TEST(boot_env, allgather_over_the_store_on_1_3_and_4_ranks_including_empty_and_in_place)
+{
+    static const int sizes[] = {1, 3, 4};
+    rank_job_t jobs[MAX_RANKS];
+    size_t s;
+    int r, port;
+
+    for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        port = free_port();
+        for (r = 0; r < sizes[s]; r++) {
+            memset(&jobs[r], 0, sizeof(jobs[r]));
+            jobs[r].cfg    = boot_config(r, sizes[s], port, T_OK);
+            jobs[r].len[0] = 13;
+            jobs[r].len[1] = 0;
+            jobs[r].len[2] = 1000;
+        }
+        run_ranks(jobs, sizes[s]);
+        for (r = 0; r < sizes[s]; r++) {
+            zsh_test_set_rank(r);
+            ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].create);
+            ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].gather[0]);
+            ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].gather[1]);
+            ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].gather[2]);
+            ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].destroy);
+            ZSH_EXPECT_EQ(-1, jobs[r].bad_index);
+        }
+        zsh_test_set_rank(-1);
+    }
+}
+
+ZSH_TEST(boot_env, allgather_with_different_lengths_fails_with_mismatch)
+{
+    rank_job_t jobs[2];
+    int r, port = free_port();
+
+    for (r = 0; r < 2; r++) {
+        memset(&jobs[r], 0, sizeof(jobs[r]));
+        jobs[r].cfg    = boot_config(r, 2, port, T_OK);
+        jobs[r].len[0] = 4 + 4 * (size_t)r;
+        jobs[r].len[1] = 8;
+        jobs[r].len[2] = 8;
+    }
+    run_ranks(jobs, 2);
+    for (r = 0; r < 2; r++) {
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].create);
+        ZSH_EXPECT_STATUS(ZSH_ERR_MISMATCH, jobs[r].gather[0]);
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].gather[1]); /* the store stays usable */
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].gather[2]);
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].destroy);
+    }
+}
+
+ZSH_TEST(boot_env, destroy_on_rank_0_times_out_when_a_rank_never_finishes)
+{
+    zsh_config_t cfg = boot_config(0, 2, free_port(), T_SHORT);
+    zsh_boot_env_t *env;
+    zsh_oob_t oob;
+    double start;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_EQ(0, oob.rank);
+    ZSH_EXPECT_EQ(2, oob.size);
+    start = zsh_clock_now();
+    ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT, zsh_boot_env_destroy(env));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "done/1");
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT + 1.0);
+}
+
+ZSH_TEST(boot_env, missing_variables_are_named)
+{
+    static const char *const names[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+    zsh_boot_env_t *env = NULL;
+    char expected[64];
+    zsh_config_t cfg;
+    zsh_oob_t oob;
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        cfg = boot_config(0, 1, 29500, T_OK);
+        switch (i) {
+        case 0: cfg.rank = -1; break;
+        case 1: cfg.world_size = -1; break;
+        case 2: cfg.master_addr[0] = '\0'; break;
+        case 3: cfg.master_port = -1; break;
+        }
+        ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+        snprintf(expected, sizeof(expected), "%s is not set (nor ZSH_%s)", names[i], names[i]);
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), expected);
+        ZSH_EXPECT_TRUE(env == NULL);
+    }
+}
+
+ZSH_TEST(boot_env, out_of_range_values_are_rejected_before_any_socket)
+{
+    zsh_boot_env_t *env = NULL;
+    zsh_config_t cfg;
+    zsh_oob_t oob;
+
+    cfg = boot_config(4, 4, 29500, T_OK);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "RANK=4 is out of range");
+    cfg = boot_config(0, 0, 29500, T_OK);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "WORLD_SIZE=0");
+    cfg = boot_config(0, 1, 0, T_OK);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "MASTER_PORT=0 is out of range");
+    cfg = boot_config(0, 1, 65536, T_OK);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+    cfg = boot_config(0, 1, 29500, 0);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "STORE_TIMEOUT");
+    ZSH_EXPECT_TRUE(env == NULL);
+}
