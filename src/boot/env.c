@@ -112,6 +112,11 @@ static zsh_status_t zsh_boot_env_fetch(zsh_boot_env_t *env, unsigned round, int 
 
     snprintf(key, sizeof(key), "ag/%u/%d", round, peer);
     status = zsh_store_client_get(env->client, key, deadline, &value, &got);
+    if (status == ZSH_ERR_TIMEOUT) {
+        return zsh_error(status, "rank %d of %d did not join the bootstrap within %g s "
+                         "(store key %s); is it running, with the same WORLD_SIZE?",
+                         peer, env->size, env->timeout, key);
+    }
     if (status != ZSH_OK) {
         return status;
     }
@@ -231,6 +236,10 @@ static zsh_status_t zsh_boot_env_wait_done(zsh_boot_env_t *env)
     for (peer = 1; peer < env->size; peer++) {
         snprintf(key, sizeof(key), "done/%d", peer);
         status = zsh_store_client_get(env->client, key, deadline, &value, &len);
+        if (status == ZSH_ERR_TIMEOUT) {
+            return zsh_error(status, "rank %d did not finish the bootstrap within %g s "
+                             "(store key %s)", peer, env->timeout, key);
+        }
         if (status != ZSH_OK) {
             return status;
         }

@@ -34,10 +34,15 @@ zsh_status_t zsh_oob_allgather(const zsh_oob_t *oob, const void *send, void *rec
     zsh_status_t status;
     void *req = NULL;
 
+    /* A callback of ours (the TCP store) explains its own failures; a
+     * caller's callback cannot, so an empty message means we write one. */
+    zsh_error_clear();
     status = oob->allgather(send, recv, len, oob->ctx, &req);
     if (status != ZSH_OK) {
-        return zsh_error(status, "out-of-band allgather of %zu bytes failed to start (%s)", len,
-                         zsh_status_string(status));
+        return (zsh_last_error()[0] != '\0')
+                   ? status
+                   : zsh_error(status, "out-of-band allgather of %zu bytes failed (%s)", len,
+                               zsh_status_string(status));
     }
     while ((status = oob->test(req)) == ZSH_INPROGRESS) {
         if (zsh_clock_now() > deadline) {
@@ -48,8 +53,8 @@ zsh_status_t zsh_oob_allgather(const zsh_oob_t *oob, const void *send, void *rec
         nanosleep(&pause, NULL);
     }
     oob->free(req);
-    if (status != ZSH_OK) {
+    if ((status != ZSH_OK) && (zsh_last_error()[0] == '\0')) {
         return zsh_error(status, "out-of-band allgather failed (%s)", zsh_status_string(status));
     }
-    return ZSH_OK;
+    return status;
 }

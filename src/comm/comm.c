@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,6 +240,7 @@ zsh_status_t zsh_comm_init_oob(const zsh_oob_t *oob, zsh_comm_t **comm_p)
 
 zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
 {
+    char first_error[ZSH_ERROR_MSG_MAX];
     zsh_boot_env_t *env;
     zsh_status_t status, env_status;
     zsh_config_t cfg;
@@ -255,14 +257,20 @@ zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
     if (status != ZSH_OK) {
         return status;
     }
-    status     = zsh_comm_init_oob_cfg(&oob, &cfg, comm_p);
+    status = zsh_comm_init_oob_cfg(&oob, &cfg, comm_p);
+    if (status != ZSH_OK) {
+        /* Report the first failure, not the teardown's echo of it. */
+        snprintf(first_error, sizeof(first_error), "%s", zsh_last_error());
+        zsh_boot_env_destroy(env);
+        return zsh_error(status, "%s", first_error);
+    }
     env_status = zsh_boot_env_destroy(env);
-    if ((status == ZSH_OK) && (env_status != ZSH_OK)) {
+    if (env_status != ZSH_OK) {
         zsh_comm_destroy(*comm_p);
         *comm_p = NULL;
         return env_status;
     }
-    return status;
+    return ZSH_OK;
 }
 
 zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
