@@ -1,0 +1,226 @@
+/*
+ * zsh_info: what this ZeroShard build is and what it sees, like ucx_info.
+ *
+ * With no option it prints every section; each option selects sections, and
+ * several may be combined. It links the internal library, so it reads the
+ * config table and the topology code directly instead of duplicating them.
+ */
+#include "config.h"
+
+#include "core/config.h"
+#include "topo/topo.h"
+
+#include <zeroshard.h>
+#include <zeroshard/version.h>
+
+#include <getopt.h>
+#include <hwloc.h>
+#include <stdio.h>
+#include <ucp/api/ucp.h>
+
+enum {
+    ZSH_INFO_VERSION  = 1u << 0,
+    ZSH_INFO_FEATURES = 1u << 1,
+    ZSH_INFO_DEVICES  = 1u << 2,
+    ZSH_INFO_TOPOLOGY = 1u << 3,
+    ZSH_INFO_CONFIG   = 1u << 4,
+    ZSH_INFO_ALL      = (1u << 5) - 1
+};
+
+/* What main() should do after parsing the command line. */
+typedef enum { ZSH_INFO_RUN, ZSH_INFO_EXIT_OK, ZSH_INFO_EXIT_USAGE } zsh_info_action_t;
+
+static void zsh_info_usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "Usage: %s [options]\n"
+            "Print the ZeroShard version, build, transports, topology and configuration.\n"
+            "With no option, print everything; options may be combined.\n\n"
+            "  -v, --version    version only\n"
+            "  -f, --features   build features only\n"
+            "  -d, --devices    UCX transports and devices only\n"
+            "  -t, --topology   node topology only\n"
+            "  -c, --config     ZSH_* configuration variables only\n"
+            "  -h, --help       this text\n",
+            prog);
+}
+
+static zsh_info_action_t zsh_info_parse_args(int argc, char **argv, unsigned *sections_p)
+{
+    static const struct option longopts[] = {
+        {"version", no_argument, NULL, 'v'}, {"features", no_argument, NULL, 'f'},
+        {"devices", no_argument, NULL, 'd'}, {"topology", no_argument, NULL, 't'},
+        {"config", no_argument, NULL, 'c'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    unsigned sections = 0;
+    int opt;
+
+    while ((opt = getopt_long(argc, argv, "vfdtch", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'v': sections |= ZSH_INFO_VERSION; break;
+        case 'f': sections |= ZSH_INFO_FEATURES; break;
+        case 'd': sections |= ZSH_INFO_DEVICES; break;
+        case 't': sections |= ZSH_INFO_TOPOLOGY; break;
+        case 'c': sections |= ZSH_INFO_CONFIG; break;
+        case 'h': zsh_info_usage(stdout, argv[0]); return ZSH_INFO_EXIT_OK;
+        default:  zsh_info_usage(stderr, argv[0]); return ZSH_INFO_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+        zsh_info_usage(stderr, argv[0]);
+        return ZSH_INFO_EXIT_USAGE;
+    }
+    *sections_p = (sections == 0) ? ZSH_INFO_ALL : sections;
+    return ZSH_INFO_RUN;
+}
+
+/* Headers and library can differ when an old libzeroshard.so is found first. */
+static int zsh_info_print_version(void)
+{
+    int major, minor, patch;
+
+    zsh_get_version(&major, &minor, &patch);
+    printf("# ZeroShard version: headers %s, library %d.%d.%d\n", ZSH_VERSION_STRING, major,
+           minor, patch);
+    return 0;
+}
+
+/* hwloc packs its API version as 0xMMmmpp. */
+static void zsh_info_hwloc_version(unsigned api, char *buf, size_t len)
+{
+    snprintf(buf, len, "%u.%u.%u", api >> 16, (api >> 8) & 0xffu, api & 0xffu);
+}
+
+/* Build time (configure) next to run time, since the two may disagree. */
+static int zsh_info_print_features(void)
+{
+    char hwloc_built[32], hwloc_run[32];
+
+    zsh_info_hwloc_version(HWLOC_API_VERSION, hwloc_built, sizeof(hwloc_built));
+    zsh_info_hwloc_version(hwloc_get_api_version(), hwloc_run, sizeof(hwloc_run));
+    printf("# Build features: %s\n", ZSH_BUILD_FEATURES);
+    printf("#   MPI tests:  %s\n", ZSH_FEATURE_MPI);
+    printf("#   CUDA:       %s\n", ZSH_FEATURE_CUDA);
+    printf("#   NCCL:       %s\n", ZSH_FEATURE_NCCL);
+    printf("#   UCX:        configured %s, running %s\n", ZSH_UCX_VERSION,
+           ucp_get_version_string());
+    printf("#   hwloc:      configured %s, API built %s, API running %s\n", ZSH_HWLOC_VERSION,
+           hwloc_built, hwloc_run);
+    return 0;
+}
+
+/* The same features the UCX transport asks for, so the resources listed are
+ * the ones ZeroShard would get. */
+static int zsh_info_print_devices(void)
+{
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                           .features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA};
+    ucp_config_t *config;
+    ucs_status_t status;
+    ucp_context_h ctx;
+
+    status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK) {
+        fprintf(stderr, "zsh_info: ucp_config_read failed: %s\n", ucs_status_string(status));
+        return 1;
+    }
+    status = ucp_init(&params, config, &ctx);
+    ucp_config_release(config);
+    if (status != UCS_OK) {
+        fprintf(stderr, "zsh_info: ucp_init failed: %s\n", ucs_status_string(status));
+        return 1;
+    }
+    printf("# UCX transports and devices (features TAG|RMA):\n");
+    ucp_context_print_info(ctx, stdout);
+    ucp_cleanup(ctx);
+    return 0;
+}
+
+static int zsh_info_print_topology(void)
+{
+    char buf[512];
+
+    if (zsh_topo_describe(NULL, buf, sizeof(buf)) != ZSH_OK) {
+        fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
+        return 1;
+    }
+    printf("# Topology: %s\n", buf);
+    return 0;
+}
+
+/* Defaults alone, for when the environment holds a malformed value. */
+static void zsh_info_config_defaults(zsh_config_t *cfg)
+{
+    const zsh_config_field_t *fields;
+    char err[256];
+    size_t i, n;
+
+    fields = zsh_config_fields(&n);
+    for (i = 0; i < n; i++) {
+        zsh_config_parse(&fields[i], fields[i].dflt, cfg, err, sizeof(err));
+    }
+}
+
+/* One variable, as `ucx_info -c` would: commented help, then NAME=value. */
+static void zsh_info_print_field(const zsh_config_field_t *field, const zsh_config_t *cfg,
+                                 int from_env)
+{
+    const char *source = from_env ? zsh_config_source(field) : NULL;
+    char value[ZSH_CONFIG_STR_MAX];
+
+    zsh_config_format(field, cfg, value, sizeof(value));
+    printf("# %s\n", field->help);
+    printf("# default: %s", (field->dflt[0] != '\0') ? field->dflt : "(unset)");
+    if (field->fallback != NULL) {
+        printf(", also read from: %s", field->fallback);
+    }
+    if (source != NULL) {
+        printf(", set by: %s", source);
+    }
+    printf("\n%s%s=%s\n\n", ZSH_CONFIG_PREFIX, field->name, value);
+}
+
+static int zsh_info_print_config(void)
+{
+    const zsh_config_field_t *fields;
+    zsh_config_t cfg;
+    int from_env = 1;
+    size_t i, n;
+
+    if (zsh_config_read(&cfg) != ZSH_OK) {
+        fprintf(stderr, "zsh_info: %s\n", zsh_last_error());
+        printf("# The environment could not be read; showing defaults.\n\n");
+        zsh_info_config_defaults(&cfg);
+        from_env = 0;
+    }
+    fields = zsh_config_fields(&n);
+    for (i = 0; i < n; i++) {
+        zsh_info_print_field(&fields[i], &cfg, from_env);
+    }
+    return from_env ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    /* Indexes match the ZSH_INFO_* bits. */
+    static int (*const printers[])(void) = {zsh_info_print_version, zsh_info_print_features,
+                                            zsh_info_print_devices, zsh_info_print_topology,
+                                            zsh_info_print_config};
+    unsigned sections = 0, i;
+    int failed = 0, printed = 0;
+
+    switch (zsh_info_parse_args(argc, argv, &sections)) {
+    case ZSH_INFO_EXIT_OK:    return 0;
+    case ZSH_INFO_EXIT_USAGE: return 2;
+    case ZSH_INFO_RUN:        break;
+    }
+    /* A failing section does not stop the others: report all that can be. */
+    for (i = 0; i < sizeof(printers) / sizeof(printers[0]); i++) {
+        if (sections & (1u << i)) {
+            fputs(printed++ ? "\n" : "", stdout);
+            failed |= printers[i]();
+        }
+    }
+    return failed ? 1 : 0;
+}
