@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ZSH_BUILD_DIR:-$top/build}
 packages=(build-essential pkg-config autoconf automake libtool
           libucx-dev ucx-utils libhwloc-dev hwloc
-          libopenmpi-dev openmpi-bin libgtest-dev)
+          libopenmpi-dev openmpi-bin libpmix-dev libgtest-dev)
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then

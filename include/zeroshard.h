@@ -119,11 +119,13 @@ const char *zsh_last_error(void);
  * @brief Create a communicator over all processes of the job, bootstrapped
  *        from the environment.
  *
- * Reads torchrun-style variables: `RANK`, `WORLD_SIZE`, `MASTER_ADDR` and
+ * With torchrun-style variables (`RANK`, `WORLD_SIZE`, `MASTER_ADDR` and
  * `MASTER_PORT`; `ZSH_RANK`, `ZSH_WORLD_SIZE`, `ZSH_MASTER_ADDR` and
- * `ZSH_MASTER_PORT` win over them. Rank 0 hosts a TCP store at
+ * `ZSH_MASTER_PORT` win over them), rank 0 hosts a TCP store at
  * MASTER_ADDR:MASTER_PORT through which the ranks exchange transport
- * addresses; the store is shut down before this call returns.
+ * addresses; the store is shut down before this call returns. Without
+ * `RANK`, a process started by a PMIx launcher (mpirun, srun) bootstraps
+ * through PMIx instead. `ZSH_BOOTSTRAP=env|pmix` forces one of the two.
  *
  * Collective over all ranks of the job.
  * @param[out] comm_p The new communicator, set only on success.

@@ -5,6 +5,7 @@
 
 #include "boot/env.h"
 #include "boot/oob.h"
+#include "boot/pmix.h"
 #include "coll/algs.h"
 #include "coll/select.h"
 #include "coll/task.h"
@@ -238,6 +239,32 @@ zsh_status_t zsh_comm_init_oob(const zsh_oob_t *oob, zsh_comm_t **comm_p)
     return zsh_comm_init_oob_cfg(oob, &cfg, comm_p);
 }
 
+/* Through a PMIx launcher: the PMIx client stays open only during creation. */
+static zsh_status_t zsh_comm_init_pmix(const zsh_config_t *cfg, zsh_comm_t **comm_p)
+{
+    zsh_boot_pmix_t *pmix;
+    zsh_status_t status;
+    zsh_oob_t oob;
+
+    status = zsh_boot_pmix_create(cfg, &oob, &pmix);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_comm_init_oob_cfg(&oob, cfg, comm_p);
+    zsh_boot_pmix_destroy(pmix);
+    return status;
+}
+
+static bool zsh_comm_use_pmix(const zsh_config_t *cfg)
+{
+    switch (cfg->bootstrap) {
+    case ZSH_BOOTSTRAP_PMIX: return true;
+    case ZSH_BOOTSTRAP_ENV:  return false;
+    default:
+        return (cfg->rank < 0) && cfg->pmix_launched && zsh_boot_pmix_built();
+    }
+}
+
 zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
 {
     char first_error[ZSH_ERROR_MSG_MAX];
@@ -252,6 +279,9 @@ zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
     status = zsh_config_read(&cfg);
     if (status != ZSH_OK) {
         return status;
+    }
+    if (zsh_comm_use_pmix(&cfg)) {
+        return zsh_comm_init_pmix(&cfg, comm_p);
     }
     status = zsh_boot_env_create(&cfg, &oob, &env);
     if (status != ZSH_OK) {

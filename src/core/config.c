@@ -12,6 +12,9 @@
 
 static const char *const zsh_log_level_names[] = {"error", "warn", "info", "debug", "trace", NULL};
 
+/* Indexes match zsh_bootstrap_t. */
+static const char *const zsh_bootstrap_names[] = {"auto", "env", "pmix", NULL};
+
 /* Indexes match zsh_algo_t. */
 static const char *const zsh_algo_names[] = {"auto", "ring", "bruck", "rd", "binomial", NULL};
 
@@ -54,8 +57,12 @@ static const zsh_config_field_t zsh_config_table[] = {
      "Port of the TCP store that rank 0 runs for zsh_comm_init() (torchrun: MASTER_PORT)",
      ZSH_CFG_OFF(master_port), ZSH_CONFIG_INT_OPT, NULL},
     {"STORE_TIMEOUT", NULL, "60",
-     "Seconds to connect to, accept from or wait for a reply of the TCP store",
+     "Seconds to connect to, accept from or wait for a reply of the TCP store (or a PMIx fence)",
      ZSH_CFG_OFF(store_timeout), ZSH_CONFIG_TIME, NULL},
+    {"BOOTSTRAP", NULL, "auto",
+     "How zsh_comm_init() finds its peers: env (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
+     "pmix (mpirun, srun), or auto: env if RANK is set, else pmix if a PMIx launcher started us",
+     ZSH_CFG_OFF(bootstrap), ZSH_CONFIG_ENUM, zsh_bootstrap_names},
 };
 
 const zsh_config_field_t *zsh_config_fields(size_t *count_p)
@@ -288,6 +295,8 @@ zsh_status_t zsh_config_read_quiet(zsh_config_t *cfg, char *err, size_t err_len)
             return status;
         }
     }
+    /* PMIx launchers (mpirun, srun) name the job's namespace for every process. */
+    cfg->pmix_launched = getenv("PMIX_NAMESPACE") != NULL;
     return ZSH_OK;
 }
 

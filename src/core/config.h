@@ -12,10 +12,18 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ZSH_CONFIG_PREFIX  "ZSH_"
 #define ZSH_CONFIG_STR_MAX 256
+
+/* Values of ZSH_BOOTSTRAP: how zsh_comm_init() finds its peers. */
+typedef enum {
+    ZSH_BOOTSTRAP_AUTO,  /* torchrun variables if RANK is set, else PMIx if launched by it */
+    ZSH_BOOTSTRAP_ENV,   /* torchrun variables and the TCP store */
+    ZSH_BOOTSTRAP_PMIX   /* a PMIx launcher: mpirun, srun */
+} zsh_bootstrap_t;
 
 /* Values of the *_ALGO variables. AUTO selects by message size and rank count. */
 typedef enum {
@@ -43,6 +51,8 @@ typedef struct zsh_config {
     char     master_addr[ZSH_CONFIG_STR_MAX]; /* bootstrap: "" when unset */
     int      master_port;       /* bootstrap: -1 when unset */
     double   store_timeout;     /* seconds for store connect, accept and replies */
+    int      bootstrap;         /* zsh_bootstrap_t */
+    bool     pmix_launched;     /* derived: a PMIx launcher started this process */
 } zsh_config_t;
 
 typedef enum {

@@ -18,4 +18,21 @@ for np in 1 2 3 4 5 8; do
     timeout 600 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/zsh_mpi_tests" \
         --gtest_brief=1 --gtest_color=no || status=1
 done
+# zsh_comm_init() with no torchrun variables: the PMIx launcher's bootstrap.
+passed=0
+failed=0
+for np in 1 3 4; do
+    out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/boot/env_rank" 2>&1)
+    if [ "$(echo "$out" | grep -c ": ok$")" = "$np" ]; then
+        echo "[       OK ] boot_pmix.comm_init_under_mpirun_bootstraps_through_pmix/np$np"
+        passed=$((passed + 1))
+    else
+        echo "[  FAILED  ] boot_pmix.comm_init_under_mpirun_bootstraps_through_pmix/np$np"
+        echo "$out"
+        failed=$((failed + 1))
+        status=1
+    fi
+done
+echo "[  PASSED  ] $passed tests."
+[ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
 exit $status
