@@ -234,14 +234,12 @@ static zsh_status_t zsh_task_timeout(zsh_task_t *task)
 static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
 {
     const zsh_comm_t *comm = task->comm;
-    char cause[ZSH_ERROR_MSG_MAX];
 
     if (status != ZSH_OK) {
         if (status != ZSH_ERR_TIMEOUT) {
-            /* Add which call failed to what the lower layer said. */
-            snprintf(cause, sizeof(cause), "%s", zsh_last_error());
-            zsh_error(status, "%s seq %u on comm %u (rank %d of %d): %s", task->name, task->seq,
-                      comm->id, comm->rank, comm->size, cause);
+            /* Say which call failed, in front of what the lower layer said. */
+            zsh_error_prefix("%s seq %u on comm %u (rank %d of %d): ", task->name, task->seq,
+                             comm->id, comm->rank, comm->size);
         }
         zsh_task_cancel_ops(task);
     }

@@ -18,6 +18,11 @@
  *
  * Every call returns a ::zsh_status_t. On failure, zsh_last_error() returns a
  * message written by the code that first detected the failure.
+ *
+ * Threads: the communicators of one job (one zsh_comm_init* call and the
+ * communicators split from it) must be used by one thread at a time, except
+ * zsh_comm_abort(), which any thread may call at any time. Separate jobs in
+ * one process are independent.
  */
 #ifndef ZEROSHARD_H_
 #define ZEROSHARD_H_

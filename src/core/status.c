@@ -43,6 +43,21 @@ zsh_status_t zsh_error(zsh_status_t status, const char *fmt, ...)
     return status;
 }
 
+void zsh_error_prefix(const char *fmt, ...)
+{
+    char cause[ZSH_ERROR_MSG_MAX];
+    size_t used;
+    va_list ap;
+
+    snprintf(cause, sizeof(cause), "%s", zsh_last_error_msg);
+    va_start(ap, fmt);
+    used = (size_t)vsnprintf(zsh_last_error_msg, sizeof(zsh_last_error_msg), fmt, ap);
+    va_end(ap);
+    if (used < sizeof(zsh_last_error_msg)) {
+        snprintf(zsh_last_error_msg + used, sizeof(zsh_last_error_msg) - used, "%s", cause);
+    }
+}
+
 void zsh_error_clear(void)
 {
     zsh_last_error_msg[0] = '\0';

@@ -16,6 +16,10 @@
 zsh_status_t zsh_error(zsh_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Put context in front of the thread's last error ("allgather seq 3: ...")
+ * without logging it again: the code that detected it already did. */
+void zsh_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Forget the thread's last error (tests use it to check that a call set one). */
 void zsh_error_clear(void);
 
