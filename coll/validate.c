@@ -65,15 +65,16 @@ static zsh_status_t zsh_validate_sizes(const char *fn, const zsh_comm_t *comm,
     return ZSH_OK;
 }
 
-/* The in-place position of sendbuf (allgather) or recvbuf (reduce-scatter). */
-static const char *zsh_validate_inplace(const zsh_comm_t *comm, const zsh_coll_args_t *args)
+/* The in-place address of sendbuf (allgather) or recvbuf (reduce-scatter),
+ * as an integer: the buffers may be NULL here, and NULL + offset is undefined. */
+static uintptr_t zsh_validate_inplace(const zsh_comm_t *comm, const zsh_coll_args_t *args)
 {
     size_t block = args->count * zsh_dtype_size(args->dtype) * (size_t)comm->rank;
 
     switch (args->type) {
-    case ZSH_COLL_ALLGATHER:      return (const char *)args->recvbuf + block;
-    case ZSH_COLL_REDUCE_SCATTER: return (const char *)args->sendbuf + block;
-    default:                      return args->recvbuf;
+    case ZSH_COLL_ALLGATHER:      return (uintptr_t)args->recvbuf + block;
+    case ZSH_COLL_REDUCE_SCATTER: return (uintptr_t)args->sendbuf + block;
+    default:                      return (uintptr_t)args->recvbuf;
     }
 }
 
@@ -81,7 +82,7 @@ static zsh_status_t zsh_validate_buffers(const char *fn, const zsh_comm_t *comm,
                                          const zsh_coll_args_t *args, size_t send_len,
                                          size_t recv_len)
 {
-    const char *inplace = zsh_validate_inplace(comm, args);
+    uintptr_t inplace   = zsh_validate_inplace(comm, args);
     const char *count   = zsh_validate_count_name(args->type);
     bool is_inplace;
 
@@ -97,15 +98,15 @@ static zsh_status_t zsh_validate_buffers(const char *fn, const zsh_comm_t *comm,
     if (args->type == ZSH_COLL_BROADCAST) {
         return ZSH_OK;
     }
-    is_inplace = (args->type == ZSH_COLL_REDUCE_SCATTER) ? (args->recvbuf == inplace)
-                                                         : (args->sendbuf == inplace);
+    is_inplace = (args->type == ZSH_COLL_REDUCE_SCATTER) ? ((uintptr_t)args->recvbuf == inplace)
+                                                         : ((uintptr_t)args->sendbuf == inplace);
     if (!is_inplace && zsh_validate_overlap(args->sendbuf, send_len, args->recvbuf, recv_len)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: sendbuf=%p (%zu bytes) overlaps recvbuf=%p (%zu bytes) but is not "
                          "in place (in place means %s=%p on rank %d)",
                          fn, args->sendbuf, send_len, args->recvbuf, recv_len,
                          (args->type == ZSH_COLL_REDUCE_SCATTER) ? "recvbuf" : "sendbuf",
-                         (const void *)inplace, comm->rank);
+                         (void *)inplace, comm->rank);
     }
     return ZSH_OK;
 }

@@ -29,11 +29,11 @@ static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, v
         return status;
     }
     blk = sendcount * zsh_task_esize(task);
-    own = (char *)recvbuf + blk * (size_t)comm->rank;
     if ((sendcount > 0) && (zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size) ==
                             ZSH_ALGO_BRUCK)) {
         status = zsh_bruck_init(task);
     } else if (sendcount > 0) {
+        own = (char *)recvbuf + blk * (size_t)comm->rank;
         if (own != sendbuf) {
             memcpy(own, sendbuf, blk);
         }

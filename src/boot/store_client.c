@@ -225,7 +225,7 @@ static zsh_status_t zsh_store_client_recv(zsh_store_client_t *client, double dea
     ssize_t n;
 
     for (;;) {
-        result = zsh_store_frame_decode(in->data + in->head, zsh_store_buf_len(in), reply_p, used_p,
+        result = zsh_store_frame_decode(zsh_store_buf_head(in), zsh_store_buf_len(in), reply_p, used_p,
                                         err, sizeof(err));
         if (result == ZSH_STORE_DECODE_FRAME) {
             return ZSH_OK;

@@ -90,6 +90,12 @@ static inline size_t zsh_store_buf_len(const zsh_store_buf_t *buf)
     return buf->tail - buf->head;
 }
 
+/* The unread bytes; NULL while nothing was ever buffered (no arithmetic on NULL). */
+static inline const uint8_t *zsh_store_buf_head(const zsh_store_buf_t *buf)
+{
+    return (buf->data == NULL) ? NULL : buf->data + buf->head;
+}
+
 /* Make room for @n more bytes at the tail (compacting or growing). */
 zsh_status_t zsh_store_buf_reserve(zsh_store_buf_t *buf, size_t n);
 

@@ -188,7 +188,7 @@ static bool zsh_store_conn_process(zsh_store_server_t *srv, zsh_store_conn_t *co
     size_t used;
 
     while (!conn->dead && !conn->waiting && (zsh_store_buf_len(&conn->out) == 0)) {
-        result = zsh_store_frame_decode(conn->in.data + conn->in.head, zsh_store_buf_len(&conn->in),
+        result = zsh_store_frame_decode(zsh_store_buf_head(&conn->in), zsh_store_buf_len(&conn->in),
                                         &frame, &used, err, sizeof(err));
         if (result == ZSH_STORE_DECODE_PARTIAL) {
             break;
