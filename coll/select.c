@@ -53,8 +53,12 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
         rule = &zsh_select_rules[i];
         algo = (zsh_algo_t)zsh_select_override(cfg, rule);
         if ((algo != ZSH_ALGO_AUTO) && !zsh_select_allowed(rule, algo)) {
-            return zsh_error(ZSH_ERR_INVALID_ARG, "%s=%s is not an algorithm of this collective",
-                             rule->variable, zsh_algo_name(algo));
+            return zsh_error(ZSH_ERR_INVALID_ARG, "%s=%s is not an algorithm of this collective: "
+                             "use auto, %s%s%s", rule->variable, zsh_algo_name(algo),
+                             zsh_algo_name(rule->allowed[0]),
+                             (rule->allowed[1] != ZSH_ALGO_AUTO) ? " or " : "",
+                             (rule->allowed[1] != ZSH_ALGO_AUTO) ? zsh_algo_name(rule->allowed[1])
+                                                                 : "");
         }
     }
     return ZSH_OK;

@@ -4,6 +4,7 @@
 #include "core/status.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 static const char *zsh_validate_count_name(zsh_coll_type_t type)
 {
@@ -50,11 +51,18 @@ static zsh_status_t zsh_validate_sizes(const char *fn, const zsh_comm_t *comm,
     size_t n     = (size_t)comm->size;
     size_t bytes;
 
-    if (args->count > SIZE_MAX / esize / n) {
+    bool per_rank = (args->type == ZSH_COLL_ALLGATHER) ||
+                    (args->type == ZSH_COLL_REDUCE_SCATTER);
+    char ranks[48] = "";
+
+    if (args->count > SIZE_MAX / esize / (per_rank ? n : 1)) {
+        if (per_rank) {
+            snprintf(ranks, sizeof(ranks), " times %d ranks", comm->size);
+        }
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: %s=%zu of dtype=%s (%zu bytes) over %d ranks overflows size_t", fn,
+                         "%s: %s=%zu of dtype=%s (%zu bytes)%s overflows size_t", fn,
                          zsh_validate_count_name(args->type), args->count,
-                         zsh_dtype_name(args->dtype), esize, comm->size);
+                         zsh_dtype_name(args->dtype), esize, ranks);
     }
     bytes = args->count * esize;
     switch (args->type) {

@@ -13,8 +13,8 @@
  *   - allgather: `sendbuf == recvbuf + rank * sendcount`;
  *   - reduce-scatter: `recvbuf == sendbuf + rank * recvcount`;
  *   - allreduce: `sendbuf == recvbuf`;
- * - a zero count is a legal no-op that still synchronises nothing and
- *   completes at once.
+ * - a zero count is a legal no-op: it moves nothing, needs no buffers and
+ *   completes at once (a nonblocking call still returns a request).
  *
  * Every call returns a ::zsh_status_t. On failure, zsh_last_error() returns a
  * message written by the code that first detected the failure.
@@ -72,7 +72,8 @@ typedef enum {
     ZSH_PROD, /**< Product; integers wrap around as two's complement. */
     ZSH_MIN,  /**< Minimum; a NaN in any input gives NaN. */
     ZSH_MAX,  /**< Maximum; a NaN in any input gives NaN. */
-    ZSH_AVG   /**< Sum divided by the number of ranks (floating types only). */
+    ZSH_AVG   /**< Sum divided by the number of ranks (floating types only); for fp16
+                   and bf16 the fp32 sum is divided in fp32, then rounded once. */
 } zsh_op_t;
 
 /** A communicator: a group of ranks that run collectives together. Opaque. */

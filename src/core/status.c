@@ -37,9 +37,11 @@ zsh_status_t zsh_error(zsh_status_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(zsh_last_error_msg, sizeof(zsh_last_error_msg), fmt, ap);
     va_end(ap);
-    /* Rejected arguments are the caller's to report; real failures are ours. */
-    zsh_log((status == ZSH_ERR_INVALID_ARG) ? ZSH_LOG_DEBUG : ZSH_LOG_ERROR, "%s (%s)",
-            zsh_last_error_msg, zsh_status_string(status));
+    /* Rejected arguments and aborts the caller asked for are the caller's to
+     * report; real failures are ours. */
+    zsh_log(((status == ZSH_ERR_INVALID_ARG) || (status == ZSH_ERR_ABORTED)) ? ZSH_LOG_DEBUG
+                                                                             : ZSH_LOG_ERROR,
+            "%s (%s)", zsh_last_error_msg, zsh_status_string(status));
     return status;
 }
 

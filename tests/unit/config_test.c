@@ -1,3 +1,4 @@
+#include "gtest/inproc.h"
 #include "gtest/zsh_test.h"
 
 #include "core/config.h"
@@ -114,4 +115,19 @@ ZSH_TEST(config, invalid_environment_fails_communicator_creation_by_name)
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_TIMEOUT='soon'");
     ZSH_EXPECT_TRUE(comm == NULL);
     setenv("ZSH_TIMEOUT", "60", 1);
+}
+
+ZSH_TEST(config, algorithm_of_another_collective_is_rejected_with_the_valid_choices)
+{
+    zsh_inproc_job_t *job = zsh_inproc_job_create(1);
+    zsh_oob_t oob         = zsh_inproc_oob(job, 0);
+    zsh_comm_t *comm      = NULL;
+
+    setenv("ZSH_ALLREDUCE_ALGO", "bruck", 1);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_comm_init_oob(&oob, &comm));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_ALLREDUCE_ALGO=bruck");
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "use auto, ring or rd");
+    ZSH_EXPECT_TRUE(comm == NULL);
+    unsetenv("ZSH_ALLREDUCE_ALGO");
+    zsh_inproc_job_destroy(job);
 }
