@@ -44,6 +44,10 @@ zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
                               const zsh_part_t *part, uint32_t step_base);
 zsh_status_t zsh_ring_rs_progress(zsh_task_t *task);
 
+/* One-sided all-gather: each rank reads every peer's block from the peer's
+ * registered receive buffer (large messages). */
+zsh_status_t zsh_rma_ag_init(zsh_task_t *task);
+
 /* Bruck all-gather (log-latency, for small messages). */
 zsh_status_t zsh_bruck_init(zsh_task_t *task);
 

@@ -2,6 +2,8 @@
 
 #include "core/status.h"
 
+#include <stdio.h>
+
 #include <stdbool.h>
 
 typedef struct zsh_select_rule {
@@ -9,19 +11,19 @@ typedef struct zsh_select_rule {
     const char     *variable;
     size_t          offset;          /* of the override in zsh_config_t */
     zsh_algo_t      small, large;    /* the automatic choice */
-    zsh_algo_t      allowed[3];      /* AUTO-terminated */
+    zsh_algo_t      allowed[4];      /* AUTO-terminated */
 } zsh_select_rule_t;
 
 static const zsh_select_rule_t zsh_select_rules[] = {
     {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_config_t, allgather_algo),
-     ZSH_ALGO_BRUCK, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_BRUCK, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_AUTO}},
     {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
      offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_AUTO}},
     {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_config_t, allreduce_algo),
      ZSH_ALGO_RD, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_AUTO}},
     {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_config_t, broadcast_algo),
-     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
@@ -35,7 +37,7 @@ static bool zsh_select_allowed(const zsh_select_rule_t *rule, zsh_algo_t algo)
 {
     int i;
 
-    for (i = 0; (i < 3) && (rule->allowed[i] != ZSH_ALGO_AUTO); i++) {
+    for (i = 0; rule->allowed[i] != ZSH_ALGO_AUTO; i++) {
         if (rule->allowed[i] == algo) {
             return true;
         }
@@ -43,9 +45,23 @@ static bool zsh_select_allowed(const zsh_select_rule_t *rule, zsh_algo_t algo)
     return false;
 }
 
+/* "auto, ring or rd" */
+static void zsh_select_choices(const zsh_select_rule_t *rule, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "auto");
+    int i;
+
+    for (i = 0; (rule->allowed[i] != ZSH_ALGO_AUTO) && (used < len); i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                 (rule->allowed[i + 1] == ZSH_ALGO_AUTO) ? " or " : ", ",
+                                 zsh_algo_name(rule->allowed[i]));
+    }
+}
+
 zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
 {
     const zsh_select_rule_t *rule;
+    char choices[96];
     zsh_algo_t algo;
     size_t i;
 
@@ -53,12 +69,9 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
         rule = &zsh_select_rules[i];
         algo = (zsh_algo_t)zsh_select_override(cfg, rule);
         if ((algo != ZSH_ALGO_AUTO) && !zsh_select_allowed(rule, algo)) {
+            zsh_select_choices(rule, choices, sizeof(choices));
             return zsh_error(ZSH_ERR_INVALID_ARG, "%s=%s is not an algorithm of this collective: "
-                             "use auto, %s%s%s", rule->variable, zsh_algo_name(algo),
-                             zsh_algo_name(rule->allowed[0]),
-                             (rule->allowed[1] != ZSH_ALGO_AUTO) ? " or " : "",
-                             (rule->allowed[1] != ZSH_ALGO_AUTO) ? zsh_algo_name(rule->allowed[1])
-                                                                 : "");
+                             "use %s", rule->variable, zsh_algo_name(algo), choices);
         }
     }
     return ZSH_OK;
@@ -81,7 +94,10 @@ zsh_algo_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total
             return algo;
         }
         /* Log-latency algorithms win while latency dominates; rings move
-         * the minimum bytes and pipeline, which wins once bandwidth does. */
+         * the minimum bytes and pipeline, which wins once bandwidth does.
+         * The one-sided all-gather is never chosen automatically: with UCX
+         * 1.13 on one node, gets on user memory are emulated over active
+         * messages (sysv/posix lanes) and ran at 0.7x the ring's speed. */
         return ((total_bytes <= cfg->small_msg_size) || (comm->size == 1)) ? rule->small
                                                                           : rule->large;
     }

@@ -44,6 +44,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->status = ZSH_INPROGRESS;
     task->phase  = 0;
     task->progress = zsh_task_done_progress;
+    task->cleanup  = NULL;
     memset(&task->u, 0, sizeof(task->u));
     ctx->tasks_out++;
     comm->requests++;
@@ -139,6 +140,17 @@ zsh_status_t zsh_task_recv(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32
     zsh_status_t status;
 
     status = ctx->tl->irecv(ctx->tl_ctx, src, tag, buf, len, &req);
+    return zsh_task_posted(op, status, req, peer, true);
+}
+
+zsh_status_t zsh_task_rget(zsh_task_t *task, zsh_task_op_t *op, int peer, void *buf, size_t len,
+                           uint64_t raddr, zsh_tl_rkey_t *rkey)
+{
+    zsh_ctx_t *ctx    = task->comm->ctx;
+    zsh_tl_req_t *req = NULL;
+    zsh_status_t status;
+
+    status = ctx->tl->get(ctx->tl_ctx, task->comm->ctx_ranks[peer], buf, len, raddr, rkey, &req);
     return zsh_task_posted(op, status, req, peer, true);
 }
 
@@ -242,6 +254,10 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
                              comm->id, comm->rank, comm->size);
         }
         zsh_task_cancel_ops(task);
+    }
+    if (task->cleanup != NULL) {
+        task->cleanup(task);
+        task->cleanup = NULL;
     }
     task->status = status;
     zsh_list_del(&task->link);

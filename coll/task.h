@@ -74,6 +74,15 @@ typedef struct zsh_rounds {
     char  *acc, *tmp;        /* scratch */
 } zsh_rounds_t;
 
+/* One-sided all-gather: every rank reads each peer's block from the peer's
+ * registered receive buffer. */
+typedef struct zsh_rma {
+    zsh_tl_mem_t   *mem;        /* this rank's registered recvbuf */
+    void           *rkey_buf;   /* its packed remote key */
+    char           *descs;      /* size descriptors (address + remote key), ours at [rank] */
+    zsh_tl_rkey_t **rkeys;      /* by peer, once unpacked */
+} zsh_rma_t;
+
 /* Pipelined binomial broadcast. */
 typedef struct zsh_bcast {
     size_t nchunks, chunk;   /* in bytes */
@@ -86,6 +95,7 @@ typedef struct zsh_bcast {
 
 typedef struct zsh_request zsh_task_t;  /* the public request is the task */
 typedef zsh_status_t (*zsh_task_progress_t)(zsh_task_t *task);
+typedef void (*zsh_task_cleanup_t)(zsh_task_t *task);
 
 struct zsh_request {
     zsh_list_t          link;        /* ctx->in_flight while posted, else ctx->free_tasks */
@@ -95,6 +105,7 @@ struct zsh_request {
     uint32_t            seq;
     zsh_algo_t          algo;
     zsh_task_progress_t progress;
+    zsh_task_cleanup_t  cleanup;     /* releases what the algorithm holds; may be NULL */
     zsh_status_t        status;      /* ZSH_INPROGRESS until complete */
     double              deadline;
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
@@ -102,6 +113,7 @@ struct zsh_request {
         zsh_ring_t   ring;
         zsh_rounds_t rounds;
         zsh_bcast_t  bcast;
+        zsh_rma_t    rma;
     } u;
     zsh_task_op_t      *ops;         /* kept across uses of the pooled task */
     unsigned            ops_cap;
@@ -135,6 +147,10 @@ zsh_status_t zsh_task_ops(zsh_task_t *task, unsigned n);
 
 /* Scratch space of at least @bytes, kept with the pooled task. */
 zsh_status_t zsh_task_scratch(zsh_task_t *task, size_t bytes, void **buf_p);
+
+/* Post a one-sided read of @len bytes at @raddr of comm rank @peer into @buf. */
+zsh_status_t zsh_task_rget(zsh_task_t *task, zsh_task_op_t *op, int peer, void *buf, size_t len,
+                           uint64_t raddr, zsh_tl_rkey_t *rkey);
 
 /* Post a send/receive on slot @op to comm rank @peer for tag step @step. */
 zsh_status_t zsh_task_send(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,

@@ -29,16 +29,27 @@ static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, v
         return status;
     }
     blk = sendcount * zsh_task_esize(task);
-    if ((sendcount > 0) && (zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size) ==
-                            ZSH_ALGO_BRUCK)) {
-        status = zsh_bruck_init(task);
-    } else if (sendcount > 0) {
-        own = (char *)recvbuf + blk * (size_t)comm->rank;
-        if (own != sendbuf) {
-            memcpy(own, sendbuf, blk);
+    if ((sendcount == 0) || (comm->size == 1)) {
+        if ((sendcount > 0) && (sendbuf != recvbuf)) {
+            memcpy(recvbuf, sendbuf, blk);
         }
-        part   = zsh_part_make(sendcount * (size_t)comm->size, (size_t)comm->size);
-        status = (comm->size > 1) ? zsh_ring_ag_init(task, recvbuf, &part, 0) : ZSH_OK;
+    } else {
+        switch (zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size)) {
+        case ZSH_ALGO_BRUCK:
+            status = zsh_bruck_init(task);
+            break;
+        case ZSH_ALGO_RMA:
+            status = zsh_rma_ag_init(task);
+            break;
+        default:
+            own = (char *)recvbuf + blk * (size_t)comm->rank;
+            if (own != sendbuf) {
+                memcpy(own, sendbuf, blk);
+            }
+            part   = zsh_part_make(sendcount * (size_t)comm->size, (size_t)comm->size);
+            status = zsh_ring_ag_init(task, recvbuf, &part, 0);
+            break;
+        }
     }
     if (status != ZSH_OK) {
         zsh_task_put(task);

@@ -16,7 +16,8 @@ static const char *const zsh_log_level_names[] = {"error", "warn", "info", "debu
 static const char *const zsh_bootstrap_names[] = {"auto", "env", "pmix", NULL};
 
 /* Indexes match zsh_algo_t. */
-static const char *const zsh_algo_names[] = {"auto", "ring", "bruck", "rd", "binomial", NULL};
+static const char *const zsh_algo_names[] = {"auto", "ring", "bruck", "rd", "binomial", "rma",
+                                             NULL};
 
 #define ZSH_CFG_OFF(_field) offsetof(zsh_config_t, _field)
 
@@ -34,7 +35,7 @@ static const zsh_config_field_t zsh_config_table[] = {
     {"SMALL_MSG_SIZE", NULL, "16k",
      "Total bytes up to which log-latency algorithms (Bruck, recursive doubling) are chosen",
      ZSH_CFG_OFF(small_msg_size), ZSH_CONFIG_SIZE, NULL},
-    {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring or bruck",
+    {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring, bruck or rma (one-sided reads)",
      ZSH_CFG_OFF(allgather_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"REDUCE_SCATTER_ALGO", NULL, "auto", "Reduce-scatter algorithm: auto, ring or rd",
      ZSH_CFG_OFF(reduce_scatter_algo), ZSH_CONFIG_ENUM, zsh_algo_names},

@@ -32,6 +32,7 @@ typedef enum {
     ZSH_ALGO_BRUCK,      /* allgather */
     ZSH_ALGO_RD,         /* recursive doubling: allreduce, reduce_scatter */
     ZSH_ALGO_BINOMIAL,   /* broadcast */
+    ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 

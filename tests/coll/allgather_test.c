@@ -33,16 +33,16 @@ static void zsh_allgather_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count
     free(recv);
 }
 
-ZSH_RANK_TEST(allgather, ring_and_bruck_match_reference_for_every_dtype_and_count)
+ZSH_RANK_TEST(allgather, every_algorithm_matches_reference_for_every_dtype_and_count)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_BRUCK};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     size_t a, d, c;
     int inplace;
 
     cfg->chunk_size = ZSH_CHECK_CHUNK;
-    for (a = 0; a < 2; a++) {
+    for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
         cfg->allgather_algo = algos[a];
         for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
             for (c = 0; c < zsh_check_ncounts; c++) {
