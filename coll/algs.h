@@ -33,6 +33,10 @@ static inline size_t zsh_ring_block(int rank, long back, int n)
 zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth, size_t *tail,
                            size_t head);
 
+/* Call @advance until the ring is done (ZSH_OK), fails, or stops moving
+ * (ZSH_INPROGRESS). */
+zsh_status_t zsh_ring_run(zsh_task_t *task, zsh_status_t (*advance)(zsh_task_t *task));
+
 /* Ring all-gather in place over @buf, whose block `rank` already holds this
  * rank's data. */
 zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *part,
@@ -54,6 +58,15 @@ zsh_status_t zsh_bruck_init(zsh_task_t *task);
 /* Recursive-doubling all-reduce of @count elements of args.sendbuf; used by
  * allreduce, and by reduce-scatter (which keeps only its block). */
 zsh_status_t zsh_rd_init(zsh_task_t *task, size_t count);
+
+/* Post a receive (slot 0) and a send (slot 1) of tag step @step. */
+zsh_status_t zsh_task_sendrecv(zsh_task_t *task, uint32_t step, int recv_peer, void *rbuf,
+                               size_t rlen, int send_peer, const void *sbuf, size_t slen);
+
+/* Run rounds u.rounds.round .. @end - 1: @post posts a round's operations
+ * (slots 0 and 1), @finish (may be NULL) runs when both are done. */
+zsh_status_t zsh_rounds_run(zsh_task_t *task, int end, zsh_status_t (*post)(zsh_task_t *task),
+                            void (*finish)(zsh_task_t *task));
 
 /* Allreduce as a schedule: the ring reduce-scatter, then the ring all-gather. */
 zsh_status_t zsh_allreduce_ring_init(zsh_task_t *task);

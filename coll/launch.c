@@ -4,18 +4,6 @@
  */
 #include "coll/algs.h"
 
-#include "core/status.h"
-
-unsigned zsh_ring_depth(const zsh_task_t *task)
-{
-    unsigned depth = task->comm->ctx->cfg.pipeline_depth;
-
-    if (depth < 2) {
-        return 2;
-    }
-    return (depth > ZSH_TAG_STEPS / 4) ? ZSH_TAG_STEPS / 4 : depth;
-}
-
 zsh_status_t zsh_coll_launch(zsh_task_t *task, zsh_request_t **req_p)
 {
     zsh_status_t status;

@@ -8,37 +8,32 @@
 
 #include <string.h>
 
+/* Round k: send our first min(2^k, size - 2^k) blocks to rank - 2^k and
+ * append as many from rank + 2^k. */
+static zsh_status_t zsh_bruck_post(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+    size_t n = (size_t)task->comm->size, rank = (size_t)task->comm->rank;
+    size_t blk  = task->args.count * zsh_task_esize(task);
+    size_t dist = (size_t)1 << st->round;
+    size_t nblk = (n - dist < dist) ? n - dist : dist;
+
+    return zsh_task_sendrecv(task, (uint32_t)st->round, (int)((rank + dist) % n),
+                             st->tmp + dist * blk, nblk * blk, (int)((rank + n - dist) % n),
+                             st->tmp, nblk * blk);
+}
+
 static zsh_status_t zsh_bruck_progress(zsh_task_t *task)
 {
     zsh_rounds_t *st = &task->u.rounds;
     int n = task->comm->size, rank = task->comm->rank;
     size_t blk = task->args.count * zsh_task_esize(task);
     zsh_status_t status;
-    size_t dist, nblk;
     int i;
 
-    while (st->round < st->nrounds) {
-        if (!st->posted) {
-            dist = (size_t)1 << st->round;
-            nblk = ((size_t)n - dist < dist) ? (size_t)n - dist : dist;
-            status = zsh_task_recv(task, &task->ops[0], (int)(((size_t)rank + dist) % (size_t)n),
-                                   (uint32_t)st->round, st->tmp + dist * blk, nblk * blk);
-            if (status == ZSH_OK) {
-                status = zsh_task_send(task, &task->ops[1],
-                                       (int)(((size_t)rank + (size_t)n - dist) % (size_t)n),
-                                       (uint32_t)st->round, st->tmp, nblk * blk);
-            }
-            if (status != ZSH_OK) {
-                return status;
-            }
-            st->posted = true;
-        }
-        status = zsh_task_ops_test(task, 0, 2);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        st->round++;
-        st->posted = false;
+    status = zsh_rounds_run(task, st->nrounds, zsh_bruck_post, NULL);
+    if (status != ZSH_OK) {
+        return status;
     }
     for (i = 0; i < n; i++) {
         memcpy((char *)task->args.recvbuf + (size_t)((rank + i) % n) * blk,

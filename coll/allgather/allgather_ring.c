@@ -39,24 +39,6 @@ static size_t zsh_ring_ag_chunk(const zsh_task_t *task, size_t u, bool recv, siz
     return zsh_part_chunk(&ring->part, block, u / (size_t)(n - 1), ring->chunk, off);
 }
 
-zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth, size_t *tail,
-                           size_t head)
-{
-    zsh_status_t status;
-
-    while (*tail < head) {
-        status = zsh_task_op_test(task, &ops[*tail % depth]);
-        if (status == ZSH_INPROGRESS) {
-            break;
-        }
-        if (status != ZSH_OK) {
-            return status;
-        }
-        (*tail)++;
-    }
-    return ZSH_OK;
-}
-
 static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
 {
     zsh_ring_t *ring = &task->u.ring;
@@ -91,28 +73,21 @@ static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
     return ZSH_OK;
 }
 
-zsh_status_t zsh_ring_ag_progress(zsh_task_t *task)
+/* Reap finished receives and sends, then post what the window allows. */
+static zsh_status_t zsh_ring_ag_advance(zsh_task_t *task)
 {
     zsh_ring_t *ring = &task->u.ring;
     zsh_status_t status;
-    size_t before;
 
-    do {
-        before = ring->rtail + ring->stail + ring->rhead + ring->shead;
-        status = zsh_ring_reap(task, task->ops, ring->depth, &ring->rtail, ring->rhead);
-        if (status == ZSH_OK) {
-            status = zsh_ring_reap(task, task->ops + ring->depth, ring->depth, &ring->stail,
-                                   ring->shead);
-        }
-        if (status == ZSH_OK) {
-            status = zsh_ring_ag_post(task);
-        }
-        if (status != ZSH_OK) {
-            return status;
-        }
-        if ((ring->rtail == ring->units) && (ring->stail == ring->units)) {
-            return ZSH_OK;
-        }
-    } while (before != ring->rtail + ring->stail + ring->rhead + ring->shead);
-    return ZSH_INPROGRESS;
+    status = zsh_ring_reap(task, task->ops, ring->depth, &ring->rtail, ring->rhead);
+    if (status == ZSH_OK) {
+        status = zsh_ring_reap(task, task->ops + ring->depth, ring->depth, &ring->stail,
+                               ring->shead);
+    }
+    return (status == ZSH_OK) ? zsh_ring_ag_post(task) : status;
+}
+
+zsh_status_t zsh_ring_ag_progress(zsh_task_t *task)
+{
+    return zsh_ring_run(task, zsh_ring_ag_advance);
 }

@@ -23,40 +23,47 @@ static int zsh_rd_real_rank(const zsh_rounds_t *st, int newrank)
     return (newrank < st->rem) ? newrank * 2 + 1 : newrank + st->rem;
 }
 
-/* Post this rank's operations of the current round; returns whether the
+/* Post this rank's operations of the current round, and note whether the
  * round reduces what it receives into acc. */
-static zsh_status_t zsh_rd_post(zsh_task_t *task, size_t bytes, bool *reduces_p)
+static zsh_status_t zsh_rd_post(zsh_task_t *task)
 {
     zsh_rounds_t *st = &task->u.rounds;
     int rank         = task->comm->rank;
     bool extra       = rank < 2 * st->rem;
     uint32_t step    = (uint32_t)(st->round + 1);
-    zsh_status_t status = ZSH_OK;
+    size_t bytes     = st->count * zsh_task_acc_esize(task);
     int peer;
 
-    *reduces_p = false;
+    st->reduces = false;
     if (st->round == ZSH_RD_PRE) {
         if (extra && (rank % 2 == 0)) {
-            status = zsh_task_send(task, &task->ops[1], rank + 1, step, st->acc, bytes);
-        } else if (extra) {
-            status     = zsh_task_recv(task, &task->ops[0], rank - 1, step, st->tmp, bytes);
-            *reduces_p = true;
+            return zsh_task_send(task, &task->ops[1], rank + 1, step, st->acc, bytes);
         }
-    } else if (st->round < st->nrounds) {
-        if (st->newrank >= 0) {
-            peer   = zsh_rd_real_rank(st, st->newrank ^ (1 << st->round));
-            status = zsh_task_recv(task, &task->ops[0], peer, step, st->tmp, bytes);
-            if (status == ZSH_OK) {
-                status = zsh_task_send(task, &task->ops[1], peer, step, st->acc, bytes);
-            }
-            *reduces_p = true;
-        }
-    } else if (extra && (rank % 2 == 0)) {
-        status = zsh_task_recv(task, &task->ops[0], rank + 1, step, st->acc, bytes);
-    } else if (extra) {
-        status = zsh_task_send(task, &task->ops[1], rank - 1, step, st->acc, bytes);
+        st->reduces = extra;
+        return extra ? zsh_task_recv(task, &task->ops[0], rank - 1, step, st->tmp, bytes)
+                     : ZSH_OK;
     }
-    return status;
+    if (st->round < st->nrounds) {
+        if (st->newrank < 0) {
+            return ZSH_OK;
+        }
+        peer        = zsh_rd_real_rank(st, st->newrank ^ (1 << st->round));
+        st->reduces = true;
+        return zsh_task_sendrecv(task, step, peer, st->tmp, bytes, peer, st->acc, bytes);
+    }
+    if (extra && (rank % 2 == 0)) {
+        return zsh_task_recv(task, &task->ops[0], rank + 1, step, st->acc, bytes);
+    }
+    return extra ? zsh_task_send(task, &task->ops[1], rank - 1, step, st->acc, bytes) : ZSH_OK;
+}
+
+static void zsh_rd_finish(zsh_task_t *task)
+{
+    zsh_rounds_t *st = &task->u.rounds;
+
+    if (st->reduces) {
+        zsh_reduce_acc_acc(st->acc, st->tmp, st->count, task->args.dtype, task->args.op);
+    }
 }
 
 /* Store the result (or, for reduce-scatter, this rank's block of it). */
@@ -73,32 +80,13 @@ static void zsh_rd_store(zsh_task_t *task)
 
 static zsh_status_t zsh_rd_progress(zsh_task_t *task)
 {
-    zsh_rounds_t *st = &task->u.rounds;
-    size_t bytes     = st->count * zsh_task_acc_esize(task);
     zsh_status_t status;
-    bool reduces;
 
-    while (st->round <= st->nrounds) {
-        if (!st->posted) {
-            status = zsh_rd_post(task, bytes, &reduces);
-            if (status != ZSH_OK) {
-                return status;
-            }
-            st->posted  = true;
-            st->reduces = reduces;
-        }
-        status = zsh_task_ops_test(task, 0, 2);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        if (st->reduces) {
-            zsh_reduce_acc_acc(st->acc, st->tmp, st->count, task->args.dtype, task->args.op);
-        }
-        st->round++;
-        st->posted = false;
+    status = zsh_rounds_run(task, task->u.rounds.nrounds + 1, zsh_rd_post, zsh_rd_finish);
+    if (status == ZSH_OK) {
+        zsh_rd_store(task);
     }
-    zsh_rd_store(task);
-    return ZSH_OK;
+    return status;
 }
 
 zsh_status_t zsh_rd_init(zsh_task_t *task, size_t count)

@@ -6,35 +6,18 @@
 #include "coll/algs.h"
 #include "coll/validate.h"
 
+static zsh_status_t zsh_dissemination_post(zsh_task_t *task)
+{
+    int n = task->comm->size, rank = task->comm->rank;
+    int round = task->u.rounds.round, dist = 1 << round;
+
+    return zsh_task_sendrecv(task, (uint32_t)round, (rank - dist + n) % n, NULL, 0,
+                             (rank + dist) % n, NULL, 0);
+}
+
 static zsh_status_t zsh_dissemination_progress(zsh_task_t *task)
 {
-    zsh_rounds_t *st = &task->u.rounds;
-    int n = task->comm->size, rank = task->comm->rank;
-    zsh_status_t status;
-    int dist;
-
-    while (st->round < st->nrounds) {
-        if (!st->posted) {
-            dist   = 1 << st->round;
-            status = zsh_task_recv(task, &task->ops[0], (rank - dist + n) % n,
-                                   (uint32_t)st->round, NULL, 0);
-            if (status == ZSH_OK) {
-                status = zsh_task_send(task, &task->ops[1], (rank + dist) % n,
-                                       (uint32_t)st->round, NULL, 0);
-            }
-            if (status != ZSH_OK) {
-                return status;
-            }
-            st->posted = true;
-        }
-        status = zsh_task_ops_test(task, 0, 2);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        st->round++;
-        st->posted = false;
-    }
-    return ZSH_OK;
+    return zsh_rounds_run(task, task->u.rounds.nrounds, zsh_dissemination_post, NULL);
 }
 
 zsh_status_t zsh_dissemination_init(zsh_task_t *task)

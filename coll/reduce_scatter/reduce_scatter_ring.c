@@ -158,31 +158,24 @@ static zsh_status_t zsh_ring_rs_recv(zsh_task_t *task)
     return ZSH_OK;
 }
 
-zsh_status_t zsh_ring_rs_progress(zsh_task_t *task)
+/* Reduce what arrived, reap sends, then post what the window allows. */
+static zsh_status_t zsh_ring_rs_advance(zsh_task_t *task)
 {
     zsh_ring_t *ring = &task->u.ring;
     zsh_status_t status;
-    size_t before;
 
-    do {
-        before = ring->rtail + ring->stail + ring->rhead + ring->shead;
-        status = zsh_ring_rs_reduce(task);
-        if (status == ZSH_OK) {
-            status = zsh_ring_reap(task, task->ops + ring->depth, ring->depth, &ring->stail,
-                                   ring->shead);
-        }
-        if (status == ZSH_OK) {
-            status = zsh_ring_rs_send(task);
-        }
-        if (status == ZSH_OK) {
-            status = zsh_ring_rs_recv(task);
-        }
-        if (status != ZSH_OK) {
-            return status;
-        }
-        if ((ring->rtail == ring->units) && (ring->stail == ring->units)) {
-            return ZSH_OK;
-        }
-    } while (before != ring->rtail + ring->stail + ring->rhead + ring->shead);
-    return ZSH_INPROGRESS;
+    status = zsh_ring_rs_reduce(task);
+    if (status == ZSH_OK) {
+        status = zsh_ring_reap(task, task->ops + ring->depth, ring->depth, &ring->stail,
+                               ring->shead);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ring_rs_send(task);
+    }
+    return (status == ZSH_OK) ? zsh_ring_rs_recv(task) : status;
+}
+
+zsh_status_t zsh_ring_rs_progress(zsh_task_t *task)
+{
+    return zsh_ring_run(task, zsh_ring_rs_advance);
 }

@@ -21,25 +21,11 @@ struct zsh_boot_env {
 
 /* ---- validation ---------------------------------------------------------------- */
 
-static const zsh_config_field_t *zsh_boot_env_field(const char *name)
-{
-    const zsh_config_field_t *fields;
-    size_t i, n;
-
-    fields = zsh_config_fields(&n);
-    for (i = 0; i < n; i++) {
-        if (strcmp(fields[i].name, name) == 0) {
-            return &fields[i];
-        }
-    }
-    return NULL;
-}
-
 /* The variable a message should name for field @name: the one that set it in
  * this environment, else its torchrun name, else its ZSH_ name. */
 static const char *zsh_boot_env_var(const char *name, char *buf, size_t len)
 {
-    const zsh_config_field_t *field = zsh_boot_env_field(name);
+    const zsh_config_field_t *field = zsh_config_field_find(name);
     const char *source              = (field != NULL) ? zsh_config_source(field) : NULL;
 
     if (source != NULL) {
@@ -55,7 +41,7 @@ static const char *zsh_boot_env_var(const char *name, char *buf, size_t len)
 /* Neither ZSH_<name> nor its torchrun name gave a value (an empty one counts). */
 static zsh_status_t zsh_boot_env_unset(const char *name)
 {
-    const zsh_config_field_t *field = zsh_boot_env_field(name);
+    const zsh_config_field_t *field = zsh_config_field_find(name);
     const char *source              = (field != NULL) ? zsh_config_source(field) : NULL;
 
     return zsh_error(ZSH_ERR_INVALID_ARG, "%s is not set (nor %s%s)%s%s%s; zsh_comm_init() "

@@ -72,6 +72,19 @@ const zsh_config_field_t *zsh_config_fields(size_t *count_p)
     return zsh_config_table;
 }
 
+const zsh_config_field_t *zsh_config_field_find(const char *name)
+{
+    size_t i, n;
+
+    zsh_config_fields(&n);
+    for (i = 0; i < n; i++) {
+        if (strcmp(zsh_config_table[i].name, name) == 0) {
+            return &zsh_config_table[i];
+        }
+    }
+    return NULL;
+}
+
 const char *zsh_algo_name(zsh_algo_t algo)
 {
     return ((unsigned)algo < ZSH_ALGO_LAST) ? zsh_algo_names[algo] : "unknown";

@@ -78,6 +78,9 @@ typedef struct zsh_config_field {
 /* All rows, and how many there are. */
 const zsh_config_field_t *zsh_config_fields(size_t *count_p);
 
+/* The row of ZSH_<@name>, or NULL. */
+const zsh_config_field_t *zsh_config_field_find(const char *name);
+
 /* Fill @cfg with defaults, then the environment. On a malformed value, fails
  * with ZSH_ERR_INVALID_ARG naming the variable and its value (via zsh_error). */
 zsh_status_t zsh_config_read(zsh_config_t *cfg);

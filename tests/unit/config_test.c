@@ -6,20 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const zsh_config_field_t *zsh_test_field(const char *name)
-{
-    const zsh_config_field_t *fields;
-    size_t i, n;
-
-    fields = zsh_config_fields(&n);
-    for (i = 0; i < n; i++) {
-        if (strcmp(fields[i].name, name) == 0) {
-            return &fields[i];
-        }
-    }
-    return NULL;
-}
-
 ZSH_TEST(config, every_default_parses_and_every_row_has_help)
 {
     const zsh_config_field_t *fields;
@@ -53,7 +39,7 @@ ZSH_TEST(config, defaults_match_the_documented_values)
 
 ZSH_TEST(config, sizes_accept_binary_suffixes)
 {
-    const zsh_config_field_t *f = zsh_test_field("CHUNK_SIZE");
+    const zsh_config_field_t *f = zsh_config_field_find("CHUNK_SIZE");
     zsh_config_t cfg;
     char err[256];
 
@@ -72,16 +58,16 @@ ZSH_TEST(config, malformed_values_name_the_variable_and_what_is_expected)
     char err[256];
 
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
-                      zsh_config_parse(zsh_test_field("CHUNK_SIZE"), "12q", &cfg, err, sizeof(err)));
+                      zsh_config_parse(zsh_config_field_find("CHUNK_SIZE"), "12q", &cfg, err, sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "ZSH_CHUNK_SIZE='12q'");
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
-                      zsh_config_parse(zsh_test_field("TIMEOUT"), "-3", &cfg, err, sizeof(err)));
+                      zsh_config_parse(zsh_config_field_find("TIMEOUT"), "-3", &cfg, err, sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "seconds");
-    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("ALLGATHER_ALGO"),
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_config_field_find("ALLGATHER_ALGO"),
                                                             "fast", &cfg, err, sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "ring");
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
-                      zsh_config_parse(zsh_test_field("RANK"), "x1", &cfg, err, sizeof(err)));
+                      zsh_config_parse(zsh_config_field_find("RANK"), "x1", &cfg, err, sizeof(err)));
 }
 
 ZSH_TEST(config, prefixed_variables_win_over_torchrun_names)
@@ -94,7 +80,7 @@ ZSH_TEST(config, prefixed_variables_win_over_torchrun_names)
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_read(&cfg));
     ZSH_EXPECT_EQ(5, cfg.rank);
     ZSH_EXPECT_EQ(8, cfg.world_size);
-    ZSH_EXPECT_STR_CONTAINS(zsh_config_source(zsh_test_field("RANK")), "ZSH_RANK");
+    ZSH_EXPECT_STR_CONTAINS(zsh_config_source(zsh_config_field_find("RANK")), "ZSH_RANK");
     unsetenv("ZSH_RANK");
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_read(&cfg));
     ZSH_EXPECT_EQ(3, cfg.rank);
