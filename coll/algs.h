@@ -17,10 +17,11 @@
 /* Pipeline depth the rings use: the configured one, at least 2 (see above). */
 unsigned     zsh_ring_depth(const zsh_task_t *task);
 
-/* Step field of unit @u's tag: phases of one task use disjoint halves. */
+/* Step field of unit @u's tag: phases of one task use disjoint halves of
+ * the data steps. */
 static inline uint32_t zsh_ring_step(const zsh_ring_t *ring, size_t u)
 {
-    return ring->step_base + (uint32_t)(u % (ZSH_TAG_STEPS / 2));
+    return ring->step_base + (uint32_t)(u % (ZSH_TAG_DATA_STEPS / 2));
 }
 
 /* The block @back places to the left of @rank on a ring of @n. */

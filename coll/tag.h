@@ -30,6 +30,19 @@
 #define ZSH_COMM_ID_JOB   0u
 #define ZSH_COMM_ID_WORLD 1u
 
+/* The last id is never a communicator's: it carries control messages
+ * (peer failures, aborts and mismatches told to other ranks). */
+#define ZSH_COMM_ID_CTRL  (ZSH_MAX_COMMS - 1)
+
+/* The last step of every collective carries its descriptor (type, count,
+ * dtype, op, root), which ring neighbours compare; algorithms use the
+ * steps below it and wrap their step counters at ZSH_TAG_DATA_STEPS. */
+#define ZSH_TAG_STEP_DESC  (ZSH_TAG_STEPS - 1)
+#define ZSH_TAG_DATA_STEPS (ZSH_TAG_STEPS - 1)
+
+/* Mask selecting the communicator id of a tag. */
+#define ZSH_TAG_COMM_MASK  ((uint64_t)(ZSH_MAX_COMMS - 1) << 52)
+
 static inline uint64_t zsh_tag_make(uint32_t comm_id, uint32_t seq, uint32_t step, uint32_t src)
 {
     return ((uint64_t)(comm_id & (ZSH_MAX_COMMS - 1)) << 52) |

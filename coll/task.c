@@ -1,6 +1,8 @@
 #include "coll/task.h"
 
 #include "coll/tag.h"
+#include "coll/trace.h"
+#include "comm/fault.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/log.h"
@@ -42,6 +44,10 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->name   = name;
     task->seq    = comm->seq++;
     task->status = ZSH_INPROGRESS;
+    task->timeout = comm->timeout;
+    task->algo_done  = false;
+    task->desc_state = ZSH_DESC_NONE;
+    memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
     task->progress = zsh_task_done_progress;
     task->cleanup  = NULL;
@@ -186,38 +192,48 @@ zsh_status_t zsh_task_ops_test(zsh_task_t *task, unsigned first, unsigned n)
     return ret;
 }
 
+/* The algorithm's slots, then the descriptor exchange's: 0 .. ops_cap + 1. */
+static zsh_task_op_t *zsh_task_any_op(zsh_task_t *task, unsigned i)
+{
+    return (i < task->ops_cap) ? &task->ops[i] : &task->desc_ops[i - task->ops_cap];
+}
+
 /* Release every operation still pending; receives are cancelled. */
 static void zsh_task_cancel_ops(zsh_task_t *task)
 {
     zsh_ctx_t *ctx = task->comm->ctx;
     unsigned i;
 
-    for (i = 0; i < task->ops_cap; i++) {
-        if (task->ops[i].req != NULL) {
-            ctx->tl->release(ctx->tl_ctx, task->ops[i].req);
-            task->ops[i].req = NULL;
+    for (i = 0; i < task->ops_cap + 2; i++) {
+        zsh_task_op_t *op = zsh_task_any_op(task, i);
+
+        if (op->req != NULL) {
+            ctx->tl->release(ctx->tl_ctx, op->req);
+            op->req = NULL;
         }
     }
 }
 
 /* "rank(s) 1, 3" for the peers of pending operations of one direction. */
-static int zsh_task_pending_peers(const zsh_task_t *task, bool is_recv, char *buf, size_t len)
+static int zsh_task_pending_peers(zsh_task_t *task, bool is_recv, char *buf, size_t len)
 {
     size_t used = 0;
     unsigned i, j;
     int n = 0;
 
     buf[0] = '\0';
-    for (i = 0; i < task->ops_cap; i++) {
-        const zsh_task_op_t *op = &task->ops[i];
+    for (i = 0; i < task->ops_cap + 2; i++) {
+        const zsh_task_op_t *op = zsh_task_any_op(task, i);
         bool seen = false;
 
         if ((op->req == NULL) || (op->is_recv != is_recv)) {
             continue;
         }
         for (j = 0; j < i; j++) {
-            seen |= (task->ops[j].req != NULL) && (task->ops[j].is_recv == is_recv) &&
-                    (task->ops[j].peer == op->peer);
+            const zsh_task_op_t *other = zsh_task_any_op(task, j);
+
+            seen |= (other->req != NULL) && (other->is_recv == is_recv) &&
+                    (other->peer == op->peer);
         }
         if (!seen && (used < len)) {
             used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", op->peer);
@@ -239,15 +255,46 @@ static zsh_status_t zsh_task_timeout(zsh_task_t *task)
                      "%s seq %u on comm %u (rank %d of %d) timed out after %g s; "
                      "not heard from rank(s): %s; not yet received by rank(s): %s",
                      task->name, task->seq, comm->id, comm->rank, comm->size,
-                     comm->ctx->cfg.timeout, nrecv ? recv_peers : "none",
+                     task->timeout, nrecv ? recv_peers : "none",
                      nsend ? send_peers : "none");
+}
+
+/* Dump the flight recorder for a failure worth explaining: every timeout,
+ * and the first failure that breaks the communicator. */
+static void zsh_task_dump_trace(zsh_task_t *task, zsh_status_t status)
+{
+    zsh_comm_t *comm = task->comm;
+    char header[96];
+    FILE *out;
+
+    if ((status != ZSH_ERR_TIMEOUT) && (status != ZSH_ERR_ABORTED) &&
+        (status != ZSH_ERR_PEER_FAILED) && (status != ZSH_ERR_MISMATCH)) {
+        return;
+    }
+    if (status != ZSH_ERR_TIMEOUT) {
+        if (comm->dumped) {
+            return;
+        }
+        comm->dumped = true;
+    }
+    snprintf(header, sizeof(header), "comm %u (rank %d of %d)", comm->id, comm->rank,
+             comm->size);
+    out = zsh_trace_open(comm->ctx->cfg.trace_file, comm->ctx->rank);
+    zsh_trace_write(comm->trace, out, header, zsh_last_error());
+    zsh_trace_close(out);
 }
 
 static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
 {
-    const zsh_comm_t *comm = task->comm;
+    zsh_comm_t *comm = task->comm;
+    char why[ZSH_ERROR_MSG_MAX + 32];
 
     if (status != ZSH_OK) {
+        if (status == ZSH_ERR_MISMATCH) {
+            /* The other members may not see it themselves: tell them. */
+            snprintf(why, sizeof(why), "%s (seen by rank %d)", zsh_last_error(), comm->rank);
+            zsh_fault_revoke(comm, status, why);
+        }
         if (status != ZSH_ERR_TIMEOUT) {
             /* Say which call failed, in front of what the lower layer said. */
             zsh_error_prefix("%s seq %u on comm %u (rank %d of %d): ", task->name, task->seq,
@@ -259,22 +306,32 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
         task->cleanup(task);
         task->cleanup = NULL;
     }
+    if (comm->trace != NULL) {
+        zsh_trace_done(comm->trace, task->seq, status);
+        if (status != ZSH_OK) {
+            zsh_task_dump_trace(task, status);
+        }
+    }
     task->status = status;
     zsh_list_del(&task->link);
 }
 
 /* Run one progress step of @task and settle it if it finished, failed,
- * was aborted or ran past its deadline. */
+ * its communicator broke, or it ran past its deadline. It completes once
+ * its algorithm is done and its left neighbour's descriptor matched. */
 static void zsh_task_advance(zsh_task_t *task)
 {
-    zsh_status_t status;
+    zsh_status_t status, algo;
 
-    if (atomic_load(&task->comm->aborted)) {
-        zsh_error(ZSH_ERR_ABORTED, "communicator was aborted");
-        zsh_task_complete(task, ZSH_ERR_ABORTED);
-        return;
+    status = zsh_fault_check(task->comm);
+    if (status == ZSH_OK) {
+        status = zsh_desc_progress(task);
     }
-    status = task->progress(task);
+    if ((status == ZSH_OK) || (status == ZSH_INPROGRESS)) {
+        algo = task->algo_done ? ZSH_OK : task->progress(task);
+        task->algo_done = (algo == ZSH_OK);
+        status = (algo == ZSH_OK) ? status : algo;
+    }
     if ((status == ZSH_INPROGRESS) && (zsh_clock_now() > task->deadline)) {
         status = zsh_task_timeout(task);
     }
@@ -285,11 +342,26 @@ static void zsh_task_advance(zsh_task_t *task)
 
 void zsh_task_post(zsh_task_t *task)
 {
-    zsh_ctx_t *ctx = task->comm->ctx;
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    zsh_status_t status;
 
-    task->status   = ZSH_INPROGRESS;
-    task->deadline = zsh_clock_now() + ctx->cfg.timeout;
+    task->status    = ZSH_INPROGRESS;
+    task->posted_at = zsh_clock_now();
+    task->deadline  = task->posted_at + task->timeout;
     zsh_list_push_tail(&ctx->in_flight, &task->link);
+    if (comm->trace != NULL) {
+        zsh_desc_make(task, &task->desc_out);
+        zsh_trace_posted(comm->trace, &task->desc_out);
+    }
+    status = zsh_fault_check(comm);
+    if (status == ZSH_OK) {
+        status = zsh_desc_post(task);
+    }
+    if (status != ZSH_OK) {
+        zsh_task_complete(task, status);
+        return;
+    }
     zsh_task_advance(task);
 }
 
@@ -298,6 +370,7 @@ void zsh_ctx_progress(zsh_ctx_t *ctx)
     zsh_list_t *elem, *next;
 
     ctx->tl->progress(ctx->tl_ctx);
+    zsh_fault_progress(ctx);
     for (elem = ctx->in_flight.next; elem != &ctx->in_flight; elem = next) {
         next = elem->next;
         zsh_task_advance(zsh_container_of(elem, zsh_task_t, link));

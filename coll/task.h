@@ -9,6 +9,7 @@
 #ifndef ZSH_COLL_TASK_H_
 #define ZSH_COLL_TASK_H_
 
+#include "coll/desc.h"
 #include "coll/partition.h"
 #include "comm/comm.h"
 #include "core/config.h"
@@ -93,6 +94,14 @@ typedef struct zsh_bcast {
     unsigned depth;
 } zsh_bcast_t;
 
+/* Where a task's descriptor exchange stands (coll/desc.h). */
+enum {
+    ZSH_DESC_NONE,       /* not started */
+    ZSH_DESC_POSTED,     /* sent to the right, waiting for the left's */
+    ZSH_DESC_MATCHED,    /* the left's matched; our send may still be in flight */
+    ZSH_DESC_VERIFIED    /* done, or nothing to exchange */
+};
+
 typedef struct zsh_request zsh_task_t;  /* the public request is the task */
 typedef zsh_status_t (*zsh_task_progress_t)(zsh_task_t *task);
 typedef void (*zsh_task_cleanup_t)(zsh_task_t *task);
@@ -107,7 +116,13 @@ struct zsh_request {
     zsh_task_progress_t progress;
     zsh_task_cleanup_t  cleanup;     /* releases what the algorithm holds; may be NULL */
     zsh_status_t        status;      /* ZSH_INPROGRESS until complete */
+    double              timeout;     /* seconds it may take: the communicator's, or per call */
+    double              posted_at;
     double              deadline;
+    bool                algo_done;   /* progress() has returned ZSH_OK */
+    uint8_t             desc_state;
+    zsh_task_op_t       desc_ops[2]; /* receive from the left, send to the right */
+    zsh_desc_t          desc_out, desc_in;
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
     union {
         zsh_ring_t   ring;

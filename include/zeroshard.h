@@ -19,6 +19,27 @@
  * Every call returns a ::zsh_status_t. On failure, zsh_last_error() returns a
  * message written by the code that first detected the failure.
  *
+ * Failures: a collective never waits forever and never returns another
+ * call's data.
+ * - Every collective has a deadline: ZSH_TIMEOUT seconds (300 by default),
+ *   zsh_comm_set_timeout() per communicator, zsh_request_set_timeout() per
+ *   nonblocking call. ZSH_ERR_TIMEOUT names the call, its sequence number
+ *   and the peers not heard from.
+ * - A peer that dies is detected by the transport within about twice
+ *   ZSH_KEEPALIVE seconds; every pending and later collective on each
+ *   communicator it belongs to then fails with ZSH_ERR_PEER_FAILED, naming it.
+ * - Each collective's descriptor (sequence number, type, count, dtype, op,
+ *   root) is compared between ring neighbours. Ranks that called different
+ *   collectives fail with ZSH_ERR_MISMATCH, naming both calls, e.g.
+ *   `seq 57 on comm 1: rank 1 called allgather(count=10, fp32) but rank 0
+ *   called reduce_scatter(count=12, fp32, sum)`. So every collective, even
+ *   one with a zero count, must be called by every rank of the communicator.
+ * - A mismatch or zsh_comm_abort() on any member revokes the communicator
+ *   on every member: pending and later collectives on it fail with that
+ *   status and message. Only zsh_comm_destroy() remains to be called.
+ * - With ZSH_TRACE=1, each communicator keeps a flight recorder of its last
+ *   collectives and dumps it on a timeout, abort, mismatch or peer failure.
+ *
  * Threads: the communicators of one job (one zsh_comm_init* call and the
  * communicators split from it) must be used by one thread at a time, except
  * zsh_comm_abort(), which any thread may call at any time. Separate jobs in
@@ -166,9 +187,22 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
  * @brief Abort a communicator: pending and future collectives on it fail with
  *        ZSH_ERR_ABORTED. Safe to call from any thread.
  *
- * The communicator must still be destroyed with zsh_comm_destroy().
+ * The next progress pass on this rank tells the other members, whose pending
+ * and future collectives on it then fail with ZSH_ERR_ABORTED too, naming
+ * this rank. The communicator must still be destroyed with zsh_comm_destroy().
  */
 zsh_status_t zsh_comm_abort(zsh_comm_t *comm);
+
+/**
+ * @brief Set how long each later collective on @p comm may take before it
+ *        fails with ZSH_ERR_TIMEOUT. Local: other ranks keep their own.
+ * @param comm    Communicator.
+ * @param seconds More than 0; the default is ZSH_TIMEOUT.
+ */
+zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds);
+
+/** @brief The timeout of collectives on @p comm in seconds, or -1 if @p comm is NULL. */
+double zsh_comm_get_timeout(const zsh_comm_t *comm);
 
 /**
  * @brief Destroy a communicator.
@@ -264,6 +298,17 @@ zsh_status_t zsh_request_test(zsh_request_t *req);
  *         the collective, its sequence number and the silent peers).
  */
 zsh_status_t zsh_request_wait(zsh_request_t *req);
+
+/**
+ * @brief Give one nonblocking collective its own deadline: @p seconds after it
+ *        was posted, instead of its communicator's timeout.
+ *
+ * A deadline already past fails the request with ZSH_ERR_TIMEOUT at its next
+ * test or wait.
+ * @param req     A request still in progress.
+ * @param seconds More than 0.
+ */
+zsh_status_t zsh_request_set_timeout(zsh_request_t *req, double seconds);
 
 /**
  * @brief Release a request. A request still in progress is cancelled first:

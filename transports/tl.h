@@ -23,6 +23,14 @@ typedef struct zsh_tl_req  zsh_tl_req_t;   /* one operation in flight */
 typedef struct zsh_tl_mem  zsh_tl_mem_t;   /* local memory registered for RMA */
 typedef struct zsh_tl_rkey zsh_tl_rkey_t;  /* a peer's registered memory */
 
+/*
+ * Called from inside progress() when the transport learns that rank @peer
+ * has failed (died, or became unreachable). From then on operations with it
+ * fail with ZSH_ERR_PEER_FAILED. Receives are not tied to a peer's
+ * connection, so the caller must fail the ones that wait on @peer itself.
+ */
+typedef void (*zsh_tl_failure_cb_t)(void *arg, int peer, const char *reason);
+
 typedef struct zsh_tl_ops {
     const char *name;
 
@@ -31,6 +39,8 @@ typedef struct zsh_tl_ops {
     void         (*destroy)(zsh_tl_ctx_t *ctx);
     /* This process's address, for the out-of-band exchange; owned by @ctx. */
     zsh_status_t (*address)(zsh_tl_ctx_t *ctx, const void **addr_p, size_t *len_p);
+    /* Report peer failures to @cb; set before connect(). */
+    void         (*on_failure)(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *arg);
     /* Connect to @nranks ranks; rank i's address starts at addrs + i * stride. */
     zsh_status_t (*connect)(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
                             size_t stride);
@@ -40,6 +50,10 @@ typedef struct zsh_tl_ops {
                           zsh_tl_req_t **req_p);
     zsh_status_t (*irecv)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
                           zsh_tl_req_t **req_p);
+
+    /* A receive of any tag t with (t & @mask) == (@tag & @mask), from any peer. */
+    zsh_status_t (*irecv_any)(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
+                              size_t len, zsh_tl_req_t **req_p);
 
     /* One-sided access to registered memory. */
     zsh_status_t (*mem_reg)(zsh_tl_ctx_t *ctx, void *buf, size_t len, zsh_tl_mem_t **mem_p);

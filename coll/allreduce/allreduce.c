@@ -10,7 +10,7 @@
 #include "core/status.h"
 
 /* The all-gather phase's tags use the upper half of the step space. */
-#define ZSH_ALLREDUCE_AG_STEPS (ZSH_TAG_STEPS / 2)
+#define ZSH_ALLREDUCE_AG_STEPS (ZSH_TAG_DATA_STEPS / 2)
 
 static zsh_status_t zsh_allreduce_ring_progress(zsh_task_t *task)
 {

@@ -46,7 +46,7 @@ static zsh_status_t zsh_bcast_post(zsh_task_t *task, size_t bytes)
         off    = b->rhead * b->chunk;
         len    = (bytes - off < b->chunk) ? bytes - off : b->chunk;
         status = zsh_task_recv(task, &task->ops[b->rhead % b->depth], b->parent,
-                               (uint32_t)b->rhead, buf + off, len);
+                               (uint32_t)(b->rhead % ZSH_TAG_DATA_STEPS), buf + off, len);
         if (status != ZSH_OK) {
             return status;
         }
@@ -58,7 +58,8 @@ static zsh_status_t zsh_bcast_post(zsh_task_t *task, size_t bytes)
         len = (bytes - off < b->chunk) ? bytes - off : b->chunk;
         for (k = 0; k < b->nchildren; k++) {
             status = zsh_task_send(task, zsh_bcast_send_op(task, b->shead, k), b->children[k],
-                                   (uint32_t)b->shead, buf + off, len);
+                                   (uint32_t)(b->shead % ZSH_TAG_DATA_STEPS), buf + off,
+                                   len);
             if (status != ZSH_OK) {
                 return status;
             }

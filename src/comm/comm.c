@@ -9,6 +9,8 @@
 #include "coll/algs.h"
 #include "coll/select.h"
 #include "coll/task.h"
+#include "coll/trace.h"
+#include "comm/fault.h"
 #include "core/log.h"
 #include "core/status.h"
 
@@ -22,9 +24,10 @@ typedef struct zsh_boot_hdr {
     zsh_topo_id_t id;
 } zsh_boot_hdr_t;
 
-zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, int rank, int size,
+zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank, int size,
                              const int *ctx_ranks, zsh_comm_t **comm_p)
 {
+    zsh_status_t status;
     zsh_comm_t *comm;
 
     comm = calloc(1, sizeof(*comm));
@@ -36,12 +39,26 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, int rank, int size,
         free(comm);
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);
     }
+    if (ctx->cfg.trace) {
+        status = zsh_trace_create(ctx->cfg.trace_depth, &comm->trace);
+        if (status != ZSH_OK) {
+            free(comm->ctx_ranks);
+            free(comm);
+            return status;
+        }
+    }
     memcpy(comm->ctx_ranks, ctx_ranks, (size_t)size * sizeof(int));
-    comm->ctx  = ctx;
-    comm->id   = id;
-    comm->rank = rank;
-    comm->size = size;
+    comm->ctx     = ctx;
+    comm->id      = id;
+    comm->uid     = uid;
+    comm->rank    = rank;
+    comm->size    = size;
+    comm->timeout = ctx->cfg.timeout;
+    comm->revoked = ZSH_OK;
+    comm->failed_seen = 0;
+    comm->failed_rank = -1;
     atomic_init(&comm->aborted, 0);
+    zsh_list_push_tail(&ctx->comms, &comm->link);
     zsh_ctx_id_set(ctx, id, 1);
     ctx->refs++;
     *comm_p = comm;
@@ -50,6 +67,9 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, int rank, int size,
 
 static void zsh_comm_free(zsh_comm_t *comm)
 {
+    zsh_list_del(&comm->link);
+    zsh_trace_destroy(comm->trace);
+    free(comm->revoke_why);
     free(comm->ctx_ranks);
     free(comm);
 }
@@ -127,29 +147,45 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_config_t *cfg, zsh_c
     ctx->tl   = &zsh_tl_ucx_ops;
     zsh_list_init(&ctx->in_flight);
     zsh_list_init(&ctx->free_tasks);
+    zsh_list_init(&ctx->comms);
 
     status = ctx->tl->create(cfg, &ctx->tl_ctx);
     if (status != ZSH_OK) {
         goto err_free;
     }
-    status = zsh_ctx_connect(ctx, oob);
+    status = zsh_fault_init(ctx);
     if (status != ZSH_OK) {
         goto err_destroy_tl;
+    }
+    status = zsh_ctx_connect(ctx, oob);
+    if (status != ZSH_OK) {
+        goto err_cleanup_fault;
+    }
+    status = zsh_fault_start(ctx);
+    if (status != ZSH_OK) {
+        goto err_destroy_topo;
     }
     for (i = 0; i < ctx->size; i++) {
         ranks[i] = i;
     }
-    status = zsh_comm_create(ctx, ZSH_COMM_ID_JOB, ctx->rank, ctx->size, ranks, &ctx->job);
+    status = zsh_comm_create(ctx, ZSH_COMM_ID_JOB, ZSH_COMM_ID_JOB, ctx->rank, ctx->size, ranks,
+                             &ctx->job);
     if (status != ZSH_OK) {
-        goto err_destroy_topo;
+        goto err_stop_fault;
     }
     ctx->refs--; /* the job communicator lives as long as the context, not the reverse */
     free(ranks);
     *ctx_p = ctx;
     return ZSH_OK;
 
+err_stop_fault:
+    zsh_fault_stop(ctx);
 err_destroy_topo:
     zsh_topo_destroy(ctx->topo);
+err_cleanup_fault:
+    ctx->tl->destroy(ctx->tl_ctx);
+    zsh_fault_cleanup(ctx);
+    goto err_free;
 err_destroy_tl:
     ctx->tl->destroy(ctx->tl_ctx);
 err_free:
@@ -188,7 +224,9 @@ void zsh_ctx_release(zsh_ctx_t *ctx)
                 zsh_last_error());
     }
     zsh_comm_free(ctx->job);
+    zsh_fault_stop(ctx);
     ctx->tl->destroy(ctx->tl_ctx);
+    zsh_fault_cleanup(ctx);
     zsh_ctx_free_tasks(ctx);
     zsh_topo_destroy(ctx->topo);
     free(ctx);
@@ -216,8 +254,8 @@ zsh_status_t zsh_comm_init_oob_cfg(const zsh_oob_t *oob, const zsh_config_t *cfg
     if (status != ZSH_OK) {
         return status;
     }
-    status = zsh_comm_create(ctx, ZSH_COMM_ID_WORLD, ctx->rank, ctx->size, ctx->job->ctx_ranks,
-                             &comm);
+    status = zsh_comm_create(ctx, ZSH_COMM_ID_WORLD, ZSH_COMM_ID_WORLD, ctx->rank, ctx->size,
+                             ctx->job->ctx_ranks, &comm);
     if (status != ZSH_OK) {
         ctx->refs++;
         zsh_ctx_release(ctx);
@@ -324,8 +362,30 @@ zsh_status_t zsh_comm_abort(zsh_comm_t *comm)
     if (comm == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_abort: comm is NULL");
     }
+    /* Only atomics here: any thread may call this while another progresses.
+     * The next progress pass tells the other members. */
     atomic_store(&comm->aborted, 1);
+    atomic_store(&comm->ctx->abort_pending, 1);
     return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_set_timeout: comm is NULL");
+    }
+    if (!(seconds > 0) || (seconds > ZSH_TIMEOUT_MAX)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_comm_set_timeout: %g s is not a timeout (0 < seconds <= %g)",
+                         seconds, ZSH_TIMEOUT_MAX);
+    }
+    comm->timeout = seconds;
+    return ZSH_OK;
+}
+
+double zsh_comm_get_timeout(const zsh_comm_t *comm)
+{
+    return (comm == NULL) ? -1 : comm->timeout;
 }
 
 int zsh_comm_rank(const zsh_comm_t *comm)

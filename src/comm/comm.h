@@ -20,6 +20,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* The longest timeout a communicator or call takes: a year. */
+#define ZSH_TIMEOUT_MAX (365.0 * 24 * 3600)
+
+struct zsh_trace;
+struct zsh_ctrl;
+
 typedef struct zsh_ctx {
     unsigned            refs;          /* communicators using this context */
     int                 rank, size;    /* in the job */
@@ -32,16 +38,38 @@ typedef struct zsh_ctx {
     unsigned            tasks_out;     /* taken from the pool and not returned */
     struct zsh_comm    *job;           /* every rank of the job, id 0: the teardown fence */
     uint8_t             ids_used[ZSH_MAX_COMMS / 8];
+    zsh_list_t          comms;         /* every communicator on this context, job included */
+
+    /* Failures that outlive a call (fault.c). */
+    uint8_t            *failed;        /* by job rank: known to have failed */
+    char              **failed_why;    /* by job rank: what said so */
+    unsigned            nfailed;
+    uint8_t            *notify;        /* by job rank: a failure still to tell the others */
+    atomic_int          abort_pending; /* a communicator was aborted and peers not yet told */
+    struct zsh_ctrl    *ctrl;          /* control messages to and from peers */
 } zsh_ctx_t;
 
 struct zsh_comm {
+    zsh_list_t  link;       /* ctx->comms */
     zsh_ctx_t  *ctx;
     uint32_t    id;         /* same on every member; part of every tag */
+    uint64_t    uid;        /* same on every member, never reused within the job */
     int         rank, size;
     int        *ctx_ranks;  /* comm rank -> job rank */
     uint32_t    seq;        /* sequence number of the next collective */
     unsigned    requests;   /* requests not yet freed */
-    atomic_int  aborted;
+    double      timeout;    /* seconds a collective may take (zsh_comm_set_timeout) */
+    atomic_int  aborted;    /* zsh_comm_abort() was called here, from any thread */
+    bool        abort_told; /* ... and the other members were told */
+
+    /* Why the communicator can no longer be used (fault.c). */
+    zsh_status_t revoked;   /* ZSH_OK, or ZSH_ERR_ABORTED / ZSH_ERR_MISMATCH from a peer */
+    char        *revoke_why;
+    unsigned     failed_seen; /* ctx->nfailed when failed_rank was last computed */
+    int          failed_rank; /* a member known to have failed, or -1 */
+    bool         dumped;      /* the flight recorder was dumped for the revocation */
+
+    struct zsh_trace *trace;  /* flight recorder, when ZSH_TRACE=1 */
 };
 
 /* Create the job context over @oob with configuration @cfg. */
@@ -50,8 +78,10 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_config_t *cfg, zsh_c
 /* Drop a reference; the last one fences with every rank and tears down. */
 void zsh_ctx_release(zsh_ctx_t *ctx);
 
-/* Create a communicator on @ctx (taking a reference) with the given members. */
-zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, int rank, int size,
+/* Create a communicator on @ctx (taking a reference) with the given members;
+ * @uid must be the same on every member and differ from every other
+ * communicator's of the job. */
+zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank, int size,
                              const int *ctx_ranks, zsh_comm_t **comm_p);
 
 /* Like zsh_comm_init_oob(), with an explicit configuration (tests force

@@ -49,8 +49,22 @@ static int zsh_split_free_id(const zsh_split_info_t *all, int n)
     return -1;
 }
 
+/* A uid every member of the child computes alike and no other communicator
+ * of the job is likely to share: the parent's uid, the split's sequence
+ * number on the parent and the color, mixed (splitmix64's finaliser). */
+static uint64_t zsh_split_uid(uint64_t parent_uid, uint32_t seq, int color)
+{
+    uint64_t x = parent_uid ^ (((uint64_t)seq << 32) | (uint32_t)color);
+
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return (x <= ZSH_COMM_ID_WORLD) ? x + 2 : x;
+}
+
 static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *all, int color,
-                                     int id, zsh_comm_t **newcomm_p)
+                                     int id, uint64_t uid, zsh_comm_t **newcomm_p)
 {
     zsh_split_member_t *members;
     int n = comm->size, m = 0, i, newrank = -1;
@@ -74,7 +88,7 @@ static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *a
         ctx_ranks[i] = comm->ctx_ranks[members[i].rank];
         newrank      = (members[i].rank == comm->rank) ? i : newrank;
     }
-    status = zsh_comm_create(comm->ctx, (uint32_t)id, newrank, m, ctx_ranks, newcomm_p);
+    status = zsh_comm_create(comm->ctx, (uint32_t)id, uid, newrank, m, ctx_ranks, newcomm_p);
     free(ctx_ranks);
     free(members);
     return status;
@@ -84,6 +98,7 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
 {
     zsh_split_info_t mine, *all;
     zsh_status_t status;
+    uint32_t seq;
     int id;
 
     if ((comm == NULL) || (newcomm_p == NULL)) {
@@ -99,6 +114,7 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
     mine.color = color;
     mine.key   = key;
     memcpy(mine.ids_used, comm->ctx->ids_used, sizeof(mine.ids_used));
+    seq    = comm->seq;
     status = zsh_allgather(&mine, all, sizeof(mine), ZSH_UINT8, comm);
     if (status != ZSH_OK) {
         goto out;
@@ -110,7 +126,8 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
         status = zsh_error(ZSH_ERR_NO_MEMORY, "zsh_comm_split: all %u communicator ids are in use",
                            ZSH_MAX_COMMS);
     } else {
-        status = zsh_split_create(comm, all, color, id, newcomm_p);
+        status = zsh_split_create(comm, all, color, id, zsh_split_uid(comm->uid, seq, color),
+                                  newcomm_p);
     }
 out:
     free(all);

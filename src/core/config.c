@@ -13,6 +13,9 @@
 static const char *const zsh_log_level_names[] = {"error", "warn", "info", "debug", "trace", NULL};
 
 /* Indexes match zsh_bootstrap_t. */
+/* Switches: index 0 is off. */
+static const char *const zsh_switch_names[] = {"0", "1", NULL};
+
 static const char *const zsh_bootstrap_names[] = {"auto", "env", "pmix", NULL};
 
 /* Indexes match zsh_algo_t. */
@@ -64,6 +67,21 @@ static const zsh_config_field_t zsh_config_table[] = {
      "How zsh_comm_init() finds its peers: env (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
      "pmix (mpirun, srun), or auto: env if RANK is set, else pmix if a PMIx launcher started us",
      ZSH_CFG_OFF(bootstrap), ZSH_CONFIG_ENUM, zsh_bootstrap_names},
+    {"KEEPALIVE", NULL, "1",
+     "Seconds between the transport's liveness checks of peers: a rank that dies is reported "
+     "as ZSH_ERR_PEER_FAILED on every communicator it belongs to within about twice this",
+     ZSH_CFG_OFF(keepalive), ZSH_CONFIG_TIME, NULL},
+    {"TRACE", NULL, "0",
+     "Flight recorder: 1 keeps the last ZSH_TRACE_DEPTH collectives of each communicator "
+     "(op, sequence number, sizes, state, timestamps) and dumps them on a timeout, an abort, "
+     "a mismatch or a peer failure",
+     ZSH_CFG_OFF(trace), ZSH_CONFIG_ENUM, zsh_switch_names},
+    {"TRACE_DEPTH", NULL, "64", "Collectives the flight recorder keeps per communicator",
+     ZSH_CFG_OFF(trace_depth), ZSH_CONFIG_UINT, NULL},
+    {"TRACE_FILE", NULL, "",
+     "Where the flight recorder dumps: empty for stderr, else a file appended to; %r in the "
+     "name becomes the rank and %p the process id",
+     ZSH_CFG_OFF(trace_file), ZSH_CONFIG_STRING, NULL},
 };
 
 const zsh_config_field_t *zsh_config_fields(size_t *count_p)

@@ -53,6 +53,10 @@ typedef struct zsh_config {
     int      master_port;       /* bootstrap: -1 when unset */
     double   store_timeout;     /* seconds for store connect, accept and replies */
     int      bootstrap;         /* zsh_bootstrap_t */
+    double   keepalive;         /* seconds between liveness checks of peers */
+    int      trace;             /* flight recorder on (1) or off (0) */
+    unsigned trace_depth;       /* collectives the flight recorder keeps per communicator */
+    char     trace_file[ZSH_CONFIG_STR_MAX]; /* where it dumps: "" for stderr; %r rank, %p pid */
     bool     pmix_launched;     /* derived: a PMIx launcher started this process */
 } zsh_config_t;
 

@@ -20,7 +20,7 @@ static void zsh_deadline_rank(zsh_comm_t *comm, void *arg)
     if (zsh_comm_rank(comm) != 0) {
         return; /* never joins: rank 0 must not wait forever */
     }
-    zsh_check_cfg(comm)->timeout = 0.5;
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_set_timeout(comm, 0.5));
     start = zsh_clock_now();
     ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT, zsh_allreduce(&x, &y, 1, ZSH_FLOAT32, ZSH_SUM, comm));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "allreduce seq 0");

@@ -11,6 +11,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,35 @@ zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status)
     return zsh_error(ZSH_ERR_TRANSPORT, "UCX %s failed: %s", what, ucs_status_string(status));
 }
 
+/*
+ * Endpoints run in peer error-handling mode so that a peer that dies is
+ * reported instead of waited for. UCX's shared-memory transports leave
+ * error handling off by default (they would be skipped in this mode and
+ * traffic would fall back to TCP loopback); turned on, they detect a dead
+ * peer by checking its process at every keepalive round.
+ */
+static zsh_status_t zsh_ucx_config_failures(ucp_config_t *config, const zsh_config_t *cfg)
+{
+    static const char *const mm[] = {"MM_ERROR_HANDLING"};
+    char interval[64];
+    ucs_status_t status;
+    size_t i;
+
+    snprintf(interval, sizeof(interval), "%.6fs", (cfg->keepalive > 0) ? cfg->keepalive : 1e-3);
+    status = ucp_config_modify(config, "KEEPALIVE_INTERVAL", interval);
+    if (status != UCS_OK) {
+        return zsh_ucx_error("ucp_config_modify(KEEPALIVE_INTERVAL)", status);
+    }
+    for (i = 0; i < sizeof(mm) / sizeof(mm[0]); i++) {
+        status = ucp_config_modify(config, mm[i], "y");
+        if (status != UCS_OK) {
+            zsh_log(ZSH_LOG_INFO, "UCX does not know %s (%s); shared memory may not report "
+                    "failed peers", mm[i], ucs_status_string(status));
+        }
+    }
+    return ZSH_OK;
+}
+
 static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p)
 {
     ucp_worker_params_t wparams = {0};
@@ -31,7 +61,6 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     zsh_status_t ret;
     zsh_tl_ctx_t *ctx;
 
-    (void)cfg;
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the UCX transport context");
@@ -41,6 +70,11 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     status = ucp_config_read(NULL, NULL, &config);
     if (status != UCS_OK) {
         ret = zsh_ucx_error("ucp_config_read", status);
+        goto err_free_ctx;
+    }
+    ret = zsh_ucx_config_failures(config, cfg);
+    if (ret != ZSH_OK) {
+        ucp_config_release(config);
         goto err_free_ctx;
     }
     params.field_mask   = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
@@ -93,26 +127,69 @@ static zsh_status_t zsh_ucx_address(zsh_tl_ctx_t *ctx, const void **addr_p, size
     return ZSH_OK;
 }
 
+static void zsh_ucx_on_failure(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *arg)
+{
+    ctx->on_failure     = cb;
+    ctx->on_failure_arg = arg;
+}
+
+/* UCX calls this from inside ucp_worker_progress() when an endpoint fails. */
+static void zsh_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    zsh_ucx_peer_t *peer = arg;
+    zsh_tl_ctx_t *ctx    = peer->ctx;
+    char reason[128];
+
+    (void)ep;
+    if (peer->failed) {
+        return;
+    }
+    peer->failed = true;
+    snprintf(reason, sizeof(reason), "its UCX endpoint failed: %s", ucs_status_string(status));
+    if (ctx->on_failure != NULL) {
+        ctx->on_failure(ctx->on_failure_arg, peer->rank, reason);
+    }
+}
+
+zsh_status_t zsh_ucx_check_peer(zsh_tl_ctx_t *ctx, int peer)
+{
+    if (ctx->peers[peer].failed) {
+        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
+    }
+    return ZSH_OK;
+}
+
 static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
                                     size_t stride)
 {
     ucp_ep_params_t params = {0};
+    zsh_ucx_peer_t *peers;
     ucs_status_t status;
     ucp_ep_h *eps;
     int i;
 
-    eps = calloc((size_t)nranks, sizeof(*eps));
-    if (eps == NULL) {
+    eps   = calloc((size_t)nranks, sizeof(*eps));
+    peers = calloc((size_t)nranks, sizeof(*peers));
+    if ((eps == NULL) || (peers == NULL)) {
+        free(peers);
+        free(eps);
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d UCX endpoints", nranks);
     }
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_mode   = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = zsh_ucx_ep_error;
     for (i = 0; i < nranks; i++) {
+        peers[i].ctx  = ctx;
+        peers[i].rank = i;
+        params.err_handler.arg = &peers[i];
         params.address = (const ucp_address_t *)((const char *)addrs + (size_t)i * stride);
         status         = ucp_ep_create(ctx->worker, &params, &eps[i]);
         if (status != UCS_OK) {
             while (i-- > 0) {
                 ucp_ep_destroy(eps[i]);
             }
+            free(peers);
             free(eps);
             return zsh_error(ZSH_ERR_TRANSPORT, "UCX ucp_ep_create to rank %d failed: %s", i,
                              ucs_status_string(status));
@@ -121,6 +198,7 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
     ctx->self   = self;
     ctx->nranks = nranks;
     ctx->eps    = eps;
+    ctx->peers  = peers;
     return ZSH_OK;
 }
 
@@ -134,7 +212,9 @@ static void zsh_ucx_close_eps(zsh_tl_ctx_t *ctx)
     int i;
 
     for (i = 0; i < ctx->nranks; i++) {
-        param.flags = (zsh_clock_now() < deadline) ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+        /* A failed endpoint cannot flush; the others may, until the deadline. */
+        param.flags = ((zsh_clock_now() < deadline) && !ctx->peers[i].failed)
+                          ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
         req         = ucp_ep_close_nbx(ctx->eps[i], &param);
         if (!UCS_PTR_IS_PTR(req)) {
             continue;
@@ -156,6 +236,7 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
     if (ctx->eps != NULL) {
         zsh_ucx_close_eps(ctx);
         free(ctx->eps);
+        free(ctx->peers);
     }
     ucp_worker_release_address(ctx->worker, ctx->address);
     ucp_worker_destroy(ctx->worker);
@@ -195,9 +276,11 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .create        = zsh_ucx_create,
     .destroy       = zsh_ucx_destroy,
     .address       = zsh_ucx_address,
+    .on_failure    = zsh_ucx_on_failure,
     .connect       = zsh_ucx_connect,
     .isend         = zsh_ucx_isend,
     .irecv         = zsh_ucx_irecv,
+    .irecv_any     = zsh_ucx_irecv_any,
     .mem_reg       = zsh_ucx_mem_reg,
     .mem_dereg     = zsh_ucx_mem_dereg,
     .rkey_pack     = zsh_ucx_rkey_pack,

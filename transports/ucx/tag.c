@@ -62,6 +62,9 @@ zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void
 {
     ucp_request_param_t param = {.op_attr_mask = 0};
 
+    if (ctx->peers[peer].failed) {
+        return zsh_ucx_check_peer(ctx, peer);
+    }
     return zsh_ucx_posted(ucp_tag_send_nbx(ctx->eps[peer], buf, len, tag, &param),
                           "ucp_tag_send_nbx", peer, false, len, req_p);
 }
@@ -75,6 +78,15 @@ zsh_status_t zsh_ucx_irecv(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf,
 
     return zsh_ucx_posted(ucp_tag_recv_nbx(ctx->worker, buf, len, tag, UINT64_MAX, &param),
                           "ucp_tag_recv_nbx", peer, true, len, req_p);
+}
+
+zsh_status_t zsh_ucx_irecv_any(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
+                               size_t len, zsh_tl_req_t **req_p)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL};
+
+    return zsh_ucx_posted(ucp_tag_recv_nbx(ctx->worker, buf, len, tag, mask, &param),
+                          "ucp_tag_recv_nbx", -1, true, len, req_p);
 }
 
 /* Completion is read from UCX's own request state: with no callbacks there

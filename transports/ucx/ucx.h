@@ -11,6 +11,13 @@
 
 #include <stdbool.h>
 
+/* What a peer's endpoint error handler needs to know. */
+typedef struct zsh_ucx_peer {
+    struct zsh_tl_ctx *ctx;
+    int                rank;
+    bool               failed;
+} zsh_ucx_peer_t;
+
 struct zsh_tl_ctx {
     ucp_context_h  context;
     ucp_worker_h   worker;
@@ -20,6 +27,9 @@ struct zsh_tl_ctx {
     int            self;
     int            nranks;
     ucp_ep_h      *eps;        /* by rank */
+    zsh_ucx_peer_t *peers;     /* by rank */
+    zsh_tl_failure_cb_t on_failure;
+    void          *on_failure_arg;
 };
 
 /*
@@ -44,6 +54,10 @@ zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void
                            zsh_tl_req_t **req_p);
 zsh_status_t zsh_ucx_irecv(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
                            zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_irecv_any(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
+                               size_t len, zsh_tl_req_t **req_p);
+/* ZSH_ERR_PEER_FAILED, with a message, if @peer is known to have failed. */
+zsh_status_t zsh_ucx_check_peer(zsh_tl_ctx_t *ctx, int peer);
 zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 void         zsh_ucx_release(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 

@@ -1,0 +1,152 @@
+/*
+ * Exchanging and comparing collective descriptors between ring neighbours.
+ */
+#include "coll/desc.h"
+
+#include "coll/task.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ZSH_DESC_MAGIC 0x7a736864u /* "zshd" */
+
+/* Indexes match zsh_coll_type_t. */
+static const char *const zsh_desc_type_names[] = {"allgather", "reduce_scatter", "allreduce",
+                                                  "broadcast", "barrier", "fence"};
+
+const char *zsh_desc_type_name(unsigned type)
+{
+    return (type < sizeof(zsh_desc_type_names) / sizeof(zsh_desc_type_names[0]))
+               ? zsh_desc_type_names[type] : "unknown";
+}
+
+void zsh_desc_make(const zsh_task_t *task, zsh_desc_t *desc)
+{
+    const zsh_coll_args_t *args = &task->args;
+
+    memset(desc, 0, sizeof(*desc));
+    desc->magic = ZSH_DESC_MAGIC;
+    desc->seq   = task->seq;
+    desc->uid   = task->comm->uid;
+    desc->type  = (uint8_t)args->type;
+    if ((args->type == ZSH_COLL_BARRIER) || (args->type == ZSH_COLL_FENCE)) {
+        return;
+    }
+    desc->count = args->count;
+    desc->dtype = (uint8_t)args->dtype;
+    if ((args->type == ZSH_COLL_REDUCE_SCATTER) || (args->type == ZSH_COLL_ALLREDUCE)) {
+        desc->op = (uint8_t)args->op;
+    }
+    if (args->type == ZSH_COLL_BROADCAST) {
+        desc->root = args->root;
+    }
+}
+
+void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len)
+{
+    const char *name = zsh_desc_type_name(desc->type);
+
+    switch (desc->type) {
+    case ZSH_COLL_BARRIER:
+    case ZSH_COLL_FENCE:
+        snprintf(buf, len, "%s()", name);
+        return;
+    case ZSH_COLL_REDUCE_SCATTER:
+    case ZSH_COLL_ALLREDUCE:
+        snprintf(buf, len, "%s(count=%llu, %s, %s)", name, (unsigned long long)desc->count,
+                 zsh_dtype_name((zsh_dtype_t)desc->dtype), zsh_op_name((zsh_op_t)desc->op));
+        return;
+    case ZSH_COLL_BROADCAST:
+        snprintf(buf, len, "%s(count=%llu, %s, root=%d)", name, (unsigned long long)desc->count,
+                 zsh_dtype_name((zsh_dtype_t)desc->dtype), desc->root);
+        return;
+    default:
+        snprintf(buf, len, "%s(count=%llu, %s)", name, (unsigned long long)desc->count,
+                 zsh_dtype_name((zsh_dtype_t)desc->dtype));
+        return;
+    }
+}
+
+static int zsh_desc_left(const zsh_task_t *task)
+{
+    return (task->comm->rank + task->comm->size - 1) % task->comm->size;
+}
+
+zsh_status_t zsh_desc_post(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_status_t status;
+
+    memset(task->desc_ops, 0, sizeof(task->desc_ops));
+    if (comm->size < 2) {
+        task->desc_state = ZSH_DESC_VERIFIED;
+        return ZSH_OK;
+    }
+    zsh_desc_make(task, &task->desc_out);
+    task->desc_state = ZSH_DESC_POSTED;
+    status = zsh_task_recv(task, &task->desc_ops[0], zsh_desc_left(task), ZSH_TAG_STEP_DESC,
+                           &task->desc_in, sizeof(task->desc_in));
+    if (status != ZSH_OK) {
+        return status;
+    }
+    return zsh_task_send(task, &task->desc_ops[1], (comm->rank + 1) % comm->size,
+                         ZSH_TAG_STEP_DESC, &task->desc_out, sizeof(task->desc_out));
+}
+
+static zsh_status_t zsh_desc_compare(zsh_task_t *task)
+{
+    const zsh_desc_t *mine = &task->desc_out, *theirs = &task->desc_in;
+    char mine_s[128], theirs_s[128];
+    int left = zsh_desc_left(task);
+
+    if (theirs->magic != ZSH_DESC_MAGIC) {
+        return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d sent a malformed "
+                         "collective descriptor", task->seq, task->comm->id, left);
+    }
+    if (theirs->uid != mine->uid) {
+        return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d's call belongs to "
+                         "another communicator that had the same id", task->seq,
+                         task->comm->id, left);
+    }
+    if (memcmp(theirs, mine, sizeof(*mine)) == 0) {
+        return ZSH_OK;
+    }
+    zsh_desc_format(theirs, theirs_s, sizeof(theirs_s));
+    zsh_desc_format(mine, mine_s, sizeof(mine_s));
+    if (theirs->seq != mine->seq) {
+        return zsh_error(ZSH_ERR_MISMATCH, "comm %u: rank %d called %s as its collective "
+                         "seq %u but rank %d called %s as seq %u", task->comm->id, left,
+                         theirs_s, theirs->seq, task->comm->rank, mine_s, mine->seq);
+    }
+    return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d called %s but rank %d "
+                     "called %s", task->seq, task->comm->id, left, theirs_s, task->comm->rank,
+                     mine_s);
+}
+
+zsh_status_t zsh_desc_progress(zsh_task_t *task)
+{
+    zsh_status_t status;
+
+    if (task->desc_state == ZSH_DESC_POSTED) {
+        status = zsh_task_op_test(task, &task->desc_ops[0]);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        status = zsh_desc_compare(task);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        task->desc_state = ZSH_DESC_MATCHED;
+    }
+    if (task->desc_state == ZSH_DESC_MATCHED) {
+        /* Our descriptor lives in the task: it must be sent before the task is reused. */
+        status = zsh_task_op_test(task, &task->desc_ops[1]);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        task->desc_state = ZSH_DESC_VERIFIED;
+    }
+    return ZSH_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * Collective descriptors: what a rank believes the call at a sequence number
+ * is (type, count, dtype, op, root).
+ *
+ * Every collective on a communicator of two or more ranks sends its
+ * descriptor to its right ring neighbour and compares it with its left
+ * neighbour's before it may complete. If any two ranks disagree, then some
+ * pair of neighbours disagrees, so at least one rank sees the mismatch. That
+ * rank fails with ZSH_ERR_MISMATCH naming both sides and revokes the
+ * communicator, so the ranks that could not see it fail with the same
+ * message instead of waiting. Descriptors use a tag step of their own, so
+ * they match whatever the two ranks called.
+ */
+#ifndef ZSH_COLL_DESC_H_
+#define ZSH_COLL_DESC_H_
+
+#include <zeroshard.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct zsh_desc {
+    uint32_t magic;
+    uint32_t seq;      /* the whole sequence number; tags carry only its low bits */
+    uint64_t uid;      /* the communicator's */
+    uint64_t count;
+    int32_t  root;
+    uint8_t  type;     /* zsh_coll_type_t */
+    uint8_t  dtype;
+    uint8_t  op;
+    uint8_t  pad;
+} zsh_desc_t;
+
+struct zsh_request;
+
+/* Describe @task's call; fields its type ignores are zero. */
+void zsh_desc_make(const struct zsh_request *task, zsh_desc_t *desc);
+
+/* "allgather(count=10, fp32)", "broadcast(count=4, int32, root=2)". */
+void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len);
+
+/* The name of a collective type: "allgather", "reduce_scatter", ... */
+const char *zsh_desc_type_name(unsigned type);
+
+/* Start @task's exchange (no-op on a single rank). */
+zsh_status_t zsh_desc_post(struct zsh_request *task);
+
+/* ZSH_OK once the left neighbour's descriptor matched and ours was sent (or
+ * none is exchanged), ZSH_INPROGRESS before, else ZSH_ERR_MISMATCH (or the
+ * transport's error) with a message naming both calls. */
+zsh_status_t zsh_desc_progress(struct zsh_request *task);
+
+#endif
