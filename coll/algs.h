@@ -14,6 +14,21 @@
 
 #include "coll/task.h"
 
+/*
+ * Whether @task may send data that depends on what it received: only once
+ * its left neighbour's descriptor matched (coll/desc.h). A rank's own input
+ * may go at once; what it forwards waits, so data from a mismatched call
+ * never reaches ranks that cannot see the mismatch, and no rank completes
+ * with it.
+ */
+static inline bool zsh_task_may_forward(const zsh_task_t *task)
+{
+    return task->desc_state >= ZSH_DESC_MATCHED;
+}
+
+/* Whether the ring may post its next send (unit ring->shead) now. */
+bool         zsh_ring_may_send(const zsh_task_t *task);
+
 /* Pipeline depth the rings use: the configured one, at least 2 (see above). */
 unsigned     zsh_ring_depth(const zsh_task_t *task);
 

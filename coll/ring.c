@@ -15,6 +15,21 @@ unsigned zsh_ring_depth(const zsh_task_t *task)
     return (depth > ZSH_TAG_STEPS / 4) ? ZSH_TAG_STEPS / 4 : depth;
 }
 
+bool zsh_ring_may_send(const zsh_task_t *task)
+{
+    const zsh_ring_t *ring = &task->u.ring;
+    size_t steps           = (size_t)(task->comm->size - 1);
+
+    if ((ring->shead >= ring->units) || (ring->shead - ring->stail >= ring->depth)) {
+        return false;
+    }
+    if (ring->shead % steps == 0) {
+        return ring->own_first || zsh_task_may_forward(task);
+    }
+    /* A unit past step 0 forwards what the previous unit received. */
+    return (ring->shead - 1 < ring->rtail) && zsh_task_may_forward(task);
+}
+
 zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth, size_t *tail,
                            size_t head)
 {

@@ -22,6 +22,11 @@ zsh_status_t zsh_rounds_run(zsh_task_t *task, int end, zsh_status_t (*post)(zsh_
 
     while (st->round < end) {
         if (!st->posted) {
+            /* Rounds after the first send what earlier rounds received. */
+            if (st->started && !zsh_task_may_forward(task)) {
+                return ZSH_INPROGRESS;
+            }
+            st->started = true;
             status = post(task);
             if (status != ZSH_OK) {
                 return status;

@@ -61,6 +61,7 @@ typedef struct zsh_ring {
     char       *dst;         /* reduce-scatter: this rank's block of the result */
     char       *slots;       /* reduce-scatter: @depth receive slots (accumulation type) */
     char       *stage;       /* reduce-scatter: @depth converted first-step sends */
+    bool        own_first;   /* step-0 sends carry this rank's own input */
 } zsh_ring_t;
 
 /* Round-based algorithms (Bruck, recursive doubling, dissemination). */
@@ -70,6 +71,7 @@ typedef struct zsh_rounds {
     int    newrank;          /* recursive doubling: rank among the power of two, or -1 */
     int    pof2, rem;
     bool   posted;           /* ops of the current round are posted */
+    bool   started;          /* the first round was posted */
     bool   reduces;          /* the current round reduces tmp into acc */
     size_t count;            /* recursive doubling: elements of the vector */
     char  *acc, *tmp;        /* scratch */

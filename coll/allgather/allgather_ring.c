@@ -22,6 +22,7 @@ zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *par
     ring->depth     = zsh_ring_depth(task);
     ring->step_base = step_base;
     ring->buf       = buf;
+    ring->own_first = true;
     ring->rhead = ring->rtail = ring->shead = ring->stail = 0;
     task->progress = zsh_ring_ag_progress;
     return zsh_task_ops(task, 2 * ring->depth);
@@ -44,7 +45,6 @@ static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
     zsh_ring_t *ring = &task->u.ring;
     int n            = task->comm->size, rank = task->comm->rank;
     size_t esize     = zsh_task_esize(task);
-    size_t steps     = (size_t)(n - 1);
     zsh_status_t status;
     size_t off, cnt;
 
@@ -58,9 +58,7 @@ static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
         }
         ring->rhead++;
     }
-    /* A unit past step 0 forwards what the previous unit received. */
-    while ((ring->shead < ring->units) && (ring->shead - ring->stail < ring->depth) &&
-           ((ring->shead % steps == 0) || (ring->shead - 1 < ring->rtail))) {
+    while (zsh_ring_may_send(task)) {
         cnt    = zsh_ring_ag_chunk(task, ring->shead, false, &off);
         status = zsh_task_send(task, &task->ops[ring->depth + ring->shead % ring->depth],
                                (rank + 1) % n, zsh_ring_step(ring, ring->shead),

@@ -29,6 +29,7 @@ static zsh_status_t zsh_allreduce_ring_progress(zsh_task_t *task)
         if (status != ZSH_OK) {
             return status;
         }
+        task->u.ring.own_first = false; /* it sends the reduced block */
     }
     return zsh_ring_ag_progress(task);
 }

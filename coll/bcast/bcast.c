@@ -53,7 +53,7 @@ static zsh_status_t zsh_bcast_post(zsh_task_t *task, size_t bytes)
         b->rhead++;
     }
     while ((b->shead < b->nchunks) && (b->shead - b->stail < b->depth) &&
-           ((b->parent < 0) || (b->shead < b->rtail))) {
+           ((b->parent < 0) || ((b->shead < b->rtail) && zsh_task_may_forward(task)))) {
         off = b->shead * b->chunk;
         len = (bytes - off < b->chunk) ? bytes - off : b->chunk;
         for (k = 0; k < b->nchildren; k++) {

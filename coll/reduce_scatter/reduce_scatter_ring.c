@@ -26,6 +26,7 @@ zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
     ring->nchunks   = zsh_part_nchunks(part, ring->chunk);
     ring->units     = (size_t)(task->comm->size - 1) * ring->nchunks;
     ring->depth     = zsh_ring_depth(task);
+    ring->own_first = true;
     ring->step_base = step_base;
     ring->src       = src;
     ring->dst       = dst;
@@ -103,8 +104,7 @@ static zsh_status_t zsh_ring_rs_send(zsh_task_t *task)
     size_t off, cnt;
     size_t u;
 
-    while ((ring->shead < ring->units) && (ring->shead - ring->stail < ring->depth) &&
-           ((ring->shead % steps == 0) || (ring->shead - 1 < ring->rtail))) {
+    while (zsh_ring_may_send(task)) {
         u   = ring->shead;
         cnt = zsh_ring_rs_chunk(task, u, false, &off);
         if (u % steps != 0) {

@@ -38,6 +38,7 @@ typedef struct zsh_ctx {
     unsigned            tasks_out;     /* taken from the pool and not returned */
     struct zsh_comm    *job;           /* every rank of the job, id 0: the teardown fence */
     uint8_t             ids_used[ZSH_MAX_COMMS / 8];
+    uint32_t            id_cursor;     /* after the last id a split handed out */
     zsh_list_t          comms;         /* every communicator on this context, job included */
 
     /* Failures that outlive a call (fault.c). */

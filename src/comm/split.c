@@ -1,9 +1,12 @@
 /*
- * zsh_comm_split. Every rank of the parent publishes its color, key and the
- * communicator ids it uses; the child takes the lowest id that no parent rank
- * uses, so the new id collides with nothing any member could still receive
- * on. Children of different colors may share an id: they have no common
- * member, and tags also carry the sender.
+ * zsh_comm_split. Every rank of the parent publishes its color, key, the
+ * communicator ids it uses and where its last split left off; the child
+ * takes the first id after the furthest of those that no parent rank uses,
+ * so the new id collides with nothing any member could still receive on.
+ * Ids go round rather than lowest-first, so a communicator destroyed after
+ * a failed call (whose stray messages may still arrive) does not hand its
+ * id straight to the next one. Children of different colors may share an
+ * id: they have no common member, and tags also carry the sender.
  */
 #include "comm/comm.h"
 
@@ -13,7 +16,8 @@
 #include <string.h>
 
 typedef struct zsh_split_info {
-    int32_t color, key;
+    int32_t  color, key;
+    uint32_t cursor;
     uint8_t ids_used[ZSH_MAX_COMMS / 8];
 } zsh_split_info_t;
 
@@ -33,11 +37,17 @@ static int zsh_split_cmp(const void *a, const void *b)
 
 static int zsh_split_free_id(const zsh_split_info_t *all, int n)
 {
-    unsigned id;
+    const unsigned first = ZSH_COMM_ID_WORLD + 1, span = ZSH_MAX_COMMS - first;
+    unsigned id, k, start = first;
     int i;
     bool used;
 
-    for (id = ZSH_COMM_ID_WORLD + 1; id < ZSH_MAX_COMMS; id++) {
+    for (i = 0; i < n; i++) {
+        start = ((all[i].cursor > start) && (all[i].cursor < ZSH_MAX_COMMS)) ? all[i].cursor
+                                                                               : start;
+    }
+    for (k = 0; k < span; k++) {
+        id   = first + (start - first + k) % span;
         used = false;
         for (i = 0; (i < n) && !used; i++) {
             used = (all[i].ids_used[id / 8] >> (id % 8)) & 1;
@@ -113,6 +123,7 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
     memset(&mine, 0, sizeof(mine));
     mine.color = color;
     mine.key   = key;
+    mine.cursor = comm->ctx->id_cursor;
     memcpy(mine.ids_used, comm->ctx->ids_used, sizeof(mine.ids_used));
     seq    = comm->seq;
     status = zsh_allgather(&mine, all, sizeof(mine), ZSH_UINT8, comm);
@@ -128,6 +139,9 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
     } else {
         status = zsh_split_create(comm, all, color, id, zsh_split_uid(comm->uid, seq, color),
                                   newcomm_p);
+    }
+    if (id >= 0) {
+        comm->ctx->id_cursor = (uint32_t)id + 1; /* even without a child, as every member does */
     }
 out:
     free(all);
