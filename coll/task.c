@@ -198,11 +198,46 @@ static zsh_task_op_t *zsh_task_any_op(zsh_task_t *task, unsigned i)
     return (i < task->ops_cap) ? &task->ops[i] : &task->desc_ops[i - task->ops_cap];
 }
 
-/* Release every operation still pending; receives are cancelled. */
+/*
+ * Stop every operation still pending before the caller gets its buffers
+ * back: receives that have not matched are cancelled, and the rest (sends,
+ * and receives already landing) are given time to finish, since UCX cannot
+ * cancel them and would otherwise go on using the caller's memory. A send
+ * to a dead peer ends when the transport notices the death, so the wait is
+ * bounded by a few keepalive periods; what is left after it is handed to
+ * the transport to keep.
+ */
 static void zsh_task_cancel_ops(zsh_task_t *task)
 {
-    zsh_ctx_t *ctx = task->comm->ctx;
-    unsigned i;
+    zsh_ctx_t *ctx  = task->comm->ctx;
+    double deadline = zsh_clock_now() + 3 * ctx->cfg.keepalive + 1;
+    char error[ZSH_ERROR_MSG_MAX];
+    unsigned i, pending;
+
+    snprintf(error, sizeof(error), "%s", zsh_last_error()); /* what the caller will read */
+    for (i = 0; i < task->ops_cap + 2; i++) {
+        zsh_task_op_t *op = zsh_task_any_op(task, i);
+
+        if (op->req != NULL) {
+            ctx->tl->cancel(ctx->tl_ctx, op->req);
+        }
+    }
+    do {
+        pending = 0;
+        for (i = 0; i < task->ops_cap + 2; i++) {
+            zsh_task_op_t *op = zsh_task_any_op(task, i);
+
+            if ((op->req != NULL) && (ctx->tl->test(ctx->tl_ctx, op->req) != ZSH_INPROGRESS)) {
+                ctx->tl->release(ctx->tl_ctx, op->req);
+                op->req = NULL;
+            }
+            pending += (op->req != NULL);
+        }
+        if (pending > 0) {
+            ctx->tl->progress(ctx->tl_ctx);
+            ctx->tl->wait(ctx->tl_ctx, 1);
+        }
+    } while ((pending > 0) && (zsh_clock_now() < deadline));
 
     for (i = 0; i < task->ops_cap + 2; i++) {
         zsh_task_op_t *op = zsh_task_any_op(task, i);
@@ -212,6 +247,7 @@ static void zsh_task_cancel_ops(zsh_task_t *task)
             op->req = NULL;
         }
     }
+    zsh_error_set_quiet(error);
 }
 
 /* "rank(s) 1, 3" for the peers of pending operations of one direction. */

@@ -37,6 +37,10 @@
  * - A mismatch or zsh_comm_abort() on any member revokes the communicator
  *   on every member: pending and later collectives on it fail with that
  *   status and message. Only zsh_comm_destroy() remains to be called.
+ * - Keep the buffers of a collective that failed allocated until the
+ *   job's last communicator is destroyed: transfers with live peers that
+ *   were already under way cannot be cancelled, and may still read or write
+ *   them until then.
  * - With ZSH_TRACE=1, each communicator keeps a flight recorder of its last
  *   collectives and dumps it on a timeout, abort, mismatch or peer failure.
  *

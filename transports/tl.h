@@ -41,6 +41,9 @@ typedef struct zsh_tl_ops {
     zsh_status_t (*address)(zsh_tl_ctx_t *ctx, const void **addr_p, size_t *len_p);
     /* Report peer failures to @cb; set before connect(). */
     void         (*on_failure)(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *arg);
+    /* Treat @peer as failed, as another rank reported: no more operations
+     * with it, and its connection is torn down without flushing. */
+    void         (*mark_failed)(zsh_tl_ctx_t *ctx, int peer);
     /* Connect to @nranks ranks; rank i's address starts at addrs + i * stride. */
     zsh_status_t (*connect)(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
                             size_t stride);
@@ -73,7 +76,12 @@ typedef struct zsh_tl_ops {
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
-    /* Give @req back; a receive still pending is cancelled first. */
+    /* Ask a pending receive to stop if it has not matched yet; it then
+     * completes with ZSH_ERR_ABORTED. No effect on anything else. */
+    void         (*cancel)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+    /* Give @req back; a receive still pending is cancelled first. An
+     * operation still in flight is kept until it ends, but its buffer may be
+     * read or written until then: callers drain before giving buffers back. */
     void         (*release)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 
     /* Advance communication; returns how many events were processed. */

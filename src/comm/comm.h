@@ -45,6 +45,7 @@ typedef struct zsh_ctx {
     uint8_t            *failed;        /* by job rank: known to have failed */
     char              **failed_why;    /* by job rank: what said so */
     unsigned            nfailed;
+    unsigned           *failed_order;  /* by job rank: 1 for the first to fail, 2 next, ... */
     uint8_t            *notify;        /* by job rank: a failure still to tell the others */
     atomic_int          abort_pending; /* a communicator was aborted and peers not yet told */
     struct zsh_ctrl    *ctrl;          /* control messages to and from peers */

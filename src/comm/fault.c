@@ -62,7 +62,8 @@ static void zsh_fault_failed(zsh_ctx_t *ctx, int rank, const char *why, bool tel
     }
     ctx->failed[rank]     = 1;
     ctx->failed_why[rank] = strdup(why);
-    ctx->nfailed++;
+    ctx->failed_order[rank] = ++ctx->nfailed;
+    ctx->tl->mark_failed(ctx->tl_ctx, rank);
     zsh_log(ZSH_LOG_ERROR, "rank %d of the job failed: %s", rank, why);
     if (tell && (ctx->ctrl != NULL)) {
         ctx->notify[rank]      = 1;
@@ -86,9 +87,10 @@ zsh_status_t zsh_fault_init(zsh_ctx_t *ctx)
     ctx->failed     = calloc((size_t)ctx->size, 1);
     ctx->notify     = calloc((size_t)ctx->size, 1);
     ctx->failed_why = calloc((size_t)ctx->size, sizeof(char *));
+    ctx->failed_order = calloc((size_t)ctx->size, sizeof(unsigned));
     ctx->ctrl       = calloc(1, sizeof(*ctx->ctrl));
     if ((ctx->failed == NULL) || (ctx->notify == NULL) || (ctx->failed_why == NULL) ||
-        (ctx->ctrl == NULL)) {
+        (ctx->failed_order == NULL) || (ctx->ctrl == NULL)) {
         zsh_fault_cleanup(ctx);
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate failure tracking for %d ranks",
                          ctx->size);
@@ -323,9 +325,29 @@ void zsh_fault_revoke(zsh_comm_t *comm, zsh_status_t status, const char *why)
     zsh_fault_tell_comm(comm, status, why);
 }
 
+/* ", and rank(s) 0, 3 after it" for the members of @comm that failed
+ * besides the first, @first. */
+static void zsh_fault_others(const zsh_comm_t *comm, int first, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i, n = 0;
+
+    buf[0] = '\0';
+    for (i = 0; (i < comm->size) && (used < len); i++) {
+        if ((i != first) && comm->ctx->failed[comm->ctx_ranks[i]]) {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d",
+                                     (n++ == 0) ? "; after it, rank(s) " : ", ", i);
+        }
+    }
+    if ((n > 0) && (used < len)) {
+        snprintf(buf + used, len - used, " failed too");
+    }
+}
+
 zsh_status_t zsh_fault_check(zsh_comm_t *comm)
 {
     zsh_ctx_t *ctx = comm->ctx;
+    char others[256];
     int i, job_rank;
 
     if (atomic_load(&comm->aborted)) {
@@ -338,20 +360,27 @@ zsh_status_t zsh_fault_check(zsh_comm_t *comm)
     if (comm->failed_seen != ctx->nfailed) {
         comm->failed_seen = ctx->nfailed;
         comm->failed_rank = -1;
-        for (i = 0; (i < comm->size) && (comm->failed_rank < 0); i++) {
-            comm->failed_rank = ctx->failed[comm->ctx_ranks[i]] ? i : -1;
+        for (i = 0; i < comm->size; i++) { /* the first to fail is the likely cause */
+            job_rank = comm->ctx_ranks[i];
+            if (ctx->failed[job_rank] &&
+                ((comm->failed_rank < 0) ||
+                 (ctx->failed_order[job_rank] <
+                  ctx->failed_order[comm->ctx_ranks[comm->failed_rank]]))) {
+                comm->failed_rank = i;
+            }
         }
     }
     if (comm->failed_rank < 0) {
         return ZSH_OK;
     }
     job_rank = comm->ctx_ranks[comm->failed_rank];
+    zsh_fault_others(comm, comm->failed_rank, others, sizeof(others));
     if (job_rank == comm->failed_rank) {
-        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d failed: %s", job_rank,
-                         ctx->failed_why[job_rank]);
+        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d failed: %s%s", job_rank,
+                         ctx->failed_why[job_rank], others);
     }
-    return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d of comm %u (job rank %d) failed: %s",
-                     comm->failed_rank, comm->id, job_rank, ctx->failed_why[job_rank]);
+    return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d of comm %u (job rank %d) failed: %s%s",
+                     comm->failed_rank, comm->id, job_rank, ctx->failed_why[job_rank], others);
 }
 
 void zsh_fault_stop(zsh_ctx_t *ctx)
@@ -392,6 +421,8 @@ void zsh_fault_cleanup(zsh_ctx_t *ctx)
         free(ctx->failed_why[r]);
     }
     free(ctx->failed_why);
+    free(ctx->failed_order);
+    ctx->failed_order = NULL;
     free(ctx->notify);
     free(ctx->failed);
     ctx->failed_why = NULL;

@@ -64,3 +64,8 @@ void zsh_error_clear(void)
 {
     zsh_last_error_msg[0] = '\0';
 }
+
+void zsh_error_set_quiet(const char *msg)
+{
+    snprintf(zsh_last_error_msg, sizeof(zsh_last_error_msg), "%s", msg);
+}

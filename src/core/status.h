@@ -20,6 +20,10 @@ zsh_status_t zsh_error(zsh_status_t status, const char *fmt, ...)
  * without logging it again: the code that detected it already did. */
 void zsh_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Put back a message saved from zsh_last_error(), without logging: for code
+ * that must run cleanup which may fail again after the error it reports. */
+void zsh_error_set_quiet(const char *msg);
+
 /* Forget the thread's last error (tests use it to check that a call set one). */
 void zsh_error_clear(void);
 

@@ -66,6 +66,7 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the UCX transport context");
     }
     ctx->efd = -1;
+    ctx->keepalive = (cfg->keepalive > 0) ? cfg->keepalive : 1e-3;
 
     status = ucp_config_read(NULL, NULL, &config);
     if (status != UCS_OK) {
@@ -133,21 +134,34 @@ static void zsh_ucx_on_failure(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *
     ctx->on_failure_arg = arg;
 }
 
-/* UCX calls this from inside ucp_worker_progress() when an endpoint fails. */
-static void zsh_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+void zsh_ucx_peer_failed(zsh_tl_ctx_t *ctx, int rank, ucs_status_t status)
 {
-    zsh_ucx_peer_t *peer = arg;
-    zsh_tl_ctx_t *ctx    = peer->ctx;
+    zsh_ucx_peer_t *peer = &ctx->peers[rank];
     char reason[128];
 
-    (void)ep;
     if (peer->failed) {
         return;
     }
     peer->failed = true;
     snprintf(reason, sizeof(reason), "its UCX endpoint failed: %s", ucs_status_string(status));
     if (ctx->on_failure != NULL) {
-        ctx->on_failure(ctx->on_failure_arg, peer->rank, reason);
+        ctx->on_failure(ctx->on_failure_arg, rank, reason);
+    }
+}
+
+/* UCX calls this from inside ucp_worker_progress() when an endpoint fails. */
+static void zsh_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    zsh_ucx_peer_t *peer = arg;
+
+    (void)ep;
+    zsh_ucx_peer_failed(peer->ctx, peer->rank, status);
+}
+
+static void zsh_ucx_mark_failed(zsh_tl_ctx_t *ctx, int peer)
+{
+    if ((ctx->peers != NULL) && (peer >= 0) && (peer < ctx->nranks)) {
+        ctx->peers[peer].failed = true;
     }
 }
 
@@ -186,13 +200,14 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
         params.address = (const ucp_address_t *)((const char *)addrs + (size_t)i * stride);
         status         = ucp_ep_create(ctx->worker, &params, &eps[i]);
         if (status != UCS_OK) {
+            zsh_error(ZSH_ERR_TRANSPORT, "UCX ucp_ep_create to rank %d failed: %s", i,
+                      ucs_status_string(status));
             while (i-- > 0) {
                 ucp_ep_destroy(eps[i]);
             }
             free(peers);
             free(eps);
-            return zsh_error(ZSH_ERR_TRANSPORT, "UCX ucp_ep_create to rank %d failed: %s", i,
-                             ucs_status_string(status));
+            return ZSH_ERR_TRANSPORT;
         }
     }
     ctx->self   = self;
@@ -212,11 +227,11 @@ static void zsh_ucx_close_eps(zsh_tl_ctx_t *ctx)
     int i;
 
     for (i = 0; i < ctx->nranks; i++) {
-        /* A failed endpoint cannot flush; the others may, until the deadline. */
-        param.flags = ((zsh_clock_now() < deadline) && !ctx->peers[i].failed)
-                          ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+        param.flags = (zsh_clock_now() < deadline) ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
         req         = ucp_ep_close_nbx(ctx->eps[i], &param);
         if (!UCS_PTR_IS_PTR(req)) {
+            zsh_log(ZSH_LOG_DEBUG, "UCX endpoint to rank %d closed%s: %s", i,
+                    param.flags ? " (forced)" : "", ucs_status_string(UCS_PTR_STATUS(req)));
             continue;
         }
         while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
@@ -231,8 +246,38 @@ static void zsh_ucx_close_eps(zsh_tl_ctx_t *ctx)
     }
 }
 
+/* Whether any peer failed or any operation was left in flight. */
+static bool zsh_ucx_troubled(zsh_tl_ctx_t *ctx)
+{
+    int i;
+
+    if (zsh_ucx_reap_orphans(ctx) > 0) {
+        return true;
+    }
+    for (i = 0; (ctx->peers != NULL) && (i < ctx->nranks); i++) {
+        if (ctx->peers[i].failed) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
 {
+    if (zsh_ucx_troubled(ctx)) {
+        /* After a peer failure UCX 1.13 may still hold transfers that were
+         * under way: progressing the worker again can let it touch buffers
+         * their owners have since freed, and destroying it with a send
+         * pending aborts the process. Abandoning it is the lesser evil; the
+         * process is usually about to exit. */
+        zsh_log(ZSH_LOG_INFO, "a peer failed: leaving the UCX worker in place instead of "
+                "tearing it down");
+        free(ctx->eps);
+        free(ctx->peers);
+        free(ctx->orphans);
+        free(ctx);
+        return;
+    }
     if (ctx->eps != NULL) {
         zsh_ucx_close_eps(ctx);
         free(ctx->eps);
@@ -241,11 +286,15 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
     ucp_worker_release_address(ctx->worker, ctx->address);
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->context);
+    free(ctx->orphans);
     free(ctx);
 }
 
 static unsigned zsh_ucx_progress(zsh_tl_ctx_t *ctx)
 {
+    if (ctx->norphans > 0) {
+        zsh_ucx_reap_orphans(ctx);
+    }
     return ucp_worker_progress(ctx->worker);
 }
 
@@ -277,6 +326,7 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .destroy       = zsh_ucx_destroy,
     .address       = zsh_ucx_address,
     .on_failure    = zsh_ucx_on_failure,
+    .mark_failed   = zsh_ucx_mark_failed,
     .connect       = zsh_ucx_connect,
     .isend         = zsh_ucx_isend,
     .irecv         = zsh_ucx_irecv,
@@ -291,6 +341,7 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .get           = zsh_ucx_get,
     .flush         = zsh_ucx_flush,
     .test          = zsh_ucx_test,
+    .cancel        = zsh_ucx_cancel,
     .release       = zsh_ucx_release,
     .progress      = zsh_ucx_progress,
     .wait          = zsh_ucx_wait,

@@ -92,7 +92,7 @@ zsh_status_t zsh_ucx_put(zsh_tl_ctx_t *ctx, int peer, const void *buf, size_t le
     if (ctx->peers[peer].failed) {
         return zsh_ucx_check_peer(ctx, peer);
     }
-    return zsh_ucx_posted(ucp_put_nbx(ctx->eps[peer], buf, len, raddr, rkey->rkey, &param),
+    return zsh_ucx_posted(ctx, ucp_put_nbx(ctx->eps[peer], buf, len, raddr, rkey->rkey, &param),
                           "ucp_put_nbx", peer, false, len, req_p);
 }
 
@@ -104,7 +104,7 @@ zsh_status_t zsh_ucx_get(zsh_tl_ctx_t *ctx, int peer, void *buf, size_t len, uin
     if (ctx->peers[peer].failed) {
         return zsh_ucx_check_peer(ctx, peer);
     }
-    return zsh_ucx_posted(ucp_get_nbx(ctx->eps[peer], buf, len, raddr, rkey->rkey, &param),
+    return zsh_ucx_posted(ctx, ucp_get_nbx(ctx->eps[peer], buf, len, raddr, rkey->rkey, &param),
                           "ucp_get_nbx", peer, false, len, req_p);
 }
 
@@ -115,6 +115,6 @@ zsh_status_t zsh_ucx_flush(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p)
     if (ctx->peers[peer].failed) {
         return zsh_ucx_check_peer(ctx, peer);
     }
-    return zsh_ucx_posted(ucp_ep_flush_nbx(ctx->eps[peer], &param), "ucp_ep_flush_nbx", peer,
+    return zsh_ucx_posted(ctx, ucp_ep_flush_nbx(ctx->eps[peer], &param), "ucp_ep_flush_nbx", peer,
                           false, 0, req_p);
 }

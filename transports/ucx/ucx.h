@@ -15,7 +15,7 @@
 typedef struct zsh_ucx_peer {
     struct zsh_tl_ctx *ctx;
     int                rank;
-    bool               failed;
+    bool               failed;     /* no more operations with it */
 } zsh_ucx_peer_t;
 
 struct zsh_tl_ctx {
@@ -30,6 +30,12 @@ struct zsh_tl_ctx {
     zsh_ucx_peer_t *peers;     /* by rank */
     zsh_tl_failure_cb_t on_failure;
     void          *on_failure_arg;
+    double         keepalive;  /* seconds between UCX's liveness checks */
+    /* Sends and RMA given back while still in flight, after a failed
+     * collective: UCX cannot cancel them, and a rendezvous send whose
+     * receiver gave up never completes. They are kept until they do. */
+    void         **orphans;
+    unsigned       norphans, orphans_cap;
 };
 
 /*
@@ -47,7 +53,7 @@ struct zsh_tl_req {
 zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status);
 
 /* Turn what an nbx call returned into (status, *req_p). */
-zsh_status_t zsh_ucx_posted(ucs_status_ptr_t ptr, const char *what, int peer, bool is_recv,
+zsh_status_t zsh_ucx_posted(zsh_tl_ctx_t *ctx, ucs_status_ptr_t ptr, const char *what, int peer, bool is_recv,
                             size_t expected, zsh_tl_req_t **req_p);
 
 zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
@@ -58,8 +64,13 @@ zsh_status_t zsh_ucx_irecv_any(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, v
                                size_t len, zsh_tl_req_t **req_p);
 /* ZSH_ERR_PEER_FAILED, with a message, if @peer is known to have failed. */
 zsh_status_t zsh_ucx_check_peer(zsh_tl_ctx_t *ctx, int peer);
+/* Record that @peer failed, as UCX reported with @status; tells the failure handler. */
+void         zsh_ucx_peer_failed(zsh_tl_ctx_t *ctx, int peer, ucs_status_t status);
 zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 void         zsh_ucx_release(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+void         zsh_ucx_cancel(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+/* Free the orphans that have completed; returns how many are left. */
+unsigned     zsh_ucx_reap_orphans(zsh_tl_ctx_t *ctx);
 
 zsh_status_t zsh_ucx_mem_reg(zsh_tl_ctx_t *ctx, void *buf, size_t len, zsh_tl_mem_t **mem_p);
 void         zsh_ucx_mem_dereg(zsh_tl_ctx_t *ctx, zsh_tl_mem_t *mem);
