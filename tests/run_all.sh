@@ -1,7 +1,9 @@
 #!/bin/bash
 # The whole test suite, in the build tree made by contrib/debian-setup.sh:
 # unit and in-process rank tests, the torchrun-style bootstrap across
-# processes, and the rank tests under mpirun at 1, 2, 3, 4, 5 and 8 ranks.
+# processes, the rank tests under mpirun at 1, 2, 3, 4, 5 and 8 ranks, and
+# make install into a temporary prefix used through Lmod, Environment Modules
+# and pkg-config.
 # Ends with one line: "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +13,8 @@ cd "$build" || { echo "no build in $build: run contrib/debian-setup.sh"; echo "0
 make -j"$(nproc)" check >check.out 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
-logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log)
+logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log
+      tests/install/run_install.sh.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"
