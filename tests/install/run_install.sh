@@ -68,16 +68,18 @@ if [ -x "$builddir/config.status" ]; then
     done
 fi
 
+# configure refuses a second, out-of-tree build of a source tree configured in
+# place; the files of the release tarball then make a clean source tree.
+configure_src=$srcdir
 if [ -f "$srcdir/config.status" ]; then
-    # Automake refuses a second, out-of-tree build of a source tree configured in place.
-    skip install.configure_with_a_prefix_and_make_install "the source tree is configured in place; build out of tree"
-    summary
-    exit 77
+    configure_src=$tmp/src
+    $make_cmd -C "$builddir" distdir distdir="$configure_src" top_distdir="$configure_src" \
+        >"$tmp/distdir.log" 2>&1 || { cat "$tmp/distdir.log"; exit 1; }
 fi
 
 install_tree() {
     mkdir -p "$tmp/build" && cd "$tmp/build" &&
-        "$srcdir/configure" --prefix="$prefix" "${configure_args[@]}" >configure.log 2>&1 &&
+        "$configure_src/configure" --prefix="$prefix" "${configure_args[@]}" >configure.log 2>&1 &&
         $make_cmd -j2 install >install.log 2>&1 ||
         { tail -30 configure.log install.log 2>/dev/null; return 1; }
 }
@@ -188,7 +190,7 @@ fi
 
 modulefiles_dir() {
     mkdir -p "$tmp/build-site" && cd "$tmp/build-site" &&
-        "$srcdir/configure" --prefix="$prefix" --with-modulefiles-dir="$tmp/site-modules" \
+        "$configure_src/configure" --prefix="$prefix" --with-modulefiles-dir="$tmp/site-modules" \
             "${configure_args[@]}" >configure.log 2>&1 &&
         $make_cmd install-modulefile >install.log 2>&1 || { tail -20 configure.log install.log; return 1; }
     grep -q "ZEROSHARD_ROOT *{$prefix}" "$tmp/site-modules/zeroshard/$version"
