@@ -30,7 +30,10 @@ if command -v apt-get >/dev/null; then
        ! ls "$envmodules_dir"/usr/lib/*/modulecmd.tcl >/dev/null 2>&1; then
         echo "== unpacking environment-modules into $envmodules_dir"
         debdir=$(mktemp -d)
-        chmod 755 "$debdir" # apt-get download drops privileges to _apt
+        # As root, apt-get downloads as the _apt user, which must own the directory.
+        if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
+            chown _apt "$debdir"
+        fi
         (cd "$debdir" && apt-get download -qq environment-modules)
         as_root mkdir -p "$envmodules_dir"
         as_root dpkg-deb -x "$debdir"/environment-modules_*.deb "$envmodules_dir"
