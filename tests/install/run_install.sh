@@ -145,7 +145,7 @@ pkgconfig() {
 check install.pkg_config_gives_version_and_flags_of_the_prefix pkgconfig
 
 zsh_info_sections() {
-    local info=$prefix/bin/zsh_info out feature var ok=0
+    local info=$prefix/bin/zsh_info out feature var documented ok=0
     out=$("$info" -h) || { echo "zsh_info -h failed"; return 1; }
     for opt in -v -f -d -t -c -h; do
         [[ $out == *"$opt, --"* ]] || { echo "-h does not list $opt"; ok=1; }
@@ -160,8 +160,12 @@ zsh_info_sections() {
     out=$(UCX_TLS=self,tcp "$info" -d) && [[ $out == *"tcp"* ]] || { echo "zsh_info -d: $out"; ok=1; }
     # -c: every variable, its default and its current value.
     out=$(ZSH_CHUNK_SIZE=64k "$info" -c) || { echo "zsh_info -c failed"; ok=1; }
-    for var in $(sed -n 's/^| `\(ZSH_[A-Z_]*\)` .*/\1/p' "$srcdir/README.md"); do
+    documented=$(sed -n 's/^| `\(ZSH_[A-Z_0-9]*\)` .*/\1/p' "$srcdir/README.md")
+    for var in $documented; do
         echo "$out" | grep -q "^$var=" || { echo "-c lacks $var (documented in README.md)"; ok=1; }
+    done
+    for var in $(echo "$out" | sed -n 's/^\(ZSH_[A-Z_0-9]*\)=.*/\1/p'); do
+        echo "$documented" | grep -qx "$var" || { echo "$var is not in README.md's table"; ok=1; }
     done
     echo "$out" | grep -q '^ZSH_CHUNK_SIZE=65536$' && echo "$out" | grep -q 'default: 256k, set by: ZSH_CHUNK_SIZE' ||
         { echo "-c does not show ZSH_CHUNK_SIZE's default and current value"; ok=1; }
@@ -217,7 +221,7 @@ env_snapshot() {
         grep -Ev '^(LOADEDMODULES|_LMFILES_|__LMOD_[A-Za-z0-9_]*|_ModuleTable[0-9_]*_|__MODULES_[A-Za-z0-9_]*|MODULES_[A-Z_]*|LMOD_[A-Za-z0-9_]*|_)='
 }
 
-# path_has VAR DIR: DIR is the first element of $VAR (prepend-path).
+# first_in VAR DIR: DIR is the first element of $VAR (prepend-path).
 first_in() {
     local value=${!1-}
     [ "${value%%:*}" = "$2" ] || { echo "$1='$value' does not start with $2"; return 1; }
@@ -263,7 +267,7 @@ module_session() {
     local sys=$1 before after
     export CPATH=/opt/zsh-install-test/include
     unset LD_LIBRARY_PATH PKG_CONFIG_PATH MANPATH ZEROSHARD_ROOT
-    module use "$prefix/share/modulefiles" || { fail "modules_$sys.module_use_and_load" "module use failed"; return; }
+    module use "$prefix/share/modulefiles" || { fail "modules_$sys.module_load_sets_every_variable" "module use failed"; return; }
     before=$(env_snapshot)
     if ! module load zeroshard; then
         fail "modules_$sys.module_load_sets_every_variable" "module load zeroshard failed"
@@ -308,7 +312,7 @@ clean_module_env() {
     mkdir -p "$HOME"
 }
 
-lmod_init=${ZSH_LMOD_INIT:-/usr/share/lmod/lmod/init/bash}
+lmod_init=/usr/share/lmod/lmod/init/bash
 if [ -r "$lmod_init" ]; then
     (
         clean_module_env lmod
@@ -322,7 +326,7 @@ fi
 
 # Debian's package when installed; otherwise the same package unpacked beside Lmod
 # (the two conflict), as contrib/debian-setup.sh does.
-modulecmd=${ZSH_MODULECMD_TCL:-}
+modulecmd=
 for c in /usr/lib/*/modulecmd.tcl /usr/share/modules/libexec/modulecmd.tcl \
     "${ZSH_ENVMODULES_DIR:-/opt/environment-modules}"/usr/lib/*/modulecmd.tcl; do
     [ -z "$modulecmd" ] && [ -r "$c" ] && modulecmd=$c
