@@ -274,7 +274,11 @@ module_session() {
         return
     fi
     check "modules_$sys.module_load_sets_every_variable" loaded_vars
-    check "modules_$sys.man_finds_zsh_info_through_manpath" man_finds
+    if command -v man >/dev/null; then
+        check "modules_$sys.man_finds_zsh_info_through_manpath" man_finds
+    else
+        skip "modules_$sys.man_finds_zsh_info_through_manpath" "no man (apt-get install man-db)"
+    fi
     if ! command -v mpirun >/dev/null; then
         skip "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "no mpirun"
     elif ! zsh_info -f | grep -Eq '^#   PMIx: +on'; then
