@@ -7,7 +7,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ZSH_BUILD_DIR:-$top/build}
 packages=(build-essential pkg-config autoconf automake libtool
           libucx-dev ucx-utils libhwloc-dev hwloc
-          libopenmpi-dev openmpi-bin libpmix-dev libgtest-dev)
+          libopenmpi-dev openmpi-bin libpmix-dev libgtest-dev
+          lmod doxygen man-db python3 tcl8.6 less procps)
+# Environment Modules conflicts with Lmod in Debian, so it is unpacked from its
+# own Debian package next to Lmod instead of installed (its dependencies,
+# tcl8.6, less and procps, are above). The install test finds it here.
+envmodules_dir=${ZSH_ENVMODULES_DIR:-/opt/environment-modules}
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then
@@ -21,6 +26,19 @@ if command -v apt-get >/dev/null; then
     echo "== installing packages: ${packages[*]}"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+    if ! dpkg -s environment-modules >/dev/null 2>&1 &&
+       ! ls "$envmodules_dir"/usr/lib/*/modulecmd.tcl >/dev/null 2>&1; then
+        echo "== unpacking environment-modules into $envmodules_dir"
+        debdir=$(mktemp -d)
+        # As root, apt-get downloads as the _apt user, which must own the directory.
+        if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
+            chown _apt "$debdir"
+        fi
+        (cd "$debdir" && apt-get download -qq environment-modules)
+        as_root mkdir -p "$envmodules_dir"
+        as_root dpkg-deb -x "$debdir"/environment-modules_*.deb "$envmodules_dir"
+        rm -rf "$debdir"
+    fi
 else
     echo "== no apt-get here: make sure these are installed: ${packages[*]}"
 fi

@@ -254,13 +254,21 @@ zsh_status_t zsh_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvc
  * Every rank receives bitwise-identical results.
  * @param sendbuf @p count elements; may equal @p recvbuf (in place).
  * @param recvbuf @p count elements.
+ * @param count   Elements on every rank.
+ * @param dtype   Element type.
+ * @param op      Reduction operation.
+ * @param comm    Communicator.
  */
 zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                            zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm);
 
 /**
  * @brief Copy @p count elements of @p buf on @p root to @p buf on every rank.
- * @param root Rank in [0, size) that holds the data.
+ * @param buf   @p count elements: read on @p root, written on the other ranks.
+ * @param count Elements to copy.
+ * @param dtype Element type.
+ * @param root  Rank in [0, size) that holds the data.
+ * @param comm  Communicator.
  */
 zsh_status_t zsh_broadcast(void *buf, size_t count, zsh_dtype_t dtype, int root, zsh_comm_t *comm);
 
@@ -269,6 +277,11 @@ zsh_status_t zsh_barrier(zsh_comm_t *comm);
 
 /**
  * @brief Start an all-gather; see zsh_allgather().
+ * @param[in]  sendbuf   As for zsh_allgather().
+ * @param[out] recvbuf   As for zsh_allgather(); valid once the request completes.
+ * @param[in]  sendcount Elements contributed by each rank.
+ * @param[in]  dtype     Element type.
+ * @param[in]  comm      Communicator.
  * @param[out] req_p The request, set only on success. Complete it with
  *                   zsh_request_test() or zsh_request_wait(), then release it
  *                   with zsh_request_free(). Buffers must stay untouched until

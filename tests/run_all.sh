@@ -1,7 +1,9 @@
 #!/bin/bash
 # The whole test suite, in the build tree made by contrib/debian-setup.sh:
 # unit and in-process rank tests, the torchrun-style bootstrap across
-# processes, and the rank tests under mpirun at 1, 2, 3, 4, 5 and 8 ranks.
+# processes, the rank tests under mpirun at 1, 2, 3, 4, 5 and 8 ranks, and
+# make install into a temporary prefix used through Lmod, Environment Modules
+# and pkg-config; then make distcheck.
 # Ends with one line: "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,8 +12,28 @@ cd "$build" || { echo "no build in $build: run contrib/debian-setup.sh"; echo "0
 
 make -j"$(nproc)" check >check.out 2>&1
 rc=$?
+
+# make distcheck: the tarball builds, passes make check out of tree with
+# read-only sources, and installs and uninstalls cleanly. Counted as one test.
+# ZSH_DISTCHECK=0 leaves it out.
+rm -f tests/distcheck.log
+if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
+    start=$SECONDS
+    if make -j"$(nproc)" distcheck >distcheck.out 2>&1; then
+        printf '[       OK ] dist.make_distcheck_builds_and_tests_the_tarball (%d s)\n[  PASSED  ] 1 test.\n' \
+            $((SECONDS - start)) >tests/distcheck.log
+    else
+        rc=1
+        tail -40 distcheck.out
+        { echo "[  FAILED  ] dist.make_distcheck_builds_and_tests_the_tarball"
+          tail -40 distcheck.out
+          echo "[  PASSED  ] 0 tests."
+          echo "[  FAILED  ] 1 test, listed above"; } >tests/distcheck.log
+    fi
+fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
-logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log)
+logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log
+      tests/install/run_install.sh.log tests/distcheck.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"

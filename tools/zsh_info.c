@@ -92,7 +92,14 @@ static void zsh_info_hwloc_version(unsigned api, char *buf, size_t len)
     snprintf(buf, len, "%u.%u.%u", api >> 16, (api >> 8) & 0xffu, api & 0xffu);
 }
 
-/* Build time (configure) next to run time, since the two may disagree. */
+/* "yes"/"no" from configure, printed as on/off. */
+static const char *zsh_info_on_off(const char *configured)
+{
+    return (configured[0] == 'y') ? "on" : "off";
+}
+
+/* Build time (configure) next to run time, since the two may disagree. UCX
+ * and hwloc are required, so they are always on. */
 static int zsh_info_print_features(void)
 {
     char hwloc_built[32], hwloc_run[32];
@@ -100,13 +107,16 @@ static int zsh_info_print_features(void)
     zsh_info_hwloc_version(HWLOC_API_VERSION, hwloc_built, sizeof(hwloc_built));
     zsh_info_hwloc_version(hwloc_get_api_version(), hwloc_run, sizeof(hwloc_run));
     printf("# Build features: %s\n", ZSH_BUILD_FEATURES);
-    printf("#   MPI tests:  %s\n", ZSH_FEATURE_MPI);
-    printf("#   CUDA:       %s\n", ZSH_FEATURE_CUDA);
-    printf("#   NCCL:       %s\n", ZSH_FEATURE_NCCL);
-    printf("#   UCX:        configured %s, running %s\n", ZSH_UCX_VERSION,
+    printf("#   UCX:    on (configured %s, running %s)\n", ZSH_UCX_VERSION,
            ucp_get_version_string());
-    printf("#   hwloc:      configured %s, API built %s, API running %s\n", ZSH_HWLOC_VERSION,
+    printf("#   hwloc:  on (configured %s, API built %s, API running %s)\n", ZSH_HWLOC_VERSION,
            hwloc_built, hwloc_run);
+    printf("#   PMIx:   %s (zsh_comm_init() under mpirun and srun)\n",
+           zsh_info_on_off(ZSH_FEATURE_PMIX));
+    printf("#   MPI:    %s (<zeroshard/mpi.h> tests and examples)\n",
+           zsh_info_on_off(ZSH_FEATURE_MPI));
+    printf("#   CUDA:   %s\n", zsh_info_on_off(ZSH_FEATURE_CUDA));
+    printf("#   NCCL:   %s\n", zsh_info_on_off(ZSH_FEATURE_NCCL));
     return 0;
 }
 

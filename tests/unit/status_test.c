@@ -1,8 +1,11 @@
+#include "config.h"
+
 #include "gtest/zsh_test.h"
 
 #include "core/status.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 ZSH_TEST(status, every_status_has_a_distinct_string)
@@ -50,4 +53,20 @@ ZSH_TEST(version, header_and_library_agree)
     ZSH_EXPECT_EQ(ZSH_VERSION_MINOR, minor);
     ZSH_EXPECT_EQ(ZSH_VERSION_PATCH, patch);
     zsh_get_version(NULL, NULL, NULL);
+}
+
+/* version.h is generated from configure's version; the string and the
+ * numbers must say the same thing as the package itself. */
+ZSH_TEST(version, generated_header_matches_the_package_version)
+{
+    char numbers[64];
+    int major = -1, minor = -1, patch = -1;
+
+    zsh_get_version(&major, &minor, &patch);
+    snprintf(numbers, sizeof(numbers), "%d.%d.%d", major, minor, patch);
+    if ((strcmp(PACKAGE_VERSION, ZSH_VERSION_STRING) != 0) ||
+        (strcmp(PACKAGE_VERSION, numbers) != 0)) {
+        zsh_test_fail(__FILE__, __LINE__, "package %s, ZSH_VERSION_STRING %s, zsh_get_version %s",
+                      PACKAGE_VERSION, ZSH_VERSION_STRING, numbers);
+    }
 }
