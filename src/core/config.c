@@ -64,6 +64,16 @@ static const zsh_config_field_t zsh_config_table[] = {
      "How zsh_comm_init() finds its peers: env (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
      "pmix (mpirun, srun), or auto: env if RANK is set, else pmix if a PMIx launcher started us",
      ZSH_CFG_OFF(bootstrap), ZSH_CONFIG_ENUM, zsh_bootstrap_names},
+    /* the optimizer layer */
+    {"BUCKET_SIZE", NULL, "16m",
+     "Bytes per flat bucket: parameters coalesced so one collective moves them all",
+     ZSH_CFG_OFF(bucket_size), ZSH_CONFIG_SIZE, NULL},
+    {"MAX_LIVE_BYTES", NULL, "256m",
+     "ZeRO stage 3: bytes of gathered parameter buckets kept live (fetched, cached, prefetched)",
+     ZSH_CFG_OFF(max_live_bytes), ZSH_CONFIG_SIZE, NULL},
+    {"PREFETCH", NULL, "2",
+     "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order (0: none)",
+     ZSH_CFG_OFF(prefetch), ZSH_CONFIG_UINT, NULL},
 };
 
 const zsh_config_field_t *zsh_config_fields(size_t *count_p)
