@@ -87,8 +87,11 @@ typedef struct zsh_optim_config {
                                               (default 1000). */
     float            min_loss_scale;     /**< The scale never drops below this (default 1). */
     size_t           bucket_size;   /**< Bytes per flat bucket; 0 takes ZSH_BUCKET_SIZE. */
-    size_t           max_live_bytes;/**< Stage 3: bytes of gathered buckets kept live (fetched,
-                                         cached or prefetched); 0 takes ZSH_MAX_LIVE_BYTES. */
+    size_t           max_live_bytes;/**< Bound on buffers, applied separately to the gathered
+                                         buckets of stage 3 (fetched, cached or prefetched) and
+                                         to gradient staging of stages 2-3 (the oldest reduction
+                                         is waited for first); a single bucket may exceed it.
+                                         0 takes ZSH_MAX_LIVE_BYTES. */
     int              prefetch;      /**< Stage 3: buckets to prefetch ahead of use; -1 takes
                                          ZSH_PREFETCH (default -1). */
 } zsh_optim_config_t;

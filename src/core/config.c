@@ -69,7 +69,8 @@ static const zsh_config_field_t zsh_config_table[] = {
      "Bytes per flat bucket: parameters coalesced so one collective moves them all",
      ZSH_CFG_OFF(bucket_size), ZSH_CONFIG_SIZE, NULL},
     {"MAX_LIVE_BYTES", NULL, "256m",
-     "ZeRO stage 3: bytes of gathered parameter buckets kept live (fetched, cached, prefetched)",
+     "Bytes of gathered parameter buckets kept live at stage 3 (fetched, cached, prefetched), "
+     "and separately of gradient staging buffers at stages 2-3",
      ZSH_CFG_OFF(max_live_bytes), ZSH_CONFIG_SIZE, NULL},
     {"PREFETCH", NULL, "2",
      "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order (0: none)",

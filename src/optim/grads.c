@@ -26,8 +26,12 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_request_free(b->req);
     b->req = NULL;
-    zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->staging, zsh_obucket_staging_bytes(opt, b));
-    b->staging = NULL;
+    if (b->staging != NULL) {
+        zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
+                         zsh_obucket_staging_bytes(opt, b));
+        opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
+        b->staging = NULL;
+    }
 }
 
 /* Drive the reductions in flight; finished ones give their buffers back. */
@@ -50,6 +54,25 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
         }
     }
     return first;
+}
+
+/* Keep staging within max_live_bytes: wait for reductions in flight (the
+ * oldest bucket first) until @bytes more fit, or none is left to wait for. */
+static zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
+{
+    zsh_status_t status = ZSH_OK;
+    size_t i;
+
+    for (i = opt->nbuckets; (i-- > 0) && (opt->staging_bytes + bytes > opt->cfg.max_live_bytes);) {
+        if (opt->buckets[i].req != NULL) {
+            status = zsh_request_wait(opt->buckets[i].req);
+            zsh_optim_reduction_done(opt, &opt->buckets[i]);
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
+    }
+    return status;
 }
 
 static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
@@ -98,12 +121,17 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
         dst = b->grad_full;
     } else {
         if (b->staging == NULL) {
+            status = zsh_optim_staging_room(opt, zsh_obucket_staging_bytes(opt, b));
+            if (status != ZSH_OK) {
+                return status;
+            }
             b->staging = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
                                            zsh_obucket_staging_bytes(opt, b));
             if (b->staging == NULL) {
                 return zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory to stage parameter '%s'", fn,
                                  param->name);
             }
+            opt->staging_bytes += zsh_obucket_staging_bytes(opt, b);
         }
         dst = b->staging;
     }

@@ -66,6 +66,7 @@ struct zsh_optim {
     zsh_account_t      acct;
     size_t             comm_bytes;      /* since the last step */
     size_t             live_bytes;      /* stage 3: gathered bucket bytes */
+    size_t             staging_bytes;   /* stages 2-3: gradient staging bytes */
     unsigned long      tick;
     zsh_scaler_t       scaler;
     zsh_prefetch_t     prefetch;
