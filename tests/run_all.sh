@@ -11,7 +11,8 @@ cd "$build" || { echo "no build in $build: run contrib/debian-setup.sh"; echo "0
 make -j"$(nproc)" check >check.out 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
-logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log)
+logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log
+      tests/train/run_train.sh.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"
