@@ -34,7 +34,7 @@ static void zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
     b->prefetched = false;
 }
 
-zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
+static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
 {
     zsh_obucket_t *b = &opt->buckets[bucket];
     zsh_status_t status;
@@ -51,7 +51,8 @@ zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
 /* Evict cached buckets, least recently used first, until @bytes more fit in
  * the budget; buckets in @keep, fetched or prefetched stay. ZSH_OK if they
  * fit, ZSH_ERR_NO_MEMORY if not (nothing else could go). */
-zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const size_t *keep, size_t nkeep)
+static zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const size_t *keep,
+                                        size_t nkeep)
 {
     zsh_obucket_t *b, *lru;
     size_t i;

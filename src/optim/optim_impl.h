@@ -114,9 +114,6 @@ zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt);
 void         zsh_optim_grads_reset(zsh_optim_t *opt);
 
 /* fetch.c: stage 3 gathers. */
-zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket);
-zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const size_t *keep,
-                                 size_t nkeep);
 zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt);
 
 /* norm.c: the global gradient norm and overflow check. */

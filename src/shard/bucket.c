@@ -122,8 +122,3 @@ zsh_status_t zsh_bucket_seal(zsh_bucket_t *bucket, zsh_shard_t **shard_p)
 {
     return zsh_bucket_seal_counted(bucket, NULL, ZSH_MEM_PARAMS, shard_p);
 }
-
-size_t zsh_bucket_numel(const zsh_bucket_t *bucket)
-{
-    return bucket->total;
-}

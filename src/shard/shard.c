@@ -149,21 +149,6 @@ zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
     return status;
 }
 
-zsh_status_t zsh_shard_gather_test(zsh_shard_t *shard)
-{
-    zsh_status_t status;
-
-    if (shard->req == NULL) {
-        return ZSH_OK;
-    }
-    status = zsh_request_test(shard->req);
-    if (status != ZSH_INPROGRESS) {
-        zsh_request_free(shard->req);
-        shard->req = NULL;
-    }
-    return status;
-}
-
 zsh_status_t zsh_shard_gather_wait(zsh_shard_t *shard, void **full_p)
 {
     zsh_status_t status = ZSH_OK;

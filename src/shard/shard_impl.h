@@ -33,18 +33,11 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
                                       zsh_account_t *acct, zsh_mem_kind_t local_kind,
                                       zsh_shard_t **shard_p);
 
-/* Whether a gather started by zsh_shard_gather_start() has finished, driving
- * progress; ZSH_OK when done (or none is pending), ZSH_INPROGRESS, or an error. */
-zsh_status_t zsh_shard_gather_test(zsh_shard_t *shard);
-
 /* Whether the tensor has a gathered buffer or a gather in flight. */
 int zsh_shard_is_gathered(const zsh_shard_t *shard);
 
 /* zsh_bucket_seal() with the flat shard counted as @local_kind in @acct. */
 zsh_status_t zsh_bucket_seal_counted(zsh_bucket_t *bucket, zsh_account_t *acct,
                                      zsh_mem_kind_t local_kind, zsh_shard_t **shard_p);
-
-/* Elements appended to @bucket so far (its length once sealed). */
-size_t zsh_bucket_numel(const zsh_bucket_t *bucket);
 
 #endif

@@ -11,6 +11,7 @@
 
 struct zsh_tiled {
     size_t        ntiles;
+    size_t        numel;
     size_t        tile;    /* elements per tile but the last */
     zsh_shard_t **tiles;
 };
@@ -44,6 +45,7 @@ zsh_status_t zsh_tiled_create(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
     if (tiled == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_tiled_create: out of memory");
     }
+    tiled->numel = numel;
     tiled->tile  = (numel + ntiles - 1) / ntiles;
     tiled->tiles = calloc(ntiles, sizeof(*tiled->tiles));
     if (tiled->tiles == NULL) {
@@ -77,7 +79,7 @@ zsh_shard_t *zsh_tiled_tile(zsh_tiled_t *tiled, size_t k, size_t *offset_p)
         return NULL;
     }
     if (offset_p != NULL) {
-        *offset_p = k * tiled->tile;
+        *offset_p = (k * tiled->tile < tiled->numel) ? k * tiled->tile : tiled->numel;
     }
     return tiled->tiles[k];
 }
