@@ -110,6 +110,9 @@ typedef struct zsh_optim_stats {
     size_t   state_bytes;   /**< Optimizer states, plus fp32 master weights in mixed precision. */
     size_t   buffer_bytes;  /**< Gather, staging and reduction buffers held now. */
     size_t   buffer_peak_bytes; /**< The most buffer bytes held at once so far. */
+    size_t   gathered_peak_bytes; /**< Stage 3: the most bytes of gathered (fetched, cached or
+                                       prefetched) buckets held at once so far; with tiles, at
+                                       most max_live_bytes or one tile's bucket. */
     size_t   comm_bytes_last_step; /**< Bytes this rank moved through collectives in the last
                                         step (fetches since the previous step included),
                                         counting an all-gather or reduce-scatter of a T-byte
@@ -156,6 +159,23 @@ void zsh_optim_destroy(zsh_optim_t *opt);
  */
 zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel,
                                 zsh_dtype_t dtype, void *buf, zsh_param_t **param_p);
+
+/**
+ * @brief Register one parameter as consecutive tiles of @p tile_numel
+ *        elements (the last may be shorter), named "name[k]", each fetched,
+ *        released and given its gradient on its own.
+ *
+ * Memory-centric tiling: a layer computed tile by tile (say, by blocks of
+ * output rows) needs only one tile gathered at a time at stage 3, so a layer
+ * larger than the memory budget still runs. A tile is gathered alone when it
+ * fills a bucket (tile_numel * element size >= the bucket size); smaller
+ * tiles are coalesced like any parameter. Arguments as zsh_optim_register().
+ * @param[out] tiles ceil(numel / tile_numel) handles, in order; set only on
+ *                   success (on failure no tile stays registered).
+ */
+zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t numel,
+                                      zsh_dtype_t dtype, void *buf, size_t tile_numel,
+                                      zsh_param_t **tiles);
 
 /**
  * @brief Build the layout: buckets, shards and states (collective). Called by

@@ -45,6 +45,9 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
     }
     opt->live_bytes += zsh_shard_gathered_bytes(b->pshard);
     opt->comm_bytes += zsh_shard_gathered_bytes(b->pshard);
+    if (opt->live_bytes > opt->stats.gathered_peak_bytes) {
+        opt->stats.gathered_peak_bytes = opt->live_bytes;
+    }
     return ZSH_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +210,53 @@ zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel
     opt->params[opt->nparams++]  = param;
     *param_p                     = param;
     return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t numel,
+                                      zsh_dtype_t dtype, void *buf, size_t tile_numel,
+                                      zsh_param_t **tiles)
+{
+    size_t before = opt->nparams, ntiles, k, len;
+    zsh_param_t **made;
+    zsh_status_t status;
+    char *tile_name;
+
+    status = zsh_optim_check_register(opt, name, numel, dtype, buf);
+    if ((status == ZSH_OK) && ((tile_numel == 0) || (tiles == NULL))) {
+        status = zsh_error(ZSH_ERR_INVALID_ARG,
+                           "zsh_optim_register_tiled: parameter '%s': %s", name,
+                           (tiles == NULL) ? "tiles is NULL" : "tile_numel is 0");
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    ntiles    = (numel + tile_numel - 1) / tile_numel;
+    len       = strlen(name) + 24;
+    tile_name = malloc(len);
+    made      = calloc(ntiles, sizeof(*made));
+    if ((tile_name == NULL) || (made == NULL)) {
+        free(tile_name);
+        free(made);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_register_tiled: out of memory");
+    }
+    for (k = 0; (status == ZSH_OK) && (k < ntiles); k++) {
+        snprintf(tile_name, len, "%s[%zu]", name, k);
+        status = zsh_optim_register(opt, tile_name,
+                                    (k + 1 < ntiles) ? tile_numel : numel - k * tile_numel, dtype,
+                                    (char *)buf + k * tile_numel * opt->esize, &made[k]);
+    }
+    free(tile_name);
+    if (status == ZSH_OK) {
+        memcpy(tiles, made, ntiles * sizeof(*made));
+    }
+    free(made);
+    /* Undo the tiles already in: the parameter is registered whole or not at all. */
+    while ((status != ZSH_OK) && (opt->nparams > before)) {
+        opt->nparams--;
+        free(opt->params[opt->nparams]->name);
+        free(opt->params[opt->nparams]);
+    }
+    return status;
 }
 
 zsh_status_t zsh_optim_setup(zsh_optim_t *opt)

@@ -115,6 +115,23 @@ else
     result np4_bf16_stage3_holds_2_plus_2_plus_12_psi_over_n 0 "$(tail -5 "$out/np4.s3.err")"
 fi
 
+# Memory-centric tiling: with a live budget smaller than a layer, the layers'
+# weights as 4 row blocks each keep the gathered bytes within it, and train
+# exactly as untiled.
+tiny="--bucket-size 16384 --max-live 40000"
+if run 4 3 $tiny --tiles 4 && cp "$out/np4.s3" "$out/tiled" && run 4 3 $tiny; then
+    tp=$(sed -n 's/.*gathered parameters peak \([0-9]*\) bytes.*/\1/p' "$out/tiled")
+    wp=$(sed -n 's/.*gathered parameters peak \([0-9]*\) bytes.*/\1/p' "$out/np4.s3")
+    ok=0
+    [ -n "$tp" ] && [ "$tp" -le 40000 ] && [ "$wp" -gt 40000 ] &&
+        [ "$(losses "$out/tiled")" = "$(losses "$out/np4.s3")" ] && ok=1
+    result np4_stage3_tiled_layers_stay_within_the_live_budget_and_train_the_same $ok \
+        "gathered peak tiled $tp, untiled $wp"
+else
+    result np4_stage3_tiled_layers_stay_within_the_live_budget_and_train_the_same 0 \
+        "$(tail -5 "$out/np4.s3.err")"
+fi
+
 echo "[  PASSED  ] $passed tests."
 [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
 [ $failed = 0 ]

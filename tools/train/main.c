@@ -44,79 +44,122 @@ static const float *zsh_train_widen(const zsh_train_t *t, const void *p, size_t 
     return tmp;
 }
 
-static zsh_status_t zsh_train_grad(zsh_train_t *t, size_t i, const float *g)
+/* Hand over the gradient @g of @n elements for @param. */
+static zsh_status_t zsh_train_grad(zsh_train_t *t, zsh_param_t *param, const float *g, size_t n)
 {
-    size_t n = zsh_train_param_numel(&t->d, i), k;
+    size_t k;
 
     if (t->o.precision == ZSH_FLOAT32) {
-        return zsh_optim_grad_ready(t->opt, t->params[i], g);
+        return zsh_optim_grad_ready(t->opt, param, g);
     }
     for (k = 0; k < n; k++) {
         t->g16[k] = (t->o.precision == ZSH_BFLOAT16) ? zsh_float_to_bf16(g[k])
                                                      : zsh_float_to_fp16(g[k]);
     }
-    return zsh_optim_grad_ready(t->opt, t->params[i], t->g16);
+    return zsh_optim_grad_ready(t->opt, param, t->g16);
+}
+
+/* Output rows [r0, r0 + *cnt_p) of layer weight @wi that tile @k holds. */
+static size_t zsh_train_tile_rows(const zsh_train_t *t, size_t wi, size_t k, size_t out,
+                                  size_t *cnt_p)
+{
+    size_t r0 = k * t->rpt[wi];
+
+    *cnt_p = (r0 + t->rpt[wi] < out) ? t->rpt[wi] : out - r0;
+    return r0;
+}
+
+/* Layer @l forward, one weight tile at a time. */
+static zsh_status_t zsh_train_layer_forward(zsh_train_t *t, size_t l)
+{
+    size_t wi = 1 + 2 * l, in = zsh_train_layer_in(&t->d, l), out = zsh_train_layer_out(&t->d, l);
+    size_t k, r0, cnt;
+    const float *bias;
+    zsh_status_t s;
+    void *w, *b;
+
+    if ((s = zsh_optim_fetch(t->opt, zsh_train_param(t, wi + 1, 0), &b)) != ZSH_OK) {
+        return s;
+    }
+    bias = zsh_train_widen(t, b, out, t->b32);
+    for (k = 0; k < t->ntiles[wi]; k++) {
+        r0 = zsh_train_tile_rows(t, wi, k, out, &cnt);
+        if ((s = zsh_optim_fetch(t->opt, zsh_train_param(t, wi, k), &w)) != ZSH_OK) {
+            return s;
+        }
+        zsh_train_linear(zsh_train_widen(t, w, cnt * in, t->w32), bias + r0, t->acts[l], t->rows,
+                         in, cnt, out, l < t->d.layers, t->acts[l + 1] + r0);
+        if ((s = zsh_optim_release(t->opt, zsh_train_param(t, wi, k))) != ZSH_OK) {
+            return s;
+        }
+    }
+    return zsh_optim_release(t->opt, zsh_train_param(t, wi + 1, 0));
 }
 
 static zsh_status_t zsh_train_forward(zsh_train_t *t)
 {
-    size_t l, wi;
-    void *w, *b;
+    zsh_param_t *emb = zsh_train_param(t, 0, 0);
     zsh_status_t s;
+    size_t l;
+    void *w;
 
-    if ((s = zsh_optim_fetch(t->opt, t->params[0], &w)) != ZSH_OK) {
+    if ((s = zsh_optim_fetch(t->opt, emb, &w)) != ZSH_OK) {
         return s;
     }
     zsh_train_embed(&t->d, zsh_train_widen(t, w, zsh_train_param_numel(&t->d, 0), t->w32),
                     t->tokens, t->rows, t->acts[0]);
-    if ((s = zsh_optim_release(t->opt, t->params[0])) != ZSH_OK) {
+    if ((s = zsh_optim_release(t->opt, emb)) != ZSH_OK) {
         return s;
     }
-    for (l = 0; l <= t->d.layers; l++) {
-        wi = 1 + 2 * l;
-        if (((s = zsh_optim_fetch(t->opt, t->params[wi], &w)) != ZSH_OK) ||
-            ((s = zsh_optim_fetch(t->opt, t->params[wi + 1], &b)) != ZSH_OK)) {
+    for (l = 0; (s == ZSH_OK) && (l <= t->d.layers); l++) {
+        s = zsh_train_layer_forward(t, l);
+    }
+    return s;
+}
+
+/* Layer @l backward, one weight tile at a time (last first): each tile's
+ * gradient is handed over as soon as it is computed. */
+static zsh_status_t zsh_train_layer_backward(zsh_train_t *t, size_t l, float *dy, float *dx)
+{
+    size_t wi = 1 + 2 * l, in = zsh_train_layer_in(&t->d, l), out = zsh_train_layer_out(&t->d, l);
+    zsh_param_t *tile;
+    size_t k, r0, cnt;
+    zsh_status_t s;
+    void *w;
+
+    memset(dx, 0, t->rows * in * sizeof(*dx));
+    for (k = t->ntiles[wi]; k-- > 0;) {
+        r0   = zsh_train_tile_rows(t, wi, k, out, &cnt);
+        tile = zsh_train_param(t, wi, k);
+        if ((s = zsh_optim_fetch(t->opt, tile, &w)) != ZSH_OK) {
             return s;
         }
-        zsh_train_linear(zsh_train_widen(t, w, zsh_train_param_numel(&t->d, wi), t->w32),
-                         zsh_train_widen(t, b, zsh_train_param_numel(&t->d, wi + 1), t->b32),
-                         t->acts[l], t->rows, zsh_train_layer_in(&t->d, l),
-                         zsh_train_layer_out(&t->d, l), l < t->d.layers, t->acts[l + 1]);
-        if (((s = zsh_optim_release(t->opt, t->params[wi])) != ZSH_OK) ||
-            ((s = zsh_optim_release(t->opt, t->params[wi + 1])) != ZSH_OK)) {
+        zsh_train_linear_back(zsh_train_widen(t, w, cnt * in, t->w32), t->acts[l],
+                              t->acts[l + 1] + r0, dy + r0, t->rows, in, cnt, out,
+                              l < t->d.layers, t->g32, t->b32 + r0, dx);
+        if (((s = zsh_optim_release(t->opt, tile)) != ZSH_OK) ||
+            ((s = zsh_train_grad(t, tile, t->g32, cnt * in)) != ZSH_OK)) {
             return s;
         }
     }
-    return ZSH_OK;
+    return zsh_train_grad(t, zsh_train_param(t, wi + 1, 0), t->b32, out);
 }
 
 /* dy (the loss gradient of the logits) starts in acts[layers + 1]. */
 static zsh_status_t zsh_train_backward(zsh_train_t *t)
 {
     float *dy = t->acts[t->d.layers + 1], *dx;
-    size_t l, wi, in, out;
     zsh_status_t s;
-    void *w;
+    size_t l;
 
-    for (l = t->d.layers + 1; l-- > 0;) {
-        wi  = 1 + 2 * l;
-        in  = zsh_train_layer_in(&t->d, l);
-        out = zsh_train_layer_out(&t->d, l);
-        dx  = t->dbuf[l % 2];
-        if ((s = zsh_optim_fetch(t->opt, t->params[wi], &w)) != ZSH_OK) {
+    for (l = t->d.layers + 1; l-- > 0; dy = dx) {
+        dx = t->dbuf[l % 2];
+        if ((s = zsh_train_layer_backward(t, l, dy, dx)) != ZSH_OK) {
             return s;
         }
-        zsh_train_linear_back(zsh_train_widen(t, w, in * out, t->w32), t->acts[l], t->acts[l + 1],
-                              dy, t->rows, in, out, l < t->d.layers, t->g32, t->b32, dx);
-        if (((s = zsh_optim_release(t->opt, t->params[wi])) != ZSH_OK) ||
-            ((s = zsh_train_grad(t, wi, t->g32)) != ZSH_OK) ||
-            ((s = zsh_train_grad(t, wi + 1, t->b32)) != ZSH_OK)) {
-            return s;
-        }
-        dy = dx;
     }
     zsh_train_embed_back(&t->d, dy, t->tokens, t->rows, t->g32);
-    return zsh_train_grad(t, 0, t->g32);
+    return zsh_train_grad(t, zsh_train_param(t, 0, 0), t->g32, zsh_train_param_numel(&t->d, 0));
 }
 
 /* One step; the global mean loss in *loss_p. */

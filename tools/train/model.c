@@ -74,7 +74,7 @@ void zsh_train_embed(const zsh_train_dims_t *d, const float *emb, const uint8_t 
 }
 
 void zsh_train_linear(const float *w, const float *bias, const float *x, size_t rows, size_t in,
-                      size_t out, int act, float *y)
+                      size_t out, size_t ldy, int act, float *y)
 {
     size_t r, o, i;
 
@@ -86,7 +86,7 @@ void zsh_train_linear(const float *w, const float *bias, const float *x, size_t 
             for (i = 0; i < in; i++) {
                 s += wo[i] * xr[i];
             }
-            y[r * out + o] = act ? tanhf(s) : s;
+            y[r * ldy + o] = act ? tanhf(s) : s;
         }
     }
 }
@@ -119,8 +119,8 @@ double zsh_train_xent(float *logits, const uint8_t *targets, size_t rows, size_t
 }
 
 void zsh_train_linear_back(const float *w, const float *x, const float *y, float *dy,
-                           size_t rows, size_t in, size_t out, int act, float *dw, float *db,
-                           float *dx)
+                           size_t rows, size_t in, size_t out, size_t ldy, int act, float *dw,
+                           float *db, float *dx)
 {
     size_t r, o, i;
 
@@ -128,11 +128,11 @@ void zsh_train_linear_back(const float *w, const float *x, const float *y, float
     memset(db, 0, out * sizeof(*db));
     for (r = 0; r < rows; r++) {
         for (o = 0; o < out; o++) {
-            float g = dy[r * out + o];
+            float g = dy[r * ldy + o];
 
             if (act) {
-                g *= 1.0f - y[r * out + o] * y[r * out + o];
-                dy[r * out + o] = g;
+                g *= 1.0f - y[r * ldy + o] * y[r * ldy + o];
+                dy[r * ldy + o] = g;
             }
             db[o] += g;
             for (i = 0; i < in; i++) {
@@ -140,13 +140,9 @@ void zsh_train_linear_back(const float *w, const float *x, const float *y, float
             }
         }
     }
-    if (dx == NULL) {
-        return;
-    }
-    memset(dx, 0, rows * in * sizeof(*dx));
     for (r = 0; r < rows; r++) {
         for (o = 0; o < out; o++) {
-            const float g = dy[r * out + o], *wo = w + o * in;
+            const float g = dy[r * ldy + o], *wo = w + o * in;
 
             for (i = 0; i < in; i++) {
                 dx[r * in + i] += g * wo[i];

@@ -35,21 +35,23 @@ void zsh_train_param_init(const zsh_train_dims_t *d, size_t i, uint64_t seed, fl
 void zsh_train_embed(const zsh_train_dims_t *d, const float *emb, const uint8_t *tokens,
                      size_t rows, float *x);
 
-/* y = x W^T + bias (then tanh if @act) for @rows rows. */
+/* y = x W^T + bias (then tanh if @act) for @rows rows and @out outputs;
+ * rows of y are @ldy apart, so a block of outputs (a tile of W's rows) can
+ * be computed on its own. */
 void zsh_train_linear(const float *w, const float *bias, const float *x, size_t rows, size_t in,
-                      size_t out, int act, float *y);
+                      size_t out, size_t ldy, int act, float *y);
 
 /* Softmax cross-entropy: the summed loss of @rows rows, and dlogits =
  * (softmax - onehot) * @gscale, in place of the logits. */
 double zsh_train_xent(float *logits, const uint8_t *targets, size_t rows, size_t vocab,
                       float gscale);
 
-/* Backward of a linear layer: dw = dy^T x, db = sum of dy, and dx = dy W
- * (when dx is not NULL). When @act, dy is first multiplied by 1 - y^2, the
- * tanh derivative, using the layer's output @y. */
+/* Backward of a linear layer (or of a block of its outputs, as above):
+ * dw = dy^T x, db = sum of dy, and dx += dy W. When @act, dy is first
+ * multiplied by 1 - y^2, the tanh derivative, using the layer's output @y. */
 void zsh_train_linear_back(const float *w, const float *x, const float *y, float *dy,
-                           size_t rows, size_t in, size_t out, int act, float *dw, float *db,
-                           float *dx);
+                           size_t rows, size_t in, size_t out, size_t ldy, int act, float *dw,
+                           float *db, float *dx);
 
 /* Backward of the embedding: demb gets dx summed into the rows of the tokens. */
 void zsh_train_embed_back(const zsh_train_dims_t *d, const float *dx, const uint8_t *tokens,

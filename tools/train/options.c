@@ -22,6 +22,8 @@ static void zsh_train_usage(FILE *out)
             "  --clip X           clip gradients to this global norm, 0: off (default 1)\n"
             "  --bucket-size N    bytes per flat bucket (default 32768)\n"
             "  --max-live N       stage 3: bytes of gathered buckets kept live (default 163840)\n"
+            "  --tiles K          register each layer's weight as K row blocks, computed one at a\n"
+            "                     time, so one block is gathered at a time (default 1)\n"
             "  --data FILE        training text (default /usr/share/common-licenses/GPL-3)\n"
             "  --help             this text\n");
 }
@@ -78,6 +80,7 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
     case 'c': if (zsh_train_number("clip", arg, 0, 1e9, &v)) return -1; o->clip = (float)v; break;
     case 'b': if (zsh_train_number("bucket-size", arg, 4, 1e12, &v)) return -1; o->bucket_size = (size_t)v; break;
     case 'm': if (zsh_train_number("max-live", arg, 0, 1e12, &v)) return -1; o->max_live = (size_t)v; break;
+    case 't': if (zsh_train_number("tiles", arg, 1, 1e5, &v)) return -1; o->tiles = (size_t)v; break;
     case 'd': o->data = arg; break;
     default:  return -1;
     }
@@ -93,13 +96,14 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"layers", required_argument, NULL, 'L'}, {"batch", required_argument, NULL, 'B'},
         {"lr", required_argument, NULL, 'r'},     {"clip", required_argument, NULL, 'c'},
         {"bucket-size", required_argument, NULL, 'b'}, {"max-live", required_argument, NULL, 'm'},
-        {"data", required_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
+        {"data", required_argument, NULL, 'd'},   {"tiles", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int opt;
 
     *o = (zsh_train_opts_t){.stage = 3, .steps = 30, .precision = ZSH_FLOAT32,
                             .kind = ZSH_OPTIM_ADAMW, .seed = 1, .hidden = 128, .layers = 2,
-                            .embed = 16, .context = 8, .batch = 64, .clip = 1.0f,
+                            .embed = 16, .context = 8, .batch = 64, .tiles = 1, .clip = 1.0f,
                             .bucket_size = 32768, .max_live = 163840,
                             .data = "/usr/share/common-licenses/GPL-3"};
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

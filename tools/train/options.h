@@ -13,6 +13,7 @@ typedef struct zsh_train_opts {
     zsh_optim_kind_t kind;
     uint64_t         seed;
     size_t           hidden, layers, embed, context, batch;
+    size_t           tiles;       /* row blocks per linear weight */
     float            lr;          /* 0: the optimizer's default for zsh_train */
     float            clip;        /* max global gradient norm, 0: none */
     size_t           bucket_size; /* bytes */

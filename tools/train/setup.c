@@ -39,12 +39,44 @@ static void *zsh_train_initial(const zsh_train_t *t, size_t i, float *tmp)
     return h;
 }
 
+/* Whether parameter @i is a layer's weight, and that layer. */
+static int zsh_train_is_weight(size_t i, size_t *layer_p)
+{
+    *layer_p = (i - 1) / 2;
+    return (i > 0) && ((i - 1) % 2 == 0);
+}
+
+/* Register parameter @i, a weight as row blocks of rpt rows each. */
+static zsh_status_t zsh_train_register_one(zsh_train_t *t, size_t i, size_t *next)
+{
+    size_t n = zsh_train_param_numel(&t->d, i), l, out, k;
+    zsh_status_t s;
+    char name[64];
+
+    zsh_train_param_name(&t->d, i, name, sizeof(name));
+    t->first_handle[i] = *next;
+    t->ntiles[i] = 1;
+    if (zsh_train_is_weight(i, &l) && (t->o.tiles > 1)) {
+        out          = zsh_train_layer_out(&t->d, l);
+        t->rpt[i]    = (out + t->o.tiles - 1) / t->o.tiles;
+        t->ntiles[i] = (out + t->rpt[i] - 1) / t->rpt[i];
+        s = zsh_optim_register_tiled(t->opt, name, n, t->o.precision, t->init[i],
+                                     t->rpt[i] * zsh_train_layer_in(&t->d, l), &t->handles[*next]);
+    } else {
+        t->rpt[i] = (i > 0) ? zsh_train_layer_out(&t->d, (i - 1) / 2) : 0;
+        s = zsh_optim_register(t->opt, name, n, t->o.precision, t->init[i], &t->handles[*next]);
+    }
+    for (k = 0; (s == ZSH_OK) && (k < t->ntiles[i]); k++) {
+        (*next)++;
+    }
+    return s;
+}
+
 static zsh_status_t zsh_train_register(zsh_train_t *t)
 {
     zsh_optim_config_t cfg;
+    size_t i, next = 0;
     zsh_status_t s;
-    char name[64];
-    size_t i;
 
     zsh_optim_config_init(&cfg);
     cfg.stage          = t->o.stage;
@@ -64,10 +96,7 @@ static zsh_status_t zsh_train_register(zsh_train_t *t)
         if (t->init[i] == NULL) {
             return zsh_train_nomem();
         }
-        zsh_train_param_name(&t->d, i, name, sizeof(name));
-        s = zsh_optim_register(t->opt, name, zsh_train_param_numel(&t->d, i), t->o.precision,
-                               t->init[i], &t->params[i]);
-        if (s != ZSH_OK) {
+        if ((s = zsh_train_register_one(t, i, &next)) != ZSH_OK) {
             return s;
         }
     }
@@ -99,7 +128,11 @@ zsh_status_t zsh_train_setup(zsh_train_t *t)
     for (i = 0; i < t->np; i++) {
         maxn = (zsh_train_param_numel(&t->d, i) > maxn) ? zsh_train_param_numel(&t->d, i) : maxn;
     }
-    t->params  = calloc(t->np, sizeof(*t->params));
+    /* At most one handle per output row of a weight, one per other parameter. */
+    t->handles = calloc(t->np * (width + 1), sizeof(*t->handles));
+    t->first_handle = calloc(t->np, sizeof(*t->first_handle));
+    t->ntiles  = calloc(t->np, sizeof(*t->ntiles));
+    t->rpt     = calloc(t->np, sizeof(*t->rpt));
     t->init    = calloc(t->np, sizeof(*t->init));
     t->acts    = calloc(t->d.layers + 2, sizeof(*t->acts));
     t->tokens  = malloc(t->rows * t->d.context + 1);
@@ -110,7 +143,7 @@ zsh_status_t zsh_train_setup(zsh_train_t *t)
     t->g16     = malloc(maxn * sizeof(uint16_t));
     t->dbuf[0] = malloc((t->rows + 1) * width * sizeof(float));
     t->dbuf[1] = malloc((t->rows + 1) * width * sizeof(float));
-    if (!t->params || !t->init || !t->acts || !t->tokens || !t->targets || !t->w32 || !t->b32 ||
+    if (!t->handles || !t->first_handle || !t->ntiles || !t->rpt || !t->init || !t->acts || !t->tokens || !t->targets || !t->w32 || !t->b32 ||
         !t->g32 || !t->g16 || !t->dbuf[0] || !t->dbuf[1]) {
         return zsh_train_nomem();
     }
@@ -152,6 +185,11 @@ int zsh_train_report(zsh_train_t *t)
         printf("per rank: params %llu, grads %llu, optimizer states %llu, buffers (peak) %llu "
                "bytes\n", (unsigned long long)v[2], (unsigned long long)v[3],
                (unsigned long long)v[4], (unsigned long long)v[5]);
+        if (t->o.stage == 3) {
+            printf("stage 3 (rank 0): gathered parameters peak %zu bytes; %lu fetches served by "
+                   "prefetched buckets, %lu order rebuilds\n", st.gathered_peak_bytes,
+                   st.prefetch_hits, st.order_rebuilds);
+        }
         printf("model-state bytes per rank: %llu\n", (unsigned long long)v[0]);
         printf("comm bytes per rank per step: %llu\n", (unsigned long long)v[1]);
     }
@@ -171,7 +209,10 @@ void zsh_train_teardown(zsh_train_t *t)
     }
     free(t->init);
     free(t->acts);
-    free(t->params);
+    free(t->handles);
+    free(t->first_handle);
+    free(t->ntiles);
+    free(t->rpt);
     free(t->tokens);
     free(t->targets);
     free(t->w32);

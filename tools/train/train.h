@@ -17,8 +17,11 @@ typedef struct zsh_train {
     zsh_comm_t       *comm;
     int               rank, size;
     zsh_optim_t      *opt;
-    size_t            np;
-    zsh_param_t     **params;
+    size_t            np;       /* the model's parameters (train/model.h order) */
+    zsh_param_t     **handles;  /* what was registered: weights as --tiles row blocks */
+    size_t           *first_handle; /* per parameter: its first handle */
+    size_t           *ntiles;   /* per parameter: its handles */
+    size_t           *rpt;      /* per parameter: output rows per tile (weights) */
     void            **init;     /* initial values handed to register */
     size_t            rows, first;  /* this rank's slice of the global batch */
     uint8_t          *tokens, *targets;
@@ -27,6 +30,12 @@ typedef struct zsh_train {
     float            *w32, *b32, *g32; /* widened weights, bias; fp32 gradient */
     uint16_t         *g16;      /* narrowed gradient (mixed precision) */
 } zsh_train_t;
+
+/* Handle of tile @k of parameter @i (k = 0 for an untiled one). */
+static inline zsh_param_t *zsh_train_param(const zsh_train_t *t, size_t i, size_t k)
+{
+    return t->handles[t->first_handle[i] + k];
+}
 
 /* Build the optimizer, register the parameters and allocate the activations. */
 zsh_status_t zsh_train_setup(zsh_train_t *t);
