@@ -84,7 +84,11 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'p': if (zsh_estimate_count(optarg, &in.params)) goto usage; break;
-        case 'n': if (zsh_estimate_count(optarg, &ranks) || ranks < 1 || ranks > 1e9) goto usage; break;
+        case 'n':
+            if (zsh_estimate_count(optarg, &ranks) || (ranks < 1) || (ranks > 1e9)) {
+                goto usage;
+            }
+            break;
         case 's':
             all = strcmp(optarg, "all") == 0;
             in.stage = atoi(optarg);

@@ -64,11 +64,12 @@ typedef enum {
 
 /**
  * Settings of an optimizer. Fill it with zsh_optim_config_init() first, then
- * change what you need: new fields may be added at the end, and @ref size
- * tells the library which ones the caller knows.
+ * change what you need. @ref size records the layout the caller was built
+ * with, so a caller built against other headers is refused instead of misread.
  */
 typedef struct zsh_optim_config {
-    size_t           size;          /**< sizeof(zsh_optim_config_t), set by zsh_optim_config_init(). */
+    size_t           size;          /**< sizeof(zsh_optim_config_t), set by
+                                         zsh_optim_config_init(). */
     int              stage;         /**< ZeRO stage, 0-3 (default 0). */
     zsh_optim_kind_t kind;          /**< Update rule (default ::ZSH_OPTIM_ADAMW). */
     zsh_dtype_t      precision;     /**< Parameter and gradient dtype: ZSH_FLOAT32 (default),

@@ -38,8 +38,8 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 
     if (cfg->size != sizeof(*cfg)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: config.size is %zu, expected %zu: fill it with zsh_optim_config_init()",
-                         fn, cfg->size, sizeof(*cfg));
+                         "%s: config.size is %zu, expected %zu: fill it with "
+                         "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
     }
     if ((cfg->stage < 0) || (cfg->stage > 3)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: stage %d is not 0, 1, 2 or 3", fn, cfg->stage);

@@ -94,7 +94,7 @@ static void zsh_bytes_stage(zsh_comm_t *comm, zsh_dtype_t precision, int stage, 
     zsh_quad_free(&run);
 }
 
-ZSH_RANK_TEST(optim_bytes, fp32_adam_holds_16psi_8psi_plus_8psi_over_n_4psi_plus_12psi_over_n_16psi_over_n)
+ZSH_RANK_TEST(optim_bytes, fp32_adam_holds_16_8_plus_8_over_n_4_plus_12_over_n_16_over_n_psi)
 {
     int stage;
 

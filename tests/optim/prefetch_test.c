@@ -46,7 +46,7 @@ ZSH_RANK_TEST(optim_prefetch, later_steps_find_their_buckets_prefetched)
     zsh_quad_free(&ref);
 }
 
-ZSH_RANK_TEST(optim_prefetch, a_changed_fetch_order_is_correct_and_rebuilds_the_record_once_per_change)
+ZSH_RANK_TEST(optim_prefetch, a_changed_fetch_order_is_correct_and_rebuilds_once_per_change)
 {
     zsh_quad_run_t ref = {.bad_rank = -1, .order = zsh_prefetch_order};
     zsh_quad_run_t run = {.bad_rank = -1, .order = zsh_prefetch_order};

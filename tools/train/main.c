@@ -163,7 +163,8 @@ static zsh_status_t zsh_train_backward(zsh_train_t *t)
 }
 
 /* One step; the global mean loss in *loss_p. */
-static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *loss_p, int *applied_p)
+static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *loss_p,
+                                   int *applied_p)
 {
     size_t starts[t->rows + 1], r, c;
     float gscale = zsh_optim_loss_scale(t->opt) / (float)t->o.batch;
@@ -181,7 +182,8 @@ static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *l
         return s;
     }
     loss = zsh_train_xent(t->acts[t->d.layers + 1], t->targets, t->rows, t->d.vocab, gscale);
-    if (((s = zsh_train_backward(t)) != ZSH_OK) || ((s = zsh_optim_step(t->opt, applied_p)) != ZSH_OK)) {
+    if (((s = zsh_train_backward(t)) != ZSH_OK) ||
+        ((s = zsh_optim_step(t->opt, applied_p)) != ZSH_OK)) {
         return s;
     }
     /* The framework's own metric: the mean over the global batch. */

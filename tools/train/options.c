@@ -59,32 +59,74 @@ static int zsh_train_choice(const char *name, const char *text, const char *cons
     return -1;
 }
 
+/* The numeric options: letter, name, range, and how to store the value. */
+typedef struct zsh_train_numeric {
+    int         opt;
+    const char *name;
+    double      min, max;
+    void      (*store)(zsh_train_opts_t *o, double v);
+} zsh_train_numeric_t;
+
+static void zsh_train_stage(zsh_train_opts_t *o, double v) { o->stage = (int)v; }
+static void zsh_train_steps(zsh_train_opts_t *o, double v) { o->steps = (unsigned long)v; }
+static void zsh_train_seed(zsh_train_opts_t *o, double v) { o->seed = (uint64_t)v; }
+static void zsh_train_hidden(zsh_train_opts_t *o, double v) { o->hidden = (size_t)v; }
+static void zsh_train_layers(zsh_train_opts_t *o, double v) { o->layers = (size_t)v; }
+static void zsh_train_batch_size(zsh_train_opts_t *o, double v) { o->batch = (size_t)v; }
+static void zsh_train_lr(zsh_train_opts_t *o, double v) { o->lr = (float)v; }
+static void zsh_train_clip(zsh_train_opts_t *o, double v) { o->clip = (float)v; }
+static void zsh_train_bucket(zsh_train_opts_t *o, double v) { o->bucket_size = (size_t)v; }
+static void zsh_train_live(zsh_train_opts_t *o, double v) { o->max_live = (size_t)v; }
+static void zsh_train_tiles(zsh_train_opts_t *o, double v) { o->tiles = (size_t)v; }
+
+static const zsh_train_numeric_t zsh_train_numerics[] = {
+    {'s', "stage", 0, 3, zsh_train_stage},          {'k', "steps", 1, 1e9, zsh_train_steps},
+    {'S', "seed", 0, 1e15, zsh_train_seed},         {'H', "hidden", 1, 1e5, zsh_train_hidden},
+    {'L', "layers", 1, 64, zsh_train_layers},       {'B', "batch", 1, 1e6, zsh_train_batch_size},
+    {'r', "lr", 0, 10, zsh_train_lr},               {'c', "clip", 0, 1e9, zsh_train_clip},
+    {'b', "bucket-size", 4, 1e12, zsh_train_bucket}, {'m', "max-live", 0, 1e12, zsh_train_live},
+    {'t', "tiles", 1, 1e5, zsh_train_tiles},
+};
+
 static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
 {
     static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
     static const zsh_dtype_t dtypes[]     = {ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
     static const char *const kinds[]      = {"sgd", "adam", "adamw", NULL};
-    double v = 0;
-    int c    = 0;
+    const zsh_train_numeric_t *num;
+    double v;
+    size_t i;
+    int c;
 
-    switch (opt) {
-    case 's': if (zsh_train_number("stage", arg, 0, 3, &v)) return -1; o->stage = (int)v; break;
-    case 'k': if (zsh_train_number("steps", arg, 1, 1e9, &v)) return -1; o->steps = (unsigned long)v; break;
-    case 'p': if (zsh_train_choice("precision", arg, precisions, &c)) return -1; o->precision = dtypes[c]; break;
-    case 'o': if (zsh_train_choice("optimizer", arg, kinds, &c)) return -1; o->kind = (zsh_optim_kind_t)c; break;
-    case 'S': if (zsh_train_number("seed", arg, 0, 1e15, &v)) return -1; o->seed = (uint64_t)v; break;
-    case 'H': if (zsh_train_number("hidden", arg, 1, 1e5, &v)) return -1; o->hidden = (size_t)v; break;
-    case 'L': if (zsh_train_number("layers", arg, 1, 64, &v)) return -1; o->layers = (size_t)v; break;
-    case 'B': if (zsh_train_number("batch", arg, 1, 1e6, &v)) return -1; o->batch = (size_t)v; break;
-    case 'r': if (zsh_train_number("lr", arg, 0, 10, &v)) return -1; o->lr = (float)v; break;
-    case 'c': if (zsh_train_number("clip", arg, 0, 1e9, &v)) return -1; o->clip = (float)v; break;
-    case 'b': if (zsh_train_number("bucket-size", arg, 4, 1e12, &v)) return -1; o->bucket_size = (size_t)v; break;
-    case 'm': if (zsh_train_number("max-live", arg, 0, 1e12, &v)) return -1; o->max_live = (size_t)v; break;
-    case 't': if (zsh_train_number("tiles", arg, 1, 1e5, &v)) return -1; o->tiles = (size_t)v; break;
-    case 'd': o->data = arg; break;
-    default:  return -1;
+    for (i = 0; i < sizeof(zsh_train_numerics) / sizeof(zsh_train_numerics[0]); i++) {
+        num = &zsh_train_numerics[i];
+        if (num->opt == opt) {
+            if (zsh_train_number(num->name, arg, num->min, num->max, &v) != 0) {
+                return -1;
+            }
+            num->store(o, v);
+            return 0;
+        }
     }
-    return 0;
+    switch (opt) {
+    case 'p':
+        if (zsh_train_choice("precision", arg, precisions, &c) != 0) {
+            return -1;
+        }
+        o->precision = dtypes[c];
+        return 0;
+    case 'o':
+        if (zsh_train_choice("optimizer", arg, kinds, &c) != 0) {
+            return -1;
+        }
+        o->kind = (zsh_optim_kind_t)c;
+        return 0;
+    case 'd':
+        o->data = arg;
+        return 0;
+    default:
+        return -1;
+    }
 }
 
 int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)

@@ -143,8 +143,9 @@ zsh_status_t zsh_train_setup(zsh_train_t *t)
     t->g16     = malloc(maxn * sizeof(uint16_t));
     t->dbuf[0] = malloc((t->rows + 1) * width * sizeof(float));
     t->dbuf[1] = malloc((t->rows + 1) * width * sizeof(float));
-    if (!t->handles || !t->first_handle || !t->ntiles || !t->rpt || !t->init || !t->acts || !t->tokens || !t->targets || !t->w32 || !t->b32 ||
-        !t->g32 || !t->g16 || !t->dbuf[0] || !t->dbuf[1]) {
+    if (!t->handles || !t->first_handle || !t->ntiles || !t->rpt || !t->init || !t->acts ||
+        !t->tokens || !t->targets || !t->w32 || !t->b32 || !t->g32 || !t->g16 || !t->dbuf[0] ||
+        !t->dbuf[1]) {
         return zsh_train_nomem();
     }
     for (i = 0; i < t->d.layers + 2; i++) {
@@ -181,7 +182,9 @@ int zsh_train_report(zsh_train_t *t)
     if (t->rank == 0) {
         printf("parameters: %zu in %zu buckets; stage %d, %d ranks, %s\n", psi, st.nbuckets,
                t->o.stage, t->size,
-               (t->o.precision == ZSH_FLOAT32) ? "fp32" : (t->o.precision == ZSH_BFLOAT16) ? "bf16" : "fp16");
+               (t->o.precision == ZSH_FLOAT32)    ? "fp32"
+               : (t->o.precision == ZSH_BFLOAT16) ? "bf16"
+                                                  : "fp16");
         printf("per rank: params %llu, grads %llu, optimizer states %llu, buffers (peak) %llu "
                "bytes\n", (unsigned long long)v[2], (unsigned long long)v[3],
                (unsigned long long)v[4], (unsigned long long)v[5]);
