@@ -93,8 +93,8 @@ typedef struct zsh_optim_config {
                                          to gradient staging of stages 2-3 (the oldest reduction
                                          is waited for first); a single bucket may exceed it.
                                          0 takes ZSH_MAX_LIVE_BYTES. */
-    int              prefetch;      /**< Stage 3: buckets to prefetch ahead of use; -1 takes
-                                         ZSH_PREFETCH (default -1). */
+    int              prefetch;      /**< Stage 3: buckets to prefetch ahead of use (at most 16
+                                         are used); -1 takes ZSH_PREFETCH (default -1). */
 } zsh_optim_config_t;
 
 /** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */

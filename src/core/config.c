@@ -73,7 +73,8 @@ static const zsh_config_field_t zsh_config_table[] = {
      "and separately of gradient staging buffers at stages 2-3",
      ZSH_CFG_OFF(max_live_bytes), ZSH_CONFIG_SIZE, NULL},
     {"PREFETCH", NULL, "2",
-     "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order (0: none)",
+     "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order "
+     "(0: none, at most 16)",
      ZSH_CFG_OFF(prefetch), ZSH_CONFIG_UINT, NULL},
 };
 

@@ -78,11 +78,13 @@ static zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const si
 }
 
 /* Gather the next buckets of the recorded order that fit in the budget. */
+#define ZSH_PREFETCH_MAX 16
+
 static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
 {
-    size_t window[16], n = 0, i, c;
+    size_t window[ZSH_PREFETCH_MAX], n = 0, i, c;
+    int depth = (opt->cfg.prefetch < ZSH_PREFETCH_MAX) ? opt->cfg.prefetch : ZSH_PREFETCH_MAX;
     zsh_status_t status;
-    int depth = (opt->cfg.prefetch < 16) ? opt->cfg.prefetch : 16;
 
     for (i = 0; ((int)i < depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
         window[n++] = c;
