@@ -33,7 +33,8 @@ if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
 fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
 logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log
-      tests/install/run_install.sh.log tests/distcheck.log)
+      tests/install/run_install.sh.log tests/distcheck.log tests/train/run_train.sh.log
+      tests/zsh_fault_tests.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"

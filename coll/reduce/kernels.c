@@ -12,7 +12,7 @@
  */
 #include "coll/reduce/kernels.h"
 
-#include "coll/reduce/half.h"
+#include "core/half.h"
 #include "core/dtype.h"
 
 #include <stdint.h>

@@ -82,6 +82,18 @@ static const zsh_config_field_t zsh_config_table[] = {
      "Where the flight recorder dumps: empty for stderr, else a file appended to; %r in the "
      "name becomes the rank and %p the process id",
      ZSH_CFG_OFF(trace_file), ZSH_CONFIG_STRING, NULL},
+    /* the optimizer layer */
+    {"BUCKET_SIZE", NULL, "16m",
+     "Bytes per flat bucket: parameters coalesced so one collective moves them all",
+     ZSH_CFG_OFF(bucket_size), ZSH_CONFIG_SIZE, NULL},
+    {"MAX_LIVE_BYTES", NULL, "256m",
+     "Bytes of gathered parameter buckets kept live at stage 3 (fetched, cached, prefetched), "
+     "and separately of gradient staging buffers at stages 2-3",
+     ZSH_CFG_OFF(max_live_bytes), ZSH_CONFIG_SIZE, NULL},
+    {"PREFETCH", NULL, "2",
+     "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order "
+     "(0: none, at most 16)",
+     ZSH_CFG_OFF(prefetch), ZSH_CONFIG_UINT, NULL},
 };
 
 const zsh_config_field_t *zsh_config_fields(size_t *count_p)

@@ -58,6 +58,10 @@ typedef struct zsh_config {
     unsigned trace_depth;       /* collectives the flight recorder keeps per communicator */
     char     trace_file[ZSH_CONFIG_STR_MAX]; /* where it dumps: "" for stderr; %r rank, %p pid */
     bool     pmix_launched;     /* derived: a PMIx launcher started this process */
+    /* the optimizer layer (zsh_optim_config_t may override each) */
+    size_t   bucket_size;       /* bytes per flat bucket */
+    size_t   max_live_bytes;    /* stage 3: gathered bucket bytes kept live */
+    unsigned prefetch;          /* stage 3: buckets gathered ahead of use */
 } zsh_config_t;
 
 typedef enum {

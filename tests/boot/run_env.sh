@@ -29,6 +29,17 @@ launch() {
     wait
 }
 
+# launch_store NAME NRANKS 'VARS with @PORT@' [DELAY_RANK0]: launch on a random
+# port for rank 0's store, and again on another one if something else on the
+# machine took that port first.
+launch_store() {
+    local try
+    for try in 1 2 3; do
+        launch "$1" "$2" "${3//@PORT@/$(port)}" "${4:-0}"
+        grep -q "Address already in use" "$log/out.0" || return 0
+    done
+}
+
 # check NAME N EXPECTED_RC [GREP]: every rank exited EXPECTED_RC and its
 # output matches GREP.
 check() {
@@ -52,16 +63,13 @@ check() {
     fi
 }
 
-p=$(port)
-launch torchrun_names 4 'RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT='$p
+launch_store torchrun_names 4 'RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=@PORT@'
 check four_ranks_from_torchrun_variables_form_one_communicator 4 0 "of 4: ok"
 
-p=$(port)
-launch prefixed 3 'RANK=7 WORLD_SIZE=9 ZSH_RANK=$r ZSH_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 ZSH_MASTER_PORT='$p' MASTER_PORT=1'
+launch_store prefixed 3 'RANK=7 WORLD_SIZE=9 ZSH_RANK=$r ZSH_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 ZSH_MASTER_PORT=@PORT@ MASTER_PORT=1'
 check prefixed_variables_win_over_torchrun_names 3 0 "of 3: ok"
 
-p=$(port)
-launch late_server 3 'RANK=$r WORLD_SIZE=3 MASTER_ADDR=localhost MASTER_PORT='$p 1
+launch_store late_server 3 'RANK=$r WORLD_SIZE=3 MASTER_ADDR=localhost MASTER_PORT=@PORT@' 1
 check ranks_wait_for_a_store_that_starts_late 3 0 "of 3: ok"
 
 launch missing 2 'RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1'
@@ -71,9 +79,8 @@ launch malformed 1 'RANK=zero WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=123
 check malformed_rank_is_named 1 2 "RANK='zero'"
 
 # Only ranks 0 and 1 of 3 start: they must give up within the store timeout.
-p=$(port)
 start=$SECONDS
-launch absent_rank 2 'RANK=$r WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT='$p' ZSH_STORE_TIMEOUT=2'
+launch_store absent_rank 2 'RANK=$r WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=@PORT@ ZSH_STORE_TIMEOUT=2'
 if [ $((SECONDS - start)) -le 20 ]; then
     check absent_rank_fails_with_a_timeout_instead_of_hanging 2 2 "timed out\|TIMEOUT\|time"
 else

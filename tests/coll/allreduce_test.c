@@ -1,6 +1,6 @@
 #include "coll/check.h"
 
-#include "coll/reduce/half.h"
+#include "core/half.h"
 #include "core/dtype.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #ifndef ZSH_TESTS_UNIT_HALF_REF_H_
 #define ZSH_TESTS_UNIT_HALF_REF_H_
 
-#include "coll/reduce/half.h"
+#include "core/half.h"
 #include "core/dtype.h"
 
 #include <math.h>

@@ -3,7 +3,7 @@
  * half.h: ties to even, overflow to inf, subnormals, signed zero, quiet NaN,
  * and every half value and a sweep of fp32 against the reference in half_ref.h.
  */
-#include "coll/reduce/half.h"
+#include "core/half.h"
 #include "core/dtype.h"
 #include "gtest/zsh_test.h"
 #include "unit/half_ref.h"

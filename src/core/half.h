@@ -12,8 +12,8 @@
  * matter), overflows to +/-inf, keeps signed zero and subnormals, and turns a
  * NaN into a quiet NaN of the same sign.
  */
-#ifndef ZSH_COLL_REDUCE_HALF_H_
-#define ZSH_COLL_REDUCE_HALF_H_
+#ifndef ZSH_CORE_HALF_H_
+#define ZSH_CORE_HALF_H_
 
 #include <stdint.h>
 #include <string.h>

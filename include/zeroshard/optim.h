@@ -1,0 +1,274 @@
+/**
+ * @file zeroshard/optim.h
+ * @brief The ZeRO optimizer layer: stage 0-3 partitioning of optimizer
+ *        states, gradients and parameters, behind a C API that never sees
+ *        the model, only its parameters and gradients.
+ *
+ * A framework registers each parameter (name, numel, dtype, buffer), then
+ * every step:
+ * - forward: zsh_optim_fetch() each parameter before use and
+ *   zsh_optim_release() it after (at stages 0-2 these return the framework's
+ *   own buffer and cost nothing, so one code path serves every stage);
+ * - backward: fetch/release again where the parameter is needed, and hand
+ *   each gradient over with zsh_optim_grad_ready() as soon as it is computed:
+ *   its reduction starts at once, nonblocking, bucketed, overlapping the rest
+ *   of the backward pass;
+ * - zsh_optim_step() finishes the reductions and updates the parameters.
+ *
+ * Stages (Ψ parameters, N ranks):
+ * - 0: data parallelism. Gradients are all-reduced; states are replicated.
+ * - 1: optimizer states are sharded. Gradients are reduce-scattered into a
+ *   full buffer, each rank updates its shard, the parameters are all-gathered.
+ * - 2: gradients are sharded too: each bucket is reduce-scattered as soon as
+ *   its gradients are ready and only this rank's shard is kept.
+ * - 3: parameters are sharded too: the layer owns them, and a fetch gathers
+ *   the parameter's bucket (prefetching the next ones in the order the first
+ *   step recorded) into a buffer that is valid until release.
+ *
+ * Parameters are coalesced, in registration order, into flat buckets of
+ * ZSH_BUCKET_SIZE bytes (zsh_optim_config_t::bucket_size overrides), so one
+ * collective moves many small parameters. Gradients are combined with
+ * ZSH_SUM: a framework that wants the mean over a global batch scales its
+ * gradients by 1 / (global batch) first.
+ *
+ * Precision: fp32 parameters and gradients, or bf16/fp16 ones with fp32
+ * master weights and fp32 optimizer states. fp16 uses dynamic loss scaling:
+ * scale the loss by zsh_optim_loss_scale(); a step whose gradients overflow
+ * is skipped and the scale halved. Gradient clipping uses the global norm
+ * over all shards.
+ *
+ * The optimizer is used by one thread at a time, and every call marked
+ * collective must be made by all ranks in the same order.
+ */
+#ifndef ZEROSHARD_OPTIM_H_
+#define ZEROSHARD_OPTIM_H_
+
+#include <zeroshard.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The optimizer layer for one model on one communicator. Opaque. */
+typedef struct zsh_optim zsh_optim_t;
+
+/** A registered parameter, owned by its optimizer. Opaque. */
+typedef struct zsh_param zsh_param_t;
+
+/** The update rule. */
+typedef enum {
+    ZSH_OPTIM_SGD,   /**< SGD, with optional momentum, Nesterov and L2 weight decay. */
+    ZSH_OPTIM_ADAM,  /**< Adam with bias correction; weight decay is added to the gradient (L2). */
+    ZSH_OPTIM_ADAMW  /**< Adam with decoupled weight decay (Loshchilov & Hutter). */
+} zsh_optim_kind_t;
+
+/**
+ * Settings of an optimizer. Fill it with zsh_optim_config_init() first, then
+ * change what you need. @ref size records the layout the caller was built
+ * with, so a caller built against other headers is refused instead of misread.
+ */
+typedef struct zsh_optim_config {
+    size_t           size;          /**< sizeof(zsh_optim_config_t), set by
+                                         zsh_optim_config_init(). */
+    int              stage;         /**< ZeRO stage, 0-3 (default 0). */
+    zsh_optim_kind_t kind;          /**< Update rule (default ::ZSH_OPTIM_ADAMW). */
+    zsh_dtype_t      precision;     /**< Parameter and gradient dtype: ZSH_FLOAT32 (default),
+                                         ZSH_BFLOAT16 or ZSH_FLOAT16 (fp32 master weights). */
+    float            lr;            /**< Learning rate (default 1e-3). */
+    float            beta1, beta2;  /**< Adam moments (default 0.9, 0.999). */
+    float            eps;           /**< Adam denominator term (default 1e-8). */
+    float            weight_decay;  /**< L2 (SGD, Adam) or decoupled (AdamW) decay (default 0). */
+    float            momentum;      /**< SGD momentum (default 0: none). */
+    int              nesterov;      /**< SGD Nesterov momentum, needs momentum > 0 (default 0). */
+    float            max_grad_norm; /**< Clip to this global L2 norm; 0 disables (default 0). */
+    float            loss_scale;    /**< Initial loss scale (default 65536 for fp16, else 1). */
+    int              dynamic_loss_scale; /**< Skip overflowing steps and adapt the scale
+                                              (default 1 for fp16, else 0). */
+    unsigned         loss_scale_window;  /**< Overflow-free steps before the scale doubles
+                                              (default 1000). */
+    float            min_loss_scale;     /**< The scale never drops below this (default 1). */
+    size_t           bucket_size;   /**< Bytes per flat bucket; 0 takes ZSH_BUCKET_SIZE. */
+    size_t           max_live_bytes;/**< Bound on buffers, applied separately to the gathered
+                                         buckets of stage 3 (fetched, cached or prefetched) and
+                                         to gradient staging of stages 2-3 (the oldest reduction
+                                         is waited for first); a single bucket may exceed it.
+                                         0 takes ZSH_MAX_LIVE_BYTES. */
+    int              prefetch;      /**< Stage 3: buckets to prefetch ahead of use (at most 16
+                                         are used); -1 takes ZSH_PREFETCH (default -1). */
+} zsh_optim_config_t;
+
+/** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */
+void zsh_optim_config_init(zsh_optim_config_t *cfg);
+
+/**
+ * Bytes a rank holds and moves, as counted where the layer allocates and
+ * communicates. Model states are params + grads + states.
+ */
+typedef struct zsh_optim_stats {
+    size_t   param_bytes;   /**< Parameters: the framework's registered buffers at stages
+                                 0-2, the layer's shards at stage 3. */
+    size_t   grad_bytes;    /**< Reduced gradients (full at stages 0-1, sharded at 2-3). */
+    size_t   state_bytes;   /**< Optimizer states, plus fp32 master weights in mixed precision. */
+    size_t   buffer_bytes;  /**< Gather, staging and reduction buffers held now. */
+    size_t   buffer_peak_bytes; /**< The most buffer bytes held at once so far. */
+    size_t   gathered_peak_bytes; /**< Stage 3: the most bytes of gathered (fetched, cached or
+                                       prefetched) buckets held at once so far; with tiles, at
+                                       most max_live_bytes or one tile's bucket. */
+    size_t   comm_bytes_last_step; /**< Bytes this rank moved through collectives in the last
+                                        step (fetches since the previous step included),
+                                        counting an all-gather or reduce-scatter of a T-byte
+                                        buffer as T and an all-reduce as 2T, as the ZeRO paper
+                                        does; a ring sends (N-1)/N of that. */
+    unsigned long steps;        /**< Steps taken, skipped ones included. */
+    unsigned long skipped_steps;/**< Steps skipped because gradients overflowed. */
+    float    loss_scale;        /**< The loss scale in force. */
+    double   last_grad_norm;    /**< Global L2 norm of the last step's unscaled gradients
+                                     (computed when clipping or loss scaling needs it, else 0). */
+    size_t   nbuckets;          /**< Flat buckets the parameters were coalesced into. */
+    unsigned long prefetch_hits;   /**< Stage 3 fetches served by a prefetched bucket. */
+    unsigned long order_rebuilds;  /**< Stage 3 times the recorded fetch order was rebuilt. */
+} zsh_optim_stats_t;
+
+/**
+ * @brief Create an optimizer over @p comm (not collective; nothing is sent
+ *        until the layout is built).
+ * @param comm The data-parallel ranks; must outlive the optimizer.
+ * @param cfg  Settings; NULL takes every default. Copied.
+ * @param[out] opt_p The optimizer, set only on success.
+ * @return ZSH_ERR_INVALID_ARG naming a bad setting (stage, precision, ...), or a
+ *         malformed ZSH_* variable.
+ */
+zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
+                              zsh_optim_t **opt_p);
+
+/** @brief Destroy an optimizer, waiting for any reduction still in flight. NULL is ignored. */
+void zsh_optim_destroy(zsh_optim_t *opt);
+
+/**
+ * @brief Register a parameter. Every rank registers the same parameters, with
+ *        the same initial values, in the same order.
+ * @param name  For error messages; copied.
+ * @param numel Elements (> 0).
+ * @param dtype Must equal the configured precision.
+ * @param buf   numel elements holding the initial values. At stages 0-2 the
+ *              framework keeps it: it stays valid for the optimizer's life
+ *              and each step updates it in place. At stage 3 it is read when
+ *              the layout is built (zsh_optim_setup()) and may be freed after.
+ * @param[out] param_p The handle, set only on success.
+ * @return ZSH_ERR_INVALID_ARG for a wrong dtype, a zero numel, or a call after
+ *         the layout was built (after setup, the first fetch, grad-ready or step).
+ */
+zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel,
+                                zsh_dtype_t dtype, void *buf, zsh_param_t **param_p);
+
+/**
+ * @brief Register one parameter as consecutive tiles of @p tile_numel
+ *        elements (the last may be shorter), named "name[k]", each fetched,
+ *        released and given its gradient on its own.
+ *
+ * Memory-centric tiling: a layer computed tile by tile (say, by blocks of
+ * output rows) needs only one tile gathered at a time at stage 3, so a layer
+ * larger than the memory budget still runs. A tile is gathered alone when it
+ * fills a bucket (tile_numel * element size >= the bucket size); smaller
+ * tiles are coalesced like any parameter. Arguments as zsh_optim_register().
+ * @param[out] tiles ceil(numel / tile_numel) handles, in order; set only on
+ *                   success (on failure no tile stays registered).
+ */
+zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t numel,
+                                      zsh_dtype_t dtype, void *buf, size_t tile_numel,
+                                      zsh_param_t **tiles);
+
+/**
+ * @brief Build the layout: buckets, shards and states (collective). Called by
+ *        the first fetch, grad-ready or step if not called before.
+ */
+zsh_status_t zsh_optim_setup(zsh_optim_t *opt);
+
+/**
+ * @brief Make a parameter's full values available (collective at stage 3).
+ *
+ * At stage 3 it gathers the parameter's bucket unless it is live already
+ * (fetched, cached or prefetched). At stages 0-2 it returns the framework's
+ * buffer. Every fetch needs a zsh_optim_release() before the parameter is
+ * fetched again and before the step.
+ * @param[out] data_p numel elements of the configured precision, valid until
+ *                    release; read only at stage 3.
+ * @return ZSH_ERR_INVALID_ARG if the parameter is fetched and not released.
+ */
+zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
+
+/** @brief End the use that zsh_optim_fetch() began; the pointer it gave becomes invalid. */
+zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param);
+
+/**
+ * @brief Hand over a parameter's gradient for this step and start its
+ *        reduction (nonblocking; collective per bucket).
+ *
+ * The gradient is copied before the call returns, so the caller may reuse
+ * @p grad at once. When every parameter of a bucket is ready, the bucket's
+ * all-reduce (stage 0) or reduce-scatter (stages 1-3) starts.
+ * @param grad numel elements of the configured precision (scaled by the loss scale for fp16).
+ * @return ZSH_ERR_INVALID_ARG if this parameter already has a gradient pending this step.
+ */
+zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad);
+
+/**
+ * @brief Finish the gradient reductions and update the parameters (collective).
+ *
+ * Checks overflow (dynamic loss scaling) and clips to the global norm when
+ * configured. At stages 1-2 the updated parameters are all-gathered into the
+ * framework's buffers; at stage 3 the next fetch sees them. The gradients are
+ * consumed: the next step needs new ones for every parameter.
+ * @param[out] applied_p 1 if the parameters were updated, 0 if the step was
+ *                       skipped for overflow; may be NULL.
+ * @return ZSH_ERR_INVALID_ARG naming a parameter without a gradient or still
+ *         fetched; nothing is changed then.
+ */
+zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p);
+
+/**
+ * @brief Drop the gradients handed over this step (collective if reductions
+ *        are in flight: they are completed and discarded).
+ */
+zsh_status_t zsh_optim_zero_grad(zsh_optim_t *opt);
+
+/** @brief The loss scale to multiply the loss by (1 unless loss scaling is on). */
+float zsh_optim_loss_scale(const zsh_optim_t *opt);
+
+/** @brief Bytes held and moved, and step counters. */
+zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
+
+/** @brief The name a parameter was registered with. */
+const char *zsh_param_name(const zsh_param_t *param);
+
+/** @brief The number of elements of a parameter. */
+size_t zsh_param_numel(const zsh_param_t *param);
+
+/**
+ * What zsh_optim_estimate() models: Ψ parameters trained with Adam on N ranks.
+ */
+typedef struct zsh_optim_estimate_in {
+    double      params;     /**< Ψ, number of parameters. */
+    int         ranks;      /**< N, data-parallel ranks. */
+    int         stage;      /**< ZeRO stage 0-3. */
+    zsh_dtype_t precision;  /**< ZSH_FLOAT32, or ZSH_BFLOAT16 / ZSH_FLOAT16 for mixed precision. */
+    int         offload;    /**< 1: optimizer states, master weights and gradient shards live
+                                 in host memory (ZeRO-Offload); 0: all on the device. */
+} zsh_optim_estimate_in_t;
+
+/** Expected bytes per rank, by the ZeRO paper's formulas (buffers excluded). */
+typedef struct zsh_optim_estimate_out {
+    double param_bytes, grad_bytes, state_bytes; /**< Model states, per rank. */
+    double device_bytes; /**< What stays on the device. */
+    double host_bytes;   /**< What offload moves to host memory (0 without offload). */
+    double comm_bytes;   /**< Bytes moved per rank per step (2Ψ or 3Ψ elements). */
+} zsh_optim_estimate_out_t;
+
+/** @brief Expected memory and traffic per rank for a model of Ψ parameters. */
+zsh_status_t zsh_optim_estimate(const zsh_optim_estimate_in_t *in, zsh_optim_estimate_out_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEROSHARD_OPTIM_H_ */

@@ -1,0 +1,40 @@
+/*
+ * Byte accounting for the sharding and optimizer layers.
+ *
+ * Every buffer those layers own is allocated and freed here, under a kind,
+ * so the bytes they report are the bytes they hold: the memory formulas of
+ * the ZeRO paper are asserted against these counters, not against arithmetic
+ * done beside the allocations. Framework-owned memory that the layer keeps
+ * using (parameter buffers at stages 0-2) is added with zsh_account_hold().
+ */
+#ifndef ZSH_CORE_ACCOUNT_H_
+#define ZSH_CORE_ACCOUNT_H_
+
+#include <stddef.h>
+
+typedef enum {
+    ZSH_MEM_PARAMS,  /* parameters (full or sharded) */
+    ZSH_MEM_GRADS,   /* reduced gradients (full or sharded) */
+    ZSH_MEM_STATES,  /* optimizer states, and fp32 master weights under mixed precision */
+    ZSH_MEM_BUFFERS, /* gather, reduction and staging buffers, bounded by configuration */
+    ZSH_MEM_KINDS
+} zsh_mem_kind_t;
+
+typedef struct zsh_account {
+    size_t cur[ZSH_MEM_KINDS];
+    size_t peak[ZSH_MEM_KINDS];
+} zsh_account_t;
+
+/* @bytes zeroed bytes, 64-byte aligned so kernels get whole cache lines, or
+ * NULL. @acct may be NULL (nothing is counted). Zero bytes still give a
+ * pointer that zsh_account_free() takes. */
+void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes);
+
+/* Free what zsh_account_alloc() returned for the same @kind and @bytes; NULL is ignored. */
+void  zsh_account_free(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_t bytes);
+
+/* Count (or stop counting) @bytes held elsewhere but used by the layer. */
+void  zsh_account_hold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes);
+void  zsh_account_unhold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes);
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * Fetch and release. At stage 3 a fetch gathers the parameter's whole
+ * bucket into a buffer that stays live while any of its parameters is
+ * fetched, and after that as a cache, until the live bytes exceed
+ * max_live_bytes: then the least recently used unreferenced bucket goes.
+ * After each fetch, the next buckets of the recorded order are gathered
+ * ahead of use (nonblocking) while they fit in the budget. A step drops
+ * every gathered bucket, since the update makes them stale.
+ *
+ * Every rank fetches in the same order, so every rank makes the same
+ * eviction and prefetch decisions and the collectives match.
+ */
+#include "optim/optim_impl.h"
+
+#include "core/log.h"
+#include "core/status.h"
+
+static bool zsh_optim_in(const size_t *list, size_t n, size_t x)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (list[i] == x) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    opt->live_bytes -= zsh_shard_gathered_bytes(b->pshard);
+    zsh_shard_release(b->pshard);
+    b->prefetched = false;
+}
+
+static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
+{
+    zsh_obucket_t *b = &opt->buckets[bucket];
+    zsh_status_t status;
+
+    status = zsh_shard_gather_start(b->pshard);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    opt->live_bytes += zsh_shard_gathered_bytes(b->pshard);
+    opt->comm_bytes += zsh_shard_gathered_bytes(b->pshard);
+    if (opt->live_bytes > opt->stats.gathered_peak_bytes) {
+        opt->stats.gathered_peak_bytes = opt->live_bytes;
+    }
+    return ZSH_OK;
+}
+
+/* Evict cached buckets, least recently used first, until @bytes more fit in
+ * the budget; buckets in @keep, fetched or prefetched stay. ZSH_OK if they
+ * fit, ZSH_ERR_NO_MEMORY if not (nothing else could go). */
+static zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const size_t *keep,
+                                        size_t nkeep)
+{
+    zsh_obucket_t *b, *lru;
+    size_t i;
+
+    while (opt->live_bytes + bytes > opt->cfg.max_live_bytes) {
+        lru = NULL;
+        for (i = 0; i < opt->nbuckets; i++) {
+            b = &opt->buckets[i];
+            if (zsh_shard_is_gathered(b->pshard) && (b->refs == 0) && !b->prefetched &&
+                !zsh_optim_in(keep, nkeep, i) && ((lru == NULL) || (b->last_use < lru->last_use))) {
+                lru = b;
+            }
+        }
+        if (lru == NULL) {
+            return ZSH_ERR_NO_MEMORY;
+        }
+        zsh_optim_evict(opt, lru);
+    }
+    return ZSH_OK;
+}
+
+/* Gather the next buckets of the recorded order that fit in the budget. */
+#define ZSH_PREFETCH_MAX 16
+
+static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
+{
+    size_t window[ZSH_PREFETCH_MAX], n = 0, i, c;
+    int depth = (opt->cfg.prefetch < ZSH_PREFETCH_MAX) ? opt->cfg.prefetch : ZSH_PREFETCH_MAX;
+    zsh_status_t status;
+
+    for (i = 0; ((int)i < depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
+        window[n++] = c;
+    }
+    for (i = 0; i < n; i++) {
+        if (zsh_shard_is_gathered(opt->buckets[window[i]].pshard)) {
+            continue;
+        }
+        if (zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, &opt->buckets[window[i]]), window,
+                                n) != ZSH_OK) {
+            break; /* no room: the fetch will gather it when it comes */
+        }
+        status = zsh_optim_gather_start(opt, window[i]);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        opt->buckets[window[i]].prefetched = true;
+    }
+    return ZSH_OK;
+}
+
+/* Make bucket @bi live and wait for its data. */
+static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **full_p)
+{
+    zsh_obucket_t *b = &opt->buckets[bi];
+    zsh_status_t status;
+
+    if (!zsh_shard_is_gathered(b->pshard)) {
+        /* Over budget is allowed when everything live is in use: a fetch must succeed. */
+        zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), &bi, 1);
+        status = zsh_optim_gather_start(opt, bi);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    } else if (b->prefetched) {
+        opt->stats.prefetch_hits++;
+        b->prefetched = false;
+    }
+    status = zsh_shard_gather_wait(b->pshard, full_p);
+    if (status != ZSH_OK) {
+        opt->live_bytes -= zsh_obucket_full_bytes(opt, b); /* the shard released it */
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p)
+{
+    const char *fn = "zsh_optim_fetch";
+    zsh_status_t status;
+    void *full;
+    int noted;
+
+    if ((opt == NULL) || (param == NULL) || (data_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : (param == NULL) ? "param" : "data_p");
+    }
+    status = zsh_optim_setup(opt);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (param->fetched) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' is already fetched; release it before fetching it "
+                         "again", fn, param->name);
+    }
+    if (opt->cfg.stage < 3) {
+        param->fetched = true;
+        *data_p        = param->buf;
+        return ZSH_OK;
+    }
+    noted = zsh_prefetch_note(&opt->prefetch, param->bucket);
+    if (noted < 0) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "%s: out of memory recording the fetch order", fn);
+    }
+    if (noted > 0) {
+        opt->stats.order_rebuilds++;
+        zsh_log(ZSH_LOG_WARN,
+                "fetch order changed at step %lu (parameter '%s'): prefetching stops for this "
+                "step and the recorded order is rebuilt", opt->stats.steps + 1, param->name);
+    }
+    status = zsh_optim_fetch_bucket(opt, param->bucket, &full);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+        return status;
+    }
+    opt->buckets[param->bucket].refs++;
+    opt->buckets[param->bucket].last_use = ++opt->tick;
+    param->fetched = true;
+    *data_p        = (char *)full + param->offset * opt->esize;
+    return zsh_optim_prefetch_ahead(opt);
+}
+
+zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param)
+{
+    zsh_obucket_t *b;
+
+    if ((opt == NULL) || (param == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_release: %s is NULL",
+                         (opt == NULL) ? "opt" : "param");
+    }
+    if (!param->fetched) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_optim_release: parameter '%s' is not fetched", param->name);
+    }
+    param->fetched = false;
+    if (opt->cfg.stage < 3) {
+        return ZSH_OK;
+    }
+    b = &opt->buckets[param->bucket];
+    if ((--b->refs == 0) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
+        zsh_optim_evict(opt, b);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt)
+{
+    zsh_status_t status, first = ZSH_OK;
+    zsh_obucket_t *b;
+    void *full;
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        b = &opt->buckets[i];
+        if ((b->pshard == NULL) || !zsh_shard_is_gathered(b->pshard)) {
+            continue;
+        }
+        status = zsh_shard_gather_wait(b->pshard, &full);
+        if ((status != ZSH_OK) && (first == ZSH_OK)) {
+            first = status;
+        }
+        opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
+        zsh_shard_release(b->pshard);
+        b->prefetched = false;
+    }
+    return first;
+}

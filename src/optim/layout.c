@@ -1,0 +1,174 @@
+/*
+ * The layout: parameters coalesced into flat buckets, and what each stage
+ * allocates per bucket. Every allocation goes through the byte account,
+ * so the reported bytes are the held bytes:
+ *
+ *            params         grads             states (+ fp32 master if mixed)
+ *   stage 0  framework, Ψ   full, T           full, T
+ *   stage 1  framework, Ψ   full, N * count   shard, count
+ *   stage 2  framework, Ψ   shard, count      shard, count
+ *   stage 3  shard, count   shard, count      shard, count
+ */
+#include "optim/optim_impl.h"
+
+#include "core/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Append every parameter, in order, to buckets of at most @capacity elements. */
+static zsh_status_t zsh_optim_layout_buckets(zsh_optim_t *opt, size_t capacity)
+{
+    zsh_obucket_t *b = NULL;
+    zsh_param_t *p;
+    zsh_status_t status;
+    size_t i;
+
+    opt->buckets = calloc(opt->nparams, sizeof(*opt->buckets));
+    if ((opt->buckets == NULL) && (opt->nparams > 0)) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: out of memory");
+    }
+    for (i = 0; i < opt->nparams; i++) {
+        p = opt->params[i];
+        if ((b == NULL) || (b->numel + p->numel > capacity)) {
+            b = &opt->buckets[opt->nbuckets++];
+            b->params = calloc(opt->nparams - i, sizeof(*b->params));
+            if (b->params == NULL) {
+                return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: out of memory");
+            }
+            status = zsh_bucket_create(opt->comm, opt->cfg.precision, capacity, &b->layout);
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
+        status = zsh_bucket_add(b->layout, p->numel, &p->offset);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        p->bucket               = opt->nbuckets - 1;
+        b->params[b->nparams++] = p;
+        b->numel               += p->numel;
+    }
+    return ZSH_OK;
+}
+
+/* Copy (and widen, if @to_float) the parameters' initial values over the
+ * flat range [lo, hi) into @dst, indexed from @base. */
+static void zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b, size_t lo,
+                                     size_t hi, size_t base, void *dst, bool to_float)
+{
+    const zsh_param_t *p;
+    const char *src;
+    size_t i, s, e;
+
+    for (i = 0; i < b->nparams; i++) {
+        p = b->params[i];
+        if (!zsh_param_overlap(p, lo, hi, &s, &e)) {
+            continue;
+        }
+        src = (const char *)p->buf + (s - p->offset) * opt->esize;
+        if (to_float) {
+            zsh_optim_to_float(opt->cfg.precision, src, (float *)dst + (s - base), e - s);
+        } else {
+            memcpy((char *)dst + (s - base) * opt->esize, src, (e - s) * opt->esize);
+        }
+    }
+}
+
+static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    int stage     = opt->cfg.stage;
+    size_t region, base, i;
+    zsh_status_t status;
+
+    b->count = zsh_shard_part_count(b->numel, opt->size);
+    zsh_shard_part_range(b->numel, opt->size, opt->rank, &b->lo, &b->hi);
+    b->pending = b->nparams;
+    region     = zsh_obucket_region(opt, b);
+    base       = zsh_obucket_base(opt, b);
+    if (stage <= 1) {
+        b->grad_full = zsh_account_alloc(&opt->acct, ZSH_MEM_GRADS,
+                                         ((stage == 0) ? b->numel : b->count * (size_t)opt->size) *
+                                             opt->esize);
+    } else {
+        b->grad_shard = zsh_account_alloc(&opt->acct, ZSH_MEM_GRADS, b->count * opt->esize);
+    }
+    if ((opt->nstates >= 1) &&
+        ((b->m = zsh_account_alloc(&opt->acct, ZSH_MEM_STATES, region * sizeof(float))) == NULL)) {
+        goto err_nomem;
+    }
+    if ((opt->nstates >= 2) &&
+        ((b->v = zsh_account_alloc(&opt->acct, ZSH_MEM_STATES, region * sizeof(float))) == NULL)) {
+        goto err_nomem;
+    }
+    if ((b->grad_full == NULL) && (b->grad_shard == NULL)) {
+        goto err_nomem;
+    }
+    if (opt->mixed) {
+        b->master = zsh_account_alloc(&opt->acct, ZSH_MEM_STATES, region * sizeof(float));
+        if (b->master == NULL) {
+            goto err_nomem;
+        }
+        zsh_optim_layout_copy_in(opt, b, base, base + region, base, b->master, true);
+    }
+    if (stage == 3) {
+        status = zsh_bucket_seal_counted(b->layout, &opt->acct, ZSH_MEM_PARAMS, &b->pshard);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        zsh_optim_layout_copy_in(opt, b, b->lo, b->hi, b->lo, zsh_shard_local(b->pshard), false);
+    } else {
+        /* The framework's buffers hold the parameters: count them as held. */
+        for (i = 0; i < b->nparams; i++) {
+            zsh_account_hold(&opt->acct, ZSH_MEM_PARAMS, b->params[i]->numel * opt->esize);
+        }
+    }
+    return ZSH_OK;
+
+err_nomem:
+    return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: no memory for a bucket of %zu elements",
+                     b->numel);
+}
+
+zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
+{
+    size_t capacity = opt->cfg.bucket_size / opt->esize, i;
+    zsh_status_t status;
+
+    status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
+    for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
+        status = zsh_optim_layout_bucket(opt, &opt->buckets[i]);
+    }
+    if (status != ZSH_OK) {
+        zsh_optim_layout_free(opt);
+        return status;
+    }
+    opt->ready = true;
+    return ZSH_OK;
+}
+
+void zsh_optim_layout_free(zsh_optim_t *opt)
+{
+    zsh_obucket_t *b;
+    size_t i, region;
+
+    zsh_optim_grads_wait(opt);
+    zsh_optim_drop_gathers(opt);
+    for (i = 0; i < opt->nbuckets; i++) {
+        b      = &opt->buckets[i];
+        region = zsh_obucket_region(opt, b);
+        zsh_account_free(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
+                         ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
+                             opt->esize);
+        zsh_account_free(&opt->acct, ZSH_MEM_GRADS, b->grad_shard, b->count * opt->esize);
+        zsh_account_free(&opt->acct, ZSH_MEM_STATES, b->m, region * sizeof(float));
+        zsh_account_free(&opt->acct, ZSH_MEM_STATES, b->v, region * sizeof(float));
+        zsh_account_free(&opt->acct, ZSH_MEM_STATES, b->master, region * sizeof(float));
+        zsh_bucket_destroy(b->layout); /* and the stage 3 shard it sealed */
+        free(b->params);
+    }
+    free(opt->buckets);
+    opt->buckets  = NULL;
+    opt->nbuckets = 0;
+    opt->ready    = false;
+}

@@ -1,0 +1,65 @@
+/*
+ * The global gradient norm, for clipping and for fp16 overflow detection.
+ *
+ * Each rank sums the squares of the reduced gradients it owns (all of them
+ * at stage 0, where every rank holds the same full reduction), in double;
+ * at stages 1-3 one 8-byte all-reduce adds the shards' sums. An inf or NaN
+ * anywhere makes the sum non-finite on every rank, so the same all-reduce
+ * is the overflow check, and every rank takes the same decision.
+ */
+#include "optim/optim_impl.h"
+
+#include "core/status.h"
+
+#define ZSH_NORM_CHUNK 512
+
+static double zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n)
+{
+    float chunk[ZSH_NORM_CHUNK];
+    const float *f;
+    double sum = 0.0;
+    size_t i, j, c;
+
+    for (i = 0; i < n; i += c) {
+        c = (n - i < ZSH_NORM_CHUNK) ? n - i : ZSH_NORM_CHUNK;
+        if (opt->mixed) {
+            zsh_optim_to_float(opt->cfg.precision, (const char *)g + i * opt->esize, chunk, c);
+            f = chunk;
+        } else {
+            f = (const float *)g + i;
+        }
+        for (j = 0; j < c; j++) {
+            sum += (double)f[j] * (double)f[j];
+        }
+    }
+    return sum;
+}
+
+zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
+{
+    const zsh_obucket_t *b;
+    double sum = 0.0;
+    zsh_status_t status;
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        b = &opt->buckets[i];
+        if (opt->cfg.stage == 0) {
+            sum += zsh_optim_sumsq(opt, b->grad_full, b->numel);
+        } else if (b->grad_full != NULL) {
+            sum += zsh_optim_sumsq(opt, (const char *)b->grad_full + b->lo * opt->esize,
+                                   b->hi - b->lo);
+        } else {
+            sum += zsh_optim_sumsq(opt, b->grad_shard, b->hi - b->lo);
+        }
+    }
+    if ((opt->cfg.stage > 0) && (opt->size > 1)) {
+        status = zsh_allreduce(&sum, &sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        opt->comm_bytes += 2 * sizeof(sum);
+    }
+    *sumsq_p = sum;
+    return ZSH_OK;
+}

@@ -1,0 +1,297 @@
+/*
+ * The optimizer object: settings, parameter registration, and the counters
+ * it reports. The layout, gradients, fetches and the step live in their own
+ * files (layout.c, grads.c, fetch.c, step.c).
+ */
+#include "optim/optim_impl.h"
+
+#include "core/config.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void zsh_optim_config_init(zsh_optim_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->size               = sizeof(*cfg);
+    cfg->stage              = 0;
+    cfg->kind               = ZSH_OPTIM_ADAMW;
+    cfg->precision          = ZSH_FLOAT32;
+    cfg->lr                 = 1e-3f;
+    cfg->beta1              = 0.9f;
+    cfg->beta2              = 0.999f;
+    cfg->eps                = 1e-8f;
+    cfg->loss_scale         = 0.0f;  /* resolved by precision at create */
+    cfg->dynamic_loss_scale = -1;    /* resolved by precision at create */
+    cfg->loss_scale_window  = 1000;
+    cfg->min_loss_scale     = 1.0f;
+    cfg->prefetch           = -1;
+}
+
+/* Reject settings that cannot work, naming the field. */
+static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
+{
+    const char *fn = "zsh_optim_create";
+
+    if (cfg->size != sizeof(*cfg)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: config.size is %zu, expected %zu: fill it with "
+                         "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
+    }
+    if ((cfg->stage < 0) || (cfg->stage > 3)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: stage %d is not 0, 1, 2 or 3", fn, cfg->stage);
+    }
+    if ((cfg->kind != ZSH_OPTIM_SGD) && (cfg->kind != ZSH_OPTIM_ADAM) &&
+        (cfg->kind != ZSH_OPTIM_ADAMW)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: unknown optimizer kind %d", fn, (int)cfg->kind);
+    }
+    if ((cfg->precision != ZSH_FLOAT32) && (cfg->precision != ZSH_BFLOAT16) &&
+        (cfg->precision != ZSH_FLOAT16)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: precision %s is not fp32, bf16 or fp16", fn,
+                         zsh_dtype_name(cfg->precision));
+    }
+    if (!(cfg->lr >= 0.0f) || !(cfg->eps > 0.0f) || !(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
+        !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f) || !(cfg->max_grad_norm >= 0.0f) ||
+        !(cfg->momentum >= 0.0f) || !(cfg->min_loss_scale > 0.0f)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: lr=%g eps=%g beta1=%g beta2=%g momentum=%g max_grad_norm=%g "
+                         "min_loss_scale=%g: one is out of range",
+                         fn, cfg->lr, cfg->eps, cfg->beta1, cfg->beta2, cfg->momentum,
+                         cfg->max_grad_norm, cfg->min_loss_scale);
+    }
+    if (cfg->nesterov && (cfg->momentum <= 0.0f)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: nesterov needs momentum > 0", fn);
+    }
+    return ZSH_OK;
+}
+
+/* Fill the settings left to the environment or to the precision. */
+static zsh_status_t zsh_optim_resolve(zsh_optim_config_t *cfg)
+{
+    zsh_config_t env;
+    zsh_status_t status;
+    bool fp16 = cfg->precision == ZSH_FLOAT16;
+
+    status = zsh_config_read(&env);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (cfg->bucket_size == 0) {
+        cfg->bucket_size = env.bucket_size;
+    }
+    if (cfg->max_live_bytes == 0) {
+        cfg->max_live_bytes = env.max_live_bytes;
+    }
+    if (cfg->prefetch < 0) {
+        cfg->prefetch = (int)env.prefetch;
+    }
+    if (cfg->dynamic_loss_scale < 0) {
+        cfg->dynamic_loss_scale = fp16;
+    }
+    if (cfg->loss_scale <= 0.0f) {
+        cfg->loss_scale = fp16 ? 65536.0f : 1.0f;
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
+                              zsh_optim_t **opt_p)
+{
+    zsh_optim_t *opt;
+    zsh_status_t status;
+
+    if ((comm == NULL) || (opt_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_create: %s is NULL",
+                         (comm == NULL) ? "comm" : "opt_p");
+    }
+    opt = calloc(1, sizeof(*opt));
+    if (opt == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_create: out of memory");
+    }
+    if (cfg == NULL) {
+        zsh_optim_config_init(&opt->cfg);
+    } else {
+        opt->cfg = *cfg;
+    }
+    status = zsh_optim_check_config(&opt->cfg);
+    if (status == ZSH_OK) {
+        status = zsh_optim_resolve(&opt->cfg);
+    }
+    if (status != ZSH_OK) {
+        free(opt);
+        return status;
+    }
+    opt->comm    = comm;
+    opt->rank    = zsh_comm_rank(comm);
+    opt->size    = zsh_comm_size(comm);
+    opt->esize   = zsh_dtype_size(opt->cfg.precision);
+    opt->mixed   = opt->cfg.precision != ZSH_FLOAT32;
+    opt->nstates = (opt->cfg.kind != ZSH_OPTIM_SGD) ? 2 : (opt->cfg.momentum > 0.0f) ? 1 : 0;
+    zsh_scaler_init(&opt->scaler, opt->cfg.loss_scale, opt->cfg.dynamic_loss_scale != 0,
+                    opt->cfg.loss_scale_window, opt->cfg.min_loss_scale);
+    *opt_p = opt;
+    return ZSH_OK;
+}
+
+void zsh_optim_destroy(zsh_optim_t *opt)
+{
+    size_t i;
+
+    if (opt == NULL) {
+        return;
+    }
+    zsh_optim_layout_free(opt);
+    for (i = 0; i < opt->nparams; i++) {
+        free(opt->params[i]->name);
+        free(opt->params[i]);
+    }
+    free(opt->params);
+    zsh_prefetch_free(&opt->prefetch);
+    free(opt);
+}
+
+static zsh_status_t zsh_optim_check_register(const zsh_optim_t *opt, const char *name,
+                                             size_t numel, zsh_dtype_t dtype, const void *buf)
+{
+    const char *fn = "zsh_optim_register";
+
+    if (name == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: name is NULL", fn);
+    }
+    if (opt->ready) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' registered after the layout was built "
+                         "(by setup, the first fetch, grad-ready or step)", fn, name);
+    }
+    if (dtype != opt->cfg.precision) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' has dtype %s but the optimizer's precision is %s",
+                         fn, name, zsh_dtype_name(dtype), zsh_dtype_name(opt->cfg.precision));
+    }
+    if (numel == 0) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' has numel 0", fn, name);
+    }
+    if (buf == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' has a NULL buffer", fn, name);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel,
+                                zsh_dtype_t dtype, void *buf, zsh_param_t **param_p)
+{
+    zsh_param_t *param, **params;
+    zsh_status_t status;
+    size_t max;
+
+    status = zsh_optim_check_register(opt, name, numel, dtype, buf);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (opt->nparams == opt->maxparams) {
+        max    = (opt->maxparams == 0) ? 16 : 2 * opt->maxparams;
+        params = realloc(opt->params, max * sizeof(*params));
+        if (params == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_register: out of memory");
+        }
+        opt->params    = params;
+        opt->maxparams = max;
+    }
+    param = calloc(1, sizeof(*param));
+    if ((param == NULL) || ((param->name = strdup(name)) == NULL)) {
+        free(param);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_register: out of memory");
+    }
+    param->numel                 = numel;
+    param->buf                   = buf;
+    opt->params[opt->nparams++]  = param;
+    *param_p                     = param;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t numel,
+                                      zsh_dtype_t dtype, void *buf, size_t tile_numel,
+                                      zsh_param_t **tiles)
+{
+    size_t before = opt->nparams, ntiles, k, len;
+    zsh_param_t **made;
+    zsh_status_t status;
+    char *tile_name;
+
+    status = zsh_optim_check_register(opt, name, numel, dtype, buf);
+    if ((status == ZSH_OK) && ((tile_numel == 0) || (tiles == NULL))) {
+        status = zsh_error(ZSH_ERR_INVALID_ARG,
+                           "zsh_optim_register_tiled: parameter '%s': %s", name,
+                           (tiles == NULL) ? "tiles is NULL" : "tile_numel is 0");
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    ntiles    = (numel + tile_numel - 1) / tile_numel;
+    len       = strlen(name) + 24;
+    tile_name = malloc(len);
+    made      = calloc(ntiles, sizeof(*made));
+    if ((tile_name == NULL) || (made == NULL)) {
+        free(tile_name);
+        free(made);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_register_tiled: out of memory");
+    }
+    for (k = 0; (status == ZSH_OK) && (k < ntiles); k++) {
+        snprintf(tile_name, len, "%s[%zu]", name, k);
+        status = zsh_optim_register(opt, tile_name,
+                                    (k + 1 < ntiles) ? tile_numel : numel - k * tile_numel, dtype,
+                                    (char *)buf + k * tile_numel * opt->esize, &made[k]);
+    }
+    free(tile_name);
+    if (status == ZSH_OK) {
+        memcpy(tiles, made, ntiles * sizeof(*made));
+    }
+    free(made);
+    /* Undo the tiles already in: the parameter is registered whole or not at all. */
+    while ((status != ZSH_OK) && (opt->nparams > before)) {
+        opt->nparams--;
+        free(opt->params[opt->nparams]->name);
+        free(opt->params[opt->nparams]);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_setup(zsh_optim_t *opt)
+{
+    return opt->ready ? ZSH_OK : zsh_optim_layout_build(opt);
+}
+
+float zsh_optim_loss_scale(const zsh_optim_t *opt)
+{
+    return opt->scaler.scale;
+}
+
+zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
+{
+    if ((opt == NULL) || (stats == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_get_stats: %s is NULL",
+                         (opt == NULL) ? "opt" : "stats");
+    }
+    *stats                   = opt->stats;
+    stats->param_bytes       = opt->acct.cur[ZSH_MEM_PARAMS];
+    stats->grad_bytes        = opt->acct.cur[ZSH_MEM_GRADS];
+    stats->state_bytes       = opt->acct.cur[ZSH_MEM_STATES];
+    stats->buffer_bytes      = opt->acct.cur[ZSH_MEM_BUFFERS];
+    stats->buffer_peak_bytes = opt->acct.peak[ZSH_MEM_BUFFERS];
+    stats->loss_scale        = opt->scaler.scale;
+    stats->nbuckets          = opt->nbuckets;
+    return ZSH_OK;
+}
+
+const char *zsh_param_name(const zsh_param_t *param)
+{
+    return param->name;
+}
+
+size_t zsh_param_numel(const zsh_param_t *param)
+{
+    return param->numel;
+}

@@ -1,0 +1,122 @@
+/*
+ * The step: check that every parameter is released and has its gradient,
+ * finish the reductions, decide on overflow and clipping from the global
+ * norm, update each bucket's owned region, publish the parameters, and
+ * close the step's books (traffic, fetch order, gradient flags).
+ */
+#include "optim/optim_impl.h"
+
+#include "core/status.h"
+
+#include <math.h>
+
+/* Bad calls are refused before anything changes. */
+static zsh_status_t zsh_optim_step_check(const zsh_optim_t *opt)
+{
+    const zsh_param_t *p;
+    size_t i;
+
+    for (i = 0; i < opt->nparams; i++) {
+        p = opt->params[i];
+        if (p->fetched) {
+            return zsh_error(ZSH_ERR_INVALID_ARG,
+                             "zsh_optim_step: parameter '%s' is still fetched; release it first",
+                             p->name);
+        }
+        if (!p->has_grad) {
+            return zsh_error(ZSH_ERR_INVALID_ARG,
+                             "zsh_optim_step: parameter '%s' has no gradient this step "
+                             "(zsh_optim_grad_ready was not called for it)", p->name);
+        }
+    }
+    return ZSH_OK;
+}
+
+static void zsh_optim_step_close(zsh_optim_t *opt)
+{
+    zsh_optim_grads_reset(opt);
+    if (opt->cfg.stage == 3) {
+        zsh_prefetch_end_step(&opt->prefetch);
+    }
+    opt->stats.steps++;
+    opt->stats.comm_bytes_last_step = opt->comm_bytes;
+    opt->comm_bytes                 = 0;
+}
+
+/* The factor the gradients are multiplied by, or a skip for overflow. */
+static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *skip_p)
+{
+    float inv_scale = 1.0f / opt->scaler.scale;
+    bool need_norm  = opt->scaler.dynamic || (opt->cfg.max_grad_norm > 0.0f);
+    double sumsq, norm;
+    zsh_status_t status;
+
+    *mul_p  = inv_scale;
+    *skip_p = false;
+    if (!need_norm) {
+        return ZSH_OK;
+    }
+    status = zsh_optim_grad_sumsq(opt, &sumsq);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    norm                       = sqrt(sumsq) * inv_scale;
+    opt->stats.last_grad_norm  = norm;
+    *skip_p                    = zsh_scaler_update(&opt->scaler, !isfinite(sumsq));
+    if (!*skip_p && (opt->cfg.max_grad_norm > 0.0f) && (norm > opt->cfg.max_grad_norm)) {
+        /* As torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6). */
+        *mul_p = (float)(inv_scale * (opt->cfg.max_grad_norm / (norm + 1e-6)));
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
+{
+    zsh_update_t u;
+    zsh_status_t status;
+    bool skip;
+    float mul;
+    size_t i;
+
+    if (opt == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_step: opt is NULL");
+    }
+    status = zsh_optim_setup(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_step_check(opt);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_optim_grads_wait(opt);
+    if ((status == ZSH_OK) && (opt->cfg.stage == 3)) {
+        status = zsh_optim_drop_gathers(opt); /* the update would make them stale */
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_grad_factor(opt, &mul, &skip);
+    }
+    if (status != ZSH_OK) {
+        zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+        return status;
+    }
+    if (skip) {
+        opt->stats.skipped_steps++;
+    } else {
+        u = zsh_update_make(&opt->cfg, ++opt->updates, mul);
+        for (i = 0; i < opt->nbuckets; i++) {
+            zsh_optim_update_bucket(opt, &opt->buckets[i], &u);
+            if ((opt->cfg.stage == 1) || (opt->cfg.stage == 2)) {
+                status = zsh_optim_publish_bucket(opt, &opt->buckets[i]);
+                if (status != ZSH_OK) {
+                    zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+                    return status;
+                }
+            }
+        }
+    }
+    zsh_optim_step_close(opt);
+    if (applied_p != NULL) {
+        *applied_p = !skip;
+    }
+    return ZSH_OK;
+}

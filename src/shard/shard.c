@@ -1,0 +1,209 @@
+/*
+ * Sharded tensors: a padded local shard per rank, gathered into a full
+ * buffer on demand and fed by reduce-scatter. Only the public collectives
+ * are used, as a framework would use them.
+ */
+#include "shard/shard_impl.h"
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct zsh_shard {
+    zsh_comm_t    *comm;
+    zsh_dtype_t    dtype;
+    size_t         esize;
+    size_t         numel;
+    size_t         count;      /* ceil(numel / N) */
+    int            rank, size;
+    zsh_account_t *acct;
+    zsh_mem_kind_t local_kind;
+    void          *local;      /* count elements */
+    void          *full;       /* N * count elements while gathered */
+    zsh_request_t *req;        /* the gather in flight, if any */
+};
+
+zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
+                                      zsh_account_t *acct, zsh_mem_kind_t local_kind,
+                                      zsh_shard_t **shard_p)
+{
+    zsh_shard_t *shard;
+
+    if ((comm == NULL) || (shard_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_create: %s is NULL",
+                         (comm == NULL) ? "comm" : "shard_p");
+    }
+    if (!zsh_dtype_valid(dtype)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_create: invalid dtype %d", (int)dtype);
+    }
+    shard = calloc(1, sizeof(*shard));
+    if (shard == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_create: out of memory");
+    }
+    shard->comm       = comm;
+    shard->dtype      = dtype;
+    shard->esize      = zsh_dtype_size(dtype);
+    shard->numel      = numel;
+    shard->rank       = zsh_comm_rank(comm);
+    shard->size       = zsh_comm_size(comm);
+    shard->count      = zsh_shard_part_count(numel, shard->size);
+    shard->acct       = acct;
+    shard->local_kind = local_kind;
+    shard->local      = zsh_account_alloc(acct, local_kind, shard->count * shard->esize);
+    if (shard->local == NULL) {
+        free(shard);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_create: no memory for a shard of %zu %s",
+                         numel, zsh_dtype_name(dtype));
+    }
+    *shard_p = shard;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_shard_create(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
+                              zsh_shard_t **shard_p)
+{
+    return zsh_shard_create_counted(comm, numel, dtype, NULL, ZSH_MEM_PARAMS, shard_p);
+}
+
+void zsh_shard_destroy(zsh_shard_t *shard)
+{
+    if (shard == NULL) {
+        return;
+    }
+    if (shard->req != NULL) {
+        zsh_request_wait(shard->req);
+        zsh_request_free(shard->req);
+    }
+    zsh_shard_release(shard);
+    zsh_account_free(shard->acct, shard->local_kind, shard->local, shard->count * shard->esize);
+    free(shard);
+}
+
+size_t zsh_shard_numel(const zsh_shard_t *shard)
+{
+    return shard->numel;
+}
+
+size_t zsh_shard_count(const zsh_shard_t *shard)
+{
+    return shard->count;
+}
+
+size_t zsh_shard_begin(const zsh_shard_t *shard)
+{
+    size_t lo, hi;
+
+    zsh_shard_part_range(shard->numel, shard->size, shard->rank, &lo, &hi);
+    return lo;
+}
+
+size_t zsh_shard_owned(const zsh_shard_t *shard)
+{
+    size_t lo, hi;
+
+    zsh_shard_part_range(shard->numel, shard->size, shard->rank, &lo, &hi);
+    return hi - lo;
+}
+
+void *zsh_shard_local(zsh_shard_t *shard)
+{
+    return shard->local;
+}
+
+static size_t zsh_shard_full_bytes(const zsh_shard_t *shard)
+{
+    return shard->count * (size_t)shard->size * shard->esize;
+}
+
+size_t zsh_shard_gathered_bytes(const zsh_shard_t *shard)
+{
+    return (shard->full != NULL) ? zsh_shard_full_bytes(shard) : 0;
+}
+
+int zsh_shard_is_gathered(const zsh_shard_t *shard)
+{
+    return shard->full != NULL;
+}
+
+zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
+{
+    zsh_status_t status;
+
+    if (shard->full != NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: the tensor of %zu elements is already gathered; "
+                         "release it first", shard->numel);
+    }
+    shard->full = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_full_bytes(shard));
+    if (shard->full == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
+                         zsh_shard_full_bytes(shard));
+    }
+    status = zsh_iallgather(shard->local, shard->full, shard->count, shard->dtype, shard->comm,
+                            &shard->req);
+    if (status != ZSH_OK) {
+        zsh_shard_release(shard);
+    }
+    return status;
+}
+
+zsh_status_t zsh_shard_gather_wait(zsh_shard_t *shard, void **full_p)
+{
+    zsh_status_t status = ZSH_OK;
+
+    if (shard->full == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_gather_wait: no gather was started");
+    }
+    if (shard->req != NULL) {
+        status = zsh_request_wait(shard->req);
+        zsh_request_free(shard->req);
+        shard->req = NULL;
+    }
+    if (status != ZSH_OK) {
+        zsh_shard_release(shard);
+        return status;
+    }
+    *full_p = shard->full;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_shard_gather(zsh_shard_t *shard, void **full_p)
+{
+    zsh_status_t status = zsh_shard_gather_start(shard);
+
+    return (status == ZSH_OK) ? zsh_shard_gather_wait(shard, full_p) : status;
+}
+
+void zsh_shard_release(zsh_shard_t *shard)
+{
+    zsh_account_free(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard));
+    shard->full = NULL;
+}
+
+zsh_status_t zsh_shard_reduce_scatter(zsh_shard_t *shard, const void *grad, zsh_op_t op,
+                                      void *out)
+{
+    size_t bytes = zsh_shard_full_bytes(shard);
+    zsh_status_t status;
+    void *padded;
+
+    if (((grad == NULL) || (out == NULL)) && (shard->numel > 0)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_reduce_scatter: %s is NULL",
+                         (grad == NULL) ? "grad" : "out");
+    }
+    if (shard->numel == shard->count * (size_t)shard->size) {
+        return zsh_reduce_scatter(grad, out, shard->count, shard->dtype, op, shard->comm);
+    }
+    /* The collective needs N equal blocks: pad a copy with zeros. */
+    padded = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, bytes);
+    if (padded == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_reduce_scatter: no memory for %zu bytes",
+                         bytes);
+    }
+    memcpy(padded, grad, shard->numel * shard->esize);
+    status = zsh_reduce_scatter(padded, out, shard->count, shard->dtype, op, shard->comm);
+    zsh_account_free(shard->acct, ZSH_MEM_BUFFERS, padded, bytes);
+    return status;
+}

@@ -1,0 +1,236 @@
+/*
+ * zsh_train: a real training run through the ZeRO optimizer layer.
+ *
+ * A character-level MLP language model (train/model.h) learns to predict the
+ * next character of a text. The global batch of each step is a function of
+ * (seed, step); each rank takes a contiguous slice, scales its gradients by
+ * 1 / (global batch) and the layer sums them, so the loss trajectory is the
+ * same at any rank count and any stage, up to float rounding.
+ *
+ * Each step, as a framework does it: forward fetches each layer's parameters
+ * just before use and releases them after; backward fetches them again,
+ * computes the gradients and hands each over with grad-ready, which starts
+ * its bucket's reduction at once; then the step.
+ */
+#include "core/half.h"
+#include "train/boot.h"
+#include "train/train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+static int zsh_train_fail(const char *what, zsh_status_t status)
+{
+    fprintf(stderr, "zsh_train: %s: %s: %s\n", what, zsh_status_string(status), zsh_last_error());
+    return 1;
+}
+
+/* The fetched parameter as fp32: the buffer itself, or widened into @tmp. */
+static const float *zsh_train_widen(const zsh_train_t *t, const void *p, size_t n, float *tmp)
+{
+    const uint16_t *h = p;
+    size_t i;
+
+    if (t->o.precision == ZSH_FLOAT32) {
+        return p;
+    }
+    for (i = 0; i < n; i++) {
+        tmp[i] = (t->o.precision == ZSH_BFLOAT16) ? zsh_bf16_to_float(h[i])
+                                                  : zsh_fp16_to_float(h[i]);
+    }
+    return tmp;
+}
+
+/* Hand over the gradient @g of @n elements for @param. */
+static zsh_status_t zsh_train_grad(zsh_train_t *t, zsh_param_t *param, const float *g, size_t n)
+{
+    size_t k;
+
+    if (t->o.precision == ZSH_FLOAT32) {
+        return zsh_optim_grad_ready(t->opt, param, g);
+    }
+    for (k = 0; k < n; k++) {
+        t->g16[k] = (t->o.precision == ZSH_BFLOAT16) ? zsh_float_to_bf16(g[k])
+                                                     : zsh_float_to_fp16(g[k]);
+    }
+    return zsh_optim_grad_ready(t->opt, param, t->g16);
+}
+
+/* Output rows [r0, r0 + *cnt_p) of layer weight @wi that tile @k holds. */
+static size_t zsh_train_tile_rows(const zsh_train_t *t, size_t wi, size_t k, size_t out,
+                                  size_t *cnt_p)
+{
+    size_t r0 = k * t->rpt[wi];
+
+    *cnt_p = (r0 + t->rpt[wi] < out) ? t->rpt[wi] : out - r0;
+    return r0;
+}
+
+/* Layer @l forward, one weight tile at a time. */
+static zsh_status_t zsh_train_layer_forward(zsh_train_t *t, size_t l)
+{
+    size_t wi = 1 + 2 * l, in = zsh_train_layer_in(&t->d, l), out = zsh_train_layer_out(&t->d, l);
+    size_t k, r0, cnt;
+    const float *bias;
+    zsh_status_t s;
+    void *w, *b;
+
+    if ((s = zsh_optim_fetch(t->opt, zsh_train_param(t, wi + 1, 0), &b)) != ZSH_OK) {
+        return s;
+    }
+    bias = zsh_train_widen(t, b, out, t->b32);
+    for (k = 0; k < t->ntiles[wi]; k++) {
+        r0 = zsh_train_tile_rows(t, wi, k, out, &cnt);
+        if ((s = zsh_optim_fetch(t->opt, zsh_train_param(t, wi, k), &w)) != ZSH_OK) {
+            return s;
+        }
+        zsh_train_linear(zsh_train_widen(t, w, cnt * in, t->w32), bias + r0, t->acts[l], t->rows,
+                         in, cnt, out, l < t->d.layers, t->acts[l + 1] + r0);
+        if ((s = zsh_optim_release(t->opt, zsh_train_param(t, wi, k))) != ZSH_OK) {
+            return s;
+        }
+    }
+    return zsh_optim_release(t->opt, zsh_train_param(t, wi + 1, 0));
+}
+
+static zsh_status_t zsh_train_forward(zsh_train_t *t)
+{
+    zsh_param_t *emb = zsh_train_param(t, 0, 0);
+    zsh_status_t s;
+    size_t l;
+    void *w;
+
+    if ((s = zsh_optim_fetch(t->opt, emb, &w)) != ZSH_OK) {
+        return s;
+    }
+    zsh_train_embed(&t->d, zsh_train_widen(t, w, zsh_train_param_numel(&t->d, 0), t->w32),
+                    t->tokens, t->rows, t->acts[0]);
+    if ((s = zsh_optim_release(t->opt, emb)) != ZSH_OK) {
+        return s;
+    }
+    for (l = 0; (s == ZSH_OK) && (l <= t->d.layers); l++) {
+        s = zsh_train_layer_forward(t, l);
+    }
+    return s;
+}
+
+/* Layer @l backward, one weight tile at a time (last first): each tile's
+ * gradient is handed over as soon as it is computed. */
+static zsh_status_t zsh_train_layer_backward(zsh_train_t *t, size_t l, float *dy, float *dx)
+{
+    size_t wi = 1 + 2 * l, in = zsh_train_layer_in(&t->d, l), out = zsh_train_layer_out(&t->d, l);
+    zsh_param_t *tile;
+    size_t k, r0, cnt;
+    zsh_status_t s;
+    void *w;
+
+    memset(dx, 0, t->rows * in * sizeof(*dx));
+    for (k = t->ntiles[wi]; k-- > 0;) {
+        r0   = zsh_train_tile_rows(t, wi, k, out, &cnt);
+        tile = zsh_train_param(t, wi, k);
+        if ((s = zsh_optim_fetch(t->opt, tile, &w)) != ZSH_OK) {
+            return s;
+        }
+        zsh_train_linear_back(zsh_train_widen(t, w, cnt * in, t->w32), t->acts[l],
+                              t->acts[l + 1] + r0, dy + r0, t->rows, in, cnt, out,
+                              l < t->d.layers, t->g32, t->b32 + r0, dx);
+        if (((s = zsh_optim_release(t->opt, tile)) != ZSH_OK) ||
+            ((s = zsh_train_grad(t, tile, t->g32, cnt * in)) != ZSH_OK)) {
+            return s;
+        }
+    }
+    return zsh_train_grad(t, zsh_train_param(t, wi + 1, 0), t->b32, out);
+}
+
+/* dy (the loss gradient of the logits) starts in acts[layers + 1]. */
+static zsh_status_t zsh_train_backward(zsh_train_t *t)
+{
+    float *dy = t->acts[t->d.layers + 1], *dx;
+    zsh_status_t s;
+    size_t l;
+
+    for (l = t->d.layers + 1; l-- > 0; dy = dx) {
+        dx = t->dbuf[l % 2];
+        if ((s = zsh_train_layer_backward(t, l, dy, dx)) != ZSH_OK) {
+            return s;
+        }
+    }
+    zsh_train_embed_back(&t->d, dy, t->tokens, t->rows, t->g32);
+    return zsh_train_grad(t, zsh_train_param(t, 0, 0), t->g32, zsh_train_param_numel(&t->d, 0));
+}
+
+/* One step; the global mean loss in *loss_p. */
+static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *loss_p,
+                                   int *applied_p)
+{
+    size_t starts[t->rows + 1], r, c;
+    float gscale = zsh_optim_loss_scale(t->opt) / (float)t->o.batch;
+    double loss;
+    zsh_status_t s;
+
+    zsh_train_batch(&t->text, t->o.seed, step, t->d.context, t->first, t->rows, starts);
+    for (r = 0; r < t->rows; r++) {
+        for (c = 0; c < t->d.context; c++) {
+            t->tokens[r * t->d.context + c] = t->text.ids[starts[r] + c];
+        }
+        t->targets[r] = t->text.ids[starts[r] + t->d.context];
+    }
+    if ((s = zsh_train_forward(t)) != ZSH_OK) {
+        return s;
+    }
+    loss = zsh_train_xent(t->acts[t->d.layers + 1], t->targets, t->rows, t->d.vocab, gscale);
+    if (((s = zsh_train_backward(t)) != ZSH_OK) ||
+        ((s = zsh_optim_step(t->opt, applied_p)) != ZSH_OK)) {
+        return s;
+    }
+    /* The framework's own metric: the mean over the global batch. */
+    s       = zsh_allreduce(&loss, &loss, 1, ZSH_FLOAT64, ZSH_SUM, t->comm);
+    *loss_p = loss / (double)t->o.batch;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    zsh_train_t t = {0};
+    unsigned long k;
+    zsh_status_t s;
+    double loss;
+    int rc, applied, tty;
+
+    rc = zsh_train_parse(argc, argv, &t.o);
+    if (rc != 0) {
+        return (rc == 1) ? 0 : 2;
+    }
+    if (zsh_train_text_load(t.o.data, &t.text) != 0) {
+        return 1;
+    }
+    if ((s = zsh_train_comm_init(&t.comm)) != ZSH_OK) {
+        return zsh_train_fail("zsh_comm_init", s);
+    }
+    if ((s = zsh_train_setup(&t)) != ZSH_OK) {
+        return zsh_train_fail("setup", s);
+    }
+    tty = (t.rank == 0) && isatty(STDERR_FILENO);
+    for (k = 1; k <= t.o.steps; k++) {
+        if ((s = zsh_train_step(&t, k, &loss, &applied)) != ZSH_OK) {
+            return zsh_train_fail("step", s);
+        }
+        if (t.rank == 0) {
+            printf("step %lu loss %.6f%s\n", k, loss, applied ? "" : " (skipped: overflow)");
+            fflush(stdout);
+        }
+        if (tty) {
+            fprintf(stderr, "\r[%-30.*s] %lu/%lu loss %.4f", (int)(30 * k / t.o.steps),
+                    "##############################", k, t.o.steps, loss);
+        }
+    }
+    if (tty) {
+        fputc('\n', stderr);
+    }
+    rc = zsh_train_report(&t);
+    zsh_train_teardown(&t);
+    return rc;
+}
