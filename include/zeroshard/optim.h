@@ -64,8 +64,9 @@ typedef enum {
 
 /**
  * Settings of an optimizer. Fill it with zsh_optim_config_init() first, then
- * change what you need. @ref size records the layout the caller was built
- * with, so a caller built against other headers is refused instead of misread.
+ * change what you need. zsh_optim_config_t::size records the layout the caller
+ * was built with, so a caller built against other headers is refused instead
+ * of misread.
  */
 typedef struct zsh_optim_config {
     size_t           size;          /**< sizeof(zsh_optim_config_t), set by
@@ -75,7 +76,10 @@ typedef struct zsh_optim_config {
     zsh_dtype_t      precision;     /**< Parameter and gradient dtype: ZSH_FLOAT32 (default),
                                          ZSH_BFLOAT16 or ZSH_FLOAT16 (fp32 master weights). */
     float            lr;            /**< Learning rate (default 1e-3). */
-    float            beta1, beta2;  /**< Adam moments (default 0.9, 0.999). */
+    float            beta1,         /**< Adam decay rate of the first moment, the moving
+                                         average of the gradient (default 0.9). */
+                     beta2;         /**< Adam decay rate of the second moment, the moving
+                                         average of the squared gradient (default 0.999). */
     float            eps;           /**< Adam denominator term (default 1e-8). */
     float            weight_decay;  /**< L2 (SGD, Adam) or decoupled (AdamW) decay (default 0). */
     float            momentum;      /**< SGD momentum (default 0: none). */
@@ -147,6 +151,7 @@ void zsh_optim_destroy(zsh_optim_t *opt);
 /**
  * @brief Register a parameter. Every rank registers the same parameters, with
  *        the same initial values, in the same order.
+ * @param opt   The optimizer; its layout must not be built yet.
  * @param name  For error messages; copied.
  * @param numel Elements (> 0).
  * @param dtype Must equal the configured precision.
@@ -170,7 +175,15 @@ zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel
  * output rows) needs only one tile gathered at a time at stage 3, so a layer
  * larger than the memory budget still runs. A tile is gathered alone when it
  * fills a bucket (tile_numel * element size >= the bucket size); smaller
- * tiles are coalesced like any parameter. Arguments as zsh_optim_register().
+ * tiles are coalesced like any parameter.
+ * @param opt        The optimizer; its layout must not be built yet.
+ * @param name       Base name of the tiles, for error messages; copied.
+ * @param numel      Elements of the whole parameter (> 0).
+ * @param dtype      Must equal the configured precision.
+ * @param buf        numel elements holding the initial values, kept or read as
+ *                   for zsh_optim_register(); tile k starts at element
+ *                   k * tile_numel.
+ * @param tile_numel Elements per tile (> 0); the last tile takes the rest.
  * @param[out] tiles ceil(numel / tile_numel) handles, in order; set only on
  *                   success (on failure no tile stays registered).
  */
@@ -191,6 +204,8 @@ zsh_status_t zsh_optim_setup(zsh_optim_t *opt);
  * (fetched, cached or prefetched). At stages 0-2 it returns the framework's
  * buffer. Every fetch needs a zsh_optim_release() before the parameter is
  * fetched again and before the step.
+ * @param opt   The optimizer; its layout is built first if it was not.
+ * @param param A parameter of @p opt (or one tile of a tiled parameter).
  * @param[out] data_p numel elements of the configured precision, valid until
  *                    release; read only at stage 3.
  * @return ZSH_ERR_INVALID_ARG if the parameter is fetched and not released.
@@ -207,7 +222,9 @@ zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param);
  * The gradient is copied before the call returns, so the caller may reuse
  * @p grad at once. When every parameter of a bucket is ready, the bucket's
  * all-reduce (stage 0) or reduce-scatter (stages 1-3) starts.
- * @param grad numel elements of the configured precision (scaled by the loss scale for fp16).
+ * @param opt   The optimizer; its layout is built first if it was not.
+ * @param param A parameter of @p opt (or one tile of a tiled parameter).
+ * @param grad  numel elements of the configured precision (scaled by the loss scale for fp16).
  * @return ZSH_ERR_INVALID_ARG if this parameter already has a gradient pending this step.
  */
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad);
@@ -219,6 +236,7 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
  * configured. At stages 1-2 the updated parameters are all-gathered into the
  * framework's buffers; at stage 3 the next fetch sees them. The gradients are
  * consumed: the next step needs new ones for every parameter.
+ * @param opt The optimizer; its layout is built first if it was not.
  * @param[out] applied_p 1 if the parameters were updated, 0 if the step was
  *                       skipped for overflow; may be NULL.
  * @return ZSH_ERR_INVALID_ARG naming a parameter without a gradient or still
@@ -258,7 +276,10 @@ typedef struct zsh_optim_estimate_in {
 
 /** Expected bytes per rank, by the ZeRO paper's formulas (buffers excluded). */
 typedef struct zsh_optim_estimate_out {
-    double param_bytes, grad_bytes, state_bytes; /**< Model states, per rank. */
+    double param_bytes,  /**< Parameters, per rank. */
+           grad_bytes,   /**< Gradients, per rank. */
+           state_bytes;  /**< Optimizer states, plus fp32 master weights in mixed
+                              precision, per rank. */
     double device_bytes; /**< What stays on the device. */
     double host_bytes;   /**< What offload moves to host memory (0 without offload). */
     double comm_bytes;   /**< Bytes moved per rank per step (2Ψ or 3Ψ elements). */

@@ -70,6 +70,7 @@ void *zsh_shard_local(zsh_shard_t *shard);
 
 /**
  * @brief All-gather the tensor into a full buffer (collective).
+ * @param shard The tensor; it must not be gathered already.
  * @param[out] full_p N * count elements, whose first numel are the tensor;
  *                    valid until zsh_shard_release(). Set only on success.
  * @return ZSH_ERR_INVALID_ARG if the tensor is already gathered and not released.
@@ -95,6 +96,8 @@ size_t zsh_shard_gathered_bytes(const zsh_shard_t *shard);
 /**
  * @brief Reduce a full gradient across ranks and keep this rank's shard of
  *        the result (collective).
+ * @param shard The tensor that gives the layout and the communicator; its own
+ *              shard is left unchanged.
  * @param grad  numel elements: this rank's contribution to the whole tensor.
  * @param op    Reduction operation (ZSH_SUM, ZSH_AVG, ...).
  * @param[out] out  zsh_shard_count() elements: the reduced shard, zero in the padding.
@@ -110,8 +113,11 @@ typedef struct zsh_bucket zsh_bucket_t;
  *
  * Views are added with zsh_bucket_add() until it is full, then
  * zsh_bucket_seal() lays out the flat sharded buffer.
+ * @param comm     The ranks that share the flat buffer; must outlive the bucket.
+ * @param dtype    Element type of every view.
  * @param capacity Elements the bucket takes; a single tensor larger than
  *                 that is still accepted into an empty bucket.
+ * @param[out] bucket_p The bucket, set only on success.
  */
 zsh_status_t zsh_bucket_create(zsh_comm_t *comm, zsh_dtype_t dtype, size_t capacity,
                                zsh_bucket_t **bucket_p);
@@ -121,6 +127,8 @@ void zsh_bucket_destroy(zsh_bucket_t *bucket);
 
 /**
  * @brief Append a view of @p numel elements.
+ * @param bucket The bucket, not sealed yet.
+ * @param numel  Elements of the view (0 is allowed).
  * @param[out] offset_p Where the view starts in the flat buffer; set only on success.
  * @return ZSH_ERR_NO_MEMORY if it would exceed the capacity of a non-empty
  *         bucket (start a new bucket), ZSH_ERR_INVALID_ARG once sealed.
@@ -136,6 +144,8 @@ zsh_status_t zsh_bucket_view(const zsh_bucket_t *bucket, size_t i, size_t *offse
 
 /**
  * @brief Lay out the flat buffer: a sharded tensor of the summed view lengths.
+ * @param bucket The bucket; once sealed it takes no more views, and sealing it
+ *               again returns the same tensor.
  * @param[out] shard_p The bucket's sharded tensor, owned by the bucket.
  */
 zsh_status_t zsh_bucket_seal(zsh_bucket_t *bucket, zsh_shard_t **shard_p);
@@ -158,6 +168,8 @@ size_t zsh_tiled_ntiles(const zsh_tiled_t *tiled);
 
 /**
  * @brief Tile @p k as a sharded tensor, owned by @p tiled.
+ * @param tiled The tiled tensor.
+ * @param k     Tile index, from 0 to zsh_tiled_ntiles() - 1.
  * @param[out] offset_p Its first element within the whole tensor (may be NULL).
  * @return NULL if @p k is out of range.
  */
