@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Seconds a failed collective gives its sends under way to finish. */
+#define ZSH_TASK_DRAIN_SEND 0.25
+
 /* Longest a waiter sleeps between progress passes, in case the transport
  * completes something without signalling its event descriptor. */
 #define ZSH_TASK_SLEEP_MAX_MS 1
@@ -46,6 +49,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->status = ZSH_INPROGRESS;
     task->timeout = comm->timeout;
     task->algo_done  = false;
+    task->data_mismatch = NULL;
     task->desc_state = ZSH_DESC_NONE;
     memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
@@ -202,17 +206,22 @@ static zsh_task_op_t *zsh_task_any_op(zsh_task_t *task, unsigned i)
  * Stop every operation still pending before the caller gets its buffers
  * back: receives that have not matched are cancelled, and the rest (sends,
  * and receives already landing) are given time to finish, since UCX cannot
- * cancel them and would otherwise go on using the caller's memory. A send
- * to a dead peer ends when the transport notices the death, so the wait is
- * bounded by a few keepalive periods; what is left after it is handed to
- * the transport to keep.
+ * cancel them and would otherwise go on using the caller's memory.
+ * Nothing is waited for with a peer known to have failed: no more data
+ * comes from it, and the transport ends what it had when it notices the
+ * death itself. Receives write memory, so they get longest. Sends only
+ * read, and one whose receiver gave up never ends, so they get a moment for
+ * a transfer under way to finish. What is left then is handed to the
+ * transport to keep.
  */
 static void zsh_task_cancel_ops(zsh_task_t *task)
 {
-    zsh_ctx_t *ctx  = task->comm->ctx;
-    double deadline = zsh_clock_now() + 3 * ctx->cfg.keepalive + 1;
+    zsh_ctx_t *ctx       = task->comm->ctx;
+    double now           = zsh_clock_now();
+    double send_deadline = now + ZSH_TASK_DRAIN_SEND;
+    double recv_deadline = now + 3 * ctx->cfg.keepalive + 1;
     char error[ZSH_ERROR_MSG_MAX];
-    unsigned i, pending;
+    unsigned i, pending, recvs;
 
     snprintf(error, sizeof(error), "%s", zsh_last_error()); /* what the caller will read */
     for (i = 0; i < task->ops_cap + 2; i++) {
@@ -223,7 +232,7 @@ static void zsh_task_cancel_ops(zsh_task_t *task)
         }
     }
     do {
-        pending = 0;
+        pending = recvs = 0;
         for (i = 0; i < task->ops_cap + 2; i++) {
             zsh_task_op_t *op = zsh_task_any_op(task, i);
 
@@ -231,18 +240,26 @@ static void zsh_task_cancel_ops(zsh_task_t *task)
                 ctx->tl->release(ctx->tl_ctx, op->req);
                 op->req = NULL;
             }
-            pending += (op->req != NULL);
+            if ((op->req == NULL) || ctx->failed[task->comm->ctx_ranks[op->peer]]) {
+                continue;
+            }
+            pending++;
+            recvs += op->is_recv;
         }
         if (pending > 0) {
             ctx->tl->progress(ctx->tl_ctx);
             ctx->tl->wait(ctx->tl_ctx, 1);
         }
-    } while ((pending > 0) && (zsh_clock_now() < deadline));
+        now = zsh_clock_now();
+    } while ((recvs > 0) ? (now < recv_deadline) : ((pending > 0) && (now < send_deadline)));
 
     for (i = 0; i < task->ops_cap + 2; i++) {
         zsh_task_op_t *op = zsh_task_any_op(task, i);
 
         if (op->req != NULL) {
+            zsh_log(ZSH_LOG_DEBUG, "%s seq %u: %s rank %d still in flight; left to the "
+                    "transport", task->name, task->seq, op->is_recv ? "receive from" : "send to",
+                    op->peer);
             ctx->tl->release(ctx->tl_ctx, op->req);
             op->req = NULL;
         }
@@ -329,7 +346,7 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
         if (status == ZSH_ERR_MISMATCH) {
             /* The other members may not see it themselves: tell them. */
             snprintf(why, sizeof(why), "%s (seen by rank %d)", zsh_last_error(), comm->rank);
-            zsh_fault_revoke(comm, status, why);
+            zsh_fault_revoke(comm, status, task->seq, why);
         }
         if (status != ZSH_ERR_TIMEOUT) {
             /* Say which call failed, in front of what the lower layer said. */
@@ -342,6 +359,8 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
         task->cleanup(task);
         task->cleanup = NULL;
     }
+    free(task->data_mismatch);
+    task->data_mismatch = NULL;
     if (comm->trace != NULL) {
         zsh_trace_done(comm->trace, task->seq, status);
         if (status != ZSH_OK) {
@@ -352,6 +371,30 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
     zsh_list_del(&task->link);
 }
 
+/*
+ * A message of the wrong length says the ranks disagree, but not how. The
+ * descriptors say how: wait a little for ours to be compared, or for the
+ * rank that compared the mismatching pair to revoke the communicator, so
+ * that every rank reports the same two calls. Without either in time, the
+ * length is what is reported.
+ */
+#define ZSH_TASK_MISMATCH_WAIT 2.0
+
+static zsh_status_t zsh_task_data_mismatch(zsh_task_t *task)
+{
+    if (task->data_mismatch == NULL) {
+        task->data_mismatch       = strdup(zsh_last_error());
+        task->data_mismatch_until = zsh_clock_now() + ZSH_TASK_MISMATCH_WAIT;
+        if (task->data_mismatch == NULL) {
+            return ZSH_ERR_MISMATCH;
+        }
+    }
+    if (zsh_clock_now() < task->data_mismatch_until) {
+        return ZSH_INPROGRESS; /* the descriptors or a revocation may yet explain it */
+    }
+    return zsh_error(ZSH_ERR_MISMATCH, "%s", task->data_mismatch);
+}
+
 /* Run one progress step of @task and settle it if it finished, failed,
  * its communicator broke, or it ran past its deadline. It completes once
  * its algorithm is done and its left neighbour's descriptor matched. */
@@ -359,13 +402,18 @@ static void zsh_task_advance(zsh_task_t *task)
 {
     zsh_status_t status, algo;
 
-    status = zsh_fault_check(task->comm);
+    status = zsh_fault_check(task->comm, task->seq);
     if (status == ZSH_OK) {
         status = zsh_desc_progress(task);
     }
-    if ((status == ZSH_OK) || (status == ZSH_INPROGRESS)) {
+    if (((status == ZSH_OK) || (status == ZSH_INPROGRESS)) && (task->data_mismatch != NULL)) {
+        status = zsh_task_data_mismatch(task);
+    } else if ((status == ZSH_OK) || (status == ZSH_INPROGRESS)) {
         algo = task->algo_done ? ZSH_OK : task->progress(task);
         task->algo_done = (algo == ZSH_OK);
+        if (algo == ZSH_ERR_MISMATCH) {
+            algo = zsh_task_data_mismatch(task);
+        }
         status = (algo == ZSH_OK) ? status : algo;
     }
     if ((status == ZSH_INPROGRESS) && (zsh_clock_now() > task->deadline)) {
@@ -386,11 +434,14 @@ void zsh_task_post(zsh_task_t *task)
     task->posted_at = zsh_clock_now();
     task->deadline  = task->posted_at + task->timeout;
     zsh_list_push_tail(&ctx->in_flight, &task->link);
+    if (atomic_load(&ctx->abort_pending)) {
+        zsh_fault_progress(ctx); /* tell peers now, even if this call fails at once */
+    }
     if (comm->trace != NULL) {
         zsh_desc_make(task, &task->desc_out);
         zsh_trace_posted(comm->trace, &task->desc_out);
     }
-    status = zsh_fault_check(comm);
+    status = zsh_fault_check(comm, task->seq);
     if (status == ZSH_OK) {
         status = zsh_desc_post(task);
     }

@@ -122,6 +122,9 @@ struct zsh_request {
     double              posted_at;
     double              deadline;
     bool                algo_done;   /* progress() has returned ZSH_OK */
+    char               *data_mismatch; /* a message that did not fit, while the descriptors
+                                          are awaited to say why (else NULL) */
+    double              data_mismatch_until;
     uint8_t             desc_state;
     zsh_task_op_t       desc_ops[2]; /* receive from the left, send to the right */
     zsh_desc_t          desc_out, desc_in;

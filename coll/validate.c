@@ -127,9 +127,6 @@ zsh_status_t zsh_validate(const char *fn, const zsh_comm_t *comm, const zsh_coll
     if (comm == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: comm is NULL", fn);
     }
-    if (atomic_load(&comm->aborted)) {
-        return zsh_error(ZSH_ERR_ABORTED, "%s: comm %u was aborted", fn, comm->id);
-    }
     if (args->type == ZSH_COLL_BARRIER) {
         return ZSH_OK;
     }

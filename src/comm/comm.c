@@ -60,6 +60,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     atomic_init(&comm->aborted, 0);
     zsh_list_push_tail(&ctx->comms, &comm->link);
     zsh_ctx_id_set(ctx, id, 1);
+    zsh_fault_comm_created(comm);
     ctx->refs++;
     *comm_p = comm;
     return ZSH_OK;
@@ -350,6 +351,9 @@ zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "zsh_comm_destroy: comm %u still has %u request(s) not freed with "
                          "zsh_request_free()", comm->id, comm->requests);
+    }
+    if (atomic_load(&comm->ctx->abort_pending)) {
+        zsh_fault_progress(comm->ctx); /* tell the other members before it goes */
     }
     zsh_ctx_id_set(comm->ctx, comm->id, 0);
     zsh_ctx_release(comm->ctx);

@@ -66,6 +66,7 @@ struct zsh_comm {
 
     /* Why the communicator can no longer be used (fault.c). */
     zsh_status_t revoked;   /* ZSH_OK, or ZSH_ERR_ABORTED / ZSH_ERR_MISMATCH from a peer */
+    uint32_t     revoke_seq; /* ... for collectives from this sequence number on */
     char        *revoke_why;
     unsigned     failed_seen; /* ctx->nfailed when failed_rank was last computed */
     int          failed_rank; /* a member known to have failed, or -1 */

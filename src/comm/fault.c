@@ -31,6 +31,7 @@ typedef struct zsh_ctrl_msg {
     int32_t  rank;        /* ZSH_CTRL_FAILED: the job rank that failed */
     int32_t  status;      /* ZSH_CTRL_REVOKE */
     uint32_t comm_id;
+    uint32_t seq;         /* ZSH_CTRL_REVOKE: the first collective it fails */
     uint64_t comm_uid;
     char     text[ZSH_CTRL_TEXT];
 } zsh_ctrl_msg_t;
@@ -41,8 +42,23 @@ typedef struct zsh_ctrl_send {
     zsh_ctrl_msg_t msg;
 } zsh_ctrl_send_t;
 
+/* A revocation for a communicator this rank has not created yet: a fast
+ * rank may detect a mismatch on a new communicator before a slow one has
+ * returned from zsh_comm_split(). Kept until the communicator appears. */
+#define ZSH_CTRL_EARLY_MAX 64
+
+typedef struct zsh_ctrl_early {
+    uint32_t     comm_id;
+    uint32_t     seq;
+    uint64_t     comm_uid;
+    zsh_status_t status;
+    char        *why;
+} zsh_ctrl_early_t;
+
 struct zsh_ctrl {
     zsh_tl_req_t     *recv_req;
+    zsh_ctrl_early_t  early[ZSH_CTRL_EARLY_MAX];
+    unsigned          nearly;
     zsh_ctrl_msg_t    in;
     zsh_ctrl_send_t **sends;     /* in flight, or released and awaiting teardown */
     unsigned          nsends, cap;
@@ -192,7 +208,8 @@ static void zsh_fault_msg_init(zsh_ctx_t *ctx, zsh_ctrl_msg_t *msg, int kind)
 }
 
 /* Tell every other member of @comm that it is revoked. */
-static void zsh_fault_tell_comm(zsh_comm_t *comm, zsh_status_t status, const char *why)
+static void zsh_fault_tell_comm(zsh_comm_t *comm, zsh_status_t status, uint32_t seq,
+                                const char *why)
 {
     zsh_ctrl_msg_t msg;
     int i;
@@ -201,6 +218,7 @@ static void zsh_fault_tell_comm(zsh_comm_t *comm, zsh_status_t status, const cha
     msg.status   = status;
     msg.comm_id  = comm->id;
     msg.comm_uid = comm->uid;
+    msg.seq      = seq;
     snprintf(msg.text, sizeof(msg.text), "%s", why);
     for (i = 0; i < comm->size; i++) {
         zsh_fault_send(comm->ctx, comm->ctx_ranks[i], &msg);
@@ -239,15 +257,51 @@ static void zsh_fault_tell_aborts(zsh_ctx_t *ctx)
             comm->abort_told = true;
             snprintf(why, sizeof(why), "rank %d of comm %u called zsh_comm_abort()", comm->rank,
                      comm->id);
-            zsh_fault_tell_comm(comm, ZSH_ERR_ABORTED, why);
+            zsh_fault_tell_comm(comm, ZSH_ERR_ABORTED, 0, why);
         }
     }
 }
 
-static void zsh_fault_set_revoked(zsh_comm_t *comm, zsh_status_t status, const char *why)
+
+static void zsh_fault_set_revoked(zsh_comm_t *comm, zsh_status_t status, uint32_t seq,
+                                  const char *why)
 {
     comm->revoked    = status;
+    comm->revoke_seq = seq;
     comm->revoke_why = strdup(why);
+}
+
+static void zsh_fault_keep_early(zsh_ctrl_t *ctrl, const zsh_ctrl_msg_t *msg)
+{
+    zsh_ctrl_early_t *early;
+
+    if (ctrl->nearly == ZSH_CTRL_EARLY_MAX) { /* forget the oldest */
+        free(ctrl->early[0].why);
+        memmove(&ctrl->early[0], &ctrl->early[1], sizeof(ctrl->early[0]) * --ctrl->nearly);
+    }
+    early           = &ctrl->early[ctrl->nearly];
+    early->comm_id  = msg->comm_id;
+    early->comm_uid = msg->comm_uid;
+    early->status   = msg->status;
+    early->seq      = msg->seq;
+    early->why      = strdup(msg->text);
+    ctrl->nearly   += (early->why != NULL);
+}
+
+void zsh_fault_comm_created(zsh_comm_t *comm)
+{
+    zsh_ctrl_t *ctrl = comm->ctx->ctrl;
+    unsigned i;
+
+    for (i = 0; (ctrl != NULL) && (i < ctrl->nearly); i++) {
+        if ((ctrl->early[i].comm_id == comm->id) && (ctrl->early[i].comm_uid == comm->uid)) {
+            zsh_fault_set_revoked(comm, ctrl->early[i].status, ctrl->early[i].seq,
+                                  ctrl->early[i].why);
+            free(ctrl->early[i].why);
+            ctrl->early[i] = ctrl->early[--ctrl->nearly];
+            return;
+        }
+    }
 }
 
 static void zsh_fault_handle(zsh_ctx_t *ctx, const zsh_ctrl_msg_t *msg)
@@ -274,13 +328,12 @@ static void zsh_fault_handle(zsh_ctx_t *ctx, const zsh_ctrl_msg_t *msg)
 
         if ((comm->id == msg->comm_id) && (comm->uid == msg->comm_uid)) {
             if (comm->revoked == ZSH_OK) {
-                zsh_fault_set_revoked(comm, msg->status, msg->text);
+                zsh_fault_set_revoked(comm, msg->status, msg->seq, msg->text);
             }
             return;
         }
     }
-    zsh_log(ZSH_LOG_DEBUG, "control message for comm %u that is not here (any more)",
-            msg->comm_id);
+    zsh_fault_keep_early(ctx->ctrl, msg);
 }
 
 void zsh_fault_progress(zsh_ctx_t *ctx)
@@ -316,13 +369,13 @@ void zsh_fault_progress(zsh_ctx_t *ctx)
     }
 }
 
-void zsh_fault_revoke(zsh_comm_t *comm, zsh_status_t status, const char *why)
+void zsh_fault_revoke(zsh_comm_t *comm, zsh_status_t status, uint32_t seq, const char *why)
 {
     if (comm->revoked != ZSH_OK) {
         return;
     }
-    zsh_fault_set_revoked(comm, status, why);
-    zsh_fault_tell_comm(comm, status, why);
+    zsh_fault_set_revoked(comm, status, seq, why);
+    zsh_fault_tell_comm(comm, status, seq, why);
 }
 
 /* ", and rank(s) 0, 3 after it" for the members of @comm that failed
@@ -344,7 +397,7 @@ static void zsh_fault_others(const zsh_comm_t *comm, int first, char *buf, size_
     }
 }
 
-zsh_status_t zsh_fault_check(zsh_comm_t *comm)
+zsh_status_t zsh_fault_check(zsh_comm_t *comm, uint32_t seq)
 {
     zsh_ctx_t *ctx = comm->ctx;
     char others[256];
@@ -354,7 +407,7 @@ zsh_status_t zsh_fault_check(zsh_comm_t *comm)
         return zsh_error(ZSH_ERR_ABORTED, "comm %u was aborted on this rank (zsh_comm_abort)",
                          comm->id);
     }
-    if (comm->revoked != ZSH_OK) {
+    if ((comm->revoked != ZSH_OK) && (seq >= comm->revoke_seq)) {
         return zsh_error(comm->revoked, "%s", comm->revoke_why ? comm->revoke_why : "revoked");
     }
     if (comm->failed_seen != ctx->nfailed) {
@@ -410,6 +463,9 @@ void zsh_fault_cleanup(zsh_ctx_t *ctx)
     int r;
 
     if (ctx->ctrl != NULL) {
+        while (ctx->ctrl->nearly > 0) {
+            free(ctx->ctrl->early[--ctx->ctrl->nearly].why);
+        }
         while (ctx->ctrl->nsends > 0) {
             free(ctx->ctrl->sends[--ctx->ctrl->nsends]);
         }

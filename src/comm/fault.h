@@ -26,18 +26,23 @@ zsh_status_t zsh_fault_start(zsh_ctx_t *ctx);
 void         zsh_fault_stop(zsh_ctx_t *ctx);
 void         zsh_fault_cleanup(zsh_ctx_t *ctx);
 
+/* Apply a revocation that arrived before @comm was created here. */
+void         zsh_fault_comm_created(zsh_comm_t *comm);
+
 /* Receive control messages and send the ones due; part of every progress pass. */
 void         zsh_fault_progress(zsh_ctx_t *ctx);
 
 /* Record that job rank @rank failed, because of @why. */
 void         zsh_fault_peer_failed(zsh_ctx_t *ctx, int rank, const char *why);
 
-/* Revoke @comm with @status (ZSH_ERR_MISMATCH, ZSH_ERR_ABORTED) and tell
- * its other members; @why is what they will report. */
-void         zsh_fault_revoke(zsh_comm_t *comm, zsh_status_t status, const char *why);
+/* Revoke @comm from its collective @seq on, with @status (ZSH_ERR_MISMATCH,
+ * ZSH_ERR_ABORTED), and tell its other members; @why is what they will
+ * report. Earlier collectives, which every member called alike, may finish. */
+void         zsh_fault_revoke(zsh_comm_t *comm, zsh_status_t status, uint32_t seq,
+                              const char *why);
 
-/* ZSH_OK while @comm is usable; else the status every call on it fails
+/* ZSH_OK while collective @seq of @comm may go on; else the status it fails
  * with, with the reason as the thread's last error. */
-zsh_status_t zsh_fault_check(zsh_comm_t *comm);
+zsh_status_t zsh_fault_check(zsh_comm_t *comm, uint32_t seq);
 
 #endif

@@ -136,7 +136,15 @@ static void zsh_kill_trials(int coll)
             ZSH_EXPECT_STR_CONTAINS(zsh_proc_line(&procs[r], "later-message", msg, sizeof(msg)),
                                     want);
             detect = zsh_proc_value(&procs[r], "failed", 0) - killed;
-            ZSH_EXPECT_TRUE(detect < ZSH_KILL_DETECT_MAX);
+            if (detect >= ZSH_KILL_DETECT_MAX) {
+                zsh_test_fail(__FILE__, __LINE__, "trial %d (victim %d): survivor %d failed "
+                              "%.2f s after the kill; its report:\n%s", trial, plan.victim, r,
+                              detect, procs[r].report);
+            }
+            if (getenv("ZSH_FAULT_VERBOSE") != NULL) {
+                printf("trial %d victim %d survivor %d: %.2f s: %s\n", trial, plan.victim, r,
+                       detect, zsh_proc_line(&procs[r], "message", msg, sizeof(msg)));
+            }
             worst = (detect > worst) ? detect : worst;
         }
     }

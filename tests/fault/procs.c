@@ -56,6 +56,10 @@ static void zsh_procs_child(int rank, int n, int port, const char *const *env, z
     int i, code = 0;
 
     report = fdopen(fd, "w");
+    /* Unbuffered: each line reaches the parent at once, even from a rank
+     * that is about to be killed, and none waits in heap memory that a
+     * failed job's transport might still write to. */
+    setvbuf(report, NULL, _IONBF, 0);
     snprintf(value, sizeof(value), "%d", rank);
     setenv("ZSH_RANK", value, 1);
     snprintf(value, sizeof(value), "%d", n);

@@ -1,0 +1,219 @@
+/*
+ * Mismatched calls: ranks that call different collectives at the same
+ * sequence number all fail with ZSH_ERR_MISMATCH, and the message names both
+ * calls, whichever rank saw the disagreement first. The matrix covers the
+ * type, count, dtype, op and root of a call, the order of two calls, and a
+ * rank that skips one. Each case runs on a communicator of its own, split
+ * off for it, since a mismatch leaves its communicator revoked.
+ */
+#include "coll/check.h"
+
+#include <stdlib.h>
+
+/* A timeout far beyond detection: a case that times out has missed a mismatch. */
+#define ZSH_MISMATCH_TIMEOUT 30.0
+
+static zsh_comm_t *zsh_mismatch_comm(zsh_comm_t *comm)
+{
+    zsh_comm_t *child = NULL;
+
+    if (zsh_comm_split(comm, 0, zsh_comm_rank(comm), &child) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "zsh_comm_split: %s", zsh_last_error());
+        return NULL;
+    }
+    zsh_comm_set_timeout(child, ZSH_MISMATCH_TIMEOUT);
+    return child;
+}
+
+/* Every rank got ZSH_ERR_MISMATCH naming @a and @b. */
+static void zsh_expect_mismatch(zsh_status_t status, const char *a, const char *b, int line)
+{
+    if (status != ZSH_ERR_MISMATCH) {
+        zsh_test_fail(__FILE__, line, "expected ZSH_ERR_MISMATCH, got %s: %s",
+                      zsh_status_string(status), zsh_last_error());
+        return;
+    }
+    if ((strstr(zsh_last_error(), a) == NULL) || (strstr(zsh_last_error(), b) == NULL)) {
+        zsh_test_fail(__FILE__, line, "expected the message to name \"%s\" and \"%s\": %s", a,
+                      b, zsh_last_error());
+    }
+}
+
+ZSH_RANK_TEST(mismatch, allgather_against_reduce_scatter_names_both_calls)
+{
+    float send[40] = {0}, recv[40];
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    zsh_comm_t *c;
+    zsh_status_t status;
+
+    if (n < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    status = (rank == 0) ? zsh_allgather(send, recv, 40 / n, ZSH_FLOAT32, c)
+                         : zsh_reduce_scatter(send, recv, 40 / n, ZSH_FLOAT32, ZSH_SUM, c);
+    zsh_expect_mismatch(status, "called allgather(count=", "called reduce_scatter(count=",
+                        __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, different_counts_are_named)
+{
+    float send[8] = {0}, *recv = zsh_check_alloc(9 * sizeof(float) * 8);
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    zsh_comm_t *c;
+
+    if (n < 2) {
+        free(recv);
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    zsh_expect_mismatch(zsh_allgather(send, recv, (rank == n - 1) ? 5 : 4, ZSH_FLOAT32, c),
+                        "allgather(count=4, fp32)", "allgather(count=5, fp32)", __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+    free(recv);
+}
+
+ZSH_RANK_TEST(mismatch, dtypes_of_the_same_size_are_told_apart)
+{
+    int32_t send[8] = {0}, recv[8];
+    int rank = zsh_comm_rank(comm);
+    zsh_comm_t *c;
+
+    if (zsh_comm_size(comm) < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    zsh_expect_mismatch(zsh_allreduce(send, recv, 8, (rank == 0) ? ZSH_INT32 : ZSH_FLOAT32,
+                                      ZSH_SUM, c),
+                        "allreduce(count=8, int32, sum)", "allreduce(count=8, fp32, sum)",
+                        __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, different_ops_are_named)
+{
+    float send[8] = {0}, recv[8];
+    int rank = zsh_comm_rank(comm);
+    zsh_comm_t *c;
+
+    if (zsh_comm_size(comm) < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    zsh_expect_mismatch(zsh_allreduce(send, recv, 8, ZSH_FLOAT32, (rank == 1) ? ZSH_MAX : ZSH_SUM,
+                                      c),
+                        "allreduce(count=8, fp32, max)", "allreduce(count=8, fp32, sum)",
+                        __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* A broadcast is the one collective in which a rank may legitimately finish
+ * despite a disagreement elsewhere: when it and every rank on its path from
+ * the root agree, it has the root's data. It then fails at its next call. */
+ZSH_RANK_TEST(mismatch, different_broadcast_roots_are_named)
+{
+    float buf[16] = {0};
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    zsh_status_t status;
+    zsh_comm_t *c;
+
+    if (n < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    status = zsh_broadcast(buf, 16, ZSH_FLOAT32, (rank == n - 1) ? 1 : 0, c);
+    if ((status == ZSH_OK) && (rank != n - 1)) {
+        status = zsh_barrier(c);
+    }
+    zsh_expect_mismatch(status, "broadcast(count=16, fp32, root=0)",
+                        "broadcast(count=16, fp32, root=1)", __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, calls_in_a_different_order_fail_both_calls)
+{
+    float send[64] = {0}, recv[64];
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    zsh_comm_t *c;
+    zsh_status_t first, second;
+
+    if (n < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    if (rank == 0) {
+        first  = zsh_allgather(send, recv, 64 / n, ZSH_FLOAT32, c);
+        second = zsh_allreduce(send, recv, 64, ZSH_FLOAT32, ZSH_SUM, c);
+    } else {
+        first  = zsh_allreduce(send, recv, 64, ZSH_FLOAT32, ZSH_SUM, c);
+        second = zsh_allgather(send, recv, 64 / n, ZSH_FLOAT32, c);
+    }
+    zsh_expect_mismatch(first, "called allgather(", "called allreduce(", __LINE__);
+    /* The communicator is revoked: the second call fails with the first's reason. */
+    zsh_expect_mismatch(second, "called allgather(", "called allreduce(", __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, a_rank_that_skips_a_call_is_caught_at_its_next_one)
+{
+    float send[4] = {0}, recv[4];
+    int rank = zsh_comm_rank(comm);
+    zsh_comm_t *c;
+    zsh_status_t status;
+
+    if (zsh_comm_size(comm) < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    if (rank == 0) {
+        status = zsh_barrier(c); /* skipped the all-reduce */
+    } else {
+        status = zsh_allreduce(send, recv, 4, ZSH_FLOAT32, ZSH_SUM, c);
+        if (status == ZSH_OK) {
+            status = zsh_barrier(c);
+        }
+    }
+    zsh_expect_mismatch(status, "called barrier()", "called allreduce(count=4, fp32, sum)",
+                        __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, a_zero_count_against_a_nonzero_count_is_named)
+{
+    float send[4] = {0}, recv[64];
+    int rank = zsh_comm_rank(comm);
+    zsh_comm_t *c;
+
+    if (zsh_comm_size(comm) < 2) {
+        ZSH_SKIP("a mismatch needs two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    zsh_expect_mismatch(zsh_allgather(send, recv, (rank == 0) ? 0 : 3, ZSH_FLOAT32, c),
+                        "allgather(count=0, fp32)", "allgather(count=3, fp32)", __LINE__);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, matching_calls_after_a_split_still_succeed)
+{
+    float send[8], recv[8];
+    zsh_comm_t *c;
+    int i;
+
+    c = zsh_mismatch_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    for (i = 0; i < 8; i++) {
+        send[i] = 1;
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(send, recv, 8, ZSH_FLOAT32, ZSH_SUM, c));
+    ZSH_EXPECT_TRUE(recv[7] == (float)zsh_comm_size(comm));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
