@@ -21,56 +21,6 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* A plain blocking socket connected to 127.0.0.1:@port, or -1. */
-static int raw_connect(int port)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Whether the server closed @fd within @timeout seconds. */
-static int closed_within(int fd, double timeout)
-{
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    char byte;
-
-    if (poll(&pfd, 1, (int)(timeout * 1e3)) <= 0) {
-        return 0;
-    }
-    return recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
-}
-
-static zsh_store_server_t *start_loopback_server(double timeout)
-{
-    zsh_store_server_t *server = NULL;
-
-    if (zsh_store_server_start("127.0.0.1", 0, timeout, &server) != ZSH_OK) {
-        return NULL;
-    }
-    return server;
-}
-
-/* SET @key to @value and read it back on @client. */
-static void expect_set_get(zsh_store_client_t *client, const char *key, const char *value)
-{
-    size_t len = 0;
-    void *got  = NULL;
-
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_set(client, key, value, strlen(value)));
-    ZSH_ASSERT_STATUS(ZSH_OK,
-                      zsh_store_client_get(client, key, zsh_clock_now() + T_OK, &got, &len));
-    ZSH_EXPECT_EQ(strlen(value), len);
-    ZSH_EXPECT_TRUE(memcmp(got, value, len) == 0);
-    free(got);
-}
-
 /* ---- the store ------------------------------------------------------------------ */
 
 typedef struct {
@@ -261,31 +211,6 @@ ZSH_TEST(store, oversized_value_is_rejected_before_sending_and_the_client_stays_
 }
 
 /* Bytes no client may send: an absurd length, an unknown opcode, a reply. */
-ZSH_TEST(store, garbage_from_a_raw_socket_drops_only_that_connection)
-{
-    static const struct {
-        const char *bytes;
-        size_t      len;
-    } garbage[] = {{"GARBAGE GARBAGE!", 16}, {"\0\0\0\3\x42xy", 7}, {"\0\0\0\1\x81", 5}};
-    zsh_store_server_t *server = start_loopback_server(T_OK);
-    zsh_store_client_t *client;
-    size_t i;
-    int fd;
-
-    ZSH_ASSERT_TRUE(server != NULL);
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
-                                                       T_OK, &client));
-    for (i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
-        fd = raw_connect(zsh_store_server_port(server));
-        ZSH_ASSERT_TRUE(fd >= 0);
-        ZSH_EXPECT_EQ(garbage[i].len, send(fd, garbage[i].bytes, garbage[i].len, MSG_NOSIGNAL));
-        ZSH_EXPECT_TRUE(closed_within(fd, T_OK));
-        close(fd);
-        expect_set_get(client, "alive", "yes");
-    }
-    zsh_store_client_close(client);
-    zsh_store_server_stop(server);
-}
 
 ZSH_TEST(store, set_from_a_client_that_closes_at_once_is_still_stored)
 {
@@ -311,36 +236,6 @@ ZSH_TEST(store, set_from_a_client_that_closes_at_once_is_still_stored)
     ZSH_EXPECT_EQ(4, len);
     free(got);
     zsh_store_buf_cleanup(&frame);
-    zsh_store_client_close(client);
-    zsh_store_server_stop(server);
-}
-
-ZSH_TEST(store, silent_and_stalled_clients_do_not_block_others)
-{
-    /* Half a SET: the header and opcode, then nothing. */
-    static const char half[] = {0, 0, 0, 20, ZSH_STORE_OP_SET, 0};
-    zsh_store_server_t *server = start_loopback_server(T_SHORT);
-    zsh_store_client_t *client;
-    int silent, stalled;
-    double start;
-
-    ZSH_ASSERT_TRUE(server != NULL);
-    silent  = raw_connect(zsh_store_server_port(server));
-    stalled = raw_connect(zsh_store_server_port(server));
-    ZSH_ASSERT_TRUE((silent >= 0) && (stalled >= 0));
-    ZSH_EXPECT_EQ(sizeof(half), send(stalled, half, sizeof(half), MSG_NOSIGNAL));
-    start = zsh_clock_now();
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", zsh_store_server_port(server),
-                                                       T_OK, &client));
-    expect_set_get(client, "busy", "served");
-    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT);
-    /* The stalled one is dropped after the store timeout; the idle one is not mid-frame. */
-    ZSH_EXPECT_TRUE(closed_within(stalled, T_OK));
-    ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
-    ZSH_EXPECT_TRUE(!closed_within(silent, 0));
-    expect_set_get(client, "busy", "still served");
-    close(silent);
-    close(stalled);
     zsh_store_client_close(client);
     zsh_store_server_stop(server);
 }
@@ -420,40 +315,6 @@ ZSH_TEST(store, client_connecting_before_the_server_starts_is_served)
     pthread_join(thread, NULL);
     ZSH_EXPECT_STATUS(ZSH_OK, job.status);
     zsh_store_server_stop(server);
-}
-
-/* A fake store that answers with @reply whatever is asked: the client must
- * fail with ZSH_ERR_IO, say why, and refuse to go on out of step. */
-static void expect_bad_reply_is_io_error(const char *reply, size_t len, const char *why)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t sa_len      = sizeof(sa);
-    zsh_store_client_t *client;
-    int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
-    size_t got_len;
-    void *got;
-
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ZSH_ASSERT_TRUE((bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0) && (listen(lfd, 1) == 0));
-    getsockname(lfd, (struct sockaddr *)&sa, &sa_len);
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", ntohs(sa.sin_port), T_OK,
-                                                       &client));
-    fd = accept(lfd, NULL, NULL);
-    ZSH_EXPECT_EQ(len, send(fd, reply, len, MSG_NOSIGNAL));
-    ZSH_EXPECT_STATUS(ZSH_ERR_IO,
-                      zsh_store_client_get(client, "k", zsh_clock_now() + T_OK, &got, &got_len));
-    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), why);
-    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_store_client_set(client, "k", "v", 1));
-    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "failed earlier");
-    zsh_store_client_close(client);
-    close(fd);
-    close(lfd);
-}
-
-ZSH_TEST(store, malformed_or_mismatched_reply_fails_with_io_error)
-{
-    expect_bad_reply_is_io_error("HTTP/1.1 400 Bad Request\r\n", 26, "malformed reply to GET 'k'");
-    expect_bad_reply_is_io_error("\0\0\0\1\x81", 5, "answered GET with OK");
 }
 
 /* Whether this host has an IPv6 loopback to test with. */
