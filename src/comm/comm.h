@@ -46,6 +46,7 @@ typedef struct zsh_ctx {
     char              **failed_why;    /* by job rank: what said so */
     unsigned            nfailed;
     unsigned           *failed_order;  /* by job rank: 1 for the first to fail, 2 next, ... */
+    char              **transport_why; /* by job rank: reported by the transport, not yet applied */
     uint8_t            *notify;        /* by job rank: a failure still to tell the others */
     atomic_int          abort_pending; /* a communicator was aborted and peers not yet told */
     struct zsh_ctrl    *ctrl;          /* control messages to and from peers */

@@ -64,6 +64,7 @@ struct zsh_ctrl {
     unsigned          nsends, cap;
     bool              listening;
     bool              notify_due; /* some ctx->notify[] is set */
+    bool              transport_due; /* some ctx->transport_why[] is set */
 };
 
 static uint64_t zsh_ctrl_tag(int self)
@@ -92,10 +93,34 @@ void zsh_fault_peer_failed(zsh_ctx_t *ctx, int rank, const char *why)
     zsh_fault_failed(ctx, rank, why, true);
 }
 
-/* The transport's failure report (from inside its progress). */
+/*
+ * The transport's failure report, from inside its progress. It is recorded
+ * after the control messages of the same pass: a survivor that exits after
+ * a failure also looks like a failure, and the notice of the first death,
+ * sent before it left, must keep its place as the cause.
+ */
 static void zsh_fault_on_transport_failure(void *arg, int peer, const char *reason)
 {
-    zsh_fault_peer_failed(arg, peer, reason);
+    zsh_ctx_t *ctx = arg;
+
+    if ((peer >= 0) && (peer < ctx->size) && (ctx->transport_why[peer] == NULL)) {
+        ctx->transport_why[peer] = strdup(reason);
+        ctx->ctrl->transport_due = true;
+    }
+}
+
+static void zsh_fault_apply_transport(zsh_ctx_t *ctx)
+{
+    int r;
+
+    ctx->ctrl->transport_due = false;
+    for (r = 0; r < ctx->size; r++) {
+        if (ctx->transport_why[r] != NULL) {
+            zsh_fault_peer_failed(ctx, r, ctx->transport_why[r]);
+            free(ctx->transport_why[r]);
+            ctx->transport_why[r] = NULL;
+        }
+    }
 }
 
 zsh_status_t zsh_fault_init(zsh_ctx_t *ctx)
@@ -104,9 +129,10 @@ zsh_status_t zsh_fault_init(zsh_ctx_t *ctx)
     ctx->notify     = calloc((size_t)ctx->size, 1);
     ctx->failed_why = calloc((size_t)ctx->size, sizeof(char *));
     ctx->failed_order = calloc((size_t)ctx->size, sizeof(unsigned));
+    ctx->transport_why = calloc((size_t)ctx->size, sizeof(char *));
     ctx->ctrl       = calloc(1, sizeof(*ctx->ctrl));
     if ((ctx->failed == NULL) || (ctx->notify == NULL) || (ctx->failed_why == NULL) ||
-        (ctx->failed_order == NULL) || (ctx->ctrl == NULL)) {
+        (ctx->failed_order == NULL) || (ctx->transport_why == NULL) || (ctx->ctrl == NULL)) {
         zsh_fault_cleanup(ctx);
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate failure tracking for %d ranks",
                          ctx->size);
@@ -358,6 +384,9 @@ void zsh_fault_progress(zsh_ctx_t *ctx)
             zsh_log(ZSH_LOG_WARN, "cannot listen for control messages: %s", zsh_last_error());
         }
     }
+    if (ctrl->transport_due) {
+        zsh_fault_apply_transport(ctx);
+    }
     if (ctrl->notify_due) {
         zsh_fault_tell_failures(ctx);
     }
@@ -476,6 +505,11 @@ void zsh_fault_cleanup(zsh_ctx_t *ctx)
     for (r = 0; (ctx->failed_why != NULL) && (r < ctx->size); r++) {
         free(ctx->failed_why[r]);
     }
+    for (r = 0; (ctx->transport_why != NULL) && (r < ctx->size); r++) {
+        free(ctx->transport_why[r]);
+    }
+    free(ctx->transport_why);
+    ctx->transport_why = NULL;
     free(ctx->failed_why);
     free(ctx->failed_order);
     ctx->failed_order = NULL;
