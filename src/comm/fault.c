@@ -407,29 +407,48 @@ void zsh_fault_revoke(zsh_comm_t *comm, zsh_status_t status, uint32_t seq, const
     zsh_fault_tell_comm(comm, status, seq, why);
 }
 
-/* ", and rank(s) 0, 3 after it" for the members of @comm that failed
- * besides the first, @first. */
+/* "; then rank 2 failed: <why>" for up to three members of @comm that
+ * failed besides @first, in the order they did, and how many more. A rank
+ * that left after a death can be noticed before the death itself, so every
+ * failed member is named with its reason. */
 static void zsh_fault_others(const zsh_comm_t *comm, int first, char *buf, size_t len)
 {
+    const zsh_ctx_t *ctx = comm->ctx;
+    unsigned order, last = ctx->failed_order[comm->ctx_ranks[first]];
     size_t used = 0;
-    int i, n = 0;
+    int i, next, shown = 0, more = 0;
 
     buf[0] = '\0';
-    for (i = 0; (i < comm->size) && (used < len); i++) {
-        if ((i != first) && comm->ctx->failed[comm->ctx_ranks[i]]) {
-            used += (size_t)snprintf(buf + used, len - used, "%s%d",
-                                     (n++ == 0) ? "; after it, rank(s) " : ", ", i);
+    for (;;) { /* the member that failed next after @last */
+        next = -1;
+        for (i = 0; i < comm->size; i++) {
+            order = ctx->failed_order[comm->ctx_ranks[i]];
+            if (ctx->failed[comm->ctx_ranks[i]] && (order > last) &&
+                ((next < 0) || (order < ctx->failed_order[comm->ctx_ranks[next]]))) {
+                next = i;
+            }
+        }
+        if (next < 0) {
+            break;
+        }
+        last = ctx->failed_order[comm->ctx_ranks[next]];
+        if ((shown < 3) && (used < len)) {
+            used += (size_t)snprintf(buf + used, len - used, "; then rank %d failed: %s", next,
+                                     ctx->failed_why[comm->ctx_ranks[next]]);
+            shown++;
+        } else {
+            more++;
         }
     }
-    if ((n > 0) && (used < len)) {
-        snprintf(buf + used, len - used, " failed too");
+    if ((more > 0) && (used < len)) {
+        snprintf(buf + used, len - used, "; and %d more", more);
     }
 }
 
 zsh_status_t zsh_fault_check(zsh_comm_t *comm, uint32_t seq)
 {
     zsh_ctx_t *ctx = comm->ctx;
-    char others[256];
+    char others[768];
     int i, job_rank;
 
     if (atomic_load(&comm->aborted)) {
