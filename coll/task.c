@@ -207,11 +207,12 @@ static zsh_task_op_t *zsh_task_any_op(zsh_task_t *task, unsigned i)
  * back: receives that have not matched are cancelled, and the rest (sends,
  * and receives already landing) are given time to finish, since UCX cannot
  * cancel them and would otherwise go on using the caller's memory.
- * Nothing is waited for with a peer known to have failed: no more data
- * comes from it, and the transport ends what it had when it notices the
- * death itself. Receives write memory, so they get longest. Sends only
- * read, and one whose receiver gave up never ends, so they get a moment for
- * a transfer under way to finish. What is left then is handed to the
+ * Receives write memory, so they get longest: one from a dead peer ends
+ * when the transport notices the death itself, within a keepalive period or
+ * two, and letting go of it earlier lets a transfer under way land where it
+ * no longer belongs. Sends only read: those to a dead peer are not waited
+ * for, and one whose receiver gave up never ends, so the rest get a moment
+ * for a transfer under way to finish. What is left then is handed to the
  * transport to keep.
  */
 static void zsh_task_cancel_ops(zsh_task_t *task)
@@ -240,7 +241,8 @@ static void zsh_task_cancel_ops(zsh_task_t *task)
                 ctx->tl->release(ctx->tl_ctx, op->req);
                 op->req = NULL;
             }
-            if ((op->req == NULL) || ctx->failed[task->comm->ctx_ranks[op->peer]]) {
+            if ((op->req == NULL) ||
+                (!op->is_recv && ctx->failed[task->comm->ctx_ranks[op->peer]])) {
                 continue;
             }
             pending++;

@@ -46,7 +46,7 @@ static zsh_status_t zsh_kill_post(const zsh_kill_plan_t *plan, const float *send
     }
 }
 
-static void zsh_kill_rank(zsh_comm_t *comm, void *arg, FILE *report)
+static void zsh_kill_rank(zsh_comm_t *comm, void *arg, int report)
 {
     const zsh_kill_plan_t *plan = arg;
     size_t total = plan->count * (size_t)zsh_comm_size(comm);
@@ -59,7 +59,7 @@ static void zsh_kill_rank(zsh_comm_t *comm, void *arg, FILE *report)
 
     /* Deaths during zsh_comm_init() are another story: start together. */
     if (zsh_barrier(comm) != ZSH_OK) {
-        fprintf(report, "barrier-failed %s\n", zsh_last_error());
+        zsh_proc_say(report, "barrier-failed %s\n", zsh_last_error());
         return;
     }
     for (iter = 0; (iter < 1000) && (status == ZSH_OK); iter++) {
@@ -71,20 +71,19 @@ static void zsh_kill_rank(zsh_comm_t *comm, void *arg, FILE *report)
             for (polls = 0; (polls < plan->kill_polls) && (zsh_request_test(req) ==
                                                             ZSH_INPROGRESS); polls++) {
             }
-            fprintf(report, "killed %.6f\n", zsh_clock_now());
-            fflush(report);
+            zsh_proc_say(report, "killed %.6f\n", zsh_clock_now());
             raise(SIGKILL);
         }
         status = zsh_request_wait(req);
         zsh_request_free(req);
     }
-    fprintf(report, "failed %.6f\n", zsh_clock_now());
-    fprintf(report, "status %d\n", status);
-    fprintf(report, "message %s\n", zsh_last_error());
+    zsh_proc_say(report, "failed %.6f\n", zsh_clock_now());
+    zsh_proc_say(report, "status %d\n", status);
+    zsh_proc_say(report, "message %s\n", zsh_last_error());
     /* Later calls fail at once, for the same reason. */
     status = zsh_allreduce(send, recv, 1, ZSH_FLOAT32, ZSH_SUM, comm);
-    fprintf(report, "later %d\n", status);
-    fprintf(report, "later-message %s\n", zsh_last_error());
+    zsh_proc_say(report, "later %d\n", status);
+    zsh_proc_say(report, "later-message %s\n", zsh_last_error());
     /* The buffers of a failed collective stay allocated until the job's
      * communicators are destroyed (see zeroshard.h): the process exits
      * right after that, so they are never freed here. */

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,20 @@ static int zsh_procs_free_port(void)
     return port;
 }
 
+void zsh_proc_say(int report, const char *fmt, ...)
+{
+    char line[ZSH_PROCS_REPORT_MAX];
+    va_list ap;
+    int len;
+
+    va_start(ap, fmt);
+    len = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (len > 0) {
+        (void)write(report, line, ((size_t)len < sizeof(line)) ? (size_t)len : sizeof(line) - 1);
+    }
+}
+
 /* Block until the parent says every live rank is done (or it is gone). */
 static void zsh_procs_hold(int release_fd)
 {
@@ -52,14 +67,8 @@ static void zsh_procs_child(int rank, int n, int port, const char *const *env, z
 {
     char value[32];
     zsh_comm_t *comm;
-    FILE *report;
     int i, code = 0;
 
-    report = fdopen(fd, "w");
-    /* Unbuffered: each line reaches the parent at once, even from a rank
-     * that is about to be killed, and none waits in heap memory that a
-     * failed job's transport might still write to. */
-    setvbuf(report, NULL, _IONBF, 0);
     snprintf(value, sizeof(value), "%d", rank);
     setenv("ZSH_RANK", value, 1);
     snprintf(value, sizeof(value), "%d", n);
@@ -72,19 +81,17 @@ static void zsh_procs_child(int rank, int n, int port, const char *const *env, z
         putenv((char *)env[i]);
     }
     if (zsh_comm_init(&comm) != ZSH_OK) {
-        fprintf(report, "init-failed %s\n", zsh_last_error());
-        fclose(report);
+        zsh_proc_say(fd, "init-failed %s\n", zsh_last_error());
         _exit(2);
     }
-    fn(comm, arg, report);
-    fprintf(report, "done\n");
-    fflush(report);
+    fn(comm, arg, fd);
+    zsh_proc_say(fd, "done\n");
     zsh_procs_hold(release_fd);
     if (zsh_comm_destroy(comm) != ZSH_OK) {
-        fprintf(report, "destroy-failed %s\n", zsh_last_error());
+        zsh_proc_say(fd, "destroy-failed %s\n", zsh_last_error());
         code = 2;
     }
-    fclose(report);
+    close(fd);
     _exit(code);
 }
 

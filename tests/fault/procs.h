@@ -21,8 +21,12 @@ extern "C" {
 #define ZSH_PROCS_REPORT_MAX 4096
 
 /* A rank's body: runs between zsh_comm_init() and zsh_comm_destroy(); what
- * it writes to @report reaches the parent. */
-typedef void (*zsh_proc_fn_t)(zsh_comm_t *comm, void *arg, FILE *report);
+ * it says with zsh_proc_say(@report, ...) reaches the parent. */
+typedef void (*zsh_proc_fn_t)(zsh_comm_t *comm, void *arg, int report);
+
+/* Send a line to the parent at once, with no buffer on the heap: a rank
+ * whose job failed may have transfers still landing in freed memory. */
+void zsh_proc_say(int report, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 typedef struct zsh_proc {
     pid_t  pid;
