@@ -55,21 +55,17 @@ if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
     bash "$top/tests/sanitizers/run.sh" thread || rc=1
     echo "== libFuzzer: tests/fuzz/run_fuzz.sh ${ZSH_FUZZ_SECONDS:-60}"
     bash "$top/tests/fuzz/run_fuzz.sh" "${ZSH_FUZZ_SECONDS:-60}" >tests/fuzz.log 2>&1 || rc=1
+    tail -4 tests/fuzz.log
     echo "== make valgrind"
     make valgrind >tests/valgrind.log 2>&1 || {
         rc=1
         printf '[  FAILED  ] valgrind: memcheck errors in %s\n[  FAILED  ] 1 test, listed above\n' \
             "$build/tests/valgrind.log" >>tests/valgrind.log
     }
-    san_logs=("${logs[@]/#/${ZSH_ASAN_BUILD_DIR:-$top/build-asan}/}"
-              "${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}/tests/zsh_tests.log" tests/fuzz.log
-              tests/valgrind.log)
-    for log in "${san_logs[@]}"; do
-        [ -f "$log" ] || continue
-        echo "== $log"
-        grep -E '^(\[  FAILED  \]|\[  SKIPPED \]|\[  PASSED  \]|\[rank [0-9]+\]|=== |stat::|the fuzzer)' "$log"
-    done
-    logs+=("${san_logs[@]}")
+    grep -E '^(\[  (PASSED|FAILED|SKIPPED) +\] [0-9]|==[0-9]+== ERROR SUMMARY)' tests/valgrind.log
+    logs+=("${logs[@]/#/${ZSH_ASAN_BUILD_DIR:-$top/build-asan}/}"
+           "${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}/tests/zsh_tests.log" tests/fuzz.log
+           tests/valgrind.log)
 fi
 
 # GoogleTest's summary lines, from every log (one per gtest run).

@@ -67,6 +67,9 @@ for t in $(sed -n 's/^\(FAIL\|ERROR\): //p' check.out); do
             "$t" "$mode" "$build/$t.log" >>"$t.log"
 done
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
+for t in $tests; do
+    grep -HE '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[.,]' "$t.log" 2>/dev/null
+done
 if [ $rc != 0 ]; then
     grep -hE 'ERROR: (Address|Leak|Thread)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: |runtime error' \
         tests/*.log tests/*/*.log 2>/dev/null | sort | uniq -c | sort -rn | head -20
