@@ -62,7 +62,7 @@ rc=$?
 # A test stopped by a sanitizer (or failed by a leak report at exit) may end
 # without a GoogleTest failure summary: count each such one as one failure.
 for t in $(sed -n 's/^\(FAIL\|ERROR\): //p' check.out); do
-    grep -q '^\[  FAILED  \] [0-9]* tests\{0,1\}, listed above' "$t.log" 2>/dev/null ||
+    grep -q '^\[  FAILED  \] [0-9]* tests\{0,1\}[.,]' "$t.log" 2>/dev/null ||
         printf '[  FAILED  ] %s under %s sanitizer: see %s\n[  FAILED  ] 1 test, listed above\n' \
             "$t" "$mode" "$build/$t.log" >>"$t.log"
 done
