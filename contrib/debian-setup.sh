@@ -9,6 +9,9 @@ packages=(build-essential pkg-config autoconf automake libtool
           libucx-dev ucx-utils libhwloc-dev hwloc
           libopenmpi-dev openmpi-bin libpmix-dev libgtest-dev
           lmod doxygen man-db python3 tcl8.6 less procps)
+# The sanitizer builds, the libFuzzer target and make valgrind (tests/run_all.sh
+# runs the first two): clang with its sanitizer and libFuzzer runtimes.
+packages+=(clang libclang-rt-dev valgrind)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its
 # own Debian package next to Lmod instead of installed (its dependencies,
 # tcl8.6, less and procps, are above). The install test finds it here.

@@ -3,7 +3,7 @@
 # unit and in-process rank tests, the torchrun-style bootstrap across
 # processes, the rank tests under mpirun at 1, 2, 3, 4, 5 and 8 ranks, and
 # make install into a temporary prefix used through Lmod, Environment Modules
-# and pkg-config; then make distcheck.
+# and pkg-config; then make distcheck; then the sanitizer runs and the fuzzer.
 # Ends with one line: "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +42,30 @@ for log in "${logs[@]}"; do
 done
 if [ $rc != 0 ] && ! ls "${logs[@]}" >/dev/null 2>&1; then
     tail -40 check.out
+fi
+
+# The suite again under AddressSanitizer, LeakSanitizer and UBSan (in
+# build-asan/), the in-process rank tests under ThreadSanitizer (build-tsan/),
+# libFuzzer on the TCP store's frame decoder for ZSH_FUZZ_SECONDS (60 s, one
+# test), and make valgrind (the unit tests and the rank tests at 1 and 2 ranks
+# under memcheck). Their GoogleTest logs count below. ZSH_SANITIZERS=0 leaves
+# them out.
+if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
+    bash "$top/tests/sanitizers/run.sh" address || rc=1
+    bash "$top/tests/sanitizers/run.sh" thread || rc=1
+    echo "== libFuzzer: tests/fuzz/run_fuzz.sh ${ZSH_FUZZ_SECONDS:-60}"
+    bash "$top/tests/fuzz/run_fuzz.sh" "${ZSH_FUZZ_SECONDS:-60}" >tests/fuzz.log 2>&1 || rc=1
+    tail -4 tests/fuzz.log
+    echo "== make valgrind"
+    make valgrind >tests/valgrind.log 2>&1 || {
+        rc=1
+        printf '[  FAILED  ] valgrind: memcheck errors in %s\n[  FAILED  ] 1 test, listed above\n' \
+            "$build/tests/valgrind.log" >>tests/valgrind.log
+    }
+    grep -E '^(\[  (PASSED|FAILED|SKIPPED) +\] [0-9]|==[0-9]+== ERROR SUMMARY)' tests/valgrind.log
+    logs+=("${logs[@]/#/${ZSH_ASAN_BUILD_DIR:-$top/build-asan}/}"
+           "${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}/tests/zsh_tests.log" tests/fuzz.log
+           tests/valgrind.log)
 fi
 
 # GoogleTest's summary lines, from every log (one per gtest run).
