@@ -57,11 +57,10 @@ static void zsh_kill_rank(zsh_comm_t *comm, void *arg, int report)
     zsh_request_t *req;
     int iter, polls;
 
-    /* Deaths during zsh_comm_init() are another story: start together. */
-    if (zsh_barrier(comm) != ZSH_OK) {
-        zsh_proc_say(report, "barrier-failed %s\n", zsh_last_error());
-        return;
-    }
+    /* Deaths during zsh_comm_init() are another story: start together. The
+     * victim may leave this barrier, and die, before the others have: the
+     * barrier is then the collective they fail in. */
+    status = zsh_barrier(comm);
     for (iter = 0; (iter < 1000) && (status == ZSH_OK); iter++) {
         status = zsh_kill_post(plan, send, recv, comm, &req);
         if (status != ZSH_OK) {

@@ -27,7 +27,7 @@ address)
     export UBSAN_OPTIONS=print_stacktrace=1
     export OMPI_MCA_mca_base_component_disable_dlclose=1
     echo "== known bugs left uninstrumented (tests/sanitizers/asan_known_bugs.txt):"
-    grep -E '^(fun|src):' "$top/tests/sanitizers/asan_known_bugs.txt"
+    grep -E '^(fun|src):' "$top/tests/sanitizers/asan_known_bugs.txt" || echo "   none"
     ;;
 thread)
     build=${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}
