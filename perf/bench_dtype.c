@@ -1,0 +1,163 @@
+/*
+ * Element types, and the exact check of -c. Inputs are small integers, so
+ * every sum over ranks is exact in every type, in any order (as nccl-tests
+ * chooses its inputs); the check compares every element with its exact value.
+ */
+#include "perf/bench.h"
+
+#include "core/half.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const zsh_bench_dtype_t zsh_bench_dtypes[] = {
+    {"int8", ZSH_INT8, 1, MPI_INT8_T},       {"uint8", ZSH_UINT8, 1, MPI_UINT8_T},
+    {"int32", ZSH_INT32, 4, MPI_INT32_T},    {"uint32", ZSH_UINT32, 4, MPI_UINT32_T},
+    {"int64", ZSH_INT64, 8, MPI_INT64_T},    {"uint64", ZSH_UINT64, 8, MPI_UINT64_T},
+    {"fp16", ZSH_FLOAT16, 2, MPI_DATATYPE_NULL}, {"bf16", ZSH_BFLOAT16, 2, MPI_DATATYPE_NULL},
+    {"fp32", ZSH_FLOAT32, 4, MPI_FLOAT},     {"fp64", ZSH_FLOAT64, 8, MPI_DOUBLE},
+};
+#define ZSH_BENCH_NDTYPES (sizeof(zsh_bench_dtypes) / sizeof(zsh_bench_dtypes[0]))
+
+/* What a poisoned output element holds: every input and result is at least 1. */
+#define ZSH_BENCH_POISON 0.0
+
+const zsh_bench_dtype_t *zsh_bench_dtype_find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < ZSH_BENCH_NDTYPES; i++) {
+        if (strcmp(zsh_bench_dtypes[i].name, name) == 0) {
+            return &zsh_bench_dtypes[i];
+        }
+    }
+    return NULL;
+}
+
+const char *zsh_bench_dtype_names(void)
+{
+    return "int8, uint8, int32, uint32, int64, uint64, fp16, bf16, fp32, fp64";
+}
+
+/* 1..7; a sum over up to 18 ranks stays below 127 (int8) and 256 (bf16's
+ * exact integers). */
+double zsh_bench_value(int r, size_t i)
+{
+    return (double)(r % 3 + 1 + (int)(i % 5));
+}
+
+static void zsh_bench_store(zsh_dtype_t dtype, void *buf, size_t i, double v)
+{
+    uint16_t h;
+
+    switch (dtype) {
+    case ZSH_INT8:     ((int8_t *)buf)[i] = (int8_t)v; break;
+    case ZSH_UINT8:    ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case ZSH_INT32:    ((int32_t *)buf)[i] = (int32_t)v; break;
+    case ZSH_UINT32:   ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case ZSH_INT64:    ((int64_t *)buf)[i] = (int64_t)v; break;
+    case ZSH_UINT64:   ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case ZSH_FLOAT16:  h = zsh_float_to_fp16((float)v); memcpy((uint16_t *)buf + i, &h, 2); break;
+    case ZSH_BFLOAT16: h = zsh_float_to_bf16((float)v); memcpy((uint16_t *)buf + i, &h, 2); break;
+    case ZSH_FLOAT32:  ((float *)buf)[i] = (float)v; break;
+    case ZSH_FLOAT64:  ((double *)buf)[i] = v; break;
+    }
+}
+
+static double zsh_bench_load(zsh_dtype_t dtype, const void *buf, size_t i)
+{
+    switch (dtype) {
+    case ZSH_INT8:     return ((const int8_t *)buf)[i];
+    case ZSH_UINT8:    return ((const uint8_t *)buf)[i];
+    case ZSH_INT32:    return ((const int32_t *)buf)[i];
+    case ZSH_UINT32:   return ((const uint32_t *)buf)[i];
+    case ZSH_INT64:    return (double)((const int64_t *)buf)[i];
+    case ZSH_UINT64:   return (double)((const uint64_t *)buf)[i];
+    case ZSH_FLOAT16:  return zsh_fp16_to_float(((const uint16_t *)buf)[i]);
+    case ZSH_BFLOAT16: return zsh_bf16_to_float(((const uint16_t *)buf)[i]);
+    case ZSH_FLOAT32:  return ((const float *)buf)[i];
+    case ZSH_FLOAT64:  return ((const double *)buf)[i];
+    }
+    return 0.0;
+}
+
+/* The sum over ranks of element @i's input. */
+static double zsh_bench_sum(size_t i, int size)
+{
+    double s = 0.0;
+    int    r;
+
+    for (r = 0; r < size; r++) {
+        s += zsh_bench_value(r, i);
+    }
+    return s;
+}
+
+void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set,
+                    int rank, int size)
+{
+    zsh_dtype_t dt   = opts->dtype->dtype;
+    char       *send = zsh_bench_send(b, set), *recv = zsh_bench_recv(b, set);
+    size_t      nsend = b->send_bytes / opts->dtype->esize;
+    size_t      nrecv = b->recv_bytes / opts->dtype->esize;
+    size_t      i;
+
+    (void)size;
+    for (i = 0; i < nsend; i++) {
+        /* broadcast: only the root's buffer holds the data */
+        int bcast_dest = (opts->coll->coll == ZSH_BUSBW_BROADCAST) && (rank != 0);
+
+        zsh_bench_store(dt, send, i, bcast_dest ? ZSH_BENCH_POISON : zsh_bench_value(rank, i));
+    }
+    for (i = 0; i < nrecv; i++) {
+        zsh_bench_store(dt, recv, i, ZSH_BENCH_POISON);
+    }
+}
+
+/* The exact value of output element @i on @rank. */
+static double zsh_bench_expected(const zsh_bench_opts_t *opts, size_t count, size_t i, int rank,
+                                 int size)
+{
+    switch (opts->coll->coll) {
+    case ZSH_BUSBW_ALLGATHER:      return zsh_bench_value((int)(i / count), i % count);
+    case ZSH_BUSBW_REDUCE_SCATTER: return zsh_bench_sum((size_t)rank * count + i, size);
+    case ZSH_BUSBW_ALLREDUCE:      return zsh_bench_sum(i, size);
+    case ZSH_BUSBW_BROADCAST:      return zsh_bench_value(0, i);
+    }
+    return 0.0;
+}
+
+size_t zsh_bench_verify(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set,
+                        int rank, int size)
+{
+    zsh_dtype_t dt = opts->dtype->dtype;
+    /* broadcast works in place on the send buffer */
+    int         bcast = opts->coll->coll == ZSH_BUSBW_BROADCAST;
+    const char *out   = bcast ? zsh_bench_send(b, set) : zsh_bench_recv(b, set);
+    size_t      n     = (bcast ? b->send_bytes : b->recv_bytes) / opts->dtype->esize;
+    size_t      i, wrong = 0;
+
+    for (i = 0; i < n; i++) {
+        double want = zsh_bench_expected(opts, b->count, i, rank, size);
+        double got  = zsh_bench_load(dt, out, i);
+
+        if (got != want) {
+            if (wrong == 0) {
+                fprintf(stderr, "zsh_bench: rank %d: %s of count %zu, %s: element %zu is %g, expected %g\n",
+                        rank, opts->coll->name, b->count, opts->dtype->name, i, got, want);
+            }
+            wrong++;
+        }
+    }
+    /* the inputs of the out-of-place collectives must come back untouched */
+    for (i = 0; !bcast && (i < b->send_bytes / opts->dtype->esize); i++) {
+        if (zsh_bench_load(dt, zsh_bench_send(b, set), i) != zsh_bench_value(rank, i)) {
+            if (wrong == 0) {
+                fprintf(stderr, "zsh_bench: rank %d: %s of count %zu changed its input at element %zu\n",
+                        rank, opts->coll->name, b->count, i);
+            }
+            wrong++;
+        }
+    }
+    return wrong;
+}

@@ -1,0 +1,306 @@
+/*
+ * zsh_bench: latency and bandwidth of ZeroShard's collectives under mpirun,
+ * printed the way the OSU micro-benchmarks print theirs (the header lines,
+ * then Size and Avg Latency(us) first, -f and -c columns as OSU's), with
+ * nccl-tests' algbw and busbw after them, and optionally the MPI library's
+ * own collective timed on the same buffers in alternating rounds.
+ *
+ * Size is the number of bytes nccl-tests quotes for the collective
+ * (perf/busbw.h): for allgather the gathered buffer, that is ranks times
+ * OSU's per-rank message size; for reduce_scatter its input.
+ */
+#include "perf/bench.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    zsh_bench_opts_t opts;
+    int              rank, size;
+    int              baseline;  /* --baseline mpi, and MPI has the type */
+    FILE            *csv;       /* rank 0 only */
+    zsh_comm_t      *comm;
+} zsh_bench_t;
+
+static const char *zsh_bench_size_note(zsh_busbw_coll_t coll)
+{
+    switch (coll) {
+    case ZSH_BUSBW_ALLGATHER:      return "the gathered buffer, ranks x the per-rank message";
+    case ZSH_BUSBW_REDUCE_SCATTER: return "the input, ranks x the per-rank result";
+    case ZSH_BUSBW_ALLREDUCE:      return "the buffer";
+    case ZSH_BUSBW_BROADCAST:      return "the buffer";
+    }
+    return "";
+}
+
+static const char *zsh_bench_factor_note(zsh_busbw_coll_t coll)
+{
+    switch (coll) {
+    case ZSH_BUSBW_ALLGATHER:
+    case ZSH_BUSBW_REDUCE_SCATTER: return "(n-1)/n";
+    case ZSH_BUSBW_ALLREDUCE:      return "2(n-1)/n";
+    case ZSH_BUSBW_BROADCAST:      return "1";
+    }
+    return "";
+}
+
+static const char *zsh_bench_mpi_call(zsh_busbw_coll_t coll)
+{
+    switch (coll) {
+    case ZSH_BUSBW_ALLGATHER:      return "MPI_Allgather";
+    case ZSH_BUSBW_REDUCE_SCATTER: return "MPI_Reduce_scatter_block";
+    case ZSH_BUSBW_ALLREDUCE:      return "MPI_Allreduce";
+    case ZSH_BUSBW_BROADCAST:      return "MPI_Bcast";
+    }
+    return "";
+}
+
+static void zsh_bench_header(const zsh_bench_t *bench)
+{
+    const zsh_bench_opts_t *o = &bench->opts;
+
+    printf("# OSU-style ZeroShard %s Latency Test v%s (zsh_bench)\n", o->coll->title, ZSH_VERSION_STRING);
+    printf("# Ranks: %d, Datatype: %s%s%s\n", bench->size, o->dtype->name,
+           (o->coll->coll == ZSH_BUSBW_BROADCAST) ? ", Root: 0" : "",
+           (o->coll->coll == ZSH_BUSBW_REDUCE_SCATTER || o->coll->coll == ZSH_BUSBW_ALLREDUCE) ? ", Op: sum" : "");
+    printf("# Size: total bytes per call as nccl-tests counts them: %s\n", zsh_bench_size_note(o->coll->coll));
+    printf("# Avg Latency: time per call averaged over the ranks%s\n",
+           o->full ? "; Min/Max Latency: the fastest and slowest rank" : "");
+    printf("# algbw = Size / Avg Latency, busbw = algbw * %s (nccl-tests), in GB/s (1e9 B/s)\n",
+           zsh_bench_factor_note(o->coll->coll));
+    if (o->cold) {
+        printf("# Cold: calls rotate through %zu MiB of buffers per size\n", zsh_bench_cold_budget() >> 20);
+    }
+    if (bench->baseline) {
+        printf("# Baseline: %s on the same buffers, %d alternating rounds of zsh then MPI, medians;"
+               " zsh/MPI > 1: zsh is faster\n", zsh_bench_mpi_call(o->coll->coll), ZSH_BENCH_BASELINE_ROUNDS);
+    } else if (o->baseline_mpi) {
+        printf("# Baseline: MPI has no %s type; the MPI columns are left out\n", o->dtype->name);
+    }
+    printf("%-10s%18s", "# Size", "Avg Latency(us)");
+    if (o->full) {
+        printf("%18s%18s%12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
+    }
+    printf("%14s%14s", "algbw(GB/s)", "busbw(GB/s)");
+    if (bench->baseline) {
+        printf("%18s%10s", "MPI busbw(GB/s)", "zsh/MPI");
+    }
+    if (o->check) {
+        printf("%12s", "Validation");
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static void zsh_bench_print_row(const zsh_bench_t *bench, const zsh_bench_row_t *row)
+{
+    const zsh_bench_opts_t *o = &bench->opts;
+    zsh_busbw_coll_t        c = o->coll->coll;
+    double algbw   = zsh_busbw_algbw(row->bytes, row->zsh.avg);
+    double busbw   = zsh_busbw_busbw(c, row->bytes, row->zsh.avg, bench->size);
+    double mpi_bus = zsh_busbw_busbw(c, row->bytes, row->mpi_avg, bench->size);
+    double ratio   = (row->zsh.avg > 0.0) ? row->mpi_avg / row->zsh.avg : 0.0;
+
+    printf("%-10zu%18.2f", row->bytes, row->zsh.avg * 1e6);
+    if (o->full) {
+        printf("%18.2f%18.2f%12d", row->zsh.min * 1e6, row->zsh.max * 1e6, row->iterations);
+    }
+    printf("%14.3f%14.3f", algbw, busbw);
+    if (bench->baseline) {
+        printf("%18.3f%10.2f", mpi_bus, ratio);
+    }
+    if (o->check) {
+        printf("%12s", row->validated ? "Pass" : "Fail");
+    }
+    printf("\n");
+    fflush(stdout);
+    if (bench->csv == NULL) {
+        return;
+    }
+    fprintf(bench->csv, "%s,%d,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.6f,%.6f,", o->coll->name, bench->size,
+            o->dtype->name, row->bytes, row->count, row->iterations, row->zsh.avg * 1e6,
+            row->zsh.min * 1e6, row->zsh.max * 1e6, algbw, busbw);
+    if (bench->baseline) {
+        fprintf(bench->csv, "%.3f,%.6f,%.4f,", row->mpi_avg * 1e6, mpi_bus, ratio);
+    } else {
+        fprintf(bench->csv, ",,,");
+    }
+    fprintf(bench->csv, "%s\n", o->check ? (row->validated ? "pass" : "fail") : "");
+}
+
+static int zsh_bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double zsh_bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), zsh_bench_cmp_double);
+    return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Time zsh (and MPI) over the rounds; fill the row's times. */
+static void zsh_bench_measure(const zsh_bench_t *bench, zsh_bench_bufs_t *b, int iters, int warmup,
+                              zsh_bench_row_t *row)
+{
+    double zavg[ZSH_BENCH_BASELINE_ROUNDS], mavg[ZSH_BENCH_BASELINE_ROUNDS];
+    int    rounds = bench->baseline ? ZSH_BENCH_BASELINE_ROUNDS : 1, r;
+
+    if (warmup > 0) {
+        zsh_bench_time(&bench->opts, b, bench->comm, 0, warmup);
+        if (bench->baseline) {
+            zsh_bench_time(&bench->opts, b, bench->comm, 1, warmup);
+        }
+    }
+    for (r = 0; r < rounds; r++) {
+        zsh_bench_time_t t = zsh_bench_time(&bench->opts, b, bench->comm, 0, iters);
+
+        zavg[r]      = t.avg;
+        row->zsh.min = (r == 0 || t.min < row->zsh.min) ? t.min : row->zsh.min;
+        row->zsh.max = (r == 0 || t.max > row->zsh.max) ? t.max : row->zsh.max;
+        if (bench->baseline) {
+            mavg[r] = zsh_bench_time(&bench->opts, b, bench->comm, 1, iters).avg;
+        }
+    }
+    row->zsh.avg    = zsh_bench_median(zavg, rounds);
+    row->mpi_avg    = bench->baseline ? zsh_bench_median(mavg, rounds) : 0.0;
+    row->iterations = iters * rounds;
+}
+
+/* -c: fresh inputs and poisoned outputs in the first and last set, one more
+ * zsh call on each, every element checked on every rank. */
+static int zsh_bench_validate(const zsh_bench_t *bench, zsh_bench_bufs_t *b)
+{
+    size_t sets[2] = {0, b->nsets - 1}, k;
+    long   wrong = 0, all = 0;
+
+    for (k = 0; k < (b->nsets > 1 ? 2u : 1u); k++) {
+        zsh_bench_fill(&bench->opts, b, sets[k], bench->rank, bench->size);
+        zsh_bench_call(&bench->opts, b, sets[k], bench->comm, 0);
+        wrong += (long)zsh_bench_verify(&bench->opts, b, sets[k], bench->rank, bench->size);
+    }
+    MPI_Allreduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return all == 0;
+}
+
+/* One size: returns 0 when -c found a wrong element. */
+static int zsh_bench_size(zsh_bench_t *bench, size_t size_bytes)
+{
+    const zsh_bench_opts_t *o = &bench->opts;
+    zsh_busbw_coll_t        c = o->coll->coll;
+    size_t           per   = (c == ZSH_BUSBW_ALLGATHER || c == ZSH_BUSBW_REDUCE_SCATTER) ? (size_t)bench->size : 1;
+    size_t           count = size_bytes / (per * o->dtype->esize);
+    int              large = size_bytes > ZSH_BENCH_LARGE_SIZE;
+    int              iters = large ? (o->iters + ZSH_BENCH_LARGE_DIVISOR - 1) / ZSH_BENCH_LARGE_DIVISOR : o->iters;
+    int              warm  = large ? (o->warmup + ZSH_BENCH_LARGE_DIVISOR - 1) / ZSH_BENCH_LARGE_DIVISOR : o->warmup;
+    zsh_bench_bufs_t b;
+    zsh_bench_row_t  row;
+    int              ok, all_ok;
+
+    if (count == 0) {
+        return 1; /* less than one element per rank */
+    }
+    ok = zsh_bench_bufs_init(&b, o, count, bench->size);
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        fprintf(stderr, "zsh_bench: rank %d: out of memory for %zu-byte buffers\n", bench->rank, size_bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    zsh_bench_fill(o, &b, 0, bench->rank, bench->size);
+    zsh_bench_bufs_replicate(&b);
+    memset(&row, 0, sizeof(row));
+    row.bytes     = zsh_busbw_bytes(c, count, o->dtype->esize, bench->size);
+    row.count     = count;
+    zsh_bench_measure(bench, &b, iters, warm, &row);
+    row.validated = o->check ? zsh_bench_validate(bench, &b) : 1;
+    if (bench->rank == 0) {
+        zsh_bench_print_row(bench, &row);
+    }
+    zsh_bench_bufs_free(&b);
+    return row.validated;
+}
+
+/* Rank 0 opens the CSV file; every rank learns whether it could. */
+static int zsh_bench_open_csv(zsh_bench_t *bench)
+{
+    int ok = 1;
+
+    if ((bench->rank == 0) && (bench->opts.csv_path != NULL)) {
+        bench->csv = fopen(bench->opts.csv_path, "w");
+        if (bench->csv == NULL) {
+            fprintf(stderr, "zsh_bench: --csv %s: %s\n", bench->opts.csv_path, strerror(errno));
+            ok = 0;
+        } else {
+            fprintf(bench->csv, "collective,ranks,dtype,size_bytes,count,iterations,avg_us,min_us,max_us,"
+                                "algbw_gbs,busbw_gbs,mpi_avg_us,mpi_busbw_gbs,zsh_over_mpi,validation\n");
+        }
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return ok;
+}
+
+static int zsh_bench_run(zsh_bench_t *bench)
+{
+    size_t s;
+    int    ok = 1;
+
+    if (zsh_comm_init_mpi(MPI_COMM_WORLD, &bench->comm) != ZSH_OK) {
+        fprintf(stderr, "zsh_bench: rank %d: zsh_comm_init_mpi failed: %s\n", bench->rank, zsh_last_error());
+        return 0;
+    }
+    if (bench->rank == 0) {
+        zsh_bench_header(bench);
+    }
+    for (s = bench->opts.min_size; s <= bench->opts.max_size; s *= 2) {
+        ok &= zsh_bench_size(bench, s);
+        if (s > SIZE_MAX / 2) {
+            break;
+        }
+    }
+    if (zsh_comm_destroy(bench->comm) != ZSH_OK) {
+        fprintf(stderr, "zsh_bench: rank %d: zsh_comm_destroy failed: %s\n", bench->rank, zsh_last_error());
+        ok = 0;
+    }
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    zsh_bench_t bench;
+    char        err[256];
+    int         rc, ok;
+
+    MPI_Init(&argc, &argv);
+    memset(&bench, 0, sizeof(bench));
+    MPI_Comm_rank(MPI_COMM_WORLD, &bench.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &bench.size);
+    rc = zsh_bench_parse(argc, argv, &bench.opts, err, sizeof(err));
+    if (rc == 0 && bench.opts.baseline_mpi && bench.opts.max_size / bench.opts.dtype->esize > INT_MAX) {
+        snprintf(err, sizeof(err), "--baseline mpi: %zu bytes of %s is more elements than MPI counts take",
+                 bench.opts.max_size, bench.opts.dtype->name);
+        rc = -1;
+    }
+    if (rc != 0) {
+        if (bench.rank == 0) {
+            if (rc < 0) {
+                fprintf(stderr, "zsh_bench: %s\n", err);
+            }
+            zsh_bench_usage(rc < 0 ? stderr : stdout);
+        }
+        MPI_Finalize();
+        return rc < 0 ? 2 : 0;
+    }
+    bench.baseline = bench.opts.baseline_mpi && (bench.opts.dtype->mpi != MPI_DATATYPE_NULL);
+    ok = zsh_bench_open_csv(&bench) && zsh_bench_run(&bench);
+    if ((bench.csv != NULL) && (fclose(bench.csv) != 0)) {
+        perror(bench.opts.csv_path);
+        ok = 0;
+    }
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}
