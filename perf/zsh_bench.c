@@ -66,7 +66,7 @@ static void zsh_bench_header(const zsh_bench_t *bench)
     printf("# Ranks: %d, Datatype: %s%s%s\n", bench->size, o->dtype->name,
            (o->coll->coll == ZSH_BUSBW_BROADCAST) ? ", Root: 0" : "",
            (o->coll->coll == ZSH_BUSBW_REDUCE_SCATTER || o->coll->coll == ZSH_BUSBW_ALLREDUCE) ? ", Op: sum" : "");
-    printf("# Size: total bytes per call as nccl-tests counts them: %s\n", zsh_bench_size_note(o->coll->coll));
+    printf("# Message size: total bytes per call as nccl-tests counts them: %s\n", zsh_bench_size_note(o->coll->coll));
     printf("# Avg Latency: time per call averaged over the ranks%s\n",
            o->full ? "; Min/Max Latency: the fastest and slowest rank" : "");
     printf("# algbw = Size / Avg Latency, busbw = algbw * %s (nccl-tests), in GB/s (1e9 B/s)\n",
@@ -298,7 +298,7 @@ int main(int argc, char **argv)
     bench.baseline = bench.opts.baseline_mpi && (bench.opts.dtype->mpi != MPI_DATATYPE_NULL);
     ok = zsh_bench_open_csv(&bench) && zsh_bench_run(&bench);
     if ((bench.csv != NULL) && (fclose(bench.csv) != 0)) {
-        perror(bench.opts.csv_path);
+        fprintf(stderr, "zsh_bench: --csv %s: %s\n", bench.opts.csv_path, strerror(errno));
         ok = 0;
     }
     MPI_Finalize();
