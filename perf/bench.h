@@ -34,9 +34,12 @@ typedef struct {
 } zsh_bench_dtype_t;
 
 typedef struct {
-    const char      *name;   /* as the command line spells it */
-    const char      *title;  /* for the header line */
+    const char      *name;      /* as the command line spells it */
+    const char      *title;     /* for the header line */
     zsh_busbw_coll_t coll;
+    const char      *size_note; /* what Size counts */
+    const char      *factor;    /* busbw / algbw, as the header states it */
+    const char      *mpi_call;  /* the baseline */
 } zsh_bench_coll_t;
 
 typedef struct {

@@ -5,7 +5,7 @@
  */
 #include "perf/bench.h"
 
-#include "core/half.h"
+#include "perf/elem.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -46,41 +46,6 @@ double zsh_bench_value(int r, size_t i)
     return (double)(r % 3 + 1 + (int)(i % 5));
 }
 
-static void zsh_bench_store(zsh_dtype_t dtype, void *buf, size_t i, double v)
-{
-    uint16_t h;
-
-    switch (dtype) {
-    case ZSH_INT8:     ((int8_t *)buf)[i] = (int8_t)v; break;
-    case ZSH_UINT8:    ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case ZSH_INT32:    ((int32_t *)buf)[i] = (int32_t)v; break;
-    case ZSH_UINT32:   ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case ZSH_INT64:    ((int64_t *)buf)[i] = (int64_t)v; break;
-    case ZSH_UINT64:   ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case ZSH_FLOAT16:  h = zsh_float_to_fp16((float)v); memcpy((uint16_t *)buf + i, &h, 2); break;
-    case ZSH_BFLOAT16: h = zsh_float_to_bf16((float)v); memcpy((uint16_t *)buf + i, &h, 2); break;
-    case ZSH_FLOAT32:  ((float *)buf)[i] = (float)v; break;
-    case ZSH_FLOAT64:  ((double *)buf)[i] = v; break;
-    }
-}
-
-static double zsh_bench_load(zsh_dtype_t dtype, const void *buf, size_t i)
-{
-    switch (dtype) {
-    case ZSH_INT8:     return ((const int8_t *)buf)[i];
-    case ZSH_UINT8:    return ((const uint8_t *)buf)[i];
-    case ZSH_INT32:    return ((const int32_t *)buf)[i];
-    case ZSH_UINT32:   return ((const uint32_t *)buf)[i];
-    case ZSH_INT64:    return (double)((const int64_t *)buf)[i];
-    case ZSH_UINT64:   return (double)((const uint64_t *)buf)[i];
-    case ZSH_FLOAT16:  return zsh_fp16_to_float(((const uint16_t *)buf)[i]);
-    case ZSH_BFLOAT16: return zsh_bf16_to_float(((const uint16_t *)buf)[i]);
-    case ZSH_FLOAT32:  return ((const float *)buf)[i];
-    case ZSH_FLOAT64:  return ((const double *)buf)[i];
-    }
-    return 0.0;
-}
-
 /* The sum over ranks of element @i's input. */
 static double zsh_bench_sum(size_t i, int size)
 {
@@ -107,10 +72,10 @@ void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, siz
         /* broadcast: only the root's buffer holds the data */
         int bcast_dest = (opts->coll->coll == ZSH_BUSBW_BROADCAST) && (rank != 0);
 
-        zsh_bench_store(dt, send, i, bcast_dest ? ZSH_BENCH_POISON : zsh_bench_value(rank, i));
+        zsh_elem_set(send, dt, i, bcast_dest ? ZSH_BENCH_POISON : zsh_bench_value(rank, i));
     }
     for (i = 0; i < nrecv; i++) {
-        zsh_bench_store(dt, recv, i, ZSH_BENCH_POISON);
+        zsh_elem_set(recv, dt, i, ZSH_BENCH_POISON);
     }
 }
 
@@ -139,7 +104,7 @@ size_t zsh_bench_verify(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b,
 
     for (i = 0; i < n; i++) {
         double want = zsh_bench_expected(opts, b->count, i, rank, size);
-        double got  = zsh_bench_load(dt, out, i);
+        double got  = zsh_elem_get(out, dt, i);
 
         if (got != want) {
             if (wrong == 0) {
@@ -151,7 +116,7 @@ size_t zsh_bench_verify(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b,
     }
     /* the inputs of the out-of-place collectives must come back untouched */
     for (i = 0; !bcast && (i < b->send_bytes / opts->dtype->esize); i++) {
-        if (zsh_bench_load(dt, zsh_bench_send(b, set), i) != zsh_bench_value(rank, i)) {
+        if (zsh_elem_get(zsh_bench_send(b, set), dt, i) != zsh_bench_value(rank, i)) {
             if (wrong == 0) {
                 fprintf(stderr, "zsh_bench: rank %d: %s of count %zu changed its input at element %zu\n",
                         rank, opts->coll->name, b->count, i);

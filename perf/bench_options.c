@@ -12,10 +12,12 @@
 #include <string.h>
 
 static const zsh_bench_coll_t zsh_bench_colls[] = {
-    {"allgather", "Allgather", ZSH_BUSBW_ALLGATHER},
-    {"reduce_scatter", "Reduce_scatter", ZSH_BUSBW_REDUCE_SCATTER},
-    {"allreduce", "Allreduce", ZSH_BUSBW_ALLREDUCE},
-    {"broadcast", "Broadcast", ZSH_BUSBW_BROADCAST},
+    {"allgather", "Allgather", ZSH_BUSBW_ALLGATHER, "the gathered buffer, ranks x the per-rank message",
+     "(n-1)/n", "MPI_Allgather"},
+    {"reduce_scatter", "Reduce_scatter", ZSH_BUSBW_REDUCE_SCATTER, "the input, ranks x the per-rank result",
+     "(n-1)/n", "MPI_Reduce_scatter_block"},
+    {"allreduce", "Allreduce", ZSH_BUSBW_ALLREDUCE, "the buffer", "2(n-1)/n", "MPI_Allreduce"},
+    {"broadcast", "Broadcast", ZSH_BUSBW_BROADCAST, "the buffer", "1", "MPI_Bcast"},
 };
 
 void zsh_bench_usage(FILE *out)

@@ -25,39 +25,6 @@ typedef struct {
     zsh_comm_t      *comm;
 } zsh_bench_t;
 
-static const char *zsh_bench_size_note(zsh_busbw_coll_t coll)
-{
-    switch (coll) {
-    case ZSH_BUSBW_ALLGATHER:      return "the gathered buffer, ranks x the per-rank message";
-    case ZSH_BUSBW_REDUCE_SCATTER: return "the input, ranks x the per-rank result";
-    case ZSH_BUSBW_ALLREDUCE:      return "the buffer";
-    case ZSH_BUSBW_BROADCAST:      return "the buffer";
-    }
-    return "";
-}
-
-static const char *zsh_bench_factor_note(zsh_busbw_coll_t coll)
-{
-    switch (coll) {
-    case ZSH_BUSBW_ALLGATHER:
-    case ZSH_BUSBW_REDUCE_SCATTER: return "(n-1)/n";
-    case ZSH_BUSBW_ALLREDUCE:      return "2(n-1)/n";
-    case ZSH_BUSBW_BROADCAST:      return "1";
-    }
-    return "";
-}
-
-static const char *zsh_bench_mpi_call(zsh_busbw_coll_t coll)
-{
-    switch (coll) {
-    case ZSH_BUSBW_ALLGATHER:      return "MPI_Allgather";
-    case ZSH_BUSBW_REDUCE_SCATTER: return "MPI_Reduce_scatter_block";
-    case ZSH_BUSBW_ALLREDUCE:      return "MPI_Allreduce";
-    case ZSH_BUSBW_BROADCAST:      return "MPI_Bcast";
-    }
-    return "";
-}
-
 static void zsh_bench_header(const zsh_bench_t *bench)
 {
     const zsh_bench_opts_t *o = &bench->opts;
@@ -66,17 +33,17 @@ static void zsh_bench_header(const zsh_bench_t *bench)
     printf("# Ranks: %d, Datatype: %s%s%s\n", bench->size, o->dtype->name,
            (o->coll->coll == ZSH_BUSBW_BROADCAST) ? ", Root: 0" : "",
            (o->coll->coll == ZSH_BUSBW_REDUCE_SCATTER || o->coll->coll == ZSH_BUSBW_ALLREDUCE) ? ", Op: sum" : "");
-    printf("# Message size: total bytes per call as nccl-tests counts them: %s\n", zsh_bench_size_note(o->coll->coll));
+    printf("# Message size: total bytes per call as nccl-tests counts them: %s\n", o->coll->size_note);
     printf("# Avg Latency: time per call averaged over the ranks%s\n",
            o->full ? "; Min/Max Latency: the fastest and slowest rank" : "");
     printf("# algbw = Size / Avg Latency, busbw = algbw * %s (nccl-tests), in GB/s (1e9 B/s)\n",
-           zsh_bench_factor_note(o->coll->coll));
+           o->coll->factor);
     if (o->cold) {
         printf("# Cold: calls rotate through %zu MiB of buffers per size\n", zsh_bench_cold_budget() >> 20);
     }
     if (bench->baseline) {
         printf("# Baseline: %s on the same buffers, %d alternating rounds of zsh then MPI, medians;"
-               " zsh/MPI > 1: zsh is faster\n", zsh_bench_mpi_call(o->coll->coll), ZSH_BENCH_BASELINE_ROUNDS);
+               " zsh/MPI > 1: zsh is faster\n", o->coll->mpi_call, ZSH_BENCH_BASELINE_ROUNDS);
     } else if (o->baseline_mpi) {
         printf("# Baseline: MPI has no %s type; the MPI columns are left out\n", o->dtype->name);
     }

@@ -1,6 +1,6 @@
 #include "coll/check.h"
 
-#include "core/half.h"
+#include "perf/elem.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -19,38 +19,12 @@ const size_t zsh_check_ncounts  = sizeof(zsh_check_counts) / sizeof(zsh_check_co
 
 double zsh_check_get(const void *buf, zsh_dtype_t dtype, size_t i)
 {
-    switch (dtype) {
-    case ZSH_INT8:     return ((const int8_t *)buf)[i];
-    case ZSH_UINT8:    return ((const uint8_t *)buf)[i];
-    case ZSH_INT32:    return ((const int32_t *)buf)[i];
-    case ZSH_UINT32:   return ((const uint32_t *)buf)[i];
-    case ZSH_INT64:    return (double)((const int64_t *)buf)[i];
-    case ZSH_UINT64:   return (double)((const uint64_t *)buf)[i];
-    case ZSH_FLOAT16:  return zsh_fp16_to_float(((const uint16_t *)buf)[i]);
-    case ZSH_BFLOAT16: return zsh_bf16_to_float(((const uint16_t *)buf)[i]);
-    case ZSH_FLOAT32:  return ((const float *)buf)[i];
-    case ZSH_FLOAT64:  return ((const double *)buf)[i];
-    }
-    return NAN;
+    return zsh_elem_get(buf, dtype, i);
 }
 
 void zsh_check_set(void *buf, zsh_dtype_t dtype, size_t i, double v)
 {
-    /* Integers wrap through int64 as two's complement does. */
-    uint64_t w = (uint64_t)(int64_t)v;
-
-    switch (dtype) {
-    case ZSH_INT8:     ((int8_t *)buf)[i] = (int8_t)(uint8_t)w; break;
-    case ZSH_UINT8:    ((uint8_t *)buf)[i] = (uint8_t)w; break;
-    case ZSH_INT32:    ((int32_t *)buf)[i] = (int32_t)(uint32_t)w; break;
-    case ZSH_UINT32:   ((uint32_t *)buf)[i] = (uint32_t)w; break;
-    case ZSH_INT64:    ((int64_t *)buf)[i] = (int64_t)w; break;
-    case ZSH_UINT64:   ((uint64_t *)buf)[i] = w; break;
-    case ZSH_FLOAT16:  ((uint16_t *)buf)[i] = zsh_float_to_fp16((float)v); break;
-    case ZSH_BFLOAT16: ((uint16_t *)buf)[i] = zsh_float_to_bf16((float)v); break;
-    case ZSH_FLOAT32:  ((float *)buf)[i] = (float)v; break;
-    case ZSH_FLOAT64:  ((double *)buf)[i] = v; break;
-    }
+    zsh_elem_set(buf, dtype, i, v);
 }
 
 static bool zsh_check_unsigned(zsh_dtype_t dtype)
