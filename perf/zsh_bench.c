@@ -87,11 +87,11 @@ static void zsh_bench_print_row(const zsh_bench_t *bench, const zsh_bench_row_t 
     if (bench->csv == NULL) {
         return;
     }
-    fprintf(bench->csv, "%s,%d,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.6f,%.6f,", o->coll->name, bench->size,
+    fprintf(bench->csv, "%s,%d,%s,%zu,%zu,%d,%.4f,%.4f,%.4f,%.6f,%.6f,", o->coll->name, bench->size,
             o->dtype->name, row->bytes, row->count, row->iterations, row->zsh.avg * 1e6,
             row->zsh.min * 1e6, row->zsh.max * 1e6, algbw, busbw);
     if (bench->baseline) {
-        fprintf(bench->csv, "%.3f,%.6f,%.4f,", row->mpi_avg * 1e6, mpi_bus, ratio);
+        fprintf(bench->csv, "%.4f,%.6f,%.6f,", row->mpi_avg * 1e6, mpi_bus, ratio);
     } else {
         fprintf(bench->csv, ",,,");
     }

@@ -75,7 +75,7 @@ csv_ok() { # CSV TABLE COLL NP BASELINE(0|1)
     [ "$(($(wc -l <"$csv") - 1))" = "$(grep -vc '^#' "$table")" ] || { echo "CSV and table row counts differ"; return 1; }
     awk -F, -v coll="$coll" -v np="$np" -v f="$(echo "$(factor "$coll" "$np")" | bc -l)" -v base="$baseline" '
         NR == 1 { next }
-        function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 1e-3 * (b < 0 ? -b : b) + 2e-6 }
+        function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 5e-3 * (b < 0 ? -b : b) + 1e-5 }
         NF != 15 || $1 != coll || $2 != np || $15 != "pass" { print "bad row: " $0; bad = 1; next }
         !near($10, $4 / $7 / 1e3) { print "algbw is not size/time: " $0; bad = 1 }
         !near($11, $10 * f) { print "busbw is not algbw * " f ": " $0; bad = 1 }
