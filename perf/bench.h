@@ -90,8 +90,7 @@ const char *zsh_bench_dtype_names(void);
  * over ranks is exact in every type and any order. */
 double zsh_bench_value(int r, size_t i);
 /* Fill a set's input for @rank (and poison its output) as the collective expects. */
-void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set,
-                    int rank, int size);
+void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set, int rank);
 /* Check every element of a set's output; returns the number of wrong ones
  * and prints the first to stderr. */
 size_t zsh_bench_verify(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set,

@@ -58,8 +58,7 @@ static double zsh_bench_sum(size_t i, int size)
     return s;
 }
 
-void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set,
-                    int rank, int size)
+void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set, int rank)
 {
     zsh_dtype_t dt   = opts->dtype->dtype;
     char       *send = zsh_bench_send(b, set), *recv = zsh_bench_recv(b, set);
@@ -67,7 +66,6 @@ void zsh_bench_fill(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, siz
     size_t      nrecv = b->recv_bytes / opts->dtype->esize;
     size_t      i;
 
-    (void)size;
     for (i = 0; i < nsend; i++) {
         /* broadcast: only the root's buffer holds the data */
         int bcast_dest = (opts->coll->coll == ZSH_BUSBW_BROADCAST) && (rank != 0);

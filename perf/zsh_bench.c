@@ -147,7 +147,7 @@ static int zsh_bench_validate(const zsh_bench_t *bench, zsh_bench_bufs_t *b)
     long   wrong = 0, all = 0;
 
     for (k = 0; k < (b->nsets > 1 ? 2u : 1u); k++) {
-        zsh_bench_fill(&bench->opts, b, sets[k], bench->rank, bench->size);
+        zsh_bench_fill(&bench->opts, b, sets[k], bench->rank);
         zsh_bench_call(&bench->opts, b, sets[k], bench->comm, 0);
         wrong += (long)zsh_bench_verify(&bench->opts, b, sets[k], bench->rank, bench->size);
     }
@@ -178,7 +178,7 @@ static int zsh_bench_size(zsh_bench_t *bench, size_t size_bytes)
         fprintf(stderr, "zsh_bench: rank %d: out of memory for %zu-byte buffers\n", bench->rank, size_bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    zsh_bench_fill(o, &b, 0, bench->rank, bench->size);
+    zsh_bench_fill(o, &b, 0, bench->rank);
     zsh_bench_bufs_replicate(&b);
     memset(&row, 0, sizeof(row));
     row.bytes     = zsh_busbw_bytes(c, count, o->dtype->esize, bench->size);
