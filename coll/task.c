@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/status.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,15 +471,25 @@ zsh_status_t zsh_task_wait(zsh_task_t *task)
 {
     zsh_ctx_t *ctx  = task->comm->ctx;
     unsigned spins  = 0;
+    double yield_until = 0;
 
     while (task->status == ZSH_INPROGRESS) {
         zsh_ctx_progress(ctx);
         if (task->status != ZSH_INPROGRESS) {
             break;
         }
-        /* Spin briefly for latency, then sleep so that ranks sharing a core
-         * with us can run and send what we wait for. */
-        if (++spins > ctx->cfg.spin_count) {
+        /* Spin briefly for latency; then yield the core for a while, so that
+         * a rank sharing it runs at once and sends what we wait for; then
+         * sleep on the event descriptor, so that a long wait costs nothing. */
+        if (++spins <= ctx->spin_count) {
+            continue;
+        }
+        if (yield_until == 0) {
+            yield_until = zsh_clock_now() + ctx->cfg.yield_time;
+        }
+        if (zsh_clock_now() < yield_until) {
+            sched_yield();
+        } else {
             ctx->tl->wait(ctx->tl_ctx, zsh_clock_ms_left(task->deadline, ZSH_TASK_SLEEP_MAX_MS));
         }
     }

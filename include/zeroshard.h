@@ -309,8 +309,10 @@ zsh_status_t zsh_request_test(zsh_request_t *req);
 /**
  * @brief Wait until @p req completes or its deadline (ZSH_TIMEOUT) passes.
  *
- * The waiter spins briefly, then sleeps on the transport's event descriptor,
- * so ranks that outnumber cores do not starve each other.
+ * The waiter polls briefly, then yields its core for up to ZSH_YIELD_TIME,
+ * then sleeps on the transport's event descriptor, so ranks that outnumber
+ * cores do not starve each other. When they do outnumber the node's
+ * processors it yields from the first poll on.
  * @return ZSH_OK, or the error the request failed with (ZSH_ERR_TIMEOUT names
  *         the collective, its sequence number and the silent peers).
  */

@@ -79,6 +79,7 @@ static void zsh_comm_free(zsh_comm_t *comm)
 static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
 {
     zsh_boot_hdr_t mine = {0}, *hdrs;
+    zsh_topo_id_t *ids;
     char *my_addr = NULL, *addrs = NULL;
     const void *addr;
     size_t len, max_len = 0;
@@ -117,10 +118,18 @@ static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
     if (status != ZSH_OK) {
         goto out;
     }
-    for (i = 0; i < ctx->size; i++) {
-        hdrs[i].id.host[ZSH_TOPO_HOST_MAX - 1] = '\0';
+    /* The identities sit inside the headers: gather them into an array of their own. */
+    ids = malloc((size_t)ctx->size * sizeof(*ids));
+    if (ids == NULL) {
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d host identities", ctx->size);
+        goto out;
     }
-    status = zsh_topo_create(ctx->rank, ctx->size, &hdrs[0].id, &ctx->topo);
+    for (i = 0; i < ctx->size; i++) {
+        ids[i] = hdrs[i].id;
+        ids[i].host[ZSH_TOPO_HOST_MAX - 1] = '\0';
+    }
+    status = zsh_topo_create(ctx->rank, ctx->size, ids, &ctx->topo);
+    free(ids);
 out:
     free(addrs);
     free(my_addr);
@@ -166,6 +175,9 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_config_t *cfg, zsh_c
     if (status != ZSH_OK) {
         goto err_destroy_topo;
     }
+    ctx->spin_count = zsh_topo_oversubscribed(ctx->topo) ? 0 : cfg->spin_count;
+    zsh_log(ZSH_LOG_DEBUG, "%d rank(s) on a node of %d processor(s): waiters poll %u time(s) "
+            "before yielding", ctx->topo->local_size, ctx->topo->node_cpus, ctx->spin_count);
     for (i = 0; i < ctx->size; i++) {
         ranks[i] = i;
     }

@@ -30,6 +30,7 @@ typedef struct zsh_ctx {
     unsigned            refs;          /* communicators using this context */
     int                 rank, size;    /* in the job */
     zsh_config_t        cfg;
+    unsigned            spin_count;    /* cfg.spin_count, or 0 when ranks outnumber cores */
     const zsh_tl_ops_t *tl;
     zsh_tl_ctx_t       *tl_ctx;
     zsh_topo_t         *topo;

@@ -48,8 +48,13 @@ static const zsh_config_field_t zsh_config_table[] = {
     {"BROADCAST_ALGO", NULL, "auto", "Broadcast algorithm: auto or binomial (pipelined)",
      ZSH_CFG_OFF(broadcast_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"SPIN_COUNT", NULL, "200",
-     "Progress polls a waiter makes before it sleeps on the transport's event descriptor",
+     "Progress polls a waiter makes before it starts yielding its core (none when more ranks "
+     "than processors share the node)",
      ZSH_CFG_OFF(spin_count), ZSH_CONFIG_UINT, NULL},
+    {"YIELD_TIME", NULL, "0.01",
+     "Seconds a waiter then polls between sched_yield() calls, so that ranks sharing its core run "
+     "at once, before it sleeps on the transport's event descriptor",
+     ZSH_CFG_OFF(yield_time), ZSH_CONFIG_TIME, NULL},
     {"RANK", "RANK", "", "Rank of this process for zsh_comm_init() (torchrun: RANK)",
      ZSH_CFG_OFF(rank), ZSH_CONFIG_INT_OPT, NULL},
     {"WORLD_SIZE", "WORLD_SIZE", "", "Number of processes for zsh_comm_init() (torchrun: WORLD_SIZE)",

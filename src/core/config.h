@@ -46,7 +46,8 @@ typedef struct zsh_config {
     int      reduce_scatter_algo;
     int      allreduce_algo;
     int      broadcast_algo;
-    unsigned spin_count;        /* progress polls before a waiter sleeps */
+    unsigned spin_count;        /* progress polls before a waiter yields */
+    double   yield_time;        /* seconds a waiter yields its core before it sleeps */
     int      rank;              /* bootstrap: -1 when unset */
     int      world_size;        /* bootstrap: -1 when unset */
     char     master_addr[ZSH_CONFIG_STR_MAX]; /* bootstrap: "" when unset */

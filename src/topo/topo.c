@@ -45,7 +45,9 @@ zsh_status_t zsh_topo_create(int rank, int size, const zsh_topo_id_t *ids, zsh_t
             topo->node_of[i] = topo->nnodes++;
         }
     }
-    topo->node = topo->node_of[rank];
+    topo->node      = topo->node_of[rank];
+    topo->node_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    topo->node_cpus = (topo->node_cpus > 0) ? topo->node_cpus : 1;
     for (i = 0; i < size; i++) {
         if (topo->node_of[i] == topo->node) {
             topo->local_rank += (i < rank) ? 1 : 0;

@@ -23,8 +23,16 @@ typedef struct zsh_topo {
     int  node;           /* this rank's node, in [0, nnodes) */
     int  local_rank;     /* among the ranks on this node, in job-rank order */
     int  local_size;
+    int  node_cpus;      /* processors online on this node */
     int *node_of;        /* job rank -> node */
 } zsh_topo_t;
+
+/* Whether more ranks share this node than it has processors: a waiter
+ * must then give its core away at once, or the rank it waits for cannot run. */
+static inline int zsh_topo_oversubscribed(const zsh_topo_t *topo)
+{
+    return topo->local_size > topo->node_cpus;
+}
 
 /* This process's identity for the exchange. */
 zsh_status_t zsh_topo_local_id(zsh_topo_id_t *id);

@@ -1,5 +1,6 @@
 #include "gtest/zsh_test.h"
 
+#include "comm/comm.h"
 #include "topo/topo.h"
 
 #include <hwloc.h>
@@ -41,4 +42,16 @@ ZSH_TEST(topo, rank_map_groups_ranks_by_host)
     ZSH_EXPECT_EQ(0, topo->node_of[2]);
     ZSH_EXPECT_EQ(2, topo->node_of[3]);
     zsh_topo_destroy(topo);
+}
+
+ZSH_RANK_TEST(topo, every_rank_of_a_one_host_job_is_on_the_same_node)
+{
+    const zsh_ctx_t *ctx = comm->ctx;
+
+    ZSH_EXPECT_EQ(1, ctx->topo->nnodes);
+    ZSH_EXPECT_EQ(zsh_comm_size(comm), ctx->topo->local_size);
+    ZSH_EXPECT_EQ(zsh_comm_rank(comm), ctx->topo->local_rank);
+    /* Ranks that outnumber the processors give their core away at once. */
+    ZSH_EXPECT_EQ((ctx->topo->local_size > ctx->topo->node_cpus) ? 0 : ctx->cfg.spin_count,
+                  ctx->spin_count);
 }
