@@ -8,31 +8,9 @@
 set -u
 top_builddir=${top_builddir:-.}
 srcdir=${abs_top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-MPIRUN=${MPIRUN:-mpirun}
 prog="$top_builddir/perf/zsh_bench"
-if [ -z "$MPIRUN" ]; then
-    echo "mpirun not found: skipping the zsh_bench runs"
-    exit 77
-fi
-if [ "$(id -u)" = 0 ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-passed=0
-failed=0
-skipped=0
-
-result() { # NAME OK [DETAIL]
-    if [ "$2" = 1 ]; then
-        echo "[       OK ] zsh_bench.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] zsh_bench.$1"
-        [ -n "${3:-}" ] && echo "$3" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
+SUITE=zsh_bench
+. "$(dirname "$0")/../mpirun_script.sh"
 
 bench() { # NP FILE ARGS...: output in FILE, standard error in FILE.err
     local np=$1 file=$2
@@ -176,10 +154,4 @@ needs an argument|allreduce -T
 --csv /nonexistent/dir/x.csv|allreduce -m 1k:1k --csv /nonexistent/dir/x.csv
 CASES
 
-echo "[  PASSED  ] $passed tests."
-[ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-if [ $failed -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
-exit 0
+summary

@@ -7,30 +7,10 @@
 # Ends with a GoogleTest-style summary that tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
-MPIRUN=${MPIRUN:-mpirun}
 prog="$top_builddir/tools/zsh_train"
-if [ -z "$MPIRUN" ]; then
-    echo "mpirun not found: skipping the zsh_train runs"
-    exit 77
-fi
-if [ "$(id -u)" = 0 ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+SUITE=zsh_train
+. "$(dirname "$0")/../mpirun_script.sh"
 steps=12
-passed=0
-failed=0
-
-result() { # NAME OK [DETAIL]
-    if [ "$2" = 1 ]; then
-        echo "[       OK ] zsh_train.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] zsh_train.$1${3:+: $3}"
-        failed=$((failed + 1))
-    fi
-}
 
 value() { # FILE PREFIX: the number after "PREFIX: "
     sed -n "s/^$2: \([0-9][0-9]*\).*/\1/p" "$1"
@@ -132,6 +112,4 @@ else
         "$(tail -5 "$out/np4.s3.err")"
 fi
 
-echo "[  PASSED  ] $passed tests."
-[ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-[ $failed = 0 ]
+summary
