@@ -84,7 +84,6 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
         task->desc_state = ZSH_DESC_VERIFIED;
         return ZSH_OK;
     }
-    zsh_desc_make(task, &task->desc_out);
     task->desc_state = ZSH_DESC_POSTED;
     status = zsh_task_recv(task, &task->desc_ops[0], zsh_desc_left(task), ZSH_TAG_STEP_DESC,
                            &task->desc_in, sizeof(task->desc_in));

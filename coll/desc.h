@@ -43,7 +43,8 @@ void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len);
 /* The name of a collective type: "allgather", "reduce_scatter", ... */
 const char *zsh_desc_type_name(unsigned type);
 
-/* Start @task's exchange (no-op on a single rank). */
+/* Start @task's exchange of task->desc_out, made at post (no-op on a
+ * single rank). */
 zsh_status_t zsh_desc_post(struct zsh_request *task);
 
 /* ZSH_OK once the left neighbour's descriptor matched and ours was sent (or

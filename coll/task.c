@@ -440,8 +440,8 @@ void zsh_task_post(zsh_task_t *task)
     if (atomic_load(&ctx->abort_pending)) {
         zsh_fault_progress(ctx); /* tell peers now, even if this call fails at once */
     }
+    zsh_desc_make(task, &task->desc_out);
     if (comm->trace != NULL) {
-        zsh_desc_make(task, &task->desc_out);
         zsh_trace_posted(comm->trace, &task->desc_out);
     }
     status = zsh_fault_check(comm, task->seq);

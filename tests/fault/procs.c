@@ -2,43 +2,21 @@
  * Forked rank processes with a bound on their lifetime.
  */
 #include "fault/procs.h"
+#include "unit/store_helpers.h"
 
 #include "core/clock.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* A port nothing listens on now, for rank 0's store. */
-static int zsh_procs_free_port(void)
-{
-    struct sockaddr_in addr = {0};
-    socklen_t len           = sizeof(addr);
-    int fd, port = -1;
-
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    addr.sin_family      = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if ((fd >= 0) && (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0) &&
-        (getsockname(fd, (struct sockaddr *)&addr, &len) == 0)) {
-        port = ntohs(addr.sin_port);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return port;
-}
 
 void zsh_proc_say(int report, const char *fmt, ...)
 {
@@ -115,7 +93,7 @@ void zsh_procs_run(int n, double bound, const char *const *env, zsh_proc_fn_t fn
                    zsh_proc_t *procs)
 {
     const struct timespec pause = {0, 5 * 1000 * 1000};
-    int fds[ZSH_PROCS_MAX][2], release[2], port = zsh_procs_free_port();
+    int fds[ZSH_PROCS_MAX][2], release[2], port = free_port();
     bool released = false;
     double deadline;
     int r, k, left = n, done;
