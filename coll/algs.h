@@ -68,6 +68,11 @@ zsh_status_t zsh_ring_rs_progress(zsh_task_t *task);
  * registered receive buffer (large messages). */
 zsh_status_t zsh_rma_ag_init(zsh_task_t *task);
 
+/* Direct all-gather, reduce-scatter and all-reduce for communicators on one
+ * node (comm->direct): every rank reads what it needs straight from its
+ * peers' buffers, one copy per byte (coll/direct.c). */
+zsh_status_t zsh_direct_init(zsh_task_t *task);
+
 /* Bruck all-gather (log-latency, for small messages). */
 zsh_status_t zsh_bruck_init(zsh_task_t *task);
 

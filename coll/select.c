@@ -11,19 +11,21 @@ typedef struct zsh_select_rule {
     const char     *variable;
     size_t          offset;          /* of the override in zsh_config_t */
     zsh_algo_t      small, large;    /* the automatic choice */
-    zsh_algo_t      allowed[4];      /* AUTO-terminated */
+    bool            direct;          /* large messages on one node: ZSH_ALGO_DIRECT */
+    zsh_algo_t      allowed[5];      /* AUTO-terminated */
 } zsh_select_rule_t;
 
 static const zsh_select_rule_t zsh_select_rules[] = {
     {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_config_t, allgather_algo),
-     ZSH_ALGO_BRUCK, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_BRUCK, ZSH_ALGO_RING, true,
+     {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_DIRECT, ZSH_ALGO_AUTO}},
     {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
-     offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
-     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_AUTO}},
+     offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING, true,
+     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_AUTO}},
     {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_config_t, allreduce_algo),
-     ZSH_ALGO_RD, ZSH_ALGO_RING, {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_RD, ZSH_ALGO_RING, true, {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_AUTO}},
     {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_config_t, broadcast_algo),
-     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, false, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
@@ -77,7 +79,8 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
     return ZSH_OK;
 }
 
-zsh_algo_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes)
+zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes,
+                        zsh_algo_t *algo_p)
 {
     const zsh_config_t *cfg = &comm->ctx->cfg;
     const zsh_select_rule_t *rule;
@@ -90,16 +93,29 @@ zsh_algo_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total
             continue;
         }
         algo = (zsh_algo_t)zsh_select_override(cfg, rule);
-        if (algo != ZSH_ALGO_AUTO) {
-            return algo;
+        if ((algo == ZSH_ALGO_DIRECT) && !comm->direct) {
+            return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=direct needs every rank of the "
+                             "communicator on one node, able to read each other's memory "
+                             "(ZSH_CMA=1, same PID namespace, ptrace_scope 0 or 1); comm %u "
+                             "is not", rule->variable, comm->id);
         }
-        /* Log-latency algorithms win while latency dominates; rings move
-         * the minimum bytes and pipeline, which wins once bandwidth does.
-         * The one-sided all-gather is never chosen automatically: with UCX
-         * 1.13 on one node, gets on user memory are emulated over active
-         * messages (sysv/posix lanes) and ran at 0.7x the ring's speed. */
-        return ((total_bytes <= cfg->small_msg_size) || (comm->size == 1)) ? rule->small
-                                                                          : rule->large;
+        if (algo == ZSH_ALGO_AUTO) {
+            /* Log-latency algorithms win while latency dominates. Above that,
+             * on one node, reading peers' buffers copies each byte once
+             * where the rings, through UCX's shared memory, copy it twice;
+             * across nodes the rings move the fewest bytes and pipeline.
+             * The one-sided all-gather is never chosen automatically: with
+             * UCX 1.13 on one node, gets on user memory are emulated over
+             * active messages (sysv/posix lanes) and ran at 0.7x the
+             * ring's speed. */
+            if ((total_bytes <= cfg->small_msg_size) || (comm->size == 1)) {
+                algo = rule->small;
+            } else {
+                algo = (rule->direct && comm->direct) ? ZSH_ALGO_DIRECT : rule->large;
+            }
+        }
+        *algo_p = algo;
+        return ZSH_OK;
     }
-    return ZSH_ALGO_AUTO;
+    return zsh_error(ZSH_ERR_INTERNAL, "no algorithm rule for collective type %d", (int)type);
 }

@@ -14,7 +14,10 @@
  * names an algorithm its collective does not have. */
 zsh_status_t zsh_select_check_config(const zsh_config_t *cfg);
 
-/* The algorithm for @type moving @total_bytes in all (the whole vector). */
-zsh_algo_t   zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes);
+/* The algorithm for @type moving @total_bytes in all (the whole vector);
+ * fails with ZSH_ERR_UNSUPPORTED if the override names one that cannot run
+ * on @comm. */
+zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes,
+                        zsh_algo_t *algo_p);
 
 #endif

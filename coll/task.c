@@ -54,6 +54,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->desc_state = ZSH_DESC_NONE;
     memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
+    task->algo   = ZSH_ALGO_AUTO;
     task->progress = zsh_task_done_progress;
     task->cleanup  = NULL;
     memset(&task->u, 0, sizeof(task->u));

@@ -86,6 +86,24 @@ typedef struct zsh_rma {
     zsh_tl_rkey_t **rkeys;      /* by peer, once unpacked */
 } zsh_rma_t;
 
+/* What a rank tells its peers before the direct algorithms read its memory. */
+typedef struct zsh_direct_addr {
+    uint64_t src;      /* its input (sendbuf) */
+    uint64_t dst;      /* its output (recvbuf) */
+    uint64_t bytes;    /* of its input, so a mismatched count is caught before any read */
+    uint64_t type;     /* zsh_coll_type_t */
+} zsh_direct_addr_t;
+
+/* Node-local algorithms that read peers' buffers (cross-memory attach). */
+typedef struct zsh_direct {
+    zsh_direct_addr_t  mine;
+    zsh_direct_addr_t *peers;   /* by comm rank; peers[rank] unused */
+    zsh_part_t         part;    /* the blocks of the vector */
+    size_t             chunk;   /* elements per read of a reduction */
+    char              *acc;     /* a chunk in the accumulation type */
+    char              *tmp;     /* a chunk read from a peer */
+} zsh_direct_t;
+
 /* Pipelined binomial broadcast. */
 typedef struct zsh_bcast {
     size_t nchunks, chunk;   /* in bytes */
@@ -114,7 +132,7 @@ struct zsh_request {
     zsh_coll_args_t     args;
     const char         *name;        /* "allgather", for messages */
     uint32_t            seq;
-    zsh_algo_t          algo;
+    zsh_algo_t          algo;        /* what zsh_select() chose; AUTO when nothing moves */
     zsh_task_progress_t progress;
     zsh_task_cleanup_t  cleanup;     /* releases what the algorithm holds; may be NULL */
     zsh_status_t        status;      /* ZSH_INPROGRESS until complete */
@@ -134,6 +152,7 @@ struct zsh_request {
         zsh_rounds_t rounds;
         zsh_bcast_t  bcast;
         zsh_rma_t    rma;
+        zsh_direct_t direct;
     } u;
     zsh_task_op_t      *ops;         /* kept across uses of the pooled task */
     unsigned            ops_cap;

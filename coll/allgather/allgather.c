@@ -17,6 +17,7 @@ static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, v
     zsh_status_t status;
     zsh_task_t *task;
     zsh_part_t part;
+    zsh_algo_t algo;
     char *own;
     size_t blk;
 
@@ -33,13 +34,18 @@ static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, v
         if ((sendcount > 0) && (sendbuf != recvbuf)) {
             memcpy(recvbuf, sendbuf, blk);
         }
-    } else {
-        switch (zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size)) {
+    } else if ((status = zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size,
+                                    &algo)) == ZSH_OK) {
+        task->algo = algo;
+        switch (algo) {
         case ZSH_ALGO_BRUCK:
             status = zsh_bruck_init(task);
             break;
         case ZSH_ALGO_RMA:
             status = zsh_rma_ag_init(task);
+            break;
+        case ZSH_ALGO_DIRECT:
+            status = zsh_direct_init(task);
             break;
         default:
             own = (char *)recvbuf + blk * (size_t)comm->rank;

@@ -53,6 +53,7 @@ static zsh_status_t zsh_allreduce_prepare(const char *fn, const void *sendbuf, v
 {
     zsh_coll_args_t args = {ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
     zsh_status_t status  = ZSH_OK;
+    zsh_algo_t algo      = ZSH_ALGO_RD;
     zsh_task_t *task;
 
     status = zsh_validate(fn, comm, &args);
@@ -63,12 +64,16 @@ static zsh_status_t zsh_allreduce_prepare(const char *fn, const void *sendbuf, v
     if (status != ZSH_OK) {
         return status;
     }
-    if (count == 0) {
-        /* nothing to move */
-    } else if ((comm->size == 1) ||
-               (zsh_select(comm, ZSH_COLL_ALLREDUCE, count * zsh_task_esize(task)) ==
-                ZSH_ALGO_RD)) {
+    if ((count > 0) && (comm->size > 1)) {
+        status = zsh_select(comm, ZSH_COLL_ALLREDUCE, count * zsh_task_esize(task), &algo);
+    }
+    task->algo = algo;
+    if ((count == 0) || (status != ZSH_OK)) {
+        /* nothing to move, or no way to move it */
+    } else if (algo == ZSH_ALGO_RD) {
         status = zsh_rd_init(task, count);
+    } else if (algo == ZSH_ALGO_DIRECT) {
+        status = zsh_direct_init(task);
     } else {
         status = zsh_allreduce_ring_init(task);
     }

@@ -17,6 +17,7 @@ static zsh_status_t zsh_reduce_scatter_prepare(const char *fn, const void *sendb
     zsh_status_t status = ZSH_OK;
     zsh_task_t *task;
     zsh_part_t part;
+    zsh_algo_t algo = ZSH_ALGO_RD;
 
     status = zsh_validate(fn, comm, &args);
     if (status != ZSH_OK) {
@@ -26,11 +27,17 @@ static zsh_status_t zsh_reduce_scatter_prepare(const char *fn, const void *sendb
     if (status != ZSH_OK) {
         return status;
     }
-    if (recvcount == 0) {
-        /* nothing to move */
-    } else if ((n == 1) || (zsh_select(comm, ZSH_COLL_REDUCE_SCATTER,
-                                       recvcount * n * zsh_task_esize(task)) == ZSH_ALGO_RD)) {
+    if ((recvcount > 0) && (n > 1)) {
+        status = zsh_select(comm, ZSH_COLL_REDUCE_SCATTER, recvcount * n * zsh_task_esize(task),
+                            &algo);
+    }
+    task->algo = algo;
+    if ((recvcount == 0) || (status != ZSH_OK)) {
+        /* nothing to move, or no way to move it */
+    } else if (algo == ZSH_ALGO_RD) {
         status = zsh_rd_init(task, recvcount * n);
+    } else if (algo == ZSH_ALGO_DIRECT) {
+        status = zsh_direct_init(task);
     } else {
         part   = zsh_part_make(recvcount * n, n);
         status = zsh_ring_rs_init(task, sendbuf, recvbuf, &part, 0);

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "topo/topo.h"
+#include "transports/cma/cma.h"
 #include "transports/tl.h"
 
 #include <zeroshard.h>
@@ -34,6 +35,7 @@ typedef struct zsh_ctx {
     const zsh_tl_ops_t *tl;
     zsh_tl_ctx_t       *tl_ctx;
     zsh_topo_t         *topo;
+    zsh_cma_id_t       *cma_ids;       /* by job rank: who may read whose memory */
     zsh_list_t          in_flight;     /* tasks posted and not yet complete */
     zsh_list_t          free_tasks;    /* the "zsh_task" pool */
     unsigned            tasks_out;     /* taken from the pool and not returned */
@@ -63,6 +65,8 @@ struct zsh_comm {
     uint32_t    seq;        /* sequence number of the next collective */
     unsigned    requests;   /* requests not yet freed */
     double      timeout;    /* seconds a collective may take (zsh_comm_set_timeout) */
+    bool        direct;     /* all members on one node and able to read each other's
+                               memory: the direct algorithms may run */
     atomic_int  aborted;    /* zsh_comm_abort() was called here, from any thread */
     bool        abort_told; /* ... and the other members were told */
 

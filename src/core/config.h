@@ -33,6 +33,8 @@ typedef enum {
     ZSH_ALGO_RD,         /* recursive doubling: allreduce, reduce_scatter */
     ZSH_ALGO_BINOMIAL,   /* broadcast */
     ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
+    ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce: reads of peers' buffers on
+                            one node (cross-memory attach) */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
@@ -46,6 +48,7 @@ typedef struct zsh_config {
     int      reduce_scatter_algo;
     int      allreduce_algo;
     int      broadcast_algo;
+    int      cma;               /* node-local algorithms may read peers' memory (1) or not (0) */
     unsigned spin_count;        /* progress polls before a waiter yields */
     double   yield_time;        /* seconds a waiter yields its core before it sleeps */
     int      rank;              /* bootstrap: -1 when unset */

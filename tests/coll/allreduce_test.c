@@ -30,16 +30,19 @@ static void zsh_allreduce_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op,
     free(send);
 }
 
-ZSH_RANK_TEST(allreduce, ring_and_rd_match_reference_for_every_dtype_op_and_count)
+ZSH_RANK_TEST(allreduce, every_algorithm_matches_reference_for_every_dtype_op_and_count)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     size_t a, d, o, c;
     int inplace;
 
     cfg->chunk_size = ZSH_CHECK_CHUNK;
-    for (a = 0; a < 2; a++) {
+    for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        if (!zsh_check_algo_runs(comm, algos[a])) {
+            continue;
+        }
         cfg->allreduce_algo = algos[a];
         for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
             for (o = 0; o < ZSH_CHECK_NOPS; o++) {
@@ -67,14 +70,17 @@ ZSH_RANK_TEST(allreduce, default_selection_handles_vectors_larger_than_the_chunk
 
 ZSH_RANK_TEST(allreduce, fp16_and_bf16_accumulate_in_fp32_and_round_once)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     uint16_t send[2], recv[2];
     size_t a;
 
-    for (a = 0; a < 2; a++) {
+    for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        if (!zsh_check_algo_runs(comm, algos[a])) {
+            continue;
+        }
         cfg->allreduce_algo = algos[a];
         send[0] = zsh_float_to_fp16((rank == 0) ? 2048.0f : 1.0f);
         send[1] = zsh_float_to_fp16((rank == 0) ? 2048.0f : 1.0f);
@@ -88,11 +94,15 @@ ZSH_RANK_TEST(allreduce, fp16_and_bf16_accumulate_in_fp32_and_round_once)
     *cfg = saved;
 }
 
-/* ZeRO relies on every rank holding the same bits after an all-reduce. */
+/* ZeRO relies on every rank holding the same bits after an all-reduce,
+ * whichever algorithm ran. */
 ZSH_RANK_TEST(allreduce, every_rank_gets_bitwise_identical_float_results)
 {
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), r;
-    size_t count = 4099, i;
+    size_t count = 4099, i, a;
     float *send  = zsh_check_alloc(count * sizeof(float));
     float *recv  = zsh_check_alloc(count * sizeof(float));
     float *all   = zsh_check_alloc(count * sizeof(float) * (size_t)n);
@@ -102,14 +112,25 @@ ZSH_RANK_TEST(allreduce, every_rank_gets_bitwise_identical_float_results)
         seed    = seed * 1664525u + 1013904223u;
         send[i] = (float)(seed >> 8) / 16777216.0f - 0.5f; /* not exact: order matters */
     }
-    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm));
-    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allgather(recv, all, count, ZSH_FLOAT32, comm));
-    for (r = 0; r < n; r++) {
-        if (memcmp(all + (size_t)r * count, recv, count * sizeof(float)) != 0) {
-            zsh_test_fail(__FILE__, __LINE__, "rank %d's all-reduce result differs from ours", r);
-            break;
+    cfg->chunk_size = ZSH_CHECK_CHUNK;
+    for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        if (!zsh_check_algo_runs(comm, algos[a])) {
+            continue;
+        }
+        cfg->allreduce_algo = algos[a];
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm));
+        cfg->allgather_algo = ZSH_ALGO_RING;
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_allgather(recv, all, count, ZSH_FLOAT32, comm));
+        cfg->allgather_algo = saved.allgather_algo;
+        for (r = 0; r < n; r++) {
+            if (memcmp(all + (size_t)r * count, recv, count * sizeof(float)) != 0) {
+                zsh_test_fail(__FILE__, __LINE__, "%s: rank %d's all-reduce result differs "
+                              "from ours", zsh_algo_name(algos[a]), r);
+                break;
+            }
         }
     }
+    *cfg = saved;
     free(all);
     free(recv);
     free(send);

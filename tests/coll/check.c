@@ -128,3 +128,8 @@ void *zsh_check_alloc(size_t bytes)
     }
     return buf;
 }
+
+bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo)
+{
+    return (algo != ZSH_ALGO_DIRECT) || comm->direct;
+}

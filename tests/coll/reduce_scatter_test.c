@@ -30,16 +30,19 @@ static void zsh_reduce_scatter_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_
     free(send);
 }
 
-ZSH_RANK_TEST(reduce_scatter, ring_and_rd_match_reference_for_every_dtype_op_and_count)
+ZSH_RANK_TEST(reduce_scatter, every_algorithm_matches_reference_for_every_dtype_op_and_count)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     size_t a, d, o, c;
     int inplace;
 
     cfg->chunk_size = ZSH_CHECK_CHUNK;
-    for (a = 0; a < 2; a++) {
+    for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        if (!zsh_check_algo_runs(comm, algos[a])) {
+            continue;
+        }
         cfg->reduce_scatter_algo = algos[a];
         for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
             for (o = 0; o < ZSH_CHECK_NOPS; o++) {
@@ -69,7 +72,7 @@ ZSH_RANK_TEST(reduce_scatter, default_selection_handles_blocks_larger_than_the_c
  * once to fp16, while adding in fp16 one step at a time would stay at 2048. */
 ZSH_RANK_TEST(reduce_scatter, fp16_accumulates_in_fp32_and_rounds_once)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), i;
@@ -77,7 +80,10 @@ ZSH_RANK_TEST(reduce_scatter, fp16_accumulates_in_fp32_and_rounds_once)
     uint16_t expected = zsh_float_to_fp16(2048.0f + (float)(n - 1));
     size_t a;
 
-    for (a = 0; a < 2; a++) {
+    for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        if (!zsh_check_algo_runs(comm, algos[a])) {
+            continue;
+        }
         cfg->reduce_scatter_algo = algos[a];
         for (i = 0; i < n; i++) {
             send[i] = zsh_float_to_fp16((rank == 0) ? 2048.0f : 1.0f);

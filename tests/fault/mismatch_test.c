@@ -9,6 +9,7 @@
 #include "coll/check.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A timeout far beyond detection: a case that times out has missed a mismatch. */
 #define ZSH_MISMATCH_TIMEOUT 30.0
@@ -198,6 +199,79 @@ ZSH_RANK_TEST(mismatch, a_zero_count_against_a_nonzero_count_is_named)
     zsh_expect_mismatch(zsh_allgather(send, recv, (rank == 0) ? 0 : 3, ZSH_FLOAT32, c),
                         "allgather(count=0, fp32)", "allgather(count=3, fp32)", __LINE__);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* The direct algorithms read and write peers' memory: a mismatched count
+ * must be caught before any rank touches a byte past a peer's buffer, and
+ * still be reported as the two calls. */
+ZSH_RANK_TEST(mismatch, direct_algorithms_name_different_counts_before_copying)
+{
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    size_t count = (rank == n - 1) ? 8193 : 8192;
+    float *send = zsh_check_alloc(count * sizeof(float));
+    float *recv = zsh_check_alloc(count * sizeof(float) * (size_t)n);
+    zsh_config_t *cfg;
+    zsh_algo_t saved;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if ((c != NULL) && !c->direct) {
+        zsh_test_skip(__FILE__, __LINE__, "cross-memory attach is not available here");
+        zsh_comm_destroy(c);
+        c = NULL;
+    }
+    if (c == NULL) {
+        free(send);
+        free(recv);
+        return;
+    }
+    memset(send, 0, count * sizeof(float));
+    cfg   = zsh_check_cfg(c);
+    saved = cfg->allgather_algo;
+    cfg->allgather_algo = ZSH_ALGO_DIRECT;
+    zsh_expect_mismatch(zsh_allgather(send, recv, count, ZSH_FLOAT32, c),
+                        "allgather(count=8192, fp32)", "allgather(count=8193, fp32)", __LINE__);
+    cfg->allgather_algo = saved;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+    free(send);
+    free(recv);
+}
+
+/* An all-reduce and a reduce-scatter whose inputs hold the same bytes. */
+ZSH_RANK_TEST(mismatch, direct_allreduce_against_direct_reduce_scatter_names_both_calls)
+{
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    size_t block = 4096, total = block * (size_t)n;
+    float *send = zsh_check_alloc(total * sizeof(float));
+    float *recv = zsh_check_alloc(total * sizeof(float));
+    zsh_config_t *cfg, saved;
+    zsh_status_t status;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if ((c != NULL) && !c->direct) {
+        zsh_test_skip(__FILE__, __LINE__, "cross-memory attach is not available here");
+        zsh_comm_destroy(c);
+        c = NULL;
+    }
+    if (c == NULL) {
+        free(send);
+        free(recv);
+        return;
+    }
+    memset(send, 0, total * sizeof(float));
+    cfg   = zsh_check_cfg(c);
+    saved = *cfg;
+    cfg->allreduce_algo      = ZSH_ALGO_DIRECT;
+    cfg->reduce_scatter_algo = ZSH_ALGO_DIRECT;
+    status = (rank == 0) ? zsh_allreduce(send, recv, total, ZSH_FLOAT32, ZSH_SUM, c)
+                         : zsh_reduce_scatter(send, recv, block, ZSH_FLOAT32, ZSH_SUM, c);
+    zsh_expect_mismatch(status, "called allreduce(count=", "called reduce_scatter(count=",
+                        __LINE__);
+    *cfg = saved;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+    free(send);
+    free(recv);
 }
 
 ZSH_RANK_TEST(mismatch, matching_calls_after_a_split_still_succeed)

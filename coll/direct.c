@@ -1,0 +1,303 @@
+/*
+ * Direct algorithms for a communicator whose ranks share one node and may
+ * access each other's memory (cross-memory attach, transports/cma).
+ *
+ * Through UCX's shared-memory transports every byte is copied twice, into a
+ * shared segment and out of it. Here ranks read and write each other's
+ * buffers themselves, so every byte is copied once, and no rank waits for
+ * another to forward anything. Work goes a chunk at a time, so that what a
+ * rank has just produced is still in its cache when it passes it on:
+ *
+ *   all-gather      copy a chunk of the input into this rank's block of
+ *                   recvbuf, then write it into every peer's recvbuf;
+ *   reduce-scatter  read this rank's block of each peer's input, a chunk at
+ *                   a time into a buffer that stays in cache, and reduce it
+ *                   into recvbuf;
+ *   all-reduce      reduce this rank's block the same way into recvbuf,
+ *                   and write each reduced chunk into every peer's recvbuf.
+ *                   Each block is reduced once, by its owner, so every rank
+ *                   ends with identical bits.
+ *
+ * Block b of any rank's buffers is touched only by rank b, so in-place
+ * calls are safe. Messages are small and few: each rank tells every peer
+ * where its buffers are (step ADDR), then says when it has finished with
+ * theirs (step DONE); a rank returns only once every peer has said so.
+ * The count and type travel with the addresses, so a mismatched call fails
+ * before any rank touches a byte past a peer's buffer.
+ */
+#include "coll/algs.h"
+
+#include "coll/reduce/kernels.h"
+#include "comm/fault.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { ZSH_DIRECT_STEP_ADDR, ZSH_DIRECT_STEP_DONE };
+
+/* Phases, in task->phase. */
+enum {
+    ZSH_DIRECT_ADDRS,      /* waiting for every peer's addresses */
+    ZSH_DIRECT_FINISHING   /* waiting for every peer to finish with our buffers */
+};
+
+static int64_t zsh_direct_pid(const zsh_task_t *task, int peer)
+{
+    return task->comm->ctx->cma_ids[task->comm->ctx_ranks[peer]].pid;
+}
+
+/* Copy @len bytes between @local and address @remote of comm rank @peer:
+ * into @local, or with @write out of it. */
+static zsh_status_t zsh_direct_copy(zsh_task_t *task, int peer, void *local, uint64_t remote,
+                                    size_t len, bool write)
+{
+    char who[32];
+
+    if (len == 0) {
+        return ZSH_OK;
+    }
+    snprintf(who, sizeof(who), "rank %d", peer);
+    return zsh_cma_copy(zsh_direct_pid(task, peer), local, remote, len, write, who);
+}
+
+/* Write @len bytes of @chunk, at byte @off of recvbuf, into every peer's recvbuf. */
+static zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off,
+                                      size_t len)
+{
+    const zsh_direct_t *d = &task->u.direct;
+    int n = task->comm->size, rank = task->comm->rank, k, p;
+    zsh_status_t status;
+
+    for (k = 1; k < n; k++) {
+        p      = (rank + k) % n;
+        status = zsh_direct_copy(task, p, (void *)chunk, d->peers[p].dst + off, len, true);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    return ZSH_OK;
+}
+
+/* Post one message to and from every peer on @step: ops [0, n) receive,
+ * [n, 2n) send. Only ADDR carries anything. */
+static zsh_status_t zsh_direct_exchange(zsh_task_t *task, uint32_t step)
+{
+    zsh_direct_t *d = &task->u.direct;
+    int n = task->comm->size, rank = task->comm->rank, k, p;
+    size_t len = (step == ZSH_DIRECT_STEP_ADDR) ? sizeof(d->mine) : 0;
+    zsh_status_t status = ZSH_OK;
+
+    for (k = 1; (k < n) && (status == ZSH_OK); k++) {
+        p      = (rank + k) % n;
+        status = zsh_task_recv(task, &task->ops[p], p, step, len ? &d->peers[p] : NULL, len);
+        if (status == ZSH_OK) {
+            status = zsh_task_send(task, &task->ops[n + p], p, step, len ? &d->mine : NULL,
+                                   len);
+        }
+    }
+    return status;
+}
+
+/* Every peer called the same collective with the same count, as far as its
+ * addresses tell; the descriptors say more, and say it on every rank. */
+static zsh_status_t zsh_direct_check_peers(zsh_task_t *task)
+{
+    const zsh_direct_t *d = &task->u.direct;
+    int n = task->comm->size, p;
+
+    for (p = 0; p < n; p++) {
+        if ((p == task->comm->rank) ||
+            ((d->peers[p].bytes == d->mine.bytes) && (d->peers[p].type == d->mine.type))) {
+            continue;
+        }
+        return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d's %s input holds %llu "
+                         "bytes but rank %d's %s input holds %llu", task->seq, task->comm->id,
+                         p, zsh_desc_type_name((unsigned)d->peers[p].type),
+                         (unsigned long long)d->peers[p].bytes, task->comm->rank, task->name,
+                         (unsigned long long)d->mine.bytes);
+    }
+    return ZSH_OK;
+}
+
+/* All-gather: this rank's input into its block of recvbuf and every peer's. */
+static zsh_status_t zsh_direct_allgather(zsh_task_t *task)
+{
+    const zsh_direct_t *d = &task->u.direct;
+    size_t esize = zsh_task_esize(task), blk = task->args.count * esize;
+    size_t chunk = d->chunk * zsh_task_acc_esize(task), base = blk * (size_t)task->comm->rank;
+    const char *in = task->args.sendbuf;
+    char *own = (char *)task->args.recvbuf + base;
+    size_t off, len;
+    zsh_status_t status;
+
+    for (off = 0; off < blk; off += len) {
+        len = (blk - off < chunk) ? blk - off : chunk;
+        if (own != in) {
+            memcpy(own + off, in + off, len);
+        }
+        status = zsh_direct_spread(task, own + off, base + off, len);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    return ZSH_OK;
+}
+
+/*
+ * Reduce elements [first, first + cnt) of every rank's input into @dst.
+ * Peers are read in the order rank + 1, rank + 2, ... so that ranks read
+ * different peers at once. Where the accumulation type is the element type,
+ * dst itself accumulates; otherwise (half precision, and AVG, which divides
+ * at the store) a chunk of acc does, and dst is stored once.
+ */
+static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size_t cnt,
+                                            char *dst)
+{
+    const zsh_direct_t *d    = &task->u.direct;
+    const zsh_coll_args_t *a = &task->args;
+    int n = task->comm->size, rank = task->comm->rank, k, p;
+    size_t esize = zsh_task_esize(task);
+    const char *own = (const char *)a->sendbuf + first * esize;
+    bool in_dst = (zsh_dtype_acc(a->dtype) == a->dtype) && (a->op != ZSH_AVG) && (dst != own);
+    zsh_status_t status;
+
+    if (!in_dst) {
+        zsh_reduce_load(d->acc, own, cnt, a->dtype);
+    }
+    for (k = 1; k < n; k++) {
+        p      = (rank + k) % n;
+        status = zsh_direct_copy(task, p, d->tmp, d->peers[p].src + first * esize, cnt * esize,
+                                 false);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        if (in_dst && (k == 1)) {
+            zsh_reduce_acc_store(dst, own, d->tmp, cnt, a->dtype, a->op, n);
+        } else if (in_dst) {
+            zsh_reduce_acc(dst, d->tmp, cnt, a->dtype, a->op);
+        } else if (k < n - 1) {
+            zsh_reduce_acc(d->acc, d->tmp, cnt, a->dtype, a->op);
+        } else {
+            zsh_reduce_acc_store(dst, d->acc, d->tmp, cnt, a->dtype, a->op, n);
+        }
+    }
+    return ZSH_OK;
+}
+
+/* Reduce this rank's block (of d->part) into @dst, a chunk at a time; for
+ * all-reduce, @dst is the block in recvbuf, and every chunk goes on to the
+ * peers' recvbufs. */
+static zsh_status_t zsh_direct_reduce_block(zsh_task_t *task, char *dst)
+{
+    bool spread = task->args.type == ZSH_COLL_ALLREDUCE;
+    const zsh_direct_t *d = &task->u.direct;
+    size_t block = (size_t)task->comm->rank, esize = zsh_task_esize(task);
+    size_t first = zsh_part_offset(&d->part, block), count = zsh_part_count(&d->part, block);
+    size_t done, cnt;
+    zsh_status_t status;
+
+    for (done = 0; done < count; done += cnt) {
+        cnt    = (count - done < d->chunk) ? count - done : d->chunk;
+        status = zsh_direct_reduce_chunk(task, first + done, cnt, dst + done * esize);
+        if ((status == ZSH_OK) && spread) {
+            status = zsh_direct_spread(task, dst + done * esize, (first + done) * esize,
+                                       cnt * esize);
+        }
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    return ZSH_OK;
+}
+
+/* This rank's own share of the work, once every peer's addresses are in. */
+static zsh_status_t zsh_direct_work(zsh_task_t *task)
+{
+    const zsh_direct_t *d = &task->u.direct;
+    size_t esize = zsh_task_esize(task);
+
+    switch (task->args.type) {
+    case ZSH_COLL_ALLGATHER:
+        return zsh_direct_allgather(task);
+    case ZSH_COLL_REDUCE_SCATTER:
+        return zsh_direct_reduce_block(task, task->args.recvbuf);
+    default:
+        return zsh_direct_reduce_block(task, (char *)task->args.recvbuf +
+                                                 zsh_part_offset(&d->part,
+                                                                 (size_t)task->comm->rank) * esize);
+    }
+}
+
+/*
+ * A read that fails for any reason but a dead peer leaves the peers waiting
+ * for a message this rank will never send: revoke the communicator, so they
+ * fail with the same explanation instead of timing out.
+ */
+static zsh_status_t zsh_direct_failed(zsh_task_t *task, zsh_status_t status)
+{
+    char why[ZSH_ERROR_MSG_MAX + 32];
+
+    if ((status != ZSH_ERR_PEER_FAILED) && (status != ZSH_ERR_MISMATCH)) {
+        snprintf(why, sizeof(why), "%s (seen by rank %d)", zsh_last_error(), task->comm->rank);
+        zsh_fault_revoke(task->comm, ZSH_ERR_ABORTED, task->seq, why);
+    }
+    return status;
+}
+
+static zsh_status_t zsh_direct_progress(zsh_task_t *task)
+{
+    zsh_status_t status;
+
+    status = zsh_task_ops_test(task, 0, 2 * (unsigned)task->comm->size);
+    if ((status != ZSH_OK) || (task->phase == ZSH_DIRECT_FINISHING)) {
+        return status;
+    }
+    status = zsh_direct_check_peers(task);
+    if (status == ZSH_OK) {
+        status = zsh_direct_work(task);
+    }
+    if (status != ZSH_OK) {
+        return zsh_direct_failed(task, status);
+    }
+    task->phase = ZSH_DIRECT_FINISHING;
+    status      = zsh_direct_exchange(task, ZSH_DIRECT_STEP_DONE);
+    return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+}
+
+zsh_status_t zsh_direct_init(zsh_task_t *task)
+{
+    zsh_direct_t *d          = &task->u.direct;
+    const zsh_coll_args_t *a = &task->args;
+    size_t n = (size_t)task->comm->size, esize = zsh_task_esize(task);
+    size_t acc_esize = zsh_task_acc_esize(task);
+    size_t total     = (a->type == ZSH_COLL_ALLREDUCE) ? a->count : a->count * n;
+    size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
+    size_t peers_bytes = (n * sizeof(*d->peers) + 63) & ~(size_t)63;
+    zsh_status_t status;
+    void *scratch;
+
+    memset(d, 0, sizeof(*d));
+    d->part  = zsh_part_make(total, n);
+    d->chunk = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
+    status   = zsh_task_scratch(task, peers_bytes + d->chunk * (acc_esize + esize), &scratch);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    d->peers = scratch;
+    d->acc   = (char *)scratch + peers_bytes;
+    d->tmp   = d->acc + d->chunk * acc_esize;
+
+    d->mine.src   = (uint64_t)(uintptr_t)a->sendbuf;
+    d->mine.dst   = (uint64_t)(uintptr_t)a->recvbuf;
+    d->mine.bytes = ((a->type == ZSH_COLL_ALLGATHER) ? a->count : total) * esize;
+    d->mine.type  = (uint64_t)a->type;
+    task->phase    = ZSH_DIRECT_ADDRS;
+    task->progress = zsh_direct_progress;
+    status = zsh_task_ops(task, 2 * (unsigned)n);
+    if (status == ZSH_OK) {
+        status = zsh_direct_exchange(task, ZSH_DIRECT_STEP_ADDR);
+    }
+    return status;
+}

@@ -1,0 +1,152 @@
+/*
+ * The direct algorithms (coll/direct.c): when they are available, what
+ * forcing them where they are not does, and their larger-than-a-chunk paths
+ * against exact references. The every-dtype reference matrices run them too
+ * (allgather_test.c, reduce_scatter_test.c, allreduce_test.c).
+ */
+#include "coll/check.h"
+
+#include "coll/task.h"
+#include "core/dtype.h"
+#include "transports/cma/cma.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every test of a job runs on its ranks together, so all take the same branch. */
+ZSH_RANK_TEST(direct, every_rank_of_a_one_node_job_may_use_the_direct_algorithms)
+{
+    zsh_cma_id_t self;
+
+    if (zsh_check_cfg(comm)->cma == 0) {
+        ZSH_SKIP("ZSH_CMA=0 turns cross-memory attach off");
+    }
+    zsh_cma_local_id(true, &self);
+    if (!self.usable) {
+        ZSH_SKIP("process_vm_readv is not permitted here (Yama ptrace_scope or seccomp)");
+    }
+    ZSH_EXPECT_TRUE(comm->direct);
+}
+
+ZSH_RANK_TEST(direct, forced_where_it_cannot_run_fails_with_unsupported_and_loses_nothing)
+{
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
+    int n = zsh_comm_size(comm);
+    bool direct = comm->direct;
+    float send[64] = {0}, *recv = zsh_check_alloc(64 * sizeof(float) * (size_t)n);
+
+    if (n < 2) {
+        free(recv);
+        ZSH_SKIP("a single rank never selects an algorithm");
+    }
+    comm->direct = false; /* as for ranks on two nodes */
+    cfg->allgather_algo = ZSH_ALGO_DIRECT;
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, zsh_allgather(send, recv, 64, ZSH_FLOAT32, comm));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_ALLGATHER_ALGO=direct needs every rank");
+    cfg->allgather_algo = saved.allgather_algo;
+    cfg->allreduce_algo = ZSH_ALGO_DIRECT;
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED,
+                      zsh_allreduce(send, recv, 64, ZSH_FLOAT32, ZSH_SUM, comm));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_ALLREDUCE_ALGO=direct");
+    cfg->allreduce_algo = saved.allreduce_algo;
+    cfg->reduce_scatter_algo = ZSH_ALGO_DIRECT;
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED,
+                      zsh_reduce_scatter(recv, send, 64 / (size_t)n, ZSH_FLOAT32, ZSH_SUM, comm));
+    *cfg = saved;
+    comm->direct = direct;
+    /* The communicator is still good. */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allgather(send, recv, 64, ZSH_FLOAT32, comm));
+    free(recv);
+}
+
+/* Blocks of several chunks, uneven all-reduce blocks, and every rank's
+ * buffers written by its peers, at exact values. */
+ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
+{
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
+    int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), k;
+    size_t count = 3 * ZSH_CHECK_CHUNK + 7, total = count * (size_t)n;
+    float *send = zsh_check_alloc(total * sizeof(float));
+    float *recv = zsh_check_alloc(total * sizeof(float));
+    char what[96];
+
+    if (!comm->direct) {
+        free(send);
+        free(recv);
+        ZSH_SKIP("cross-memory attach is not available here");
+    }
+    cfg->chunk_size          = ZSH_CHECK_CHUNK * sizeof(float);
+    cfg->allgather_algo      = ZSH_ALGO_DIRECT;
+    cfg->reduce_scatter_algo = ZSH_ALGO_DIRECT;
+    cfg->allreduce_algo      = ZSH_ALGO_DIRECT;
+
+    zsh_check_fill(send, ZSH_FLOAT32, ZSH_MIN, rank, n, 0, count);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allgather(send, recv, count, ZSH_FLOAT32, comm));
+    for (k = 0; k < n; k++) {
+        snprintf(what, sizeof(what), "direct allgather: block of rank %d", k);
+        zsh_check_buf(recv + (size_t)k * count, ZSH_FLOAT32, ZSH_MIN, n, k, 0, count, what,
+                      __FILE__, __LINE__);
+    }
+
+    zsh_check_fill(send, ZSH_FLOAT32, ZSH_SUM, rank, n, 0, total);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_reduce_scatter(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm));
+    zsh_check_buf(recv, ZSH_FLOAT32, ZSH_SUM, n, -1, count * (size_t)rank, count,
+                  "direct reduce_scatter", __FILE__, __LINE__);
+
+    /* total - 1 elements: blocks of unequal sizes. */
+    zsh_check_fill(send, ZSH_FLOAT32, ZSH_SUM, rank, n, 0, total - 1);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(send, recv, total - 1, ZSH_FLOAT32, ZSH_SUM, comm));
+    zsh_check_buf(recv, ZSH_FLOAT32, ZSH_SUM, n, -1, 0, total - 1, "direct allreduce",
+                  __FILE__, __LINE__);
+    *cfg = saved;
+    free(send);
+    free(recv);
+}
+
+/* The automatic choice: direct above ZSH_SMALL_MSG_SIZE on one node, a
+ * log-latency algorithm below, the ring where ranks cannot reach each other. */
+static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
+{
+    zsh_request_t *req = NULL;
+    zsh_algo_t algo;
+
+    if (zsh_iallreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm, &req) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "zsh_iallreduce: %s", zsh_last_error());
+        return ZSH_ALGO_LAST;
+    }
+    algo = req->algo;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    return algo;
+}
+
+ZSH_RANK_TEST(direct, is_chosen_above_the_small_message_size_on_one_node)
+{
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
+    size_t count = 8192;
+    float *send = zsh_check_alloc(count * sizeof(float));
+    float *recv = zsh_check_alloc(count * sizeof(float));
+    bool direct = comm->direct;
+
+    if ((zsh_comm_size(comm) < 2) || !direct) {
+        free(send);
+        free(recv);
+        ZSH_SKIP((zsh_comm_size(comm) < 2) ? "a single rank never selects an algorithm"
+                                           : "cross-memory attach is not available here");
+    }
+    memset(send, 0, count * sizeof(float));
+    cfg->allreduce_algo = ZSH_ALGO_AUTO;
+    cfg->small_msg_size = 16384;
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, zsh_direct_chosen(comm, 4096, send, recv));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 4097, send, recv));
+    comm->direct = false;
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, zsh_direct_chosen(comm, count, send, recv));
+    comm->direct = direct;
+    *cfg = saved;
+    free(send);
+    free(recv);
+}
