@@ -73,6 +73,11 @@ zsh_status_t zsh_rma_ag_init(zsh_task_t *task);
  * peers' buffers, one copy per byte (coll/direct.c). */
 zsh_status_t zsh_direct_init(zsh_task_t *task);
 
+/* Eager all-gather, reduce-scatter and all-reduce: two ranks, the data in
+ * the descriptor message (coll/eager.c); for calls where zsh_eager_fits(). */
+bool         zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes);
+zsh_status_t zsh_eager_init(zsh_task_t *task);
+
 /* Bruck all-gather (log-latency, for small messages). */
 zsh_status_t zsh_bruck_init(zsh_task_t *task);
 

@@ -31,6 +31,7 @@ void zsh_desc_make(const zsh_task_t *task, zsh_desc_t *desc)
     desc->seq   = task->seq;
     desc->uid   = task->comm->uid;
     desc->type  = (uint8_t)args->type;
+    desc->algo  = (uint8_t)task->algo;
     if ((args->type == ZSH_COLL_BARRIER) || (args->type == ZSH_COLL_FENCE)) {
         return;
     }
@@ -85,18 +86,21 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
         return ZSH_OK;
     }
     task->desc_state = ZSH_DESC_POSTED;
-    status = zsh_task_recv(task, &task->desc_ops[0], zsh_desc_left(task), ZSH_TAG_STEP_DESC,
-                           &task->desc_in, sizeof(task->desc_in));
+    /* A message shorter than a descriptor must not leave an earlier call's behind. */
+    memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
+    status = zsh_task_recv_upto(task, &task->desc_ops[0], zsh_desc_left(task), ZSH_TAG_STEP_DESC,
+                                &task->desc_in, sizeof(task->desc_in));
     if (status != ZSH_OK) {
         return status;
     }
     return zsh_task_send(task, &task->desc_ops[1], (comm->rank + 1) % comm->size,
-                         ZSH_TAG_STEP_DESC, &task->desc_out, sizeof(task->desc_out));
+                         ZSH_TAG_STEP_DESC, &task->desc_out,
+                         sizeof(task->desc_out.desc) + task->desc_inline);
 }
 
 static zsh_status_t zsh_desc_compare(zsh_task_t *task)
 {
-    const zsh_desc_t *mine = &task->desc_out, *theirs = &task->desc_in;
+    const zsh_desc_t *mine = &task->desc_out.desc, *theirs = &task->desc_in.desc;
     char mine_s[128], theirs_s[128];
     int left = zsh_desc_left(task);
 
@@ -114,6 +118,14 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task)
     }
     zsh_desc_format(theirs, theirs_s, sizeof(theirs_s));
     zsh_desc_format(mine, mine_s, sizeof(mine_s));
+    if ((theirs->seq == mine->seq) && (strcmp(theirs_s, mine_s) == 0) &&
+        (theirs->algo != mine->algo)) {
+        return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d ran %s as %s but rank %d "
+                         "as %s; are the ZSH_ variables set alike on every rank?", task->seq,
+                         task->comm->id, left, theirs_s,
+                         zsh_algo_name((zsh_algo_t)theirs->algo), task->comm->rank,
+                         zsh_algo_name((zsh_algo_t)mine->algo));
+    }
     if (theirs->seq != mine->seq) {
         return zsh_error(ZSH_ERR_MISMATCH, "comm %u: rank %d called %s as its collective "
                          "seq %u but rank %d called %s as seq %u", task->comm->id, left,

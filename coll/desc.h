@@ -29,8 +29,22 @@ typedef struct zsh_desc {
     uint8_t  type;     /* zsh_coll_type_t */
     uint8_t  dtype;
     uint8_t  op;
-    uint8_t  pad;
+    uint8_t  algo;     /* zsh_algo_t the rank chose: ranks configured differently disagree */
 } zsh_desc_t;
+
+/*
+ * Bytes of data a descriptor message may carry after the descriptor. On two
+ * ranks a small collective needs one message each way and no more (the
+ * eager algorithm, coll/eager.c): the data travels with the descriptor, so
+ * checking the call costs no extra message. Every descriptor receive takes
+ * this much, so a message with data meets any receive.
+ */
+#define ZSH_DESC_INLINE_MAX 4096
+
+typedef struct zsh_desc_msg {
+    zsh_desc_t desc;
+    uint8_t    data[ZSH_DESC_INLINE_MAX];
+} zsh_desc_msg_t;
 
 struct zsh_request;
 
@@ -43,8 +57,8 @@ void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len);
 /* The name of a collective type: "allgather", "reduce_scatter", ... */
 const char *zsh_desc_type_name(unsigned type);
 
-/* Start @task's exchange of task->desc_out, made at post (no-op on a
- * single rank). */
+/* Start @task's exchange of task->desc_out, made at post, with the
+ * task->desc_inline bytes of data that follow it (no-op on a single rank). */
 zsh_status_t zsh_desc_post(struct zsh_request *task);
 
 /* ZSH_OK once the left neighbour's descriptor matched and ours was sent (or

@@ -1,5 +1,7 @@
 #include "coll/select.h"
 
+#include "coll/algs.h"
+
 #include "core/status.h"
 
 #include <stdio.h>
@@ -11,19 +13,21 @@ typedef struct zsh_select_rule {
     const char     *variable;
     size_t          offset;          /* of the override in zsh_config_t */
     zsh_algo_t      small, large;    /* the automatic choice */
-    bool            direct;          /* large messages on one node: ZSH_ALGO_DIRECT */
-    zsh_algo_t      allowed[5];      /* AUTO-terminated */
+    bool            direct;          /* ZSH_ALGO_DIRECT and ZSH_ALGO_EAGER apply */
+    zsh_algo_t      allowed[6];      /* AUTO-terminated */
 } zsh_select_rule_t;
 
 static const zsh_select_rule_t zsh_select_rules[] = {
     {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_config_t, allgather_algo),
      ZSH_ALGO_BRUCK, ZSH_ALGO_RING, true,
-     {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_DIRECT, ZSH_ALGO_AUTO}},
+     {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER,
+      ZSH_ALGO_AUTO}},
     {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
      offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING, true,
-     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_AUTO}},
+     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
     {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_config_t, allreduce_algo),
-     ZSH_ALGO_RD, ZSH_ALGO_RING, true, {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_RD, ZSH_ALGO_RING, true,
+     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
     {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_config_t, broadcast_algo),
      ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, false, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
 };
@@ -99,19 +103,30 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
                              "(ZSH_CMA=1, same PID namespace, ptrace_scope 0 or 1); comm %u "
                              "is not", rule->variable, comm->id);
         }
+        if ((algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes)) {
+            return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs two ranks and at most %d "
+                             "bytes in all; this call has %d ranks and %zu bytes",
+                             rule->variable, ZSH_DESC_INLINE_MAX, comm->size, total_bytes);
+        }
         if (algo == ZSH_ALGO_AUTO) {
-            /* Log-latency algorithms win while latency dominates. Above that,
-             * on one node, reading peers' buffers copies each byte once
-             * where the rings, through UCX's shared memory, copy it twice;
-             * across nodes the rings move the fewest bytes and pipeline.
-             * The one-sided all-gather is never chosen automatically: with
-             * UCX 1.13 on one node, gets on user memory are emulated over
-             * active messages (sysv/posix lanes) and ran at 0.7x the
-             * ring's speed. */
-            if ((total_bytes <= cfg->small_msg_size) || (comm->size == 1)) {
+            /* On one node, ranks copy straight between each other's
+             * buffers, each byte once, where the rings copy it twice
+             * through UCX's shared memory; two ranks exchange small
+             * messages with their descriptors, one message each way.
+             * Otherwise log-latency algorithms win while latency
+             * dominates, and the rings, which move the fewest bytes and
+             * pipeline, once bandwidth does. The one-sided all-gather is
+             * never chosen automatically: with UCX 1.13 on one node, gets
+             * on user memory are emulated over active messages (sysv/posix
+             * lanes) and ran at 0.7x the ring's speed. */
+            if (comm->size == 1) {
                 algo = rule->small;
+            } else if (rule->direct && comm->direct && (total_bytes > cfg->direct_min_size)) {
+                algo = ZSH_ALGO_DIRECT;
+            } else if (rule->direct && zsh_eager_fits(comm, total_bytes)) {
+                algo = ZSH_ALGO_EAGER;
             } else {
-                algo = (rule->direct && comm->direct) ? ZSH_ALGO_DIRECT : rule->large;
+                algo = (total_bytes <= cfg->small_msg_size) ? rule->small : rule->large;
             }
         }
         *algo_p = algo;

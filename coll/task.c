@@ -52,6 +52,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->algo_done  = false;
     task->data_mismatch = NULL;
     task->desc_state = ZSH_DESC_NONE;
+    task->desc_inline = 0;
     memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
     task->algo   = ZSH_ALGO_AUTO;
@@ -141,8 +142,8 @@ zsh_status_t zsh_task_send(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32
     return zsh_task_posted(op, status, req, peer, false);
 }
 
-zsh_status_t zsh_task_recv(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
-                           void *buf, size_t len)
+static zsh_status_t zsh_task_post_recv(zsh_task_t *task, zsh_task_op_t *op, int peer,
+                                       uint32_t step, void *buf, size_t len, bool upto)
 {
     zsh_comm_t *comm = task->comm;
     zsh_ctx_t *ctx   = comm->ctx;
@@ -151,8 +152,21 @@ zsh_status_t zsh_task_recv(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32
     zsh_tl_req_t *req = NULL;
     zsh_status_t status;
 
-    status = ctx->tl->irecv(ctx->tl_ctx, src, tag, buf, len, &req);
+    status = upto ? ctx->tl->irecv_upto(ctx->tl_ctx, src, tag, buf, len, &req)
+                  : ctx->tl->irecv(ctx->tl_ctx, src, tag, buf, len, &req);
     return zsh_task_posted(op, status, req, peer, true);
+}
+
+zsh_status_t zsh_task_recv(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                           void *buf, size_t len)
+{
+    return zsh_task_post_recv(task, op, peer, step, buf, len, false);
+}
+
+zsh_status_t zsh_task_recv_upto(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                                void *buf, size_t len)
+{
+    return zsh_task_post_recv(task, op, peer, step, buf, len, true);
 }
 
 zsh_status_t zsh_task_rget(zsh_task_t *task, zsh_task_op_t *op, int peer, void *buf, size_t len,
@@ -441,9 +455,9 @@ void zsh_task_post(zsh_task_t *task)
     if (atomic_load(&ctx->abort_pending)) {
         zsh_fault_progress(ctx); /* tell peers now, even if this call fails at once */
     }
-    zsh_desc_make(task, &task->desc_out);
+    zsh_desc_make(task, &task->desc_out.desc);
     if (comm->trace != NULL) {
-        zsh_trace_posted(comm->trace, &task->desc_out);
+        zsh_trace_posted(comm->trace, &task->desc_out.desc);
     }
     status = zsh_fault_check(comm, task->seq);
     if (status == ZSH_OK) {

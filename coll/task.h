@@ -145,7 +145,8 @@ struct zsh_request {
     double              data_mismatch_until;
     uint8_t             desc_state;
     zsh_task_op_t       desc_ops[2]; /* receive from the left, send to the right */
-    zsh_desc_t          desc_out, desc_in;
+    zsh_desc_msg_t      desc_out, desc_in; /* descriptors, and the data they may carry */
+    uint32_t            desc_inline;  /* bytes of data in desc_out after the descriptor */
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
     union {
         zsh_ring_t   ring;
@@ -190,6 +191,10 @@ zsh_status_t zsh_task_scratch(zsh_task_t *task, size_t bytes, void **buf_p);
 /* Post a one-sided read of @len bytes at @raddr of comm rank @peer into @buf. */
 zsh_status_t zsh_task_rget(zsh_task_t *task, zsh_task_op_t *op, int peer, void *buf, size_t len,
                            uint64_t raddr, zsh_tl_rkey_t *rkey);
+
+/* Post a receive of at most @len bytes (zsh_tl_ops_t.irecv_upto). */
+zsh_status_t zsh_task_recv_upto(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,
+                                void *buf, size_t len);
 
 /* Post a send/receive on slot @op to comm rank @peer for tag step @step. */
 zsh_status_t zsh_task_send(zsh_task_t *task, zsh_task_op_t *op, int peer, uint32_t step,

@@ -54,6 +54,11 @@ typedef struct zsh_tl_ops {
     zsh_status_t (*irecv)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
                           zsh_tl_req_t **req_p);
 
+    /* Like irecv, but any message of at most @len bytes completes it: the
+     * caller learns the length from what the message says. */
+    zsh_status_t (*irecv_upto)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                               zsh_tl_req_t **req_p);
+
     /* A receive of any tag t with (t & @mask) == (@tag & @mask), from any peer. */
     zsh_status_t (*irecv_any)(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
                               size_t len, zsh_tl_req_t **req_p);

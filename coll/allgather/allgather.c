@@ -47,6 +47,9 @@ static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, v
         case ZSH_ALGO_DIRECT:
             status = zsh_direct_init(task);
             break;
+        case ZSH_ALGO_EAGER:
+            status = zsh_eager_init(task);
+            break;
         default:
             own = (char *)recvbuf + blk * (size_t)comm->rank;
             if (own != sendbuf) {

@@ -74,6 +74,8 @@ static zsh_status_t zsh_allreduce_prepare(const char *fn, const void *sendbuf, v
         status = zsh_rd_init(task, count);
     } else if (algo == ZSH_ALGO_DIRECT) {
         status = zsh_direct_init(task);
+    } else if (algo == ZSH_ALGO_EAGER) {
+        status = zsh_eager_init(task);
     } else {
         status = zsh_allreduce_ring_init(task);
     }

@@ -38,6 +38,8 @@ static zsh_status_t zsh_reduce_scatter_prepare(const char *fn, const void *sendb
         status = zsh_rd_init(task, recvcount * n);
     } else if (algo == ZSH_ALGO_DIRECT) {
         status = zsh_direct_init(task);
+    } else if (algo == ZSH_ALGO_EAGER) {
+        status = zsh_eager_init(task);
     } else {
         part   = zsh_part_make(recvcount * n, n);
         status = zsh_ring_rs_init(task, sendbuf, recvbuf, &part, 0);

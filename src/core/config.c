@@ -20,7 +20,7 @@ static const char *const zsh_bootstrap_names[] = {"auto", "env", "pmix", NULL};
 
 /* Indexes match zsh_algo_t. */
 static const char *const zsh_algo_names[] = {"auto", "ring", "bruck", "rd", "binomial", "rma",
-                                             "direct", NULL};
+                                             "direct", "eager", NULL};
 
 #define ZSH_CFG_OFF(_field) offsetof(zsh_config_t, _field)
 
@@ -39,26 +39,33 @@ static const zsh_config_field_t zsh_config_table[] = {
     {"SMALL_MSG_SIZE", NULL, "16k",
      "Total bytes up to which log-latency algorithms (Bruck, recursive doubling) are chosen",
      ZSH_CFG_OFF(small_msg_size), ZSH_CONFIG_SIZE, NULL},
-    {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring, bruck, rma (one-sided reads) or direct (one "
-     "node: each rank copies its input into every peer's receive buffer, see ZSH_CMA)",
+    {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring, bruck, rma (one-sided reads), direct (one "
+     "node: each rank copies its input into every peer's receive buffer, see ZSH_CMA) or eager "
+     "(two ranks, up to 4 KiB in all: one message each way)",
      ZSH_CFG_OFF(allgather_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
-    {"REDUCE_SCATTER_ALGO", NULL, "auto", "Reduce-scatter algorithm: auto, ring, rd or direct (one node: each rank reads "
-     "and reduces its block straight from its peers' send buffers, see ZSH_CMA)",
+    {"REDUCE_SCATTER_ALGO", NULL, "auto", "Reduce-scatter algorithm: auto, ring, rd, direct (one node: each rank reads "
+     "and reduces its block straight from its peers' send buffers, see ZSH_CMA) or eager (two "
+     "ranks, up to 4 KiB in all: one message each way)",
      ZSH_CFG_OFF(reduce_scatter_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"ALLREDUCE_ALGO", NULL, "auto",
-     "All-reduce algorithm: auto, ring (reduce-scatter then all-gather), rd or direct "
+     "All-reduce algorithm: auto, ring (reduce-scatter then all-gather), rd, direct "
      "(one node: each rank reduces its block from its peers' send buffers and writes the "
-     "result into their receive buffers)",
+     "result into their receive buffers) or eager (two ranks, up to 4 KiB: one message each "
+     "way)",
      ZSH_CFG_OFF(allreduce_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"BROADCAST_ALGO", NULL, "auto", "Broadcast algorithm: auto or binomial (pipelined)",
      ZSH_CFG_OFF(broadcast_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"CMA", NULL, "1",
-     "Cross-memory attach: 1 lets the direct algorithms, chosen above ZSH_SMALL_MSG_SIZE when "
+     "Cross-memory attach: 1 lets the direct algorithms, chosen above ZSH_DIRECT_MIN_SIZE when "
      "every rank of a communicator is on one node, copy straight between ranks' buffers with "
      "process_vm_readv and process_vm_writev (one copy instead of two). Where Yama's "
      "ptrace_scope is 1 this lets processes of the same user access ours, as Open MPI and UCX "
      "do; 0 keeps the rings",
      ZSH_CFG_OFF(cma), ZSH_CONFIG_ENUM, zsh_switch_names},
+    {"DIRECT_MIN_SIZE", NULL, "4k",
+     "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "
+     "algorithms when every rank of the communicator is on one node (see ZSH_CMA)",
+     ZSH_CFG_OFF(direct_min_size), ZSH_CONFIG_SIZE, NULL},
     {"SPIN_COUNT", NULL, "200",
      "Progress polls a waiter makes before it starts yielding its core (none when more ranks "
      "than processors share the node)",

@@ -35,6 +35,8 @@ typedef enum {
     ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
     ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce: reads of peers' buffers on
                             one node (cross-memory attach) */
+    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: two ranks, small messages,
+                            the data in the descriptor message */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
@@ -49,6 +51,7 @@ typedef struct zsh_config {
     int      allreduce_algo;
     int      broadcast_algo;
     int      cma;               /* node-local algorithms may read peers' memory (1) or not (0) */
+    size_t   direct_min_size;   /* bytes above which the direct algorithms run on one node */
     unsigned spin_count;        /* progress polls before a waiter yields */
     double   yield_time;        /* seconds a waiter yields its core before it sleeps */
     int      rank;              /* bootstrap: -1 when unset */

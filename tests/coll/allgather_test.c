@@ -36,7 +36,7 @@ static void zsh_allgather_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count
 ZSH_RANK_TEST(allgather, every_algorithm_matches_reference_for_every_dtype_and_count)
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA,
-                                       ZSH_ALGO_DIRECT};
+                                       ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     size_t a, d, c;
@@ -44,12 +44,14 @@ ZSH_RANK_TEST(allgather, every_algorithm_matches_reference_for_every_dtype_and_c
 
     cfg->chunk_size = ZSH_CHECK_CHUNK;
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if (!zsh_check_algo_runs(comm, algos[a])) {
-            continue;
-        }
         cfg->allgather_algo = algos[a];
         for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
             for (c = 0; c < zsh_check_ncounts; c++) {
+                if (!zsh_check_algo_runs(comm, algos[a], zsh_check_counts[c] *
+                                         zsh_dtype_size(zsh_check_dtypes[d]) *
+                                         (size_t)zsh_comm_size(comm))) {
+                    continue;
+                }
                 for (inplace = 0; inplace < 2; inplace++) {
                     zsh_allgather_case(comm, zsh_check_dtypes[d], zsh_check_counts[c], inplace,
                                        zsh_algo_name(algos[a]));

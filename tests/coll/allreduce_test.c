@@ -32,7 +32,8 @@ static void zsh_allreduce_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op,
 
 ZSH_RANK_TEST(allreduce, every_algorithm_matches_reference_for_every_dtype_op_and_count)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
+                                       ZSH_ALGO_EAGER};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     size_t a, d, o, c;
@@ -40,9 +41,6 @@ ZSH_RANK_TEST(allreduce, every_algorithm_matches_reference_for_every_dtype_op_an
 
     cfg->chunk_size = ZSH_CHECK_CHUNK;
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if (!zsh_check_algo_runs(comm, algos[a])) {
-            continue;
-        }
         cfg->allreduce_algo = algos[a];
         for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
             for (o = 0; o < ZSH_CHECK_NOPS; o++) {
@@ -50,6 +48,10 @@ ZSH_RANK_TEST(allreduce, every_algorithm_matches_reference_for_every_dtype_op_an
                     continue;
                 }
                 for (c = 0; c < zsh_check_ncounts; c++) {
+                    if (!zsh_check_algo_runs(comm, algos[a], zsh_check_counts[c] *
+                                             zsh_dtype_size(zsh_check_dtypes[d]) * 1)) {
+                        continue;
+                    }
                     for (inplace = 0; inplace < 2; inplace++) {
                         zsh_allreduce_case(comm, zsh_check_dtypes[d], zsh_check_ops[o],
                                            zsh_check_counts[c], inplace, zsh_algo_name(algos[a]));
@@ -70,7 +72,8 @@ ZSH_RANK_TEST(allreduce, default_selection_handles_vectors_larger_than_the_chunk
 
 ZSH_RANK_TEST(allreduce, fp16_and_bf16_accumulate_in_fp32_and_round_once)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
+                                       ZSH_ALGO_EAGER};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
@@ -78,7 +81,7 @@ ZSH_RANK_TEST(allreduce, fp16_and_bf16_accumulate_in_fp32_and_round_once)
     size_t a;
 
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if (!zsh_check_algo_runs(comm, algos[a])) {
+        if (!zsh_check_algo_runs(comm, algos[a], sizeof(send))) {
             continue;
         }
         cfg->allreduce_algo = algos[a];
@@ -98,7 +101,8 @@ ZSH_RANK_TEST(allreduce, fp16_and_bf16_accumulate_in_fp32_and_round_once)
  * whichever algorithm ran. */
 ZSH_RANK_TEST(allreduce, every_rank_gets_bitwise_identical_float_results)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
+                                       ZSH_ALGO_EAGER};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), r;
@@ -114,16 +118,19 @@ ZSH_RANK_TEST(allreduce, every_rank_gets_bitwise_identical_float_results)
     }
     cfg->chunk_size = ZSH_CHECK_CHUNK;
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if (!zsh_check_algo_runs(comm, algos[a])) {
+        /* The eager algorithm takes at most 4 KiB. */
+        size_t cnt = (algos[a] == ZSH_ALGO_EAGER) ? 1000 : count;
+
+        if (!zsh_check_algo_runs(comm, algos[a], cnt * sizeof(float))) {
             continue;
         }
         cfg->allreduce_algo = algos[a];
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(send, recv, cnt, ZSH_FLOAT32, ZSH_SUM, comm));
         cfg->allgather_algo = ZSH_ALGO_RING;
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_allgather(recv, all, count, ZSH_FLOAT32, comm));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_allgather(recv, all, cnt, ZSH_FLOAT32, comm));
         cfg->allgather_algo = saved.allgather_algo;
         for (r = 0; r < n; r++) {
-            if (memcmp(all + (size_t)r * count, recv, count * sizeof(float)) != 0) {
+            if (memcmp(all + (size_t)r * cnt, recv, cnt * sizeof(float)) != 0) {
                 zsh_test_fail(__FILE__, __LINE__, "%s: rank %d's all-reduce result differs "
                               "from ours", zsh_algo_name(algos[a]), r);
                 break;

@@ -1,5 +1,7 @@
 #include "coll/check.h"
 
+#include "coll/algs.h"
+
 #include "perf/elem.h"
 
 #include <math.h>
@@ -129,7 +131,14 @@ void *zsh_check_alloc(size_t bytes)
     return buf;
 }
 
-bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo)
+bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo, size_t total_bytes)
 {
-    return (algo != ZSH_ALGO_DIRECT) || comm->direct;
+    switch (algo) {
+    case ZSH_ALGO_DIRECT:
+        return comm->direct;
+    case ZSH_ALGO_EAGER:
+        return zsh_eager_fits(comm, total_bytes);
+    default:
+        return true;
+    }
 }

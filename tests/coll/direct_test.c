@@ -106,8 +106,9 @@ ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
     free(recv);
 }
 
-/* The automatic choice: direct above ZSH_SMALL_MSG_SIZE on one node, a
- * log-latency algorithm below, the ring where ranks cannot reach each other. */
+/* The automatic choice on one node: direct above ZSH_DIRECT_MIN_SIZE; below
+ * it eager on two ranks, else a log-latency algorithm; the ring where ranks
+ * cannot reach each other and the call is large. */
 static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
 {
     zsh_request_t *req = NULL;
@@ -123,27 +124,31 @@ static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send,
     return algo;
 }
 
-ZSH_RANK_TEST(direct, is_chosen_above_the_small_message_size_on_one_node)
+ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
 {
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
+    int n = zsh_comm_size(comm);
     size_t count = 8192;
     float *send = zsh_check_alloc(count * sizeof(float));
     float *recv = zsh_check_alloc(count * sizeof(float));
     bool direct = comm->direct;
 
-    if ((zsh_comm_size(comm) < 2) || !direct) {
+    if ((n < 2) || !direct) {
         free(send);
         free(recv);
-        ZSH_SKIP((zsh_comm_size(comm) < 2) ? "a single rank never selects an algorithm"
-                                           : "cross-memory attach is not available here");
+        ZSH_SKIP((n < 2) ? "a single rank never selects an algorithm"
+                         : "cross-memory attach is not available here");
     }
     memset(send, 0, count * sizeof(float));
-    cfg->allreduce_algo = ZSH_ALGO_AUTO;
-    cfg->small_msg_size = 16384;
-    ZSH_EXPECT_EQ(ZSH_ALGO_RD, zsh_direct_chosen(comm, 4096, send, recv));
-    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 4097, send, recv));
+    cfg->allreduce_algo  = ZSH_ALGO_AUTO;
+    cfg->direct_min_size = 4096;
+    cfg->small_msg_size  = 16384;
+    ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
+                  zsh_direct_chosen(comm, 1024, send, recv));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 1025, send, recv));
     comm->direct = false;
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, zsh_direct_chosen(comm, 4096, send, recv));
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, zsh_direct_chosen(comm, count, send, recv));
     comm->direct = direct;
     *cfg = saved;

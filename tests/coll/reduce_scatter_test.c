@@ -32,7 +32,8 @@ static void zsh_reduce_scatter_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_
 
 ZSH_RANK_TEST(reduce_scatter, every_algorithm_matches_reference_for_every_dtype_op_and_count)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
+                                       ZSH_ALGO_EAGER};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     size_t a, d, o, c;
@@ -40,9 +41,6 @@ ZSH_RANK_TEST(reduce_scatter, every_algorithm_matches_reference_for_every_dtype_
 
     cfg->chunk_size = ZSH_CHECK_CHUNK;
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if (!zsh_check_algo_runs(comm, algos[a])) {
-            continue;
-        }
         cfg->reduce_scatter_algo = algos[a];
         for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
             for (o = 0; o < ZSH_CHECK_NOPS; o++) {
@@ -50,6 +48,10 @@ ZSH_RANK_TEST(reduce_scatter, every_algorithm_matches_reference_for_every_dtype_
                     continue;
                 }
                 for (c = 0; c < zsh_check_ncounts; c++) {
+                    if (!zsh_check_algo_runs(comm, algos[a], zsh_check_counts[c] *
+                                             zsh_dtype_size(zsh_check_dtypes[d]) * (size_t)zsh_comm_size(comm))) {
+                        continue;
+                    }
                     for (inplace = 0; inplace < 2; inplace++) {
                         zsh_reduce_scatter_case(comm, zsh_check_dtypes[d], zsh_check_ops[o],
                                                 zsh_check_counts[c], inplace,
@@ -72,7 +74,8 @@ ZSH_RANK_TEST(reduce_scatter, default_selection_handles_blocks_larger_than_the_c
  * once to fp16, while adding in fp16 one step at a time would stay at 2048. */
 ZSH_RANK_TEST(reduce_scatter, fp16_accumulates_in_fp32_and_rounds_once)
 {
-    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT};
+    static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
+                                       ZSH_ALGO_EAGER};
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), i;
@@ -81,7 +84,7 @@ ZSH_RANK_TEST(reduce_scatter, fp16_accumulates_in_fp32_and_rounds_once)
     size_t a;
 
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if (!zsh_check_algo_runs(comm, algos[a])) {
+        if (!zsh_check_algo_runs(comm, algos[a], sizeof(uint16_t) * (size_t)n)) {
             continue;
         }
         cfg->reduce_scatter_algo = algos[a];

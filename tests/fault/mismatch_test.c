@@ -274,6 +274,55 @@ ZSH_RANK_TEST(mismatch, direct_allreduce_against_direct_reduce_scatter_names_bot
     free(recv);
 }
 
+/* Ranks that pick different algorithms for the same call, because their
+ * ZSH_ variables differ, are told so instead of exchanging garbage. */
+ZSH_RANK_TEST(mismatch, ranks_configured_to_different_algorithms_are_told_so)
+{
+    float send[16] = {0}, recv[16];
+    int rank = zsh_comm_rank(comm);
+    zsh_config_t *cfg;
+    zsh_algo_t saved;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    cfg   = zsh_check_cfg(c);
+    saved = cfg->allreduce_algo;
+    cfg->allreduce_algo = (rank == 0) ? ZSH_ALGO_RING : ZSH_ALGO_RD;
+    zsh_expect_mismatch(zsh_allreduce(send, recv, 16, ZSH_FLOAT32, ZSH_SUM, c), "as ring",
+                        "are the ZSH_ variables set alike on every rank?", __LINE__);
+    cfg->allreduce_algo = saved;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* On two ranks small calls carry their data in the descriptor message: a
+ * different count is still named, and the data is never used. */
+ZSH_RANK_TEST(mismatch, eager_calls_with_different_counts_are_named)
+{
+    float send[8], recv[16];
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), i;
+    zsh_comm_t *c;
+
+    if (n != 2) {
+        ZSH_SKIP("the eager algorithm runs on two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    for (i = 0; i < 16; i++) {
+        recv[i] = -1;
+    }
+    memset(send, 0, sizeof(send));
+    zsh_expect_mismatch(zsh_allgather(send, recv, (rank == 0) ? 7 : 8, ZSH_FLOAT32, c),
+                        "allgather(count=7, fp32)", "allgather(count=8, fp32)", __LINE__);
+    /* The peer's block was not written. */
+    ZSH_EXPECT_TRUE(recv[(rank == 0) ? 8 : 0] == -1);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
 ZSH_RANK_TEST(mismatch, matching_calls_after_a_split_still_succeed)
 {
     float send[8], recv[8];

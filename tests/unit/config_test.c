@@ -112,7 +112,7 @@ ZSH_TEST(config, algorithm_of_another_collective_is_rejected_with_the_valid_choi
     setenv("ZSH_ALLREDUCE_ALGO", "bruck", 1);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_comm_init_oob(&oob, &comm));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_ALLREDUCE_ALGO=bruck");
-    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "use auto, ring, rd or direct");
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "use auto, ring, rd, direct or eager");
     ZSH_EXPECT_TRUE(comm == NULL);
     unsetenv("ZSH_ALLREDUCE_ALGO");
     zsh_inproc_job_destroy(job);

@@ -330,6 +330,7 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .connect       = zsh_ucx_connect,
     .isend         = zsh_ucx_isend,
     .irecv         = zsh_ucx_irecv,
+    .irecv_upto    = zsh_ucx_irecv_upto,
     .irecv_any     = zsh_ucx_irecv_any,
     .mem_reg       = zsh_ucx_mem_reg,
     .mem_dereg     = zsh_ucx_mem_dereg,

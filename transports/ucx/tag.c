@@ -5,13 +5,15 @@
 
 #include "core/status.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 /* A receive must get exactly what it asked for: a shorter or longer message
- * means the ranks disagree about the call. */
+ * means the ranks disagree about the call. (Longer ones fail in UCX, as
+ * truncated; SIZE_MAX takes any that fits.) */
 static zsh_status_t zsh_ucx_check_length(int peer, size_t length, size_t expected)
 {
-    if (length != expected) {
+    if ((length != expected) && (expected != SIZE_MAX)) {
         return zsh_error(ZSH_ERR_MISMATCH, "received %zu bytes from rank %d, expected %zu",
                          length, peer, expected);
     }
@@ -91,6 +93,17 @@ zsh_status_t zsh_ucx_irecv(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf,
 
     return zsh_ucx_posted(ctx, ucp_tag_recv_nbx(ctx->worker, buf, len, tag, UINT64_MAX, &param),
                           "ucp_tag_recv_nbx", peer, true, len, req_p);
+}
+
+zsh_status_t zsh_ucx_irecv_upto(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                                zsh_tl_req_t **req_p)
+{
+    zsh_status_t status = zsh_ucx_irecv(ctx, peer, tag, buf, len, req_p);
+
+    if (status == ZSH_INPROGRESS) {
+        (*req_p)->expected = SIZE_MAX;
+    }
+    return status;
 }
 
 zsh_status_t zsh_ucx_irecv_any(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,

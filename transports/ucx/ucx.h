@@ -44,7 +44,7 @@ struct zsh_tl_ctx {
  * UCX's own request state, so only we write here, right after posting.
  */
 struct zsh_tl_req {
-    size_t expected;   /* receives: bytes the caller asked for */
+    size_t expected;   /* receives: bytes the caller asked for; SIZE_MAX: up to the buffer */
     bool   is_recv;
     int    peer;
 };
@@ -60,6 +60,8 @@ zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void
                            zsh_tl_req_t **req_p);
 zsh_status_t zsh_ucx_irecv(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
                            zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_irecv_upto(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                                zsh_tl_req_t **req_p);
 zsh_status_t zsh_ucx_irecv_any(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
                                size_t len, zsh_tl_req_t **req_p);
 /* ZSH_ERR_PEER_FAILED, with a message, if @peer is known to have failed. */
