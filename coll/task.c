@@ -434,7 +434,7 @@ static void zsh_task_advance(zsh_task_t *task)
         }
         status = (algo == ZSH_OK) ? status : algo;
     }
-    if ((status == ZSH_INPROGRESS) && (zsh_clock_now() > task->deadline)) {
+    if ((status == ZSH_INPROGRESS) && (zsh_clock_coarse() > task->deadline)) {
         status = zsh_task_timeout(task);
     }
     if (status != ZSH_INPROGRESS) {

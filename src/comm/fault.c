@@ -390,7 +390,8 @@ void zsh_fault_progress(zsh_ctx_t *ctx)
     if (ctrl->notify_due) {
         zsh_fault_tell_failures(ctx);
     }
-    if (atomic_exchange(&ctx->abort_pending, 0)) {
+    if (atomic_load_explicit(&ctx->abort_pending, memory_order_relaxed) &&
+        atomic_exchange(&ctx->abort_pending, 0)) {
         zsh_fault_tell_aborts(ctx);
     }
     if (ctrl->nsends > 0) {

@@ -52,6 +52,24 @@ static zsh_status_t zsh_ucx_config_failures(ucp_config_t *config, const zsh_conf
     return ZSH_OK;
 }
 
+/*
+ * A shared-memory FIFO element carries a message inline up to about its
+ * size; longer ones take a slower copy path. UCX's 128 bytes fit a 2-rank
+ * eager collective's descriptor and only 96 bytes of data, so elements grow
+ * to 1 KiB (64 KiB per FIFO), unless the user set the size.
+ */
+static void zsh_ucx_config_fifo(ucp_config_t *config)
+{
+    if ((getenv("UCX_MM_FIFO_ELEM_SIZE") != NULL) || (getenv("UCX_POSIX_FIFO_ELEM_SIZE") != NULL) ||
+        (getenv("UCX_SYSV_FIFO_ELEM_SIZE") != NULL)) {
+        return;
+    }
+    if (ucp_config_modify(config, "MM_FIFO_ELEM_SIZE", "1024") != UCS_OK) {
+        zsh_log(ZSH_LOG_INFO, "UCX does not know MM_FIFO_ELEM_SIZE; small messages keep its "
+                "default");
+    }
+}
+
 static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p)
 {
     ucp_worker_params_t wparams = {0};
@@ -78,6 +96,7 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
         ucp_config_release(config);
         goto err_free_ctx;
     }
+    zsh_ucx_config_fifo(config);
     params.field_mask   = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                           UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features     = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
