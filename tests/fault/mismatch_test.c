@@ -204,34 +204,40 @@ ZSH_RANK_TEST(mismatch, a_zero_count_against_a_nonzero_count_is_named)
 /* The direct algorithms read and write peers' memory: a mismatched count
  * must be caught before any rank touches a byte past a peer's buffer, and
  * still be reported as the two calls. */
-ZSH_RANK_TEST(mismatch, direct_algorithms_name_different_counts_before_copying)
+/* A communicator of its own on which the direct algorithms run, or NULL
+ * (the case is skipped). */
+static zsh_comm_t *zsh_mismatch_direct_comm(zsh_comm_t *comm)
 {
-    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
-    size_t count = (rank == n - 1) ? 8193 : 8192;
-    float *send = zsh_check_alloc(count * sizeof(float));
-    float *recv = zsh_check_alloc(count * sizeof(float) * (size_t)n);
-    zsh_config_t *cfg;
-    zsh_algo_t saved;
-    zsh_comm_t *c;
+    zsh_comm_t *c = zsh_mismatch_comm(comm);
 
-    c = zsh_mismatch_comm(comm);
     if ((c != NULL) && !c->direct) {
         zsh_test_skip(__FILE__, __LINE__, "cross-memory attach is not available here");
         zsh_comm_destroy(c);
         c = NULL;
     }
+    return c;
+}
+
+ZSH_RANK_TEST(mismatch, direct_algorithms_name_different_counts_before_copying)
+{
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    size_t count = (rank == n - 1) ? 8193 : 8192;
+    zsh_comm_t *c = zsh_mismatch_direct_comm(comm);
+    zsh_config_t *cfg, saved;
+    float *send, *recv;
+
     if (c == NULL) {
-        free(send);
-        free(recv);
         return;
     }
+    send = zsh_check_alloc(count * sizeof(float));
+    recv = zsh_check_alloc(count * sizeof(float) * (size_t)n);
     memset(send, 0, count * sizeof(float));
     cfg   = zsh_check_cfg(c);
-    saved = cfg->allgather_algo;
+    saved = *cfg;
     cfg->allgather_algo = ZSH_ALGO_DIRECT;
     zsh_expect_mismatch(zsh_allgather(send, recv, count, ZSH_FLOAT32, c),
                         "allgather(count=8192, fp32)", "allgather(count=8193, fp32)", __LINE__);
-    cfg->allgather_algo = saved;
+    *cfg = saved;
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
     free(send);
     free(recv);
@@ -242,23 +248,16 @@ ZSH_RANK_TEST(mismatch, direct_allreduce_against_direct_reduce_scatter_names_bot
 {
     int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
     size_t block = 4096, total = block * (size_t)n;
-    float *send = zsh_check_alloc(total * sizeof(float));
-    float *recv = zsh_check_alloc(total * sizeof(float));
+    zsh_comm_t *c = zsh_mismatch_direct_comm(comm);
     zsh_config_t *cfg, saved;
+    float *send, *recv;
     zsh_status_t status;
-    zsh_comm_t *c;
 
-    c = zsh_mismatch_comm(comm);
-    if ((c != NULL) && !c->direct) {
-        zsh_test_skip(__FILE__, __LINE__, "cross-memory attach is not available here");
-        zsh_comm_destroy(c);
-        c = NULL;
-    }
     if (c == NULL) {
-        free(send);
-        free(recv);
         return;
     }
+    send = zsh_check_alloc(total * sizeof(float));
+    recv = zsh_check_alloc(total * sizeof(float));
     memset(send, 0, total * sizeof(float));
     cfg   = zsh_check_cfg(c);
     saved = *cfg;
