@@ -135,16 +135,15 @@ static zsh_status_t zsh_direct_check_peers(zsh_task_t *task)
 /* All-gather: this rank's input into its block of recvbuf and every peer's. */
 static zsh_status_t zsh_direct_allgather(zsh_task_t *task)
 {
-    const zsh_direct_t *d = &task->u.direct;
     size_t esize = zsh_task_esize(task), blk = task->args.count * esize;
-    size_t chunk = d->chunk * zsh_task_acc_esize(task), base = blk * (size_t)task->comm->rank;
+    size_t chunk = task->comm->ctx->cfg.chunk_size, base = blk * (size_t)task->comm->rank;
     const char *in = task->args.sendbuf;
     char *own = (char *)task->args.recvbuf + base;
     size_t off, len;
     zsh_status_t status;
 
     for (off = 0; off < blk; off += len) {
-        len = (blk - off < chunk) ? blk - off : chunk;
+        len = ((chunk == 0) || (blk - off < chunk)) ? blk - off : chunk;
         if (own != in) {
             memcpy(own + off, in + off, len);
         }
@@ -261,7 +260,7 @@ static zsh_status_t zsh_direct_failed(zsh_task_t *task, zsh_status_t status)
 static void zsh_direct_received(zsh_task_t *task)
 {
     const zsh_direct_t *d = &task->u.direct;
-    size_t esize = zsh_task_esize(task), first, count;
+    size_t esize = zsh_task_esize(task), first, count, total;
 
     if (task->args.type == ZSH_COLL_REDUCE_SCATTER) {
         return; /* nothing was written into it */
@@ -269,10 +268,10 @@ static void zsh_direct_received(zsh_task_t *task)
     /* Blocks before and after this rank's own. */
     first = zsh_part_offset(&d->part, (size_t)task->comm->rank);
     count = zsh_part_count(&d->part, (size_t)task->comm->rank);
+    total = zsh_part_offset(&d->part, d->part.nblocks);
     VALGRIND_MAKE_MEM_DEFINED(task->args.recvbuf, first * esize);
     VALGRIND_MAKE_MEM_DEFINED((char *)task->args.recvbuf + (first + count) * esize,
-                              (d->part.base * d->part.nblocks + d->part.extra - first - count) *
-                                  esize);
+                              (total - first - count) * esize);
 }
 
 static zsh_status_t zsh_direct_progress(zsh_task_t *task)

@@ -86,7 +86,7 @@ typedef struct zsh_rma {
     zsh_tl_rkey_t **rkeys;      /* by peer, once unpacked */
 } zsh_rma_t;
 
-/* What a rank tells its peers before the direct algorithms read its memory. */
+/* What a rank tells its peers before the direct algorithms copy to or from its memory. */
 typedef struct zsh_direct_addr {
     uint64_t src;      /* its input (sendbuf) */
     uint64_t dst;      /* its output (recvbuf) */
@@ -94,7 +94,7 @@ typedef struct zsh_direct_addr {
     uint64_t type;     /* zsh_coll_type_t */
 } zsh_direct_addr_t;
 
-/* Node-local algorithms that read peers' buffers (cross-memory attach). */
+/* Node-local algorithms that copy straight between ranks' buffers (cross-memory attach). */
 typedef struct zsh_direct {
     zsh_direct_addr_t  mine;
     zsh_direct_addr_t *peers;   /* by comm rank; peers[rank] unused */
