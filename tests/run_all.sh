@@ -34,7 +34,7 @@ fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
 logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log
       tests/install/run_install.sh.log tests/distcheck.log tests/train/run_train.sh.log
-      tests/zsh_fault_tests.log tests/perf/run_bench.sh.log)
+      tests/zsh_fault_tests.log tests/perf/run_bench.sh.log tests/build/run_vectorized.sh.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"
