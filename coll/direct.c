@@ -159,8 +159,11 @@ static zsh_status_t zsh_direct_allgather(zsh_task_t *task)
  * Reduce elements [first, first + cnt) of every rank's input into @dst.
  * Peers are read in the order rank + 1, rank + 2, ... so that ranks read
  * different peers at once. Where the accumulation type is the element type,
- * dst itself accumulates; otherwise (half precision, and AVG, which divides
- * at the store) a chunk of acc does, and dst is stored once.
+ * dst itself accumulates: the first peer's chunk is read straight into it,
+ * and this rank's own input is added there while dst is in cache, so every
+ * store hits a line the copy just brought in. Otherwise (half precision,
+ * and AVG, which divides at the store) a chunk of acc accumulates, and dst
+ * is stored once.
  */
 static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size_t cnt,
                                             char *dst)
@@ -178,13 +181,13 @@ static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size
     }
     for (k = 1; k < n; k++) {
         p      = (rank + k) % n;
-        status = zsh_direct_copy(task, p, d->tmp, d->peers[p].src + first * esize, cnt * esize,
-                                 false);
+        status = zsh_direct_copy(task, p, (in_dst && (k == 1)) ? dst : d->tmp,
+                                 d->peers[p].src + first * esize, cnt * esize, false);
         if (status != ZSH_OK) {
             return status;
         }
         if (in_dst && (k == 1)) {
-            zsh_reduce_acc_store(dst, own, d->tmp, cnt, a->dtype, a->op, n);
+            zsh_reduce_acc(dst, own, cnt, a->dtype, a->op);
         } else if (in_dst) {
             zsh_reduce_acc(dst, d->tmp, cnt, a->dtype, a->op);
         } else if (k < n - 1) {
