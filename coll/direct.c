@@ -1,6 +1,7 @@
 /*
  * Direct algorithms for a communicator whose ranks share one node and may
- * access each other's memory (cross-memory attach, transports/cma).
+ * access each other's memory (the transport's peer_copy: cross-memory
+ * attach).
  *
  * Through UCX's shared-memory transports every byte is copied twice, into a
  * shared segment and out of it. Here ranks read and write each other's
@@ -54,23 +55,18 @@ enum {
     ZSH_DIRECT_FINISHING   /* waiting for every peer to finish with our buffers */
 };
 
-static int64_t zsh_direct_pid(const zsh_task_t *task, int peer)
-{
-    return task->comm->ctx->cma_ids[task->comm->ctx_ranks[peer]].pid;
-}
-
 /* Copy @len bytes between @local and address @remote of comm rank @peer:
  * into @local, or with @write out of it. */
 static zsh_status_t zsh_direct_copy(zsh_task_t *task, int peer, void *local, uint64_t remote,
                                     size_t len, bool write)
 {
-    char who[32];
+    zsh_ctx_t *ctx = task->comm->ctx;
 
     if (len == 0) {
         return ZSH_OK;
     }
-    snprintf(who, sizeof(who), "rank %d", peer);
-    return zsh_cma_copy(zsh_direct_pid(task, peer), local, remote, len, write, who);
+    return ctx->tl->peer_copy(ctx->tl_ctx, task->comm->ctx_ranks[peer], local, remote, len,
+                              write);
 }
 
 /* Write @len bytes of @chunk, at byte @off of recvbuf, into every peer's recvbuf. */

@@ -15,6 +15,7 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,19 @@ typedef struct zsh_tl_ops {
                         zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
     /* Completes once earlier puts to @peer are visible there. */
     zsh_status_t (*flush)(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p);
+
+    /*
+     * Single-copy access to another process of this node (cross-memory
+     * attach), for the node-local algorithms: whether this process and
+     * @peer may read and write each other's memory, and a synchronous copy
+     * of @len bytes between @local and address @raddr of @peer, into @local,
+     * or with @write out of it. Reachability is the same seen from either
+     * side, so ranks that read the same addresses reach the same verdict.
+     * A copy fails with ZSH_ERR_PEER_FAILED if @peer is gone.
+     */
+    bool         (*peer_copy_reachable)(zsh_tl_ctx_t *ctx, int peer);
+    zsh_status_t (*peer_copy)(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
+                              size_t len, bool write);
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);

@@ -22,19 +22,20 @@
 typedef struct zsh_boot_hdr {
     uint64_t      addr_len;
     zsh_topo_id_t id;
-    zsh_cma_id_t  cma;
 } zsh_boot_hdr_t;
 
-/* Whether every member shares one node and can read every other's memory;
- * the same answer on every member, since all read the same exchange. */
+/* Whether every member shares one node and can read every other's memory.
+ * Reachability is the same from both sides of a pair and holds within
+ * groups (one kernel, one PID namespace), so "this rank reaches every other
+ * member" is the same answer on every member. */
 static bool zsh_comm_direct(const zsh_ctx_t *ctx, int size, const int *ctx_ranks)
 {
-    const zsh_cma_id_t *first = &ctx->cma_ids[ctx_ranks[0]];
     int i;
 
     for (i = 0; i < size; i++) {
         if ((ctx->topo->node_of[ctx_ranks[i]] != ctx->topo->node_of[ctx_ranks[0]]) ||
-            !zsh_cma_reachable(first, &ctx->cma_ids[ctx_ranks[i]])) {
+            ((ctx_ranks[i] != ctx->rank) &&
+             !ctx->tl->peer_copy_reachable(ctx->tl_ctx, ctx_ranks[i]))) {
             return false;
         }
     }
@@ -114,7 +115,6 @@ static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
     if (status != ZSH_OK) {
         goto out;
     }
-    zsh_cma_local_id(ctx->cfg.cma != 0, &mine.cma);
     status = zsh_oob_allgather(oob, &mine, hdrs, sizeof(mine), ctx->cfg.timeout);
     if (status != ZSH_OK) {
         goto out;
@@ -143,16 +143,9 @@ static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
         status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d host identities", ctx->size);
         goto out;
     }
-    ctx->cma_ids = malloc((size_t)ctx->size * sizeof(*ctx->cma_ids));
-    if (ctx->cma_ids == NULL) {
-        free(ids);
-        status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d process identities", ctx->size);
-        goto out;
-    }
     for (i = 0; i < ctx->size; i++) {
         ids[i] = hdrs[i].id;
         ids[i].host[ZSH_TOPO_HOST_MAX - 1] = '\0';
-        ctx->cma_ids[i] = hdrs[i].cma;
     }
     status = zsh_topo_create(ctx->rank, ctx->size, ids, &ctx->topo);
     free(ids);
@@ -229,9 +222,6 @@ err_destroy_tl:
     ctx->tl->destroy(ctx->tl_ctx);
 err_free:
     free(ranks);
-    if (ctx != NULL) {
-        free(ctx->cma_ids);
-    }
     free(ctx);
     return status;
 }
@@ -271,7 +261,6 @@ void zsh_ctx_release(zsh_ctx_t *ctx)
     zsh_fault_cleanup(ctx);
     zsh_ctx_free_tasks(ctx);
     zsh_topo_destroy(ctx->topo);
-    free(ctx->cma_ids);
     free(ctx);
 }
 

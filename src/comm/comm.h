@@ -13,7 +13,6 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "topo/topo.h"
-#include "transports/cma/cma.h"
 #include "transports/tl.h"
 
 #include <zeroshard.h>
@@ -35,7 +34,6 @@ typedef struct zsh_ctx {
     const zsh_tl_ops_t *tl;
     zsh_tl_ctx_t       *tl_ctx;
     zsh_topo_t         *topo;
-    zsh_cma_id_t       *cma_ids;       /* by job rank: who may read whose memory */
     zsh_list_t          in_flight;     /* tasks posted and not yet complete */
     zsh_list_t          free_tasks;    /* the "zsh_task" pool */
     unsigned            tasks_out;     /* taken from the pool and not returned */

@@ -1,18 +1,21 @@
 #include "gtest/zsh_test.h"
 
 #include "core/clock.h"
+#include "transports/cma/cma.h"
 #include "transports/tl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Two transport contexts in one thread, connected as ranks 0 and 1. */
+/* Two transport contexts in one thread, connected as ranks 0 and 1; @cma
+ * as ZSH_CMA. */
 typedef struct zsh_tl_pair {
     const zsh_tl_ops_t *tl;
     zsh_tl_ctx_t       *ctx[2];
 } zsh_tl_pair_t;
 
-static int zsh_tl_pair_open(zsh_tl_pair_t *p)
+static int zsh_tl_pair_open_cma(zsh_tl_pair_t *p, int cma)
 {
     const void *addr[2];
     size_t len[2], stride;
@@ -24,6 +27,7 @@ static int zsh_tl_pair_open(zsh_tl_pair_t *p)
     if (zsh_config_read(&cfg) != ZSH_OK) {
         return -1;
     }
+    cfg.cma = cma;
     for (i = 0; i < 2; i++) {
         if (p->tl->create(&cfg, &p->ctx[i]) != ZSH_OK) {
             return -1;
@@ -42,6 +46,11 @@ static int zsh_tl_pair_open(zsh_tl_pair_t *p)
     }
     free(addrs);
     return 0;
+}
+
+static int zsh_tl_pair_open(zsh_tl_pair_t *p)
+{
+    return zsh_tl_pair_open_cma(p, 1);
 }
 
 static void zsh_tl_pair_close(zsh_tl_pair_t *p)
@@ -156,4 +165,74 @@ ZSH_TEST(transport, put_and_get_reach_registered_memory)
     free(local);
     free(remote);
     free(back);
+}
+
+ZSH_TEST(transport, peer_copy_reads_and_writes_the_memory_of_a_reachable_peer)
+{
+    size_t len = (1 << 20) + 3, i;
+    char *mine = malloc(len), *theirs = calloc(1, len), *back = calloc(1, len);
+    zsh_tl_pair_t p;
+
+    ZSH_ASSERT_TRUE(zsh_tl_pair_open(&p) == 0);
+    if (!p.tl->peer_copy_reachable(p.ctx[0], 1)) {
+        zsh_tl_pair_close(&p);
+        free(mine);
+        free(theirs);
+        free(back);
+        ZSH_SKIP("process_vm_readv is not permitted here (Yama ptrace_scope or seccomp)");
+    }
+    ZSH_EXPECT_TRUE(p.tl->peer_copy_reachable(p.ctx[1], 0));
+    for (i = 0; i < len; i++) {
+        mine[i] = (char)(i * 11 + 5);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, p.tl->peer_copy(p.ctx[0], 1, mine, (uint64_t)(uintptr_t)theirs,
+                                              len, true));
+    ZSH_EXPECT_TRUE(memcmp(mine, theirs, len) == 0);
+    ZSH_EXPECT_STATUS(ZSH_OK, p.tl->peer_copy(p.ctx[1], 0, back, (uint64_t)(uintptr_t)mine,
+                                              len, false));
+    ZSH_EXPECT_TRUE(memcmp(mine, back, len) == 0);
+    zsh_tl_pair_close(&p);
+    free(mine);
+    free(theirs);
+    free(back);
+}
+
+ZSH_TEST(transport, peer_copy_without_cross_memory_attach_is_unsupported_and_copies_nothing)
+{
+    char mine[64], theirs[64];
+    zsh_tl_pair_t p;
+
+    memset(mine, 1, sizeof(mine));
+    memset(theirs, 2, sizeof(theirs));
+    ZSH_ASSERT_TRUE(zsh_tl_pair_open_cma(&p, 0) == 0);
+    ZSH_EXPECT_TRUE(!p.tl->peer_copy_reachable(p.ctx[0], 1));
+    ZSH_EXPECT_TRUE(!p.tl->peer_copy_reachable(p.ctx[1], 0));
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED,
+                      p.tl->peer_copy(p.ctx[0], 1, mine, (uint64_t)(uintptr_t)theirs,
+                                      sizeof(mine), true));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_CMA");
+    ZSH_EXPECT_TRUE((theirs[0] == 2) && (theirs[63] == 2));
+    ZSH_EXPECT_TRUE(!p.tl->peer_copy_reachable(p.ctx[0], 2)); /* no such rank */
+    zsh_tl_pair_close(&p);
+}
+
+ZSH_TEST(transport, processes_on_two_kernels_never_reach_each_other_even_in_equal_namespaces)
+{
+    zsh_cma_id_t a, b;
+
+    zsh_cma_local_id(true, &a);
+    a.usable = 1; /* the verdict on identities, whatever this kernel allows */
+    snprintf(a.boot_id, sizeof(a.boot_id), "%s", "6f1c2a4e-0000-4000-8000-000000000001");
+    b = a;
+    b.pid++;
+    ZSH_EXPECT_TRUE(zsh_cma_reachable(&a, &b));
+    /* Every host's initial PID namespace has the same inode: only the boot id tells them apart. */
+    snprintf(b.boot_id, sizeof(b.boot_id), "%s", "6f1c2a4e-0000-4000-8000-000000000002");
+    ZSH_EXPECT_TRUE(!zsh_cma_reachable(&a, &b));
+    b = a;
+    b.pidns_ino++;
+    ZSH_EXPECT_TRUE(!zsh_cma_reachable(&a, &b));
+    b = a;
+    b.usable = 0;
+    ZSH_EXPECT_TRUE(!zsh_cma_reachable(&a, &b));
 }

@@ -60,6 +60,21 @@ static bool zsh_cma_probe(void)
     return true;
 }
 
+/* The kernel's boot id, which tells hosts (and boots) apart. */
+static bool zsh_cma_boot_id(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    bool ok;
+
+    if (f == NULL) {
+        return false;
+    }
+    ok = (fgets(buf, (int)len, f) != NULL);
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return ok && (buf[0] != '\0');
+}
+
 void zsh_cma_local_id(bool enabled, zsh_cma_id_t *id)
 {
     struct stat ns;
@@ -69,6 +84,11 @@ void zsh_cma_local_id(bool enabled, zsh_cma_id_t *id)
     if (stat("/proc/self/ns/pid", &ns) != 0) {
         zsh_log(ZSH_LOG_INFO, "cross-memory attach off: cannot tell the PID namespace: %s",
                 strerror(errno));
+        return;
+    }
+    if (!zsh_cma_boot_id(id->boot_id, sizeof(id->boot_id))) {
+        memset(id->boot_id, 0, sizeof(id->boot_id));
+        zsh_log(ZSH_LOG_INFO, "cross-memory attach off: cannot read the kernel's boot id");
         return;
     }
     id->pidns_dev = (uint64_t)ns.st_dev;

@@ -8,10 +8,10 @@
  * so the node-local algorithms call the system call themselves and map its
  * errors: a peer that died is ESRCH, which is reported as a peer failure.
  *
- * Two processes can use it when both are on one host, in one PID namespace
+ * Two processes can use it when both run on one kernel, in one PID namespace
  * (a PID means the same process to both), and the kernel lets them read
  * each other (Yama's ptrace_scope, seccomp). Each rank publishes a
- * zsh_cma_id_t in the bootstrap exchange, so every rank reaches the same
+ * zsh_cma_id_t with its transport address, so every rank reaches the same
  * verdict about every pair.
  */
 #ifndef ZSH_TRANSPORTS_CMA_CMA_H_
@@ -22,10 +22,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#define ZSH_CMA_BOOT_ID_LEN 40
 
 typedef struct zsh_cma_id {
     int64_t  pid;
     uint64_t pidns_dev, pidns_ino;  /* identity of the PID namespace */
+    char     boot_id[ZSH_CMA_BOOT_ID_LEN]; /* the kernel's, NUL-padded: which host */
     uint8_t  usable;                /* enabled, and this process passed the probe */
     uint8_t  pad[7];
 } zsh_cma_id_t;
@@ -38,11 +42,14 @@ typedef struct zsh_cma_id {
  */
 void zsh_cma_local_id(bool enabled, zsh_cma_id_t *id);
 
-/* Whether processes with identities @a and @b, on one host, can read each other. */
+/* Whether processes with identities @a and @b can read each other: one
+ * kernel (the boot id; every host's initial PID namespace has the same
+ * inode), one PID namespace, both usable. */
 static inline bool zsh_cma_reachable(const zsh_cma_id_t *a, const zsh_cma_id_t *b)
 {
     return a->usable && b->usable && (a->pidns_dev == b->pidns_dev) &&
-           (a->pidns_ino == b->pidns_ino);
+           (a->pidns_ino == b->pidns_ino) &&
+           (memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) == 0);
 }
 
 /*

@@ -75,6 +75,7 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     ucp_worker_params_t wparams = {0};
     ucp_params_t params         = {0};
     ucp_config_t *config;
+    size_t ucp_address_len;
     ucs_status_t status;
     zsh_status_t ret;
     zsh_tl_ctx_t *ctx;
@@ -116,11 +117,20 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
         ret = zsh_ucx_error("ucp_worker_create", status);
         goto err_cleanup_context;
     }
-    status = ucp_worker_get_address(ctx->worker, &ctx->address, &ctx->address_len);
+    status = ucp_worker_get_address(ctx->worker, &ctx->ucp_address, &ucp_address_len);
     if (status != UCS_OK) {
         ret = zsh_ucx_error("ucp_worker_get_address", status);
         goto err_destroy_worker;
     }
+    zsh_cma_local_id(cfg->cma != 0, &ctx->cma_self);
+    ctx->address_len = sizeof(ctx->cma_self) + ucp_address_len;
+    ctx->address     = malloc(ctx->address_len);
+    if (ctx->address == NULL) {
+        ret = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the transport address");
+        goto err_release_address;
+    }
+    memcpy(ctx->address, &ctx->cma_self, sizeof(ctx->cma_self));
+    memcpy((char *)ctx->address + sizeof(ctx->cma_self), ctx->ucp_address, ucp_address_len);
     status = ucp_worker_get_efd(ctx->worker, &ctx->efd);
     if (status != UCS_OK) {
         /* Waiters then fall back to yielding; correctness does not depend on it. */
@@ -131,6 +141,8 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     *ctx_p = ctx;
     return ZSH_OK;
 
+err_release_address:
+    ucp_worker_release_address(ctx->worker, ctx->ucp_address);
 err_destroy_worker:
     ucp_worker_destroy(ctx->worker);
 err_cleanup_context:
@@ -196,14 +208,18 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
                                     size_t stride)
 {
     ucp_ep_params_t params = {0};
+    zsh_cma_id_t *cma_ids;
     zsh_ucx_peer_t *peers;
     ucs_status_t status;
+    const char *addr;
     ucp_ep_h *eps;
     int i;
 
-    eps   = calloc((size_t)nranks, sizeof(*eps));
-    peers = calloc((size_t)nranks, sizeof(*peers));
-    if ((eps == NULL) || (peers == NULL)) {
+    eps     = calloc((size_t)nranks, sizeof(*eps));
+    peers   = calloc((size_t)nranks, sizeof(*peers));
+    cma_ids = calloc((size_t)nranks, sizeof(*cma_ids));
+    if ((eps == NULL) || (peers == NULL) || (cma_ids == NULL)) {
+        free(cma_ids);
         free(peers);
         free(eps);
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d UCX endpoints", nranks);
@@ -216,7 +232,9 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
         peers[i].ctx  = ctx;
         peers[i].rank = i;
         params.err_handler.arg = &peers[i];
-        params.address = (const ucp_address_t *)((const char *)addrs + (size_t)i * stride);
+        addr = (const char *)addrs + (size_t)i * stride;
+        memcpy(&cma_ids[i], addr, sizeof(cma_ids[i]));
+        params.address = (const ucp_address_t *)(addr + sizeof(cma_ids[i]));
         status         = ucp_ep_create(ctx->worker, &params, &eps[i]);
         if (status != UCS_OK) {
             zsh_error(ZSH_ERR_TRANSPORT, "UCX ucp_ep_create to rank %d failed: %s", i,
@@ -224,15 +242,17 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
             while (i-- > 0) {
                 ucp_ep_destroy(eps[i]);
             }
+            free(cma_ids);
             free(peers);
             free(eps);
             return ZSH_ERR_TRANSPORT;
         }
     }
-    ctx->self   = self;
-    ctx->nranks = nranks;
-    ctx->eps    = eps;
-    ctx->peers  = peers;
+    ctx->self    = self;
+    ctx->nranks  = nranks;
+    ctx->eps     = eps;
+    ctx->peers   = peers;
+    ctx->cma_ids = cma_ids;
     return ZSH_OK;
 }
 
@@ -293,6 +313,8 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
                 "tearing it down");
         free(ctx->eps);
         free(ctx->peers);
+        free(ctx->cma_ids);
+        free(ctx->address);
         free(ctx->orphans);
         free(ctx);
         return;
@@ -302,11 +324,37 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
         free(ctx->eps);
         free(ctx->peers);
     }
-    ucp_worker_release_address(ctx->worker, ctx->address);
+    ucp_worker_release_address(ctx->worker, ctx->ucp_address);
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->context);
+    free(ctx->cma_ids);
+    free(ctx->address);
     free(ctx->orphans);
     free(ctx);
+}
+
+/* Cross-memory attach rides along with UCX: UCX 1.13 leaves its own CMA
+ * transport out of endpoints that report peer failures (transports/cma). */
+static bool zsh_ucx_peer_copy_reachable(zsh_tl_ctx_t *ctx, int peer)
+{
+    return (ctx->cma_ids != NULL) && (peer >= 0) && (peer < ctx->nranks) &&
+           zsh_cma_reachable(&ctx->cma_self, &ctx->cma_ids[peer]);
+}
+
+static zsh_status_t zsh_ucx_peer_copy(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
+                                      size_t len, bool write)
+{
+    char who[32];
+
+    if (!zsh_ucx_peer_copy_reachable(ctx, peer)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d cannot access the memory of rank %d "
+                         "(cross-memory attach, ZSH_CMA)", ctx->self, peer);
+    }
+    if (ctx->peers[peer].failed) {
+        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
+    }
+    snprintf(who, sizeof(who), "rank %d", peer);
+    return zsh_cma_copy(ctx->cma_ids[peer].pid, local, raddr, len, write, who);
 }
 
 static unsigned zsh_ucx_progress(zsh_tl_ctx_t *ctx)
@@ -360,6 +408,8 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .put           = zsh_ucx_put,
     .get           = zsh_ucx_get,
     .flush         = zsh_ucx_flush,
+    .peer_copy_reachable = zsh_ucx_peer_copy_reachable,
+    .peer_copy     = zsh_ucx_peer_copy,
     .test          = zsh_ucx_test,
     .cancel        = zsh_ucx_cancel,
     .release       = zsh_ucx_release,

@@ -5,6 +5,7 @@
 #ifndef ZSH_TRANSPORTS_UCX_UCX_H_
 #define ZSH_TRANSPORTS_UCX_UCX_H_
 
+#include "transports/cma/cma.h"
 #include "transports/tl.h"
 
 #include <ucp/api/ucp.h>
@@ -21,8 +22,13 @@ typedef struct zsh_ucx_peer {
 struct zsh_tl_ctx {
     ucp_context_h  context;
     ucp_worker_h   worker;
-    ucp_address_t *address;
+    ucp_address_t *ucp_address;
+    /* What address() publishes: this process's CMA identity, then the
+     * worker's address. */
+    void          *address;
     size_t         address_len;
+    zsh_cma_id_t   cma_self;
+    zsh_cma_id_t  *cma_ids;    /* by rank, from connect() */
     int            efd;        /* worker event descriptor for sleeping waits */
     int            self;
     int            nranks;
