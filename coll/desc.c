@@ -4,10 +4,14 @@
 #include "coll/desc.h"
 
 #include "coll/task.h"
+#include "comm/comm.h"
+#include "comm/fault.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ZSH_DESC_MAGIC 0x7a736864u /* "zshd" */
@@ -75,6 +79,108 @@ static int zsh_desc_left(const zsh_task_t *task)
     return (task->comm->rank + task->comm->size - 1) % task->comm->size;
 }
 
+static zsh_status_t zsh_desc_compare(zsh_task_t *task);
+
+_Static_assert(sizeof(zsh_desc_msg_t) <= ZSH_TL_BOX_MSG_MAX,
+               "a descriptor with all its data fits in a mailbox");
+
+/* Mailboxes: write our descriptor message once every earlier eager call of
+ * the communicator has written its own, since the peer takes them in
+ * ticket order and a box holds only so many. */
+static zsh_status_t zsh_desc_box_send(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    zsh_status_t status;
+
+    if (comm->box_sent != task->box_ticket) {
+        return ZSH_INPROGRESS;
+    }
+    status = ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
+                               comm->uid, task->box_ticket, &task->desc_out,
+                               sizeof(task->desc_out.desc) + task->desc_inline);
+    if (status == ZSH_OK) {
+        task->box_sent = true;
+        comm->box_sent++;
+    }
+    return status;
+}
+
+/* What the peer sent through UCX while we waited on the mailbox: it chose
+ * another algorithm for this call, or sends eager calls through UCX. */
+static zsh_status_t zsh_desc_box_probed(zsh_task_t *task)
+{
+    zsh_status_t status;
+
+    task->desc_in.desc = task->box_probe->desc;
+    status = zsh_desc_compare(task);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d sent its %s descriptor "
+                     "through UCX, rank %d through a shared-memory mailbox; is ZSH_SHM set "
+                     "alike on every rank?", task->seq, task->comm->id, 1 - task->comm->rank,
+                     task->name, task->comm->rank);
+}
+
+/*
+ * Our message, out of the mailbox. A peer whose call went another way (a
+ * mismatched call, or different ZSH_ variables) sends its descriptor
+ * through UCX instead; after ZSH_DESC_BOX_PROBE seconds, listen there too,
+ * so that the mismatch is reported instead of waited out.
+ */
+#define ZSH_DESC_BOX_PROBE 0.01
+
+static zsh_status_t zsh_desc_box_recv(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    zsh_task_op_t *probe = &task->desc_ops[0];
+    zsh_status_t status;
+    size_t len;
+
+    status = ctx->tl->box_recv(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id, comm->uid,
+                               task->box_ticket, &task->desc_in, sizeof(task->desc_in), &len);
+    if ((status == ZSH_OK) && (probe->req != NULL)) {
+        ctx->tl->release(ctx->tl_ctx, probe->req); /* cancels it */
+        probe->req = NULL;
+    }
+    if (status != ZSH_INPROGRESS) {
+        return status;
+    }
+    if (probe->req != NULL) {
+        status = zsh_task_op_test(task, probe);
+        return (status == ZSH_OK) ? zsh_desc_box_probed(task) : status;
+    }
+    if (task->box_probing || (zsh_clock_coarse() - task->posted_at < ZSH_DESC_BOX_PROBE)) {
+        return ZSH_INPROGRESS;
+    }
+    if (task->box_probe == NULL) {
+        task->box_probe = malloc(sizeof(*task->box_probe));
+        if (task->box_probe == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate a descriptor buffer");
+        }
+    }
+    task->box_probing = true; /* posted once */
+    status = zsh_task_recv_upto(task, probe, 1 - comm->rank, ZSH_TAG_STEP_DESC, task->box_probe,
+                                sizeof(*task->box_probe));
+    return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+}
+
+void zsh_desc_abandon(zsh_task_t *task)
+{
+    char why[ZSH_ERROR_MSG_MAX + 64];
+
+    if (!task->desc_box || task->box_sent) {
+        return;
+    }
+    /* The peer waits for this message, and every later one would queue
+     * behind it: say so to both sides rather than let them wait. */
+    snprintf(why, sizeof(why), "%s seq %u failed before its descriptor reached rank %d's "
+             "mailbox: %s", task->name, task->seq, 1 - task->comm->rank, zsh_last_error());
+    zsh_fault_revoke(task->comm, ZSH_ERR_ABORTED, task->seq, why);
+}
+
 zsh_status_t zsh_desc_post(zsh_task_t *task)
 {
     zsh_comm_t *comm = task->comm;
@@ -88,6 +194,12 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
     task->desc_state = ZSH_DESC_POSTED;
     /* A message shorter than a descriptor must not leave an earlier call's behind. */
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
+    if (comm->box && (task->algo == ZSH_ALGO_EAGER)) {
+        task->desc_box   = true;
+        task->box_ticket = comm->box_tickets++;
+        status           = zsh_desc_box_send(task);
+        return (status == ZSH_INPROGRESS) ? ZSH_OK : status;
+    }
     status = zsh_task_recv_upto(task, &task->desc_ops[0], zsh_desc_left(task), ZSH_TAG_STEP_DESC,
                                 &task->desc_in, sizeof(task->desc_in));
     if (status != ZSH_OK) {
@@ -140,8 +252,15 @@ zsh_status_t zsh_desc_progress(zsh_task_t *task)
 {
     zsh_status_t status;
 
+    if (task->desc_box && !task->box_sent) {
+        status = zsh_desc_box_send(task);
+        if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
+            return status;
+        }
+    }
     if (task->desc_state == ZSH_DESC_POSTED) {
-        status = zsh_task_op_test(task, &task->desc_ops[0]);
+        status = task->desc_box ? zsh_desc_box_recv(task)
+                                : zsh_task_op_test(task, &task->desc_ops[0]);
         if (status != ZSH_OK) {
             return status;
         }
@@ -153,7 +272,8 @@ zsh_status_t zsh_desc_progress(zsh_task_t *task)
     }
     if (task->desc_state == ZSH_DESC_MATCHED) {
         /* Our descriptor lives in the task: it must be sent before the task is reused. */
-        status = zsh_task_op_test(task, &task->desc_ops[1]);
+        status = task->desc_box ? (task->box_sent ? ZSH_OK : ZSH_INPROGRESS)
+                                : zsh_task_op_test(task, &task->desc_ops[1]);
         if (status != ZSH_OK) {
             return status;
         }

@@ -53,6 +53,9 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->data_mismatch = NULL;
     task->desc_state = ZSH_DESC_NONE;
     task->desc_inline = 0;
+    task->desc_box    = false;
+    task->box_sent    = false;
+    task->box_probing = false;
     memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
     task->algo   = ZSH_ALGO_AUTO;
@@ -372,6 +375,7 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
                              comm->id, comm->rank, comm->size);
         }
         zsh_task_cancel_ops(task);
+        zsh_desc_abandon(task);
     }
     if (task->cleanup != NULL) {
         task->cleanup(task);

@@ -147,6 +147,11 @@ struct zsh_request {
     zsh_task_op_t       desc_ops[2]; /* receive from the left, send to the right */
     zsh_desc_msg_t      desc_out, desc_in; /* descriptors, and the data they may carry */
     uint32_t            desc_inline;  /* bytes of data in desc_out after the descriptor */
+    bool                desc_box;     /* the descriptors go through mailboxes (comm->box) */
+    bool                box_sent;     /* ... and ours has gone */
+    bool                box_probing;  /* ... and we listen on UCX as well */
+    uint64_t            box_ticket;   /* ... as this message of the communicator's box */
+    zsh_desc_msg_t     *box_probe;    /* ... and what may come through UCX instead */
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
     union {
         zsh_ring_t   ring;

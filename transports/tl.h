@@ -19,6 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Mailboxes per process, and the longest message one carries (box_send). */
+#define ZSH_TL_BOXES       4096
+#define ZSH_TL_BOX_MSG_MAX 4224
+
 typedef struct zsh_tl_ctx  zsh_tl_ctx_t;   /* one per process: worker, endpoints */
 typedef struct zsh_tl_req  zsh_tl_req_t;   /* one operation in flight */
 typedef struct zsh_tl_mem  zsh_tl_mem_t;   /* local memory registered for RMA */
@@ -92,6 +96,21 @@ typedef struct zsh_tl_ops {
     bool         (*peer_copy_reachable)(zsh_tl_ctx_t *ctx, int peer);
     zsh_status_t (*peer_copy)(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
                               size_t len, bool write);
+
+    /*
+     * Mailboxes (transports/shm/box.h): small messages to a process of this
+     * node through shared memory, where box_reachable says both sides have
+     * them (the same answer from either side). Box @box of a pair carries
+     * messages with tickets 0, 1, 2, ... under @key; the sender writes them
+     * in ticket order. box_send returns ZSH_INPROGRESS while the ticket's
+     * slot still holds an earlier message, box_recv until the message is
+     * there. Nothing wakes wait() for them: waiters poll.
+     */
+    bool         (*box_reachable)(zsh_tl_ctx_t *ctx, int peer);
+    zsh_status_t (*box_send)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                             uint64_t ticket, const void *buf, size_t len);
+    zsh_status_t (*box_recv)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                             uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);

@@ -62,6 +62,11 @@ static const zsh_config_field_t zsh_config_table[] = {
      "ptrace_scope is 1 this lets processes of the same user access ours, as Open MPI and UCX "
      "do; 0 keeps the rings",
      ZSH_CFG_OFF(cma), ZSH_CONFIG_ENUM, zsh_switch_names},
+    {"SHM", NULL, "1",
+     "Shared-memory mailboxes: 1 sends the one message each way of an eager call (two ranks "
+     "on one node, up to 4 KiB) through a shared slot instead of UCX, for lower latency. Needs "
+     "what ZSH_CMA needs, and must be set alike on both ranks; 0 sends through UCX",
+     ZSH_CFG_OFF(shm), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"DIRECT_MIN_SIZE", NULL, "4k",
      "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "
      "algorithms when every rank of the communicator is on one node (see ZSH_CMA)",

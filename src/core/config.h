@@ -51,6 +51,7 @@ typedef struct zsh_config {
     int      allreduce_algo;
     int      broadcast_algo;
     int      cma;               /* node-local algorithms may read peers' memory (1) or not (0) */
+    int      shm;               /* eager calls on one node go through mailboxes (1) or UCX (0) */
     size_t   direct_min_size;   /* bytes above which the direct algorithms run on one node */
     unsigned spin_count;        /* progress polls before a waiter yields */
     double   yield_time;        /* seconds a waiter yields its core before it sleeps */

@@ -75,6 +75,7 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     ucp_worker_params_t wparams = {0};
     ucp_params_t params         = {0};
     ucp_config_t *config;
+    zsh_ucx_addr_hdr_t hdr;
     size_t ucp_address_len;
     ucs_status_t status;
     zsh_status_t ret;
@@ -122,15 +123,15 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
         ret = zsh_ucx_error("ucp_worker_get_address", status);
         goto err_destroy_worker;
     }
-    zsh_cma_local_id(cfg->cma != 0, &ctx->cma_self);
-    ctx->address_len = sizeof(ctx->cma_self) + ucp_address_len;
+    zsh_ucx_local_init(ctx, cfg, &hdr);
+    ctx->address_len = sizeof(hdr) + ucp_address_len;
     ctx->address     = malloc(ctx->address_len);
     if (ctx->address == NULL) {
         ret = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the transport address");
-        goto err_release_address;
+        goto err_release_local;
     }
-    memcpy(ctx->address, &ctx->cma_self, sizeof(ctx->cma_self));
-    memcpy((char *)ctx->address + sizeof(ctx->cma_self), ctx->ucp_address, ucp_address_len);
+    memcpy(ctx->address, &hdr, sizeof(hdr));
+    memcpy((char *)ctx->address + sizeof(hdr), ctx->ucp_address, ucp_address_len);
     status = ucp_worker_get_efd(ctx->worker, &ctx->efd);
     if (status != UCS_OK) {
         /* Waiters then fall back to yielding; correctness does not depend on it. */
@@ -141,7 +142,8 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     *ctx_p = ctx;
     return ZSH_OK;
 
-err_release_address:
+err_release_local:
+    zsh_ucx_local_destroy(ctx);
     ucp_worker_release_address(ctx->worker, ctx->ucp_address);
 err_destroy_worker:
     ucp_worker_destroy(ctx->worker);
@@ -208,18 +210,19 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
                                     size_t stride)
 {
     ucp_ep_params_t params = {0};
-    zsh_cma_id_t *cma_ids;
+    zsh_ucx_addr_hdr_t *hdrs;
+    zsh_status_t status_zsh;
     zsh_ucx_peer_t *peers;
     ucs_status_t status;
     const char *addr;
     ucp_ep_h *eps;
     int i;
 
-    eps     = calloc((size_t)nranks, sizeof(*eps));
-    peers   = calloc((size_t)nranks, sizeof(*peers));
-    cma_ids = calloc((size_t)nranks, sizeof(*cma_ids));
-    if ((eps == NULL) || (peers == NULL) || (cma_ids == NULL)) {
-        free(cma_ids);
+    eps   = calloc((size_t)nranks, sizeof(*eps));
+    peers = calloc((size_t)nranks, sizeof(*peers));
+    hdrs  = calloc((size_t)nranks, sizeof(*hdrs));
+    if ((eps == NULL) || (peers == NULL) || (hdrs == NULL)) {
+        free(hdrs);
         free(peers);
         free(eps);
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate %d UCX endpoints", nranks);
@@ -233,8 +236,8 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
         peers[i].rank = i;
         params.err_handler.arg = &peers[i];
         addr = (const char *)addrs + (size_t)i * stride;
-        memcpy(&cma_ids[i], addr, sizeof(cma_ids[i]));
-        params.address = (const ucp_address_t *)(addr + sizeof(cma_ids[i]));
+        memcpy(&hdrs[i], addr, sizeof(hdrs[i]));
+        params.address = (const ucp_address_t *)(addr + sizeof(hdrs[i]));
         status         = ucp_ep_create(ctx->worker, &params, &eps[i]);
         if (status != UCS_OK) {
             zsh_error(ZSH_ERR_TRANSPORT, "UCX ucp_ep_create to rank %d failed: %s", i,
@@ -242,18 +245,19 @@ static zsh_status_t zsh_ucx_connect(zsh_tl_ctx_t *ctx, int self, int nranks, con
             while (i-- > 0) {
                 ucp_ep_destroy(eps[i]);
             }
-            free(cma_ids);
+            free(hdrs);
             free(peers);
             free(eps);
             return ZSH_ERR_TRANSPORT;
         }
     }
-    ctx->self    = self;
-    ctx->nranks  = nranks;
-    ctx->eps     = eps;
-    ctx->peers   = peers;
-    ctx->cma_ids = cma_ids;
-    return ZSH_OK;
+    ctx->self   = self;
+    ctx->nranks = nranks;
+    ctx->eps    = eps;
+    ctx->peers  = peers;
+    status_zsh  = zsh_ucx_local_connect(ctx, hdrs);
+    free(hdrs);
+    return status_zsh;
 }
 
 /* Close every endpoint, letting each flush within one overall deadline; after
@@ -313,7 +317,7 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
                 "tearing it down");
         free(ctx->eps);
         free(ctx->peers);
-        free(ctx->cma_ids);
+        zsh_ucx_local_destroy(ctx);
         free(ctx->address);
         free(ctx->orphans);
         free(ctx);
@@ -327,34 +331,10 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
     ucp_worker_release_address(ctx->worker, ctx->ucp_address);
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->context);
-    free(ctx->cma_ids);
+    zsh_ucx_local_destroy(ctx);
     free(ctx->address);
     free(ctx->orphans);
     free(ctx);
-}
-
-/* Cross-memory attach rides along with UCX: UCX 1.13 leaves its own CMA
- * transport out of endpoints that report peer failures (transports/cma). */
-static bool zsh_ucx_peer_copy_reachable(zsh_tl_ctx_t *ctx, int peer)
-{
-    return (ctx->cma_ids != NULL) && (peer >= 0) && (peer < ctx->nranks) &&
-           zsh_cma_reachable(&ctx->cma_self, &ctx->cma_ids[peer]);
-}
-
-static zsh_status_t zsh_ucx_peer_copy(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
-                                      size_t len, bool write)
-{
-    char who[32];
-
-    if (!zsh_ucx_peer_copy_reachable(ctx, peer)) {
-        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d cannot access the memory of rank %d "
-                         "(cross-memory attach, ZSH_CMA)", ctx->self, peer);
-    }
-    if (ctx->peers[peer].failed) {
-        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
-    }
-    snprintf(who, sizeof(who), "rank %d", peer);
-    return zsh_cma_copy(ctx->cma_ids[peer].pid, local, raddr, len, write, who);
 }
 
 static unsigned zsh_ucx_progress(zsh_tl_ctx_t *ctx)
@@ -410,6 +390,9 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .flush         = zsh_ucx_flush,
     .peer_copy_reachable = zsh_ucx_peer_copy_reachable,
     .peer_copy     = zsh_ucx_peer_copy,
+    .box_reachable = zsh_ucx_box_reachable,
+    .box_send      = zsh_ucx_box_send,
+    .box_recv      = zsh_ucx_box_recv,
     .test          = zsh_ucx_test,
     .cancel        = zsh_ucx_cancel,
     .release       = zsh_ucx_release,

@@ -6,11 +6,18 @@
 #define ZSH_TRANSPORTS_UCX_UCX_H_
 
 #include "transports/cma/cma.h"
+#include "transports/shm/box.h"
 #include "transports/tl.h"
 
 #include <ucp/api/ucp.h>
 
 #include <stdbool.h>
+
+/* What a process publishes ahead of its UCX worker address. */
+typedef struct zsh_ucx_addr_hdr {
+    zsh_cma_id_t cma;
+    int64_t      box_fd;       /* its mailbox segment, or -1 */
+} zsh_ucx_addr_hdr_t;
 
 /* What a peer's endpoint error handler needs to know. */
 typedef struct zsh_ucx_peer {
@@ -23,12 +30,15 @@ struct zsh_tl_ctx {
     ucp_context_h  context;
     ucp_worker_h   worker;
     ucp_address_t *ucp_address;
-    /* What address() publishes: this process's CMA identity, then the
-     * worker's address. */
+    /* What address() publishes: a zsh_ucx_addr_hdr_t, then the worker's
+     * address. */
     void          *address;
     size_t         address_len;
     zsh_cma_id_t   cma_self;
     zsh_cma_id_t  *cma_ids;    /* by rank, from connect() */
+    zsh_box_seg_t  box_self;   /* our mailboxes; base NULL when off (ZSH_SHM) */
+    int64_t       *box_fds;    /* by rank: their segments' descriptors, -1 for none */
+    zsh_box_seg_t *box_peers;  /* by rank: their segments, mapped on first use */
     int            efd;        /* worker event descriptor for sleeping waits */
     int            self;
     int            nranks;
@@ -92,5 +102,20 @@ zsh_status_t zsh_ucx_put(zsh_tl_ctx_t *ctx, int peer, const void *buf, size_t le
 zsh_status_t zsh_ucx_get(zsh_tl_ctx_t *ctx, int peer, void *buf, size_t len, uint64_t raddr,
                          zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
 zsh_status_t zsh_ucx_flush(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p);
+
+/* Node-local access (local.c): cross-memory attach and mailboxes. init
+ * fills what this process publishes; connect reads every rank's. */
+void         zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_config_t *cfg,
+                                zsh_ucx_addr_hdr_t *hdr);
+zsh_status_t zsh_ucx_local_connect(zsh_tl_ctx_t *ctx, const zsh_ucx_addr_hdr_t *hdrs);
+void         zsh_ucx_local_destroy(zsh_tl_ctx_t *ctx);
+bool         zsh_ucx_peer_copy_reachable(zsh_tl_ctx_t *ctx, int peer);
+zsh_status_t zsh_ucx_peer_copy(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
+                               size_t len, bool write);
+bool         zsh_ucx_box_reachable(zsh_tl_ctx_t *ctx, int peer);
+zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                              uint64_t ticket, const void *buf, size_t len);
+zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                              uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 
 #endif

@@ -1,0 +1,172 @@
+#define _GNU_SOURCE /* memfd_create */
+
+#include "transports/shm/box.h"
+
+#include "core/status.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/*
+ * One slot. state says whose message it holds, in one word, so that a
+ * reader never trusts contents by a field read apart from it:
+ *
+ *   63          32 31           1   0
+ *  |  key hash:32  |  ticket:31   | full |
+ *
+ * The writer fills len and msg, then publishes with a release store; the
+ * reader, after an acquire load that shows exactly its key and ticket full,
+ * copies the message and stores the same word without the full bit, which
+ * hands the slot back. A slot still full under another key was left by an
+ * earlier user of the box and may be overwritten: no reader expects its word.
+ * The header has a cache line of its own.
+ */
+typedef struct zsh_box_slot {
+    _Atomic uint64_t state;
+    uint64_t         len;
+    uint8_t          pad[48];
+    uint8_t          msg[ZSH_BOX_MSG_MAX];
+} zsh_box_slot_t;
+
+static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
+{
+    uint64_t hash = (key ^ (key >> 32)) & 0xffffffffu;
+
+    return (hash << 32) | ((ticket & 0x7fffffffu) << 1) | (full ? 1u : 0u);
+}
+
+_Static_assert(sizeof(zsh_box_slot_t) % 64 == 0, "slots keep their headers on lines of their own");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "slot states must be lock-free to be shared");
+
+#define ZSH_BOX_SEG_LEN ((size_t)ZSH_BOX_COUNT * ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
+
+static zsh_box_slot_t *zsh_box_slot(const zsh_box_seg_t *seg, unsigned box, uint64_t ticket)
+{
+    return (zsh_box_slot_t *)seg->base + (size_t)box * ZSH_BOX_SLOTS + ticket % ZSH_BOX_SLOTS;
+}
+
+zsh_status_t zsh_box_create(zsh_box_seg_t *seg)
+{
+    int fd = memfd_create("zeroshard-boxes", MFD_CLOEXEC);
+    void *base;
+
+    memset(seg, 0, sizeof(*seg));
+    seg->fd = -1;
+    if (fd < 0) {
+        return zsh_error(ZSH_ERR_TRANSPORT, "memfd_create: %s", strerror(errno));
+    }
+    /* Sparse: pages appear only where boxes are used. */
+    if (ftruncate(fd, (off_t)ZSH_BOX_SEG_LEN) != 0) {
+        close(fd);
+        return zsh_error(ZSH_ERR_TRANSPORT, "ftruncate of the %zu-byte mailbox segment: %s",
+                         ZSH_BOX_SEG_LEN, strerror(errno));
+    }
+    base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        close(fd);
+        return zsh_error(ZSH_ERR_TRANSPORT, "mmap of the mailbox segment: %s", strerror(errno));
+    }
+    seg->fd   = fd;
+    seg->base = base;
+    seg->len  = ZSH_BOX_SEG_LEN;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_box_map(int64_t pid, int64_t fd, zsh_box_seg_t *seg, const char *who)
+{
+    int pidfd, dup_fd;
+    void *base;
+
+    memset(seg, 0, sizeof(*seg));
+    seg->fd = -1;
+    /* The same permission as process_vm_readv (ptrace attach), which the
+     * caller checked; glibc 2.36 has no wrappers for these two. */
+    pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (pidfd < 0) {
+        return zsh_error((errno == ESRCH) ? ZSH_ERR_PEER_FAILED : ZSH_ERR_TRANSPORT,
+                         "pidfd_open of %s (pid %lld): %s; ZSH_SHM=0 turns mailboxes off", who,
+                         (long long)pid, strerror(errno));
+    }
+    dup_fd = (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0);
+    close(pidfd);
+    if (dup_fd < 0) {
+        return zsh_error((errno == ESRCH) ? ZSH_ERR_PEER_FAILED : ZSH_ERR_TRANSPORT,
+                         "pidfd_getfd of the mailbox segment of %s (pid %lld, fd %lld): %s; "
+                         "ZSH_SHM=0 turns mailboxes off", who, (long long)pid, (long long)fd,
+                         strerror(errno));
+    }
+    base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, dup_fd, 0);
+    close(dup_fd);
+    if (base == MAP_FAILED) {
+        return zsh_error(ZSH_ERR_TRANSPORT, "mmap of the mailbox segment of %s: %s", who,
+                         strerror(errno));
+    }
+    seg->base = base;
+    seg->len  = ZSH_BOX_SEG_LEN;
+    return ZSH_OK;
+}
+
+void zsh_box_release(zsh_box_seg_t *seg)
+{
+    if (seg->base != NULL) {
+        munmap(seg->base, seg->len);
+    }
+    if (seg->fd >= 0) {
+        close(seg->fd);
+    }
+    memset(seg, 0, sizeof(*seg));
+    seg->fd = -1;
+}
+
+zsh_status_t zsh_box_put(const zsh_box_seg_t *seg, unsigned box, uint64_t key, uint64_t ticket,
+                         const void *buf, size_t len)
+{
+    zsh_box_slot_t *slot;
+    uint64_t state;
+
+    if ((box >= ZSH_BOX_COUNT) || (len > ZSH_BOX_MSG_MAX)) {
+        return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u, message of %zu bytes: out of range", box,
+                         len);
+    }
+    slot = zsh_box_slot(seg, box, ticket);
+    state = atomic_load_explicit(&slot->state, memory_order_acquire);
+    if ((state & 1) && ((state >> 32) == (zsh_box_word(key, 0, false) >> 32))) {
+        return ZSH_INPROGRESS; /* our previous message in this slot is still there */
+    }
+    slot->len = len;
+    memcpy(slot->msg, buf, len);
+    atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, true), memory_order_release);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_box_take(const zsh_box_seg_t *seg, unsigned box, uint64_t key, uint64_t ticket,
+                          void *buf, size_t cap, size_t *len_p)
+{
+    zsh_box_slot_t *slot;
+    size_t len;
+
+    if (box >= ZSH_BOX_COUNT) {
+        return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u: out of range", box);
+    }
+    slot = zsh_box_slot(seg, box, ticket);
+    if (atomic_load_explicit(&slot->state, memory_order_acquire) !=
+        zsh_box_word(key, ticket, true)) {
+        return ZSH_INPROGRESS;
+    }
+    len = slot->len;
+    if (len > cap) {
+        atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, false),
+                              memory_order_release);
+        return zsh_error(ZSH_ERR_MISMATCH, "a %zu-byte message is longer than the %zu-byte "
+                         "receive", len, cap);
+    }
+    memcpy(buf, slot->msg, len);
+    *len_p = len;
+    atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, false), memory_order_release);
+    return ZSH_OK;
+}

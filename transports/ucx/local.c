@@ -1,0 +1,137 @@
+/*
+ * What the UCX transport adds for peers on this node: single-copy access to
+ * their memory (cross-memory attach, transports/cma) and mailboxes in shared
+ * memory (transports/shm). UCX 1.13 leaves its own CMA transport out of
+ * endpoints that report peer failures, and its shared-memory messages cost
+ * more than a two-rank exchange of a few bytes should.
+ */
+#include "transports/ucx/ucx.h"
+
+#include "core/log.h"
+#include "core/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert((ZSH_TL_BOXES == ZSH_BOX_COUNT) && (ZSH_TL_BOX_MSG_MAX == ZSH_BOX_MSG_MAX),
+               "the transport's mailboxes are transports/shm's");
+
+void zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_config_t *cfg, zsh_ucx_addr_hdr_t *hdr)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    zsh_cma_local_id(cfg->cma != 0, &ctx->cma_self);
+    memset(&ctx->box_self, 0, sizeof(ctx->box_self));
+    ctx->box_self.fd = -1;
+    /* Peers map the segment with the permission cross-memory attach needs. */
+    if (cfg->shm && ctx->cma_self.usable && (zsh_box_create(&ctx->box_self) != ZSH_OK)) {
+        zsh_log(ZSH_LOG_INFO, "mailboxes off: %s", zsh_last_error());
+    }
+    hdr->cma    = ctx->cma_self;
+    hdr->box_fd = (ctx->box_self.base != NULL) ? ctx->box_self.fd : -1;
+}
+
+zsh_status_t zsh_ucx_local_connect(zsh_tl_ctx_t *ctx, const zsh_ucx_addr_hdr_t *hdrs)
+{
+    int i, n = ctx->nranks;
+
+    ctx->cma_ids   = calloc((size_t)n, sizeof(*ctx->cma_ids));
+    ctx->box_fds   = calloc((size_t)n, sizeof(*ctx->box_fds));
+    ctx->box_peers = calloc((size_t)n, sizeof(*ctx->box_peers));
+    if ((ctx->cma_ids == NULL) || (ctx->box_fds == NULL) || (ctx->box_peers == NULL)) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate what %d ranks published", n);
+    }
+    for (i = 0; i < n; i++) {
+        ctx->cma_ids[i]      = hdrs[i].cma;
+        ctx->box_fds[i]      = hdrs[i].box_fd;
+        ctx->box_peers[i].fd = -1;
+    }
+    return ZSH_OK;
+}
+
+void zsh_ucx_local_destroy(zsh_tl_ctx_t *ctx)
+{
+    int i;
+
+    if (ctx->box_peers != NULL) {
+        for (i = 0; i < ctx->nranks; i++) {
+            zsh_box_release(&ctx->box_peers[i]);
+        }
+    }
+    zsh_box_release(&ctx->box_self);
+    free(ctx->box_peers);
+    free(ctx->box_fds);
+    free(ctx->cma_ids);
+    ctx->box_peers = NULL;
+    ctx->box_fds   = NULL;
+    ctx->cma_ids   = NULL;
+}
+
+bool zsh_ucx_peer_copy_reachable(zsh_tl_ctx_t *ctx, int peer)
+{
+    return (ctx->cma_ids != NULL) && (peer >= 0) && (peer < ctx->nranks) &&
+           zsh_cma_reachable(&ctx->cma_self, &ctx->cma_ids[peer]);
+}
+
+zsh_status_t zsh_ucx_peer_copy(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
+                               size_t len, bool write)
+{
+    char who[32];
+
+    if (!zsh_ucx_peer_copy_reachable(ctx, peer)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d cannot access the memory of rank %d "
+                         "(cross-memory attach, ZSH_CMA)", ctx->self, peer);
+    }
+    if (ctx->peers[peer].failed) {
+        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
+    }
+    snprintf(who, sizeof(who), "rank %d", peer);
+    return zsh_cma_copy(ctx->cma_ids[peer].pid, local, raddr, len, write, who);
+}
+
+bool zsh_ucx_box_reachable(zsh_tl_ctx_t *ctx, int peer)
+{
+    return zsh_ucx_peer_copy_reachable(ctx, peer) && (ctx->box_self.base != NULL) &&
+           (ctx->box_fds[peer] >= 0);
+}
+
+zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                              uint64_t ticket, const void *buf, size_t len)
+{
+    zsh_box_seg_t *seg;
+    char who[32];
+    zsh_status_t status;
+
+    if (!zsh_ucx_box_reachable(ctx, peer)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no mailbox at rank %d (ZSH_SHM)",
+                         ctx->self, peer);
+    }
+    if (ctx->peers[peer].failed) {
+        return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
+    }
+    seg = &ctx->box_peers[peer];
+    if (seg->base == NULL) {
+        snprintf(who, sizeof(who), "rank %d", peer);
+        status = zsh_box_map(ctx->cma_ids[peer].pid, ctx->box_fds[peer], seg, who);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    return zsh_box_put(seg, box, key, ticket, buf, len);
+}
+
+zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                              uint64_t ticket, void *buf, size_t cap, size_t *len_p)
+{
+    zsh_status_t status;
+
+    if (!zsh_ucx_box_reachable(ctx, peer)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no mailbox for rank %d (ZSH_SHM)",
+                         ctx->self, peer);
+    }
+    status = zsh_box_take(&ctx->box_self, box, key, ticket, buf, cap, len_p);
+    if (status == ZSH_ERR_MISMATCH) {
+        zsh_error_prefix("from rank %d: ", peer);
+    }
+    return status;
+}
