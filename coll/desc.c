@@ -167,12 +167,12 @@ static zsh_status_t zsh_desc_box_recv(zsh_task_t *task)
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
 }
 
-void zsh_desc_abandon(zsh_task_t *task)
+void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
 {
     char why[ZSH_ERROR_MSG_MAX + 64];
 
-    if (!task->desc_box || task->box_sent) {
-        return;
+    if (!task->desc_box || task->box_sent || (status == ZSH_ERR_PEER_FAILED)) {
+        return; /* nobody waits for it, or nobody is left to */
     }
     /* The peer waits for this message, and every later one would queue
      * behind it: say so to both sides rather than let them wait. */

@@ -61,9 +61,9 @@ const char *zsh_desc_type_name(unsigned type);
  * task->desc_inline bytes of data that follow it (no-op on a single rank). */
 zsh_status_t zsh_desc_post(struct zsh_request *task);
 
-/* @task failed: if its descriptor was due through a mailbox and never went,
- * revoke the communicator, since the peer would wait for it. */
-void zsh_desc_abandon(struct zsh_request *task);
+/* @task failed with @status: if its descriptor was due through a mailbox and
+ * never went, revoke the communicator, since the peer would wait for it. */
+void zsh_desc_abandon(struct zsh_request *task, zsh_status_t status);
 
 /* ZSH_OK once the left neighbour's descriptor matched and ours was sent (or
  * none is exchanged), ZSH_INPROGRESS before, else ZSH_ERR_MISMATCH (or the

@@ -375,7 +375,7 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
                              comm->id, comm->rank, comm->size);
         }
         zsh_task_cancel_ops(task);
-        zsh_desc_abandon(task);
+        zsh_desc_abandon(task, status);
     }
     if (task->cleanup != NULL) {
         task->cleanup(task);

@@ -336,3 +336,28 @@ ZSH_RANK_TEST(mismatch, matching_calls_after_a_split_still_succeed)
     ZSH_EXPECT_TRUE(recv[7] == (float)zsh_comm_size(comm));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }
+
+/* Two ranks on one node swap eager calls through mailboxes; a rank that
+ * sends through UCX instead (ZSH_SHM=0 there) is named, not waited for. */
+ZSH_RANK_TEST(mismatch, eager_calls_sent_different_ways_name_zsh_shm)
+{
+    float send[4] = {1, 2, 3, 4}, recv[4];
+    int rank = zsh_comm_rank(comm);
+    zsh_comm_t *c;
+
+    if (zsh_comm_size(comm) != 2) {
+        ZSH_SKIP("the eager algorithm runs on two ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    if (!c->box) {
+        zsh_comm_destroy(c);
+        ZSH_SKIP("no mailboxes here (cross-memory attach or memfd_create not permitted)");
+    }
+    c->box = (rank == 0); /* as if rank 1 ran with ZSH_SHM=0 */
+    ZSH_EXPECT_STATUS(ZSH_ERR_MISMATCH, zsh_allreduce(send, recv, 4, ZSH_FLOAT32, ZSH_SUM, c));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "is ZSH_SHM set alike on every rank?");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}

@@ -236,3 +236,68 @@ ZSH_TEST(transport, processes_on_two_kernels_never_reach_each_other_even_in_equa
     b.usable = 0;
     ZSH_EXPECT_TRUE(!zsh_cma_reachable(&a, &b));
 }
+
+ZSH_TEST(transport, mailboxes_carry_messages_both_ways_in_ticket_order)
+{
+    char out[2][64], in[64];
+    zsh_tl_pair_t p;
+    size_t len = 0;
+    int side;
+
+    ZSH_ASSERT_TRUE(zsh_tl_pair_open(&p) == 0);
+    if (!p.tl->box_reachable(p.ctx[0], 1)) {
+        zsh_tl_pair_close(&p);
+        ZSH_SKIP("no mailboxes here: cross-memory attach or memfd_create is not permitted");
+    }
+    ZSH_EXPECT_TRUE(p.tl->box_reachable(p.ctx[1], 0));
+    for (side = 0; side < 2; side++) {
+        memset(out[side], 'a' + side, sizeof(out[side]));
+        ZSH_EXPECT_STATUS(ZSH_OK, p.tl->box_send(p.ctx[side], 1 - side, 5, 42, 0, out[side], 10));
+        ZSH_EXPECT_STATUS(ZSH_OK, p.tl->box_send(p.ctx[side], 1 - side, 5, 42, 1, out[side], 64));
+    }
+    for (side = 0; side < 2; side++) {
+        ZSH_EXPECT_STATUS(ZSH_INPROGRESS, p.tl->box_recv(p.ctx[side], 1 - side, 5, 42, 2, in,
+                                                         sizeof(in), &len));
+        ZSH_EXPECT_STATUS(ZSH_OK, p.tl->box_recv(p.ctx[side], 1 - side, 5, 42, 1, in, sizeof(in),
+                                                 &len));
+        ZSH_EXPECT_EQ(64, len);
+        ZSH_EXPECT_TRUE(memcmp(in, out[1 - side], 64) == 0);
+        ZSH_EXPECT_STATUS(ZSH_OK, p.tl->box_recv(p.ctx[side], 1 - side, 5, 42, 0, in, sizeof(in),
+                                                 &len));
+        ZSH_EXPECT_EQ(10, len);
+    }
+    zsh_tl_pair_close(&p);
+}
+
+ZSH_TEST(transport, mailboxes_switched_off_are_unsupported_on_both_sides)
+{
+    zsh_config_t cfg;
+    zsh_tl_ctx_t *ctx[2];
+    const zsh_tl_ops_t *tl = &zsh_tl_ucx_ops;
+    const void *addr[2];
+    size_t len[2], stride;
+    char *addrs, msg[8] = {0};
+    int i;
+
+    /* Rank 0 with ZSH_SHM=0, rank 1 with it on: neither may use them. */
+    for (i = 0; i < 2; i++) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_config_read(&cfg));
+        cfg.shm = i;
+        ZSH_ASSERT_STATUS(ZSH_OK, tl->create(&cfg, &ctx[i]));
+        tl->address(ctx[i], &addr[i], &len[i]);
+    }
+    stride = (len[0] > len[1]) ? len[0] : len[1];
+    addrs  = calloc(2, stride);
+    memcpy(addrs, addr[0], len[0]);
+    memcpy(addrs + stride, addr[1], len[1]);
+    for (i = 0; i < 2; i++) {
+        ZSH_EXPECT_STATUS(ZSH_OK, tl->connect(ctx[i], i, 2, addrs, stride));
+    }
+    free(addrs);
+    ZSH_EXPECT_TRUE(!tl->box_reachable(ctx[0], 1));
+    ZSH_EXPECT_TRUE(!tl->box_reachable(ctx[1], 0));
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, tl->box_send(ctx[1], 0, 1, 42, 0, msg, sizeof(msg)));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_SHM");
+    tl->destroy(ctx[0]);
+    tl->destroy(ctx[1]);
+}

@@ -87,18 +87,24 @@ zsh_status_t zsh_box_map(int64_t pid, int64_t fd, zsh_box_seg_t *seg, const char
     /* The same permission as process_vm_readv (ptrace attach), which the
      * caller checked; glibc 2.36 has no wrappers for these two. */
     pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-    if (pidfd < 0) {
-        return zsh_error((errno == ESRCH) ? ZSH_ERR_PEER_FAILED : ZSH_ERR_TRANSPORT,
-                         "pidfd_open of %s (pid %lld): %s; ZSH_SHM=0 turns mailboxes off", who,
+    if ((pidfd < 0) && (errno == ESRCH)) {
+        return zsh_error(ZSH_ERR_PEER_FAILED, "%s (pid %lld) is gone: pidfd_open: %s", who,
                          (long long)pid, strerror(errno));
+    }
+    if (pidfd < 0) {
+        return zsh_error(ZSH_ERR_TRANSPORT, "pidfd_open of %s (pid %lld): %s; ZSH_SHM=0 turns "
+                         "mailboxes off", who, (long long)pid, strerror(errno));
     }
     dup_fd = (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0);
     close(pidfd);
+    if ((dup_fd < 0) && (errno == ESRCH)) {
+        return zsh_error(ZSH_ERR_PEER_FAILED, "%s (pid %lld) is gone: pidfd_getfd: %s", who,
+                         (long long)pid, strerror(errno));
+    }
     if (dup_fd < 0) {
-        return zsh_error((errno == ESRCH) ? ZSH_ERR_PEER_FAILED : ZSH_ERR_TRANSPORT,
-                         "pidfd_getfd of the mailbox segment of %s (pid %lld, fd %lld): %s; "
-                         "ZSH_SHM=0 turns mailboxes off", who, (long long)pid, (long long)fd,
-                         strerror(errno));
+        return zsh_error(ZSH_ERR_TRANSPORT, "pidfd_getfd of the mailbox segment of %s (pid "
+                         "%lld, fd %lld): %s; ZSH_SHM=0 turns mailboxes off", who,
+                         (long long)pid, (long long)fd, strerror(errno));
     }
     base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, dup_fd, 0);
     close(dup_fd);
