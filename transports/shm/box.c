@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -50,61 +51,93 @@ static zsh_box_slot_t *zsh_box_slot(const zsh_box_seg_t *seg, unsigned box, uint
     return (zsh_box_slot_t *)seg->base + (size_t)box * ZSH_BOX_SLOTS + ticket % ZSH_BOX_SLOTS;
 }
 
+/* A descriptor of our own for descriptor @fd of process @pid, or -1 with
+ * errno set and the failing call in *@call_p. The same permission as
+ * process_vm_readv (ptrace attach); glibc 2.36 wraps neither call. */
+static int zsh_box_dup(int64_t pid, int64_t fd, const char **call_p)
+{
+    int pidfd, dup_fd, err;
+
+    *call_p = "pidfd_open";
+    pidfd   = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (pidfd < 0) {
+        return -1;
+    }
+    *call_p = "pidfd_getfd";
+    dup_fd  = (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0);
+    err     = errno;
+    close(pidfd);
+    errno = err;
+    return dup_fd;
+}
+
+/* Where mailboxes cannot be, say why without logging an error: the
+ * process then simply publishes none. */
+static zsh_status_t zsh_box_off(zsh_box_seg_t *seg, const char *what)
+{
+    char why[160];
+
+    snprintf(why, sizeof(why), "%s: %s", what, strerror(errno));
+    zsh_box_release(seg);
+    zsh_error_set_quiet(why);
+    return ZSH_ERR_UNSUPPORTED;
+}
+
 zsh_status_t zsh_box_create(zsh_box_seg_t *seg)
 {
-    int fd = memfd_create("zeroshard-boxes", MFD_CLOEXEC);
     void *base;
+    int fd;
 
     memset(seg, 0, sizeof(*seg));
-    seg->fd = -1;
+    seg->fd = fd = memfd_create("zeroshard-boxes", MFD_CLOEXEC);
     if (fd < 0) {
-        return zsh_error(ZSH_ERR_TRANSPORT, "memfd_create: %s", strerror(errno));
+        return zsh_box_off(seg, "memfd_create");
     }
     /* Sparse: pages appear only where boxes are used. */
     if (ftruncate(fd, (off_t)ZSH_BOX_SEG_LEN) != 0) {
-        close(fd);
-        return zsh_error(ZSH_ERR_TRANSPORT, "ftruncate of the %zu-byte mailbox segment: %s",
-                         ZSH_BOX_SEG_LEN, strerror(errno));
+        return zsh_box_off(seg, "ftruncate of the mailbox segment");
     }
     base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
-        close(fd);
-        return zsh_error(ZSH_ERR_TRANSPORT, "mmap of the mailbox segment: %s", strerror(errno));
+        return zsh_box_off(seg, "mmap of the mailbox segment");
     }
-    seg->fd   = fd;
     seg->base = base;
     seg->len  = ZSH_BOX_SEG_LEN;
     return ZSH_OK;
 }
 
+zsh_status_t zsh_box_check_shareable(const zsh_box_seg_t *seg)
+{
+    char why[160];
+    const char *call;
+    int dup_fd = zsh_box_dup((int64_t)getpid(), seg->fd, &call);
+
+    if (dup_fd < 0) {
+        snprintf(why, sizeof(why), "%s: %s", call, strerror(errno));
+        zsh_error_set_quiet(why);
+        return ZSH_ERR_UNSUPPORTED;
+    }
+    close(dup_fd);
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_box_map(int64_t pid, int64_t fd, zsh_box_seg_t *seg, const char *who)
 {
-    int pidfd, dup_fd;
+    const char *call;
     void *base;
+    int dup_fd;
 
     memset(seg, 0, sizeof(*seg));
     seg->fd = -1;
-    /* The same permission as process_vm_readv (ptrace attach), which the
-     * caller checked; glibc 2.36 has no wrappers for these two. */
-    pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-    if ((pidfd < 0) && (errno == ESRCH)) {
-        return zsh_error(ZSH_ERR_PEER_FAILED, "%s (pid %lld) is gone: pidfd_open: %s", who,
-                         (long long)pid, strerror(errno));
-    }
-    if (pidfd < 0) {
-        return zsh_error(ZSH_ERR_TRANSPORT, "pidfd_open of %s (pid %lld): %s; ZSH_SHM=0 turns "
-                         "mailboxes off", who, (long long)pid, strerror(errno));
-    }
-    dup_fd = (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0);
-    close(pidfd);
+    dup_fd  = zsh_box_dup(pid, fd, &call);
     if ((dup_fd < 0) && (errno == ESRCH)) {
-        return zsh_error(ZSH_ERR_PEER_FAILED, "%s (pid %lld) is gone: pidfd_getfd: %s", who,
-                         (long long)pid, strerror(errno));
+        return zsh_error(ZSH_ERR_PEER_FAILED, "%s (pid %lld) is gone: %s: %s", who,
+                         (long long)pid, call, strerror(errno));
     }
     if (dup_fd < 0) {
-        return zsh_error(ZSH_ERR_TRANSPORT, "pidfd_getfd of the mailbox segment of %s (pid "
-                         "%lld, fd %lld): %s; ZSH_SHM=0 turns mailboxes off", who,
-                         (long long)pid, (long long)fd, strerror(errno));
+        return zsh_error(ZSH_ERR_TRANSPORT, "%s of the mailbox segment of %s (pid %lld, fd "
+                         "%lld): %s; ZSH_SHM=0 turns mailboxes off", call, who, (long long)pid,
+                         (long long)fd, strerror(errno));
     }
     base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, dup_fd, 0);
     close(dup_fd);

@@ -40,8 +40,15 @@ typedef struct zsh_box_seg {
     size_t len;
 } zsh_box_seg_t;
 
-/* Create this process's segment. */
+/* Create this process's segment: ZSH_ERR_UNSUPPORTED, with the reason as
+ * the last error but nothing logged, where it cannot be. */
 zsh_status_t zsh_box_create(zsh_box_seg_t *seg);
+
+/* Whether a peer could map @seg (ours): where pidfd_getfd is refused
+ * (seccomp, kernels before 5.6, valgrind 3.19) no peer could, and the
+ * process publishes no mailboxes rather than have its peers fail on them.
+ * ZSH_ERR_UNSUPPORTED as for zsh_box_create(). */
+zsh_status_t zsh_box_check_shareable(const zsh_box_seg_t *seg);
 
 /* Map the segment of process @pid, published as descriptor @fd; @who names
  * it in messages ("rank 3"). */

@@ -24,8 +24,11 @@ void zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_config_t *cfg, zsh_ucx_addr
     memset(&ctx->box_self, 0, sizeof(ctx->box_self));
     ctx->box_self.fd = -1;
     /* Peers map the segment with the permission cross-memory attach needs. */
-    if (cfg->shm && ctx->cma_self.usable && (zsh_box_create(&ctx->box_self) != ZSH_OK)) {
+    if (cfg->shm && ctx->cma_self.usable &&
+        ((zsh_box_create(&ctx->box_self) != ZSH_OK) ||
+         (zsh_box_check_shareable(&ctx->box_self) != ZSH_OK))) {
         zsh_log(ZSH_LOG_INFO, "mailboxes off: %s", zsh_last_error());
+        zsh_box_release(&ctx->box_self);
     }
     hdr->cma    = ctx->cma_self;
     hdr->box_fd = (ctx->box_self.base != NULL) ? ctx->box_self.fd : -1;
