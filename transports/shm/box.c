@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,13 +26,14 @@
  * copies the message and stores the same word without the full bit, which
  * hands the slot back. A slot still full under another key was left by an
  * earlier user of the box and may be overwritten: no reader expects its word.
- * The header has a cache line of its own.
+ * The first 48 bytes of a message share the header's cache line, so that a
+ * descriptor with a few bytes of data crosses between cores as one line.
  */
 typedef struct zsh_box_slot {
     _Atomic uint64_t state;
     uint64_t         len;
-    uint8_t          pad[48];
     uint8_t          msg[ZSH_BOX_MSG_MAX];
+    uint8_t          pad[48];
 } zsh_box_slot_t;
 
 static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
@@ -41,7 +43,10 @@ static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
     return (hash << 32) | ((ticket & 0x7fffffffu) << 1) | (full ? 1u : 0u);
 }
 
-_Static_assert(sizeof(zsh_box_slot_t) % 64 == 0, "slots keep their headers on lines of their own");
+/* Bytes of a message on the header's line. */
+#define ZSH_BOX_HEAD_MSG (64 - offsetof(zsh_box_slot_t, msg))
+
+_Static_assert(sizeof(zsh_box_slot_t) % 64 == 0, "slots start on cache lines");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "slot states must be lock-free to be shared");
 
 #define ZSH_BOX_SEG_LEN ((size_t)ZSH_BOX_COUNT * ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
@@ -177,8 +182,14 @@ zsh_status_t zsh_box_put(const zsh_box_seg_t *seg, unsigned box, uint64_t key, u
     if ((state & 1) && ((state >> 32) == (zsh_box_word(key, 0, false) >> 32))) {
         return ZSH_INPROGRESS; /* our previous message in this slot is still there */
     }
+    /* The lines the reader does not poll first, then the header's line in
+     * one go, so that the reader's polling takes it from us only once. */
+    if (len > ZSH_BOX_HEAD_MSG) {
+        memcpy(slot->msg + ZSH_BOX_HEAD_MSG, (const uint8_t *)buf + ZSH_BOX_HEAD_MSG,
+               len - ZSH_BOX_HEAD_MSG);
+    }
+    memcpy(slot->msg, buf, (len < ZSH_BOX_HEAD_MSG) ? len : ZSH_BOX_HEAD_MSG);
     slot->len = len;
-    memcpy(slot->msg, buf, len);
     atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, true), memory_order_release);
     return ZSH_OK;
 }
