@@ -75,7 +75,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     comm->direct  = zsh_comm_direct(ctx, size, ctx_ranks);
     /* Box i is the two-rank communicator with id i: ids of live communicators
      * never collide on a rank, so each box has one writer. */
-    comm->box = comm->direct && (size == 2) && ctx->cfg.shm && (id < ZSH_TL_BOXES) &&
+    comm->box = comm->direct && (size == 2) && (id < ZSH_TL_BOXES) &&
                 ctx->tl->box_reachable(ctx->tl_ctx, ctx_ranks[1 - rank]);
     comm->revoked = ZSH_OK;
     comm->failed_seen = 0;

@@ -8,28 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Two transport contexts in one thread, connected as ranks 0 and 1; @cma
- * as ZSH_CMA. */
 typedef struct zsh_tl_pair {
     const zsh_tl_ops_t *tl;
     zsh_tl_ctx_t       *ctx[2];
 } zsh_tl_pair_t;
 
-static int zsh_tl_pair_open_cma(zsh_tl_pair_t *p, int cma)
+/* Two transport contexts in one thread, connected as ranks 0 and 1, rank i
+ * with configuration @cfg[i]. */
+static int zsh_tl_pair_open_cfg(zsh_tl_pair_t *p, const zsh_config_t cfg[2])
 {
     const void *addr[2];
     size_t len[2], stride;
-    zsh_config_t cfg;
     char *addrs;
     int i;
 
     p->tl = &zsh_tl_ucx_ops;
-    if (zsh_config_read(&cfg) != ZSH_OK) {
-        return -1;
-    }
-    cfg.cma = cma;
     for (i = 0; i < 2; i++) {
-        if (p->tl->create(&cfg, &p->ctx[i]) != ZSH_OK) {
+        if (p->tl->create(&cfg[i], &p->ctx[i]) != ZSH_OK) {
             return -1;
         }
         p->tl->address(p->ctx[i], &addr[i], &len[i]);
@@ -46,6 +41,19 @@ static int zsh_tl_pair_open_cma(zsh_tl_pair_t *p, int cma)
     }
     free(addrs);
     return 0;
+}
+
+/* Both ranks as the environment says, with ZSH_CMA=@cma. */
+static int zsh_tl_pair_open_cma(zsh_tl_pair_t *p, int cma)
+{
+    zsh_config_t cfg[2];
+
+    if (zsh_config_read(&cfg[0]) != ZSH_OK) {
+        return -1;
+    }
+    cfg[0].cma = cma;
+    cfg[1]     = cfg[0];
+    return zsh_tl_pair_open_cfg(p, cfg);
 }
 
 static int zsh_tl_pair_open(zsh_tl_pair_t *p)
@@ -271,33 +279,20 @@ ZSH_TEST(transport, mailboxes_carry_messages_both_ways_in_ticket_order)
 
 ZSH_TEST(transport, mailboxes_switched_off_are_unsupported_on_both_sides)
 {
-    zsh_config_t cfg;
-    zsh_tl_ctx_t *ctx[2];
-    const zsh_tl_ops_t *tl = &zsh_tl_ucx_ops;
-    const void *addr[2];
-    size_t len[2], stride;
-    char *addrs, msg[8] = {0};
-    int i;
+    zsh_config_t cfg[2];
+    zsh_tl_pair_t p;
+    char msg[8] = {0};
 
     /* Rank 0 with ZSH_SHM=0, rank 1 with it on: neither may use them. */
-    for (i = 0; i < 2; i++) {
-        ZSH_ASSERT_STATUS(ZSH_OK, zsh_config_read(&cfg));
-        cfg.shm = i;
-        ZSH_ASSERT_STATUS(ZSH_OK, tl->create(&cfg, &ctx[i]));
-        tl->address(ctx[i], &addr[i], &len[i]);
-    }
-    stride = (len[0] > len[1]) ? len[0] : len[1];
-    addrs  = calloc(2, stride);
-    memcpy(addrs, addr[0], len[0]);
-    memcpy(addrs + stride, addr[1], len[1]);
-    for (i = 0; i < 2; i++) {
-        ZSH_EXPECT_STATUS(ZSH_OK, tl->connect(ctx[i], i, 2, addrs, stride));
-    }
-    free(addrs);
-    ZSH_EXPECT_TRUE(!tl->box_reachable(ctx[0], 1));
-    ZSH_EXPECT_TRUE(!tl->box_reachable(ctx[1], 0));
-    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, tl->box_send(ctx[1], 0, 1, 42, 0, msg, sizeof(msg)));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_config_read(&cfg[0]));
+    cfg[1]     = cfg[0];
+    cfg[0].shm = 0;
+    cfg[1].shm = 1;
+    ZSH_ASSERT_TRUE(zsh_tl_pair_open_cfg(&p, cfg) == 0);
+    ZSH_EXPECT_TRUE(!p.tl->box_reachable(p.ctx[0], 1));
+    ZSH_EXPECT_TRUE(!p.tl->box_reachable(p.ctx[1], 0));
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, p.tl->box_send(p.ctx[1], 0, 1, 42, 0, msg,
+                                                          sizeof(msg)));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_SHM");
-    tl->destroy(ctx[0]);
-    tl->destroy(ctx[1]);
+    zsh_tl_pair_close(&p);
 }

@@ -76,16 +76,23 @@ static int zsh_box_dup(int64_t pid, int64_t fd, const char **call_p)
     return dup_fd;
 }
 
-/* Where mailboxes cannot be, say why without logging an error: the
- * process then simply publishes none. */
-static zsh_status_t zsh_box_off(zsh_box_seg_t *seg, const char *what)
+/* Where mailboxes cannot be, say why (@what failed, errno) without logging
+ * an error: the process then simply publishes none. */
+static zsh_status_t zsh_box_unsupported(const char *what)
 {
     char why[160];
 
     snprintf(why, sizeof(why), "%s: %s", what, strerror(errno));
-    zsh_box_release(seg);
     zsh_error_set_quiet(why);
     return ZSH_ERR_UNSUPPORTED;
+}
+
+static zsh_status_t zsh_box_off(zsh_box_seg_t *seg, const char *what)
+{
+    zsh_status_t status = zsh_box_unsupported(what);
+
+    zsh_box_release(seg);
+    return status;
 }
 
 zsh_status_t zsh_box_create(zsh_box_seg_t *seg)
@@ -113,14 +120,11 @@ zsh_status_t zsh_box_create(zsh_box_seg_t *seg)
 
 zsh_status_t zsh_box_check_shareable(const zsh_box_seg_t *seg)
 {
-    char why[160];
     const char *call;
     int dup_fd = zsh_box_dup((int64_t)getpid(), seg->fd, &call);
 
     if (dup_fd < 0) {
-        snprintf(why, sizeof(why), "%s: %s", call, strerror(errno));
-        zsh_error_set_quiet(why);
-        return ZSH_ERR_UNSUPPORTED;
+        return zsh_box_unsupported(call);
     }
     close(dup_fd);
     return ZSH_OK;

@@ -315,22 +315,16 @@ static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
          * process is usually about to exit. */
         zsh_log(ZSH_LOG_INFO, "a peer failed: leaving the UCX worker in place instead of "
                 "tearing it down");
-        free(ctx->eps);
-        free(ctx->peers);
-        zsh_ucx_local_destroy(ctx);
-        free(ctx->address);
-        free(ctx->orphans);
-        free(ctx);
-        return;
+    } else {
+        if (ctx->eps != NULL) {
+            zsh_ucx_close_eps(ctx);
+        }
+        ucp_worker_release_address(ctx->worker, ctx->ucp_address);
+        ucp_worker_destroy(ctx->worker);
+        ucp_cleanup(ctx->context);
     }
-    if (ctx->eps != NULL) {
-        zsh_ucx_close_eps(ctx);
-        free(ctx->eps);
-        free(ctx->peers);
-    }
-    ucp_worker_release_address(ctx->worker, ctx->ucp_address);
-    ucp_worker_destroy(ctx->worker);
-    ucp_cleanup(ctx->context);
+    free(ctx->eps);
+    free(ctx->peers);
     zsh_ucx_local_destroy(ctx);
     free(ctx->address);
     free(ctx->orphans);

@@ -46,8 +46,13 @@ zsh_status_t zsh_ucx_local_connect(zsh_tl_ctx_t *ctx, const zsh_ucx_addr_hdr_t *
     }
     for (i = 0; i < n; i++) {
         ctx->cma_ids[i]      = hdrs[i].cma;
-        ctx->box_fds[i]      = hdrs[i].box_fd;
         ctx->box_peers[i].fd = -1;
+    }
+    /* Mailboxes with a peer need ours, its, and leave to map it: decided
+     * here once, the same from both sides. */
+    for (i = 0; i < n; i++) {
+        ctx->box_fds[i] = ((ctx->box_self.base != NULL) && zsh_ucx_peer_copy_reachable(ctx, i))
+                              ? hdrs[i].box_fd : -1;
     }
     return ZSH_OK;
 }
@@ -94,7 +99,7 @@ zsh_status_t zsh_ucx_peer_copy(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_
 
 bool zsh_ucx_box_reachable(zsh_tl_ctx_t *ctx, int peer)
 {
-    return zsh_ucx_peer_copy_reachable(ctx, peer) && (ctx->box_self.base != NULL) &&
+    return (ctx->box_fds != NULL) && (peer >= 0) && (peer < ctx->nranks) &&
            (ctx->box_fds[peer] >= 0);
 }
 

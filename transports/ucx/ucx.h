@@ -37,7 +37,8 @@ struct zsh_tl_ctx {
     zsh_cma_id_t   cma_self;
     zsh_cma_id_t  *cma_ids;    /* by rank, from connect() */
     zsh_box_seg_t  box_self;   /* our mailboxes; base NULL when off (ZSH_SHM) */
-    int64_t       *box_fds;    /* by rank: their segments' descriptors, -1 for none */
+    int64_t       *box_fds;    /* by rank: their segments' descriptors, -1 where no
+                                  mailboxes are shared with them */
     zsh_box_seg_t *box_peers;  /* by rank: their segments, mapped on first use */
     int            efd;        /* worker event descriptor for sleeping waits */
     int            self;
