@@ -73,8 +73,11 @@ zsh_status_t zsh_rma_ag_init(zsh_task_t *task);
  * peers' buffers, one copy per byte (coll/direct.c). */
 zsh_status_t zsh_direct_init(zsh_task_t *task);
 
-/* Eager all-gather, reduce-scatter and all-reduce: two ranks, the data in
- * the descriptor message (coll/eager.c); for calls where zsh_eager_fits(). */
+/* Eager all-gather, reduce-scatter and all-reduce: the data in the
+ * descriptor messages, one to each peer (coll/eager.c); for calls where
+ * zsh_eager_fits(): at most ZSH_EAGER_MAX_RANKS ranks, since a rank sends
+ * and receives size - 1 messages, and ZSH_DESC_INLINE_MAX bytes in all. */
+#define ZSH_EAGER_MAX_RANKS 8
 bool         zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes);
 zsh_status_t zsh_eager_init(zsh_task_t *task);
 

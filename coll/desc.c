@@ -79,7 +79,7 @@ static int zsh_desc_left(const zsh_task_t *task)
     return (task->comm->rank + task->comm->size - 1) % task->comm->size;
 }
 
-static zsh_status_t zsh_desc_compare(zsh_task_t *task);
+static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_t *theirs);
 
 _Static_assert(sizeof(zsh_desc_msg_t) <= ZSH_TL_BOX_MSG_MAX,
                "a descriptor with all its data fits in a mailbox");
@@ -112,8 +112,7 @@ static zsh_status_t zsh_desc_box_probed(zsh_task_t *task)
 {
     zsh_status_t status;
 
-    task->desc_in.desc = task->box_probe->desc;
-    status = zsh_desc_compare(task);
+    status = zsh_desc_compare(task, 1 - task->comm->rank, &task->box_probe->desc);
     if (status != ZSH_OK) {
         return status;
     }
@@ -167,6 +166,90 @@ static zsh_status_t zsh_desc_box_recv(zsh_task_t *task)
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
 }
 
+/*
+ * Eager calls on more than two ranks: the descriptor, with the data the
+ * peer needs, goes to every peer, and every peer's is compared with ours
+ * before any data is used. A small call then costs one round of messages
+ * that all travel at once, where the ring check followed by a log-latency
+ * algorithm costs several rounds, each waiting for a peer to be scheduled.
+ */
+static zsh_status_t zsh_desc_all_post(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_eager_t *e   = &task->u.eager;
+    size_t len       = sizeof(task->desc_out.desc) + task->desc_inline;
+    zsh_desc_msg_t *msg;
+    zsh_status_t status;
+    int n = comm->size, i, peer;
+
+    for (peer = 0; peer < n; peer++) {
+        if (peer == comm->rank) {
+            continue;
+        }
+        memset(&e->in[peer].desc, 0, sizeof(e->in[peer].desc));
+        status = zsh_task_recv_upto(task, &task->ops[peer], peer, ZSH_TAG_STEP_DESC,
+                                    &e->in[peer], sizeof(e->in[peer]));
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    /* Each rank starts with its right neighbour, so that no rank takes
+     * everyone's first message. */
+    for (i = 1; i < n; i++) {
+        peer = (comm->rank + i) % n;
+        msg  = &task->desc_out;
+        if (e->out != NULL) {
+            msg       = (zsh_desc_msg_t *)(e->out + (size_t)peer * e->out_stride);
+            msg->desc = task->desc_out.desc;
+        }
+        status = zsh_task_send(task, &task->ops[n + peer], peer, ZSH_TAG_STEP_DESC, msg, len);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    return ZSH_OK;
+}
+
+static zsh_status_t zsh_desc_all_progress(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_eager_t *e   = &task->u.eager;
+    bool waiting     = false;
+    zsh_status_t status;
+    int n = comm->size, peer;
+
+    if (task->desc_state == ZSH_DESC_POSTED) {
+        for (peer = 0; peer < n; peer++) {
+            if (peer == comm->rank) {
+                continue;
+            }
+            status = zsh_task_op_test(task, &task->ops[peer]);
+            if (status == ZSH_INPROGRESS) {
+                waiting = true;
+                continue;
+            }
+            if (status == ZSH_OK) {
+                status = zsh_desc_compare(task, peer, &e->in[peer].desc);
+            }
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
+        if (waiting) {
+            return ZSH_INPROGRESS;
+        }
+        task->desc_state = ZSH_DESC_MATCHED;
+    }
+    if (task->desc_state == ZSH_DESC_MATCHED) {
+        status = zsh_task_ops_test(task, (unsigned)n, (unsigned)n);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        task->desc_state = ZSH_DESC_VERIFIED;
+    }
+    return ZSH_OK;
+}
+
 void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
 {
     char why[ZSH_ERROR_MSG_MAX + 64];
@@ -192,6 +275,9 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
         return ZSH_OK;
     }
     task->desc_state = ZSH_DESC_POSTED;
+    if (task->desc_all) {
+        return zsh_desc_all_post(task);
+    }
     /* A message shorter than a descriptor must not leave an earlier call's behind. */
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
     if (comm->box && (task->algo == ZSH_ALGO_EAGER)) {
@@ -210,20 +296,20 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
                          sizeof(task->desc_out.desc) + task->desc_inline);
 }
 
-static zsh_status_t zsh_desc_compare(zsh_task_t *task)
+/* Whether @peer's descriptor @theirs describes the same call as ours. */
+static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_t *theirs)
 {
-    const zsh_desc_t *mine = &task->desc_out.desc, *theirs = &task->desc_in.desc;
+    const zsh_desc_t *mine = &task->desc_out.desc;
     char mine_s[128], theirs_s[128];
-    int left = zsh_desc_left(task);
 
     if (theirs->magic != ZSH_DESC_MAGIC) {
         return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d sent a malformed "
-                         "collective descriptor", task->seq, task->comm->id, left);
+                         "collective descriptor", task->seq, task->comm->id, peer);
     }
     if (theirs->uid != mine->uid) {
         return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d's call belongs to "
                          "another communicator that had the same id", task->seq,
-                         task->comm->id, left);
+                         task->comm->id, peer);
     }
     if (memcmp(theirs, mine, sizeof(*mine)) == 0) {
         return ZSH_OK;
@@ -234,17 +320,17 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task)
         (theirs->algo != mine->algo)) {
         return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d ran %s as %s but rank %d "
                          "as %s; are the ZSH_ variables set alike on every rank?", task->seq,
-                         task->comm->id, left, theirs_s,
+                         task->comm->id, peer, theirs_s,
                          zsh_algo_name((zsh_algo_t)theirs->algo), task->comm->rank,
                          zsh_algo_name((zsh_algo_t)mine->algo));
     }
     if (theirs->seq != mine->seq) {
         return zsh_error(ZSH_ERR_MISMATCH, "comm %u: rank %d called %s as its collective "
-                         "seq %u but rank %d called %s as seq %u", task->comm->id, left,
+                         "seq %u but rank %d called %s as seq %u", task->comm->id, peer,
                          theirs_s, theirs->seq, task->comm->rank, mine_s, mine->seq);
     }
     return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d called %s but rank %d "
-                     "called %s", task->seq, task->comm->id, left, theirs_s, task->comm->rank,
+                     "called %s", task->seq, task->comm->id, peer, theirs_s, task->comm->rank,
                      mine_s);
 }
 
@@ -252,6 +338,9 @@ zsh_status_t zsh_desc_progress(zsh_task_t *task)
 {
     zsh_status_t status;
 
+    if (task->desc_all) {
+        return zsh_desc_all_progress(task);
+    }
     if (task->desc_box && !task->box_sent) {
         status = zsh_desc_box_send(task);
         if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
@@ -264,7 +353,7 @@ zsh_status_t zsh_desc_progress(zsh_task_t *task)
         if (status != ZSH_OK) {
             return status;
         }
-        status = zsh_desc_compare(task);
+        status = zsh_desc_compare(task, zsh_desc_left(task), &task->desc_in.desc);
         if (status != ZSH_OK) {
             return status;
         }

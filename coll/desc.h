@@ -9,7 +9,8 @@
  * rank fails with ZSH_ERR_MISMATCH naming both sides and revokes the
  * communicator, so the ranks that could not see it fail with the same
  * message instead of waiting. Descriptors use a tag step of their own, so
- * they match whatever the two ranks called.
+ * they match whatever the two ranks called. Eager calls on more than two
+ * ranks send theirs, with data, to every peer and check every peer's.
  */
 #ifndef ZSH_COLL_DESC_H_
 #define ZSH_COLL_DESC_H_
@@ -33,11 +34,11 @@ typedef struct zsh_desc {
 } zsh_desc_t;
 
 /*
- * Bytes of data a descriptor message may carry after the descriptor. On two
- * ranks a small collective needs one message each way and no more (the
- * eager algorithm, coll/eager.c): the data travels with the descriptor, so
- * checking the call costs no extra message. Every descriptor receive takes
- * this much, so a message with data meets any receive.
+ * Bytes of data a descriptor message may carry after the descriptor. A
+ * small collective on a few ranks needs one message to each peer and no more
+ * (the eager algorithm, coll/eager.c): the data travels with the descriptor,
+ * so checking the call costs no extra message. Every descriptor receive
+ * takes this much, so a message with data meets any receive.
  */
 #define ZSH_DESC_INLINE_MAX 4096
 

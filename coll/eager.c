@@ -1,14 +1,17 @@
 /*
- * Eager all-gather, reduce-scatter and all-reduce for two ranks and small
- * messages: the data rides in the descriptor message (coll/desc.h), so a
- * call costs one message each way, as an MPI library's does, while every
- * call is still checked against the peer's before its data is used.
+ * Eager all-gather, reduce-scatter and all-reduce for small messages on a
+ * few ranks: the data rides in the descriptor message (coll/desc.h), so a
+ * call costs one message to each peer, all sent at once, while every call
+ * is still checked against the peers' before its data is used. On two ranks
+ * that is one message each way, as an MPI library's; on more, one round
+ * where the log-latency algorithms take several, which matters most where
+ * ranks share cores and each round waits for a peer to be scheduled.
  *
- *   all-gather      send this rank's input; the peer's lands in its block;
- *   reduce-scatter  send the peer's block of this rank's input; reduce the
- *                   peer's copy of this rank's block with our own;
- *   all-reduce      send the whole input; both ranks reduce rank 0's data
- *                   with rank 1's, in that order, so they hold identical bits.
+ *   all-gather      send this rank's input; each peer's lands in its block;
+ *   reduce-scatter  send each peer its block of this rank's input; reduce
+ *                   the peers' copies of this rank's block with our own;
+ *   all-reduce      send the whole input; every rank reduces all inputs in
+ *                   rank order, so that all hold identical bits.
  */
 #include "coll/algs.h"
 
@@ -16,74 +19,121 @@
 #include "core/dtype.h"
 #include "core/status.h"
 
+#include <stddef.h>
 #include <string.h>
 
-/* dst = first op second, through an accumulation-type buffer when the
- * element type is not its own accumulation type or the op divides (AVG). */
-static void zsh_eager_reduce(zsh_task_t *task, void *dst, const void *first, const void *second,
-                             size_t count)
+#define ZSH_EAGER_ALIGN 64
+
+static size_t zsh_eager_round_up(size_t bytes)
+{
+    return (bytes + ZSH_EAGER_ALIGN - 1) / ZSH_EAGER_ALIGN * ZSH_EAGER_ALIGN;
+}
+
+/* dst = src[0] op src[1] op ... src[n - 1], in that order, through the
+ * accumulation buffer unless two inputs of an element type that is its own
+ * accumulation type can be combined straight into @dst. */
+static void zsh_eager_reduce(zsh_task_t *task, void *dst, const void *const *src, int n)
 {
     const zsh_coll_args_t *a = &task->args;
-    void *acc;
+    void *acc                = task->u.eager.acc;
+    int i;
 
-    if ((zsh_dtype_acc(a->dtype) == a->dtype) && (a->op != ZSH_AVG)) {
-        zsh_reduce_acc_store(dst, first, second, count, a->dtype, a->op, 2);
+    if ((n == 2) && (zsh_dtype_acc(a->dtype) == a->dtype) && (a->op != ZSH_AVG)) {
+        zsh_reduce_acc_store(dst, src[0], src[1], a->count, a->dtype, a->op, n);
         return;
     }
-    /* Fits: at most ZSH_DESC_INLINE_MAX bytes of elements, widened at most 4x. */
-    acc = task->scratch;
-    zsh_reduce_load(acc, first, count, a->dtype);
-    zsh_reduce_acc_store(dst, acc, second, count, a->dtype, a->op, 2);
+    zsh_reduce_load(acc, src[0], a->count, a->dtype);
+    for (i = 1; i < n - 1; i++) {
+        zsh_reduce_acc(acc, src[i], a->count, a->dtype, a->op);
+    }
+    zsh_reduce_acc_store(dst, acc, src[n - 1], a->count, a->dtype, a->op, n);
+}
+
+/* What @peer sent: the descriptor message from the left on two ranks, else
+ * the peer's own slot. */
+static const void *zsh_eager_from(const zsh_task_t *task, int peer)
+{
+    return task->desc_all ? task->u.eager.in[peer].data : task->desc_in.data;
 }
 
 static zsh_status_t zsh_eager_progress(zsh_task_t *task)
 {
     const zsh_coll_args_t *a = &task->args;
-    int rank = task->comm->rank, peer = 1 - rank;
-    size_t esize = zsh_task_esize(task), blk = a->count * esize;
-    const void *theirs = task->desc_in.data;
-    const char *own;
+    int rank = task->comm->rank, n = task->comm->size, peer;
+    size_t blk = a->count * zsh_task_esize(task);
+    const void *src[ZSH_EAGER_MAX_RANKS];
 
     if (task->desc_state < ZSH_DESC_MATCHED) {
         return ZSH_INPROGRESS; /* the data is used only once the call is known to match */
     }
-    switch (a->type) {
-    case ZSH_COLL_ALLGATHER:
-        memcpy((char *)a->recvbuf + (size_t)peer * blk, theirs, blk);
-        break;
-    case ZSH_COLL_REDUCE_SCATTER:
-        own = (const char *)a->sendbuf + (size_t)rank * blk;
-        if (rank == 0) {
-            zsh_eager_reduce(task, a->recvbuf, own, theirs, a->count);
+    for (peer = 0; peer < n; peer++) {
+        if (peer == rank) {
+            src[peer] = (a->type == ZSH_COLL_REDUCE_SCATTER)
+                            ? (const char *)a->sendbuf + (size_t)rank * blk : a->sendbuf;
+        } else if (a->type == ZSH_COLL_ALLGATHER) {
+            memcpy((char *)a->recvbuf + (size_t)peer * blk, zsh_eager_from(task, peer), blk);
         } else {
-            zsh_eager_reduce(task, a->recvbuf, theirs, own, a->count);
+            src[peer] = zsh_eager_from(task, peer);
         }
-        break;
-    default:
-        if (rank == 0) {
-            zsh_eager_reduce(task, a->recvbuf, a->sendbuf, theirs, a->count);
-        } else {
-            zsh_eager_reduce(task, a->recvbuf, theirs, a->sendbuf, a->count);
-        }
-        break;
+    }
+    if (a->type != ZSH_COLL_ALLGATHER) {
+        zsh_eager_reduce(task, a->recvbuf, src, n);
     }
     return ZSH_OK;
 }
 
 bool zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes)
 {
-    return (comm->size == 2) && (total_bytes <= ZSH_DESC_INLINE_MAX);
+    return (comm->size >= 2) && (comm->size <= ZSH_EAGER_MAX_RANKS) &&
+           (total_bytes <= ZSH_DESC_INLINE_MAX);
+}
+
+/*
+ * Scratch: the accumulation buffer, then on more than two ranks a receive
+ * slot per rank, each taking any descriptor message so that a mismatched
+ * peer's is compared rather than truncated, then for reduce-scatter the
+ * message to each peer (its descriptor is filled in at post).
+ */
+static zsh_status_t zsh_eager_scratch(zsh_task_t *task, size_t msg_len)
+{
+    zsh_eager_t *e = &task->u.eager;
+    size_t n       = (size_t)task->comm->size;
+    size_t acc_len = zsh_eager_round_up(task->args.count * zsh_task_acc_esize(task));
+    size_t in_len  = 0, out_stride = 0;
+    zsh_status_t status;
+    char *scratch;
+
+    task->desc_all = (n > 2);
+    if (task->desc_all) {
+        in_len = zsh_eager_round_up(n * sizeof(zsh_desc_msg_t));
+        if (task->args.type == ZSH_COLL_REDUCE_SCATTER) {
+            out_stride = zsh_eager_round_up(offsetof(zsh_desc_msg_t, data) + msg_len);
+        }
+        status = zsh_task_ops(task, 2 * (unsigned)n);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    status = zsh_task_scratch(task, acc_len + in_len + n * out_stride, (void **)&scratch);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    e->acc        = scratch;
+    e->in         = task->desc_all ? (zsh_desc_msg_t *)(scratch + acc_len) : NULL;
+    e->out        = (out_stride > 0) ? scratch + acc_len + in_len : NULL;
+    e->out_stride = out_stride;
+    return ZSH_OK;
 }
 
 zsh_status_t zsh_eager_init(zsh_task_t *task)
 {
     const zsh_coll_args_t *a = &task->args;
-    int rank = task->comm->rank, peer = 1 - rank;
-    size_t esize = zsh_task_esize(task), blk = a->count * esize;
+    int rank = task->comm->rank, n = task->comm->size, peer;
+    size_t blk = a->count * zsh_task_esize(task);
     const char *data = a->sendbuf;
     size_t len       = blk;
+    zsh_eager_t *e   = &task->u.eager;
     zsh_status_t status;
-    void *scratch;
 
     switch (a->type) {
     case ZSH_COLL_ALLGATHER:
@@ -92,7 +142,7 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
         }
         break;
     case ZSH_COLL_REDUCE_SCATTER:
-        data += (size_t)peer * blk;
+        data += (size_t)(rank + 1) % (size_t)n * blk; /* two ranks: the peer's block */
         break;
     default:
         break;
@@ -101,11 +151,20 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
         return zsh_error(ZSH_ERR_INTERNAL, "eager %s of %zu bytes exceeds the %d-byte "
                          "descriptor message", task->name, len, ZSH_DESC_INLINE_MAX);
     }
-    status = zsh_task_scratch(task, a->count * zsh_task_acc_esize(task), &scratch);
+    status = zsh_eager_scratch(task, len);
     if (status != ZSH_OK) {
         return status;
     }
-    memcpy(task->desc_out.data, data, len);
+    if (e->out != NULL) {
+        for (peer = 0; peer < n; peer++) {
+            if (peer != rank) {
+                memcpy(((zsh_desc_msg_t *)(e->out + (size_t)peer * e->out_stride))->data,
+                       (const char *)a->sendbuf + (size_t)peer * blk, blk);
+            }
+        }
+    } else {
+        memcpy(task->desc_out.data, data, len);
+    }
     task->desc_inline = (uint32_t)len;
     task->progress    = zsh_eager_progress;
     return ZSH_OK;

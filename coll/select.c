@@ -104,15 +104,16 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
                              "is not", rule->variable, comm->id);
         }
         if ((algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes)) {
-            return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs two ranks and at most %d "
-                             "bytes in all; this call has %d ranks and %zu bytes",
-                             rule->variable, ZSH_DESC_INLINE_MAX, comm->size, total_bytes);
+            return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs 2 to %d ranks and at most "
+                             "%d bytes in all; this call has %d ranks and %zu bytes",
+                             rule->variable, ZSH_EAGER_MAX_RANKS, ZSH_DESC_INLINE_MAX,
+                             comm->size, total_bytes);
         }
         if (algo == ZSH_ALGO_AUTO) {
             /* On one node, ranks copy straight between each other's
              * buffers, each byte once, where the rings copy it twice
-             * through UCX's shared memory; two ranks exchange small
-             * messages with their descriptors, one message each way.
+             * through UCX's shared memory; a few ranks send small
+             * messages with their descriptors, one message to each peer.
              * Otherwise log-latency algorithms win while latency
              * dominates, and the rings, which move the fewest bytes and
              * pipeline, once bandwidth does. The one-sided all-gather is

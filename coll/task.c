@@ -53,6 +53,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->data_mismatch = NULL;
     task->desc_state = ZSH_DESC_NONE;
     task->desc_inline = 0;
+    task->desc_all    = false;
     task->desc_box    = false;
     task->box_sent    = false;
     task->box_probing = false;

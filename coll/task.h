@@ -104,6 +104,17 @@ typedef struct zsh_direct {
     char              *tmp;     /* a chunk read from a peer */
 } zsh_direct_t;
 
+/* Eager calls (coll/eager.c). On more than two ranks the descriptor
+ * messages go to and come from every peer: receives in ops[peer], sends in
+ * ops[size + peer]. */
+typedef struct zsh_eager {
+    void           *acc;         /* a reduction's accumulation buffer */
+    zsh_desc_msg_t *in;          /* > 2 ranks: by comm rank, what each peer sent; [rank] unused */
+    char           *out;         /* > 2 ranks, reduce-scatter: the message for each peer,
+                                    @out_stride bytes apart; NULL: desc_out goes to all */
+    size_t          out_stride;
+} zsh_eager_t;
+
 /* Pipelined binomial broadcast. */
 typedef struct zsh_bcast {
     size_t nchunks, chunk;   /* in bytes */
@@ -145,6 +156,7 @@ struct zsh_request {
     double              data_mismatch_until;
     uint8_t             desc_state;
     zsh_task_op_t       desc_ops[2]; /* receive from the left, send to the right */
+    bool                desc_all;     /* ... or to and from every peer (eager, > 2 ranks) */
     zsh_desc_msg_t      desc_out, desc_in; /* descriptors, and the data they may carry */
     uint32_t            desc_inline;  /* bytes of data in desc_out after the descriptor */
     bool                desc_box;     /* the descriptors go through mailboxes (comm->box) */
@@ -159,6 +171,7 @@ struct zsh_request {
         zsh_bcast_t  bcast;
         zsh_rma_t    rma;
         zsh_direct_t direct;
+        zsh_eager_t  eager;
     } u;
     zsh_task_op_t      *ops;         /* kept across uses of the pooled task */
     unsigned            ops_cap;

@@ -41,17 +41,17 @@ static const zsh_config_field_t zsh_config_table[] = {
      ZSH_CFG_OFF(small_msg_size), ZSH_CONFIG_SIZE, NULL},
     {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring, bruck, rma (one-sided reads), direct (one "
      "node: each rank copies its input into every peer's receive buffer, see ZSH_CMA) or eager "
-     "(two ranks, up to 4 KiB in all: one message each way)",
+     "(2 to 8 ranks, up to 4 KiB in all: one message to each peer)",
      ZSH_CFG_OFF(allgather_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"REDUCE_SCATTER_ALGO", NULL, "auto", "Reduce-scatter algorithm: auto, ring, rd, direct (one node: each rank reads "
-     "and reduces its block straight from its peers' send buffers, see ZSH_CMA) or eager (two "
-     "ranks, up to 4 KiB in all: one message each way)",
+     "and reduces its block straight from its peers' send buffers, see ZSH_CMA) or eager (2 to 8 "
+     "ranks, up to 4 KiB in all: one message to each peer)",
      ZSH_CFG_OFF(reduce_scatter_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"ALLREDUCE_ALGO", NULL, "auto",
      "All-reduce algorithm: auto, ring (reduce-scatter then all-gather), rd, direct "
      "(one node: each rank reduces its block from its peers' send buffers and writes the "
-     "result into their receive buffers) or eager (two ranks, up to 4 KiB: one message each "
-     "way)",
+     "result into their receive buffers) or eager (2 to 8 ranks, up to 4 KiB: one message to "
+     "each peer)",
      ZSH_CFG_OFF(allreduce_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"BROADCAST_ALGO", NULL, "auto", "Broadcast algorithm: auto or binomial (pipelined)",
      ZSH_CFG_OFF(broadcast_algo), ZSH_CONFIG_ENUM, zsh_algo_names},

@@ -57,7 +57,8 @@ zsh_config_t *zsh_check_cfg(zsh_comm_t *comm);
 /* Whether @algo can run on @comm for a call of @total_bytes: the direct
  * algorithms need every rank on one node with cross-memory attach
  * (tests/coll/direct_test.c checks that they get it wherever the kernel
- * allows), the eager ones two ranks and at most ZSH_DESC_INLINE_MAX bytes. */
+ * allows), the eager ones 2 to ZSH_EAGER_MAX_RANKS ranks and at most
+ * ZSH_DESC_INLINE_MAX bytes. */
 bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo, size_t total_bytes);
 
 /* Allocate @bytes (at least 1) or fail the test. */

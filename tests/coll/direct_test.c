@@ -4,6 +4,7 @@
  * against exact references. The every-dtype reference matrices run them too
  * (allgather_test.c, reduce_scatter_test.c, allreduce_test.c).
  */
+#include "coll/algs.h"
 #include "coll/check.h"
 
 #include "coll/task.h"
@@ -107,8 +108,8 @@ ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
 }
 
 /* The automatic choice on one node: direct above ZSH_DIRECT_MIN_SIZE; below
- * it eager on two ranks, else a log-latency algorithm; the ring where ranks
- * cannot reach each other and the call is large. */
+ * it eager on up to ZSH_EAGER_MAX_RANKS ranks, else a log-latency algorithm;
+ * the ring where ranks cannot reach each other and the call is large. */
 static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
 {
     zsh_request_t *req = NULL;
@@ -144,7 +145,7 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     cfg->allreduce_algo  = ZSH_ALGO_AUTO;
     cfg->direct_min_size = 4096;
     cfg->small_msg_size  = 16384;
-    ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
+    ZSH_EXPECT_EQ((n <= ZSH_EAGER_MAX_RANKS) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 1024, send, recv));
     ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 1025, send, recv));
     comm->direct = false;

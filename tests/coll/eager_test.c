@@ -1,9 +1,11 @@
 /*
- * The eager algorithm on two ranks of one node, through shared-memory
- * mailboxes (transports/shm): that it is what runs, and that many calls in
- * flight at once, more than a box has slots, keep their order and their
- * data. The reference matrices check every type and op through it too.
+ * The eager algorithm: on two ranks of one node through shared-memory
+ * mailboxes (transports/shm), on up to ZSH_EAGER_MAX_RANKS ranks one
+ * descriptor message to every peer. That it is what runs, and that many
+ * calls in flight at once, more than a box has slots, keep their order and
+ * their data. The reference matrices check every type and op through it too.
  */
+#include "coll/algs.h"
 #include "coll/check.h"
 
 #include "coll/task.h"
@@ -47,14 +49,15 @@ ZSH_RANK_TEST(eager, two_ranks_on_one_node_send_small_calls_through_mailboxes)
     }
 }
 
-ZSH_RANK_TEST(eager, more_calls_in_flight_than_mailbox_slots_keep_order_and_data)
+/* Post 19 small calls, all-reduce and all-gather in turn, then wait for
+ * them newest first: the oldest must progress meanwhile. */
+static void zsh_eager_many_in_flight(zsh_comm_t *comm)
 {
     enum { CALLS = 19 };
-    float send[CALLS][3], recv[CALLS][6];
+    float send[CALLS][3], recv[CALLS][3 * ZSH_EAGER_MAX_RANKS];
     zsh_request_t *reqs[CALLS];
-    int rank = zsh_comm_rank(comm), k, i;
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), k, i, r;
 
-    ZSH_EAGER_BOX_OR_SKIP(comm);
     for (k = 0; k < CALLS; k++) {
         for (i = 0; i < 3; i++) {
             send[k][i] = (float)(100 * k + 10 * rank + i);
@@ -69,18 +72,68 @@ ZSH_RANK_TEST(eager, more_calls_in_flight_than_mailbox_slots_keep_order_and_data
                                                      &reqs[k]));
         }
     }
-    for (k = CALLS - 1; k >= 0; k--) { /* newest first: the oldest must progress meanwhile */
+    for (k = CALLS - 1; k >= 0; k--) {
+        ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, reqs[k]->algo);
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(reqs[k]));
         zsh_request_free(reqs[k]);
     }
     for (k = 0; k < CALLS; k++) {
         for (i = 0; i < 3; i++) {
             if (k % 2) {
-                ZSH_EXPECT_TRUE(recv[k][i] == (float)(200 * k + 10 + 2 * i));
-            } else {
-                ZSH_EXPECT_TRUE(recv[k][i] == (float)(100 * k + i));
-                ZSH_EXPECT_TRUE(recv[k][3 + i] == (float)(100 * k + 10 + i));
+                /* sum over r of 100k + 10r + i */
+                ZSH_EXPECT_TRUE(recv[k][i] == (float)(n * (100 * k + i) + 5 * n * (n - 1)));
+                continue;
+            }
+            for (r = 0; r < n; r++) {
+                ZSH_EXPECT_TRUE(recv[k][3 * r + i] == (float)(100 * k + 10 * r + i));
             }
         }
     }
+}
+
+ZSH_RANK_TEST(eager, more_calls_in_flight_than_mailbox_slots_keep_order_and_data)
+{
+    ZSH_EAGER_BOX_OR_SKIP(comm);
+    zsh_eager_many_in_flight(comm);
+}
+
+/* Between 3 and ZSH_EAGER_MAX_RANKS ranks, a small call sends its descriptor
+ * and data to every peer at once, and takes every peer's. */
+#define ZSH_EAGER_ALL_OR_SKIP(_comm) \
+    do { \
+        if ((zsh_comm_size(_comm) < 3) || (zsh_comm_size(_comm) > ZSH_EAGER_MAX_RANKS)) { \
+            ZSH_SKIP("descriptors go to every peer on 3 to 8 ranks"); \
+        } \
+    } while (0)
+
+ZSH_RANK_TEST(eager, small_calls_on_up_to_eight_ranks_send_to_every_peer_at_once)
+{
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), i, r;
+    float send[2 * ZSH_EAGER_MAX_RANKS], recv[2 * ZSH_EAGER_MAX_RANKS];
+    zsh_request_t *req;
+
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    for (i = 0; i < 2 * n; i++) {
+        send[i] = (float)(100 * rank + i);
+    }
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_ireduce_scatter(send, recv, 2, ZSH_FLOAT32, ZSH_SUM, comm,
+                                                  &req));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, req->algo);
+    ZSH_EXPECT_TRUE(req->desc_all);
+    /* A receive from every peer was posted with the call. */
+    for (r = 0; r < n; r++) {
+        ZSH_EXPECT_TRUE((r == rank) || (req->ops[r].is_recv && (req->ops[r].peer == r)));
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    /* Block @rank of every rank's input, summed: sum over r of 100r + 2 rank + i. */
+    for (i = 0; i < 2; i++) {
+        ZSH_EXPECT_TRUE(recv[i] == (float)(50 * n * (n - 1) + n * (2 * rank + i)));
+    }
+}
+
+ZSH_RANK_TEST(eager, many_calls_in_flight_on_up_to_eight_ranks_keep_order_and_data)
+{
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    zsh_eager_many_in_flight(comm);
 }
