@@ -79,6 +79,9 @@ zsh_status_t zsh_direct_init(zsh_task_t *task);
  * and receives size - 1 messages, and ZSH_DESC_INLINE_MAX bytes in all. */
 #define ZSH_EAGER_MAX_RANKS 8
 bool         zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes);
+/* Whether the automatic choice takes it for a call of @type: where it fits
+ * and a rank sends at most 4 KiB in all. */
+bool         zsh_eager_chosen(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes);
 zsh_status_t zsh_eager_init(zsh_task_t *task);
 
 /* Bruck all-gather (log-latency, for small messages). */

@@ -113,7 +113,8 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
             /* On one node, ranks copy straight between each other's
              * buffers, each byte once, where the rings copy it twice
              * through UCX's shared memory; a few ranks send small
-             * messages with their descriptors, one message to each peer.
+             * messages with their descriptors, one message to each peer,
+             * as long as that stays a few KiB per rank.
              * Otherwise log-latency algorithms win while latency
              * dominates, and the rings, which move the fewest bytes and
              * pipeline, once bandwidth does. The one-sided all-gather is
@@ -124,7 +125,7 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
                 algo = rule->small;
             } else if (rule->direct && comm->direct && (total_bytes > cfg->direct_min_size)) {
                 algo = ZSH_ALGO_DIRECT;
-            } else if (rule->direct && zsh_eager_fits(comm, total_bytes)) {
+            } else if (rule->direct && zsh_eager_chosen(comm, type, total_bytes)) {
                 algo = ZSH_ALGO_EAGER;
             } else {
                 algo = (total_bytes <= cfg->small_msg_size) ? rule->small : rule->large;

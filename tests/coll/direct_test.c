@@ -108,7 +108,8 @@ ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
 }
 
 /* The automatic choice on one node: direct above ZSH_DIRECT_MIN_SIZE; below
- * it eager on up to ZSH_EAGER_MAX_RANKS ranks, else a log-latency algorithm;
+ * it eager on up to ZSH_EAGER_MAX_RANKS ranks while a rank sends at most 4 KiB,
+ * else a log-latency algorithm;
  * the ring where ranks cannot reach each other and the call is large. */
 static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
 {
@@ -145,8 +146,11 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     cfg->allreduce_algo  = ZSH_ALGO_AUTO;
     cfg->direct_min_size = 4096;
     cfg->small_msg_size  = 16384;
-    ZSH_EXPECT_EQ((n <= ZSH_EAGER_MAX_RANKS) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
+    /* 4 KiB to every peer: eager on two ranks only. */
+    ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 1024, send, recv));
+    ZSH_EXPECT_EQ((n <= ZSH_EAGER_MAX_RANKS) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
+                  zsh_direct_chosen(comm, 128, send, recv));
     ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 1025, send, recv));
     comm->direct = false;
     ZSH_EXPECT_EQ(ZSH_ALGO_RD, zsh_direct_chosen(comm, 4096, send, recv));
