@@ -121,7 +121,6 @@ static zsh_status_t zsh_eager_scratch(zsh_task_t *task, size_t msg_len)
     zsh_status_t status;
     char *scratch;
 
-    task->desc_all = (n > 2);
     if (task->desc_all) {
         in_len = zsh_eager_round_up(n * sizeof(zsh_desc_msg_t));
         if (task->args.type == ZSH_COLL_REDUCE_SCATTER) {
@@ -169,7 +168,8 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
         return zsh_error(ZSH_ERR_INTERNAL, "eager %s of %zu bytes exceeds the %d-byte "
                          "descriptor message", task->name, len, ZSH_DESC_INLINE_MAX);
     }
-    status = zsh_eager_scratch(task, len);
+    task->desc_all = (n > 2);
+    status         = zsh_eager_scratch(task, len);
     if (status != ZSH_OK) {
         return status;
     }

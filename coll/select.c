@@ -13,23 +13,22 @@ typedef struct zsh_select_rule {
     const char     *variable;
     size_t          offset;          /* of the override in zsh_config_t */
     zsh_algo_t      small, large;    /* the automatic choice */
-    bool            direct;          /* ZSH_ALGO_DIRECT and ZSH_ALGO_EAGER apply */
     zsh_algo_t      allowed[6];      /* AUTO-terminated */
 } zsh_select_rule_t;
 
 static const zsh_select_rule_t zsh_select_rules[] = {
     {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_config_t, allgather_algo),
-     ZSH_ALGO_BRUCK, ZSH_ALGO_RING, true,
+     ZSH_ALGO_BRUCK, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER,
       ZSH_ALGO_AUTO}},
     {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
-     offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING, true,
+     offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
     {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_config_t, allreduce_algo),
-     ZSH_ALGO_RD, ZSH_ALGO_RING, true,
+     ZSH_ALGO_RD, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
     {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_config_t, broadcast_algo),
-     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, false, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
+     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
@@ -123,9 +122,11 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
              * lanes) and ran at 0.7x the ring's speed. */
             if (comm->size == 1) {
                 algo = rule->small;
-            } else if (rule->direct && comm->direct && (total_bytes > cfg->direct_min_size)) {
+            } else if (comm->direct && (total_bytes > cfg->direct_min_size) &&
+                       zsh_select_allowed(rule, ZSH_ALGO_DIRECT)) {
                 algo = ZSH_ALGO_DIRECT;
-            } else if (rule->direct && zsh_eager_chosen(comm, type, total_bytes)) {
+            } else if (zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&
+                       zsh_eager_chosen(comm, type, total_bytes)) {
                 algo = ZSH_ALGO_EAGER;
             } else {
                 algo = (total_bytes <= cfg->small_msg_size) ? rule->small : rule->large;
