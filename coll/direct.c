@@ -28,6 +28,7 @@
  */
 #include "coll/algs.h"
 
+#include "coll/copy.h"
 #include "coll/reduce/kernels.h"
 #include "comm/fault.h"
 #include "core/dtype.h"
@@ -128,9 +129,15 @@ static zsh_status_t zsh_direct_check_peers(zsh_task_t *task)
     return ZSH_OK;
 }
 
-/* All-gather: this rank's input into its block of recvbuf and every peer's. */
+/*
+ * All-gather: this rank's input into its block of recvbuf and every peer's.
+ * The peers' copies read the input chunk, which the copy into recvbuf has
+ * just brought into cache; when that copy streams (d->stream), recvbuf's
+ * block is not in cache, and the input is the only copy that is.
+ */
 static zsh_status_t zsh_direct_allgather(zsh_task_t *task)
 {
+    const zsh_direct_t *d = &task->u.direct;
     size_t esize = zsh_task_esize(task), blk = task->args.count * esize;
     size_t chunk = task->comm->ctx->cfg.chunk_size, base = blk * (size_t)task->comm->rank;
     const char *in = task->args.sendbuf;
@@ -140,10 +147,14 @@ static zsh_status_t zsh_direct_allgather(zsh_task_t *task)
 
     for (off = 0; off < blk; off += len) {
         len = ((chunk == 0) || (blk - off < chunk)) ? blk - off : chunk;
-        if (own != in) {
+        if (own == in) {
+            /* in place: the block is already there */
+        } else if (d->stream) {
+            zsh_copy_stream(own + off, in + off, len);
+        } else {
             memcpy(own + off, in + off, len);
         }
-        status = zsh_direct_spread(task, own + off, base + off, len);
+        status = zsh_direct_spread(task, in + off, base + off, len);
         if (status != ZSH_OK) {
             return status;
         }
@@ -305,6 +316,7 @@ zsh_status_t zsh_direct_init(zsh_task_t *task)
     size_t total     = (a->type == ZSH_COLL_ALLREDUCE) ? a->count : a->count * n;
     size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
     size_t peers_bytes = (n * sizeof(*d->peers) + 63) & ~(size_t)63;
+    const char *own;
     zsh_status_t status;
     void *scratch;
 
@@ -323,6 +335,11 @@ zsh_status_t zsh_direct_init(zsh_task_t *task)
     d->mine.dst   = (uint64_t)(uintptr_t)a->recvbuf;
     d->mine.bytes = ((a->type == ZSH_COLL_ALLGATHER) ? a->count : total) * esize;
     d->mine.type  = (uint64_t)a->type;
+    /* An all-gather (not in place) whose send and receive buffers together
+     * outgrow what stays in cache copies its own block by streaming. */
+    own       = (const char *)a->recvbuf + d->mine.bytes * (size_t)task->comm->rank;
+    d->stream = (a->type == ZSH_COLL_ALLGATHER) && (a->sendbuf != own) &&
+                ((n + 1) * d->mine.bytes > task->comm->ctx->stream_min);
     task->phase    = ZSH_DIRECT_ADDRS;
     task->progress = zsh_direct_progress;
     status = zsh_task_ops(task, 2 * (unsigned)n);

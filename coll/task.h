@@ -102,6 +102,8 @@ typedef struct zsh_direct {
     size_t             chunk;   /* elements per read of a reduction */
     char              *acc;     /* a chunk in the accumulation type */
     char              *tmp;     /* a chunk read from a peer */
+    bool               stream;  /* all-gather: the own block is copied with non-temporal
+                                   stores (ZSH_STREAM_MIN_SIZE) */
 } zsh_direct_t;
 
 /* Eager calls (coll/eager.c). On more than two ranks the descriptor

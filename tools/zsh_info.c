@@ -150,12 +150,23 @@ static int zsh_info_print_devices(void)
 static int zsh_info_print_topology(void)
 {
     char buf[512];
+    size_t cache;
 
     if (zsh_topo_describe(NULL, buf, sizeof(buf)) != ZSH_OK) {
         fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
         return 1;
     }
     printf("# Topology: %s\n", buf);
+    /* What ZSH_STREAM_MIN_SIZE=auto becomes. */
+    if (zsh_topo_private_cache(NULL, &cache) != ZSH_OK) {
+        fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
+        return 1;
+    }
+    if (cache > 0) {
+        printf("# Private cache per core: %zu bytes (ZSH_STREAM_MIN_SIZE=auto)\n", cache);
+    } else {
+        printf("# Private cache per core: none known (ZSH_STREAM_MIN_SIZE=auto: never)\n");
+    }
     return 0;
 }
 

@@ -160,6 +160,25 @@ out:
     return status;
 }
 
+/* Resolve ZSH_STREAM_MIN_SIZE=auto: this core's private cache, where hwloc
+ * knows it; where it does not, copies never stream, as they did before. */
+static void zsh_ctx_stream_min(zsh_ctx_t *ctx)
+{
+    size_t bytes = 0;
+
+    ctx->stream_min = ctx->cfg.stream_min_size;
+    if (ctx->stream_min != ZSH_CONFIG_AUTO_SIZE) {
+        return;
+    }
+    if (zsh_topo_private_cache(NULL, &bytes) != ZSH_OK) {
+        zsh_log(ZSH_LOG_DEBUG, "no private cache size (%s)", zsh_last_error());
+    }
+    ctx->topo->private_cache = bytes;
+    ctx->stream_min = (bytes > 0) ? bytes : SIZE_MAX;
+    zsh_log(ZSH_LOG_DEBUG, "private cache %zu bytes: own blocks stream above %zu bytes", bytes,
+            ctx->stream_min);
+}
+
 zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_config_t *cfg, zsh_ctx_t **ctx_p)
 {
     zsh_status_t status;
@@ -201,6 +220,7 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_config_t *cfg, zsh_c
     ctx->spin_count = zsh_topo_oversubscribed(ctx->topo) ? 0 : cfg->spin_count;
     zsh_log(ZSH_LOG_DEBUG, "%d rank(s) on a node of %d processor(s): waiters poll %u time(s) "
             "before yielding", ctx->topo->local_size, ctx->topo->node_cpus, ctx->spin_count);
+    zsh_ctx_stream_min(ctx);
     for (i = 0; i < ctx->size; i++) {
         ranks[i] = i;
     }

@@ -31,6 +31,7 @@ typedef struct zsh_ctx {
     int                 rank, size;    /* in the job */
     zsh_config_t        cfg;
     unsigned            spin_count;    /* cfg.spin_count, or 0 when ranks outnumber cores */
+    size_t              stream_min;    /* cfg.stream_min_size, auto resolved: SIZE_MAX never */
     const zsh_tl_ops_t *tl;
     zsh_tl_ctx_t       *tl_ctx;
     zsh_topo_t         *topo;

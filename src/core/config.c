@@ -71,6 +71,13 @@ static const zsh_config_field_t zsh_config_table[] = {
      "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "
      "algorithms when every rank of the communicator is on one node (see ZSH_CMA)",
      ZSH_CFG_OFF(direct_min_size), ZSH_CONFIG_SIZE, NULL},
+    {"STREAM_MIN_SIZE", NULL, "auto",
+     "Bytes of an all-gather's send and receive buffers together above which the direct "
+     "all-gather copies this rank's block into recvbuf with non-temporal stores, which bypass "
+     "the cache: faster once the buffers outgrow it, and the block is then read back from "
+     "memory. auto: the largest cache this rank's core has to itself, from hwloc (never where "
+     "it knows none)",
+     ZSH_CFG_OFF(stream_min_size), ZSH_CONFIG_SIZE_AUTO, NULL},
     {"SPIN_COUNT", NULL, "200",
      "Progress polls a waiter makes before it starts yielding its core (none when more ranks "
      "than processors share the node)",
@@ -247,6 +254,9 @@ static void zsh_config_expected(const zsh_config_field_t *field, char *buf, size
     switch (field->type) {
     case ZSH_CONFIG_TIME:    snprintf(buf, len, "a number of seconds >= 0"); return;
     case ZSH_CONFIG_SIZE:    snprintf(buf, len, "a byte count such as 4096, 64k or 1m"); return;
+    case ZSH_CONFIG_SIZE_AUTO:
+        snprintf(buf, len, "auto or a byte count such as 4096, 64k or 1m");
+        return;
     case ZSH_CONFIG_UINT:    snprintf(buf, len, "an unsigned integer"); return;
     case ZSH_CONFIG_INT_OPT: snprintf(buf, len, "an integer >= 0"); return;
     case ZSH_CONFIG_STRING:  snprintf(buf, len, "at most %d characters", ZSH_CONFIG_STR_MAX - 1); return;
@@ -272,6 +282,14 @@ static zsh_status_t zsh_config_parse_var(const zsh_config_field_t *field, const 
     switch (field->type) {
     case ZSH_CONFIG_TIME:    rc = zsh_config_parse_time(value, (double *)slot); break;
     case ZSH_CONFIG_SIZE:    rc = zsh_config_parse_size(value, (size_t *)slot); break;
+    case ZSH_CONFIG_SIZE_AUTO:
+        if (strcasecmp(value, "auto") == 0) {
+            *(size_t *)slot = ZSH_CONFIG_AUTO_SIZE;
+            rc = 0;
+        } else {
+            rc = zsh_config_parse_size(value, (size_t *)slot);
+        }
+        break;
     case ZSH_CONFIG_UINT:    rc = zsh_config_parse_uint(value, (unsigned *)slot); break;
     case ZSH_CONFIG_INT_OPT: rc = zsh_config_parse_int_opt(value, (int *)slot); break;
     case ZSH_CONFIG_ENUM:    rc = zsh_config_parse_enum(value, field->choices, (int *)slot); break;
@@ -308,6 +326,13 @@ void zsh_config_format(const zsh_config_field_t *field, const zsh_config_t *cfg,
     switch (field->type) {
     case ZSH_CONFIG_TIME:   snprintf(buf, len, "%g", *(const double *)slot); return;
     case ZSH_CONFIG_SIZE:   snprintf(buf, len, "%zu", *(const size_t *)slot); return;
+    case ZSH_CONFIG_SIZE_AUTO:
+        if (*(const size_t *)slot == ZSH_CONFIG_AUTO_SIZE) {
+            snprintf(buf, len, "auto");
+        } else {
+            snprintf(buf, len, "%zu", *(const size_t *)slot);
+        }
+        return;
     case ZSH_CONFIG_UINT:   snprintf(buf, len, "%u", *(const unsigned *)slot); return;
     case ZSH_CONFIG_STRING: snprintf(buf, len, "%s", (const char *)slot); return;
     case ZSH_CONFIG_INT_OPT:

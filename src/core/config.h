@@ -14,9 +14,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define ZSH_CONFIG_PREFIX  "ZSH_"
 #define ZSH_CONFIG_STR_MAX 256
+
+/* A ZSH_CONFIG_SIZE_AUTO variable set to "auto": whoever reads it decides. */
+#define ZSH_CONFIG_AUTO_SIZE SIZE_MAX
 
 /* Values of ZSH_BOOTSTRAP: how zsh_comm_init() finds its peers. */
 typedef enum {
@@ -53,6 +57,9 @@ typedef struct zsh_config {
     int      cma;               /* node-local algorithms may read peers' memory (1) or not (0) */
     int      shm;               /* eager calls on one node go through mailboxes (1) or UCX (0) */
     size_t   direct_min_size;   /* bytes above which the direct algorithms run on one node */
+    size_t   stream_min_size;   /* bytes of buffers above which own blocks are stored
+                                   non-temporally; ZSH_CONFIG_AUTO_SIZE: this core's
+                                   private cache */
     unsigned spin_count;        /* progress polls before a waiter yields */
     double   yield_time;        /* seconds a waiter yields its core before it sleeps */
     int      rank;              /* bootstrap: -1 when unset */
@@ -75,6 +82,7 @@ typedef struct zsh_config {
 typedef enum {
     ZSH_CONFIG_TIME,   /* seconds, fractional allowed: "300", "0.5" */
     ZSH_CONFIG_SIZE,   /* bytes with an optional k/m/g suffix (powers of 1024) */
+    ZSH_CONFIG_SIZE_AUTO, /* "auto" (stored as ZSH_CONFIG_AUTO_SIZE) or as ZSH_CONFIG_SIZE */
     ZSH_CONFIG_UINT,   /* unsigned int */
     ZSH_CONFIG_INT_OPT,/* int >= 0, or empty for unset (-1) */
     ZSH_CONFIG_STRING, /* up to ZSH_CONFIG_STR_MAX - 1 bytes */

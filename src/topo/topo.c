@@ -3,6 +3,7 @@
 #include "core/status.h"
 
 #include <hwloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,11 +72,10 @@ static int zsh_topo_count(hwloc_topology_t t, hwloc_obj_type_t type)
     return (n < 0) ? 0 : n;
 }
 
-zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
+/* Load hwloc's view of this machine, or of @synthetic. */
+static zsh_status_t zsh_topo_load(const char *synthetic, hwloc_topology_t *t_p)
 {
-    hwloc_bitmap_t binding = NULL;
     hwloc_topology_t t;
-    char cpus[128] = "unknown";
 
     if (hwloc_topology_init(&t) != 0) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "hwloc_topology_init failed");
@@ -88,6 +88,70 @@ zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
     if (hwloc_topology_load(t) != 0) {
         hwloc_topology_destroy(t);
         return zsh_error(ZSH_ERR_IO, "hwloc_topology_load failed");
+    }
+    *t_p = t;
+    return ZSH_OK;
+}
+
+/* The first processor this process may run on (of a synthetic machine: its
+ * first), or NULL. */
+static hwloc_obj_t zsh_topo_first_pu(hwloc_topology_t t, bool synthetic)
+{
+    hwloc_bitmap_t binding;
+    hwloc_obj_t pu = NULL;
+
+    binding = synthetic ? NULL : hwloc_bitmap_alloc();
+    if ((binding != NULL) && (hwloc_get_cpubind(t, binding, HWLOC_CPUBIND_PROCESS) == 0) &&
+        !hwloc_bitmap_iszero(binding)) {
+        pu = hwloc_get_pu_obj_by_os_index(t, (unsigned)hwloc_bitmap_first(binding));
+    }
+    hwloc_bitmap_free(binding);
+    return (pu != NULL) ? pu : hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, 0);
+}
+
+zsh_status_t zsh_topo_private_cache(const char *synthetic, size_t *bytes_p)
+{
+    hwloc_topology_t t;
+    hwloc_obj_t obj;
+    zsh_status_t status;
+    int cores;
+
+    *bytes_p = 0;
+    status   = zsh_topo_load(synthetic, &t);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    /* Caches above a processor grow outwards; the first one that more than
+     * one core shares ends the walk, since every one above it is shared too.
+     * Where hwloc knows no cores, processors stand in for them. */
+    obj = zsh_topo_first_pu(t, synthetic != NULL);
+    for (obj = (obj != NULL) ? obj->parent : NULL; obj != NULL; obj = obj->parent) {
+        if (!hwloc_obj_type_is_dcache(obj->type)) {
+            continue;
+        }
+        cores = hwloc_get_nbobjs_inside_cpuset_by_type(t, obj->cpuset, HWLOC_OBJ_CORE);
+        if (cores <= 0) {
+            cores = hwloc_get_nbobjs_inside_cpuset_by_type(t, obj->cpuset, HWLOC_OBJ_PU);
+        }
+        if (cores > 1) {
+            break;
+        }
+        *bytes_p = (obj->attr->cache.size > *bytes_p) ? obj->attr->cache.size : *bytes_p;
+    }
+    hwloc_topology_destroy(t);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
+{
+    hwloc_bitmap_t binding = NULL;
+    hwloc_topology_t t;
+    char cpus[128] = "unknown";
+    zsh_status_t status;
+
+    status = zsh_topo_load(synthetic, &t);
+    if (status != ZSH_OK) {
+        return status;
     }
     if (synthetic == NULL) {
         binding = hwloc_bitmap_alloc();

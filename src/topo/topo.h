@@ -25,6 +25,8 @@ typedef struct zsh_topo {
     int  local_size;
     int  node_cpus;      /* processors online on this node */
     int *node_of;        /* job rank -> node */
+    size_t private_cache;/* bytes of the largest cache this rank's core has to itself,
+                            0 if hwloc could not tell */
 } zsh_topo_t;
 
 /* Whether more ranks share this node than it has processors: a waiter
@@ -40,6 +42,15 @@ zsh_status_t zsh_topo_local_id(zsh_topo_id_t *id);
 /* Build the rank map from every rank's identity, in job-rank order. */
 zsh_status_t zsh_topo_create(int rank, int size, const zsh_topo_id_t *ids, zsh_topo_t **topo_p);
 void         zsh_topo_destroy(zsh_topo_t *topo);
+
+/*
+ * Bytes of the largest data cache that the core running this process has to
+ * itself (hwloc; usually the L2), into *@bytes_p: 0 where no cache is
+ * private to one core, or none is known. A copy whose buffers outgrow it no
+ * longer finds what it wrote in cache, which is when non-temporal stores
+ * pay (coll/copy.h). @synthetic as for zsh_topo_describe(), for tests.
+ */
+zsh_status_t zsh_topo_private_cache(const char *synthetic, size_t *bytes_p);
 
 /*
  * One line describing a machine through hwloc: packages, NUMA nodes, cores,

@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "transports/cma/cma.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,4 +160,73 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     *cfg = saved;
     free(send);
     free(recv);
+}
+
+/* Post a direct all-gather of @count floats from @send into @recv and say
+ * whether it streams its own block; the result is checked against the
+ * reference. */
+static bool zsh_direct_streams(zsh_comm_t *comm, float *send, float *recv, size_t count)
+{
+    int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), k;
+    zsh_request_t *req = NULL;
+    char what[96];
+    bool stream;
+
+    zsh_check_fill(send, ZSH_FLOAT32, ZSH_MIN, rank, n, 0, count);
+    if (zsh_iallgather(send, recv, count, ZSH_FLOAT32, comm, &req) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "zsh_iallgather: %s", zsh_last_error());
+        return false;
+    }
+    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, req->algo);
+    stream = req->u.direct.stream;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    for (k = 0; k < n; k++) {
+        snprintf(what, sizeof(what), "%s direct allgather: block of rank %d",
+                 stream ? "streaming" : "plain", k);
+        zsh_check_buf(recv + (size_t)k * count, ZSH_FLOAT32, ZSH_MIN, n, k, 0, count, what,
+                      __FILE__, __LINE__);
+    }
+    return stream;
+}
+
+/* Above ZSH_STREAM_MIN_SIZE (send and receive buffers together) the own
+ * block is stored non-temporally, whatever the alignment of recvbuf and
+ * however many chunks it takes; in place there is nothing to copy. */
+ZSH_RANK_TEST(direct, allgather_streams_its_own_block_once_its_buffers_pass_the_threshold)
+{
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
+    size_t stream_min = comm->ctx->stream_min;
+    int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
+    size_t count = 3 * ZSH_CHECK_CHUNK + 7, total = count * (size_t)n;
+    size_t bytes = (total + count) * sizeof(float);
+    float *send = zsh_check_alloc(count * sizeof(float));
+    float *buf  = zsh_check_alloc((total + 1) * sizeof(float));
+    float *recv = buf + 1; /* 4 bytes past a line: the copy starts mid-line */
+
+    if ((n < 2) || !comm->direct) {
+        free(send);
+        free(buf);
+        ZSH_SKIP((n < 2) ? "a single rank never selects an algorithm"
+                         : "cross-memory attach is not available here");
+    }
+    cfg->chunk_size     = ZSH_CHECK_CHUNK * sizeof(float);
+    cfg->allgather_algo = ZSH_ALGO_DIRECT;
+
+    comm->ctx->stream_min = bytes - 1;
+    ZSH_EXPECT_TRUE(zsh_direct_streams(comm, send, recv, count));
+    comm->ctx->stream_min = bytes;
+    ZSH_EXPECT_TRUE(!zsh_direct_streams(comm, send, recv, count));
+    comm->ctx->stream_min = SIZE_MAX; /* auto, where no private cache is known */
+    ZSH_EXPECT_TRUE(!zsh_direct_streams(comm, send, recv, count));
+    /* In place: the input already sits in its block. */
+    comm->ctx->stream_min = 0;
+    memset(recv, 0, total * sizeof(float));
+    ZSH_EXPECT_TRUE(!zsh_direct_streams(comm, recv + (size_t)rank * count, recv, count));
+
+    comm->ctx->stream_min = stream_min;
+    *cfg = saved;
+    free(send);
+    free(buf);
 }

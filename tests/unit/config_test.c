@@ -52,6 +52,28 @@ ZSH_TEST(config, sizes_accept_binary_suffixes)
     ZSH_EXPECT_EQ(4096, cfg.chunk_size);
 }
 
+ZSH_TEST(config, sizes_that_may_be_auto_take_auto_or_a_byte_count)
+{
+    const zsh_config_field_t *f = zsh_config_field_find("STREAM_MIN_SIZE");
+    zsh_config_t cfg;
+    char err[256], value[64];
+
+    ZSH_ASSERT_TRUE(f != NULL);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(f, "AUTO", &cfg, err, sizeof(err)));
+    ZSH_EXPECT_EQ(ZSH_CONFIG_AUTO_SIZE, cfg.stream_min_size);
+    zsh_config_format(f, &cfg, value, sizeof(value));
+    ZSH_EXPECT_EQ(0, strcmp("auto", value));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(f, "3m", &cfg, err, sizeof(err)));
+    ZSH_EXPECT_EQ(3 << 20, cfg.stream_min_size);
+    zsh_config_format(f, &cfg, value, sizeof(value));
+    ZSH_EXPECT_EQ(0, strcmp("3145728", value));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(f, "automatic", &cfg, err,
+                                                            sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "ZSH_STREAM_MIN_SIZE='automatic' is invalid: expected auto or "
+                                 "a byte count");
+    ZSH_EXPECT_EQ(3 << 20, cfg.stream_min_size);
+}
+
 ZSH_TEST(config, malformed_values_name_the_variable_and_what_is_expected)
 {
     zsh_config_t cfg;

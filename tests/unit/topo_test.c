@@ -4,6 +4,7 @@
 #include "topo/topo.h"
 
 #include <hwloc.h>
+#include <stdint.h>
 #include <string.h>
 
 ZSH_TEST(topo, hwloc_runtime_matches_the_header_it_was_built_with)
@@ -21,6 +22,27 @@ ZSH_TEST(topo, synthetic_machines_are_described_by_their_shape)
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_describe("no such shape", line, sizeof(line)));
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_describe(NULL, line, sizeof(line)));
     ZSH_EXPECT_STR_CONTAINS(line, "core(s)");
+}
+
+ZSH_TEST(topo, private_cache_is_the_largest_cache_one_core_has_to_itself)
+{
+    size_t bytes = 1;
+
+    /* L2 per core (1 MB) above L1 (48 kB); the L3 is shared. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache("pack:1 l3:1(size=32MB) l2:4(size=1MB) "
+                                                     "l1d:1(size=48KB) core:1 pu:2", &bytes));
+    ZSH_EXPECT_EQ(1000000, bytes);
+    /* Two hardware threads of one core share its L1: still private to the core. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache("pack:1 l2:2(size=4MB) l1d:2(size=32KB) "
+                                                     "core:1 pu:2", &bytes));
+    ZSH_EXPECT_EQ(32000, bytes);
+    /* An L2 that two cores share, and nothing below it. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache("pack:1 l2:2(size=4MB) core:2 pu:1",
+                                                     &bytes));
+    ZSH_EXPECT_EQ(0, bytes);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_private_cache("no such shape", &bytes));
+    ZSH_EXPECT_EQ(0, bytes);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_topo_private_cache(NULL, &bytes));
 }
 
 ZSH_TEST(topo, rank_map_groups_ranks_by_host)
@@ -54,4 +76,18 @@ ZSH_RANK_TEST(topo, every_rank_of_a_one_host_job_is_on_the_same_node)
     /* Ranks that outnumber the processors give their core away at once. */
     ZSH_EXPECT_EQ((ctx->topo->local_size > ctx->topo->node_cpus) ? 0 : ctx->cfg.spin_count,
                   ctx->spin_count);
+}
+
+ZSH_RANK_TEST(topo, automatic_stream_threshold_is_this_cores_private_cache)
+{
+    const zsh_ctx_t *ctx = comm->ctx;
+    size_t bytes;
+
+    if (ctx->cfg.stream_min_size != ZSH_CONFIG_AUTO_SIZE) {
+        ZSH_EXPECT_EQ(ctx->cfg.stream_min_size, ctx->stream_min);
+        ZSH_SKIP("ZSH_STREAM_MIN_SIZE is set");
+    }
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache(NULL, &bytes));
+    ZSH_EXPECT_EQ(bytes, ctx->topo->private_cache);
+    ZSH_EXPECT_EQ((bytes > 0) ? bytes : SIZE_MAX, ctx->stream_min);
 }
