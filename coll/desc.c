@@ -84,8 +84,8 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
 _Static_assert(sizeof(zsh_desc_msg_t) <= ZSH_TL_BOX_MSG_MAX,
                "a descriptor with all its data fits in a mailbox");
 
-/* Mailboxes: write our descriptor message once every earlier eager call of
- * the communicator has written its own, since the peer takes them in
+/* Mailboxes: write our descriptor message once every earlier eager or direct
+ * call of the communicator has written its own, since the peer takes them in
  * ticket order and a box holds only so many. */
 static zsh_status_t zsh_desc_box_send(zsh_task_t *task)
 {
@@ -167,16 +167,17 @@ static zsh_status_t zsh_desc_box_recv(zsh_task_t *task)
 }
 
 /*
- * Eager calls on more than two ranks: the descriptor, with the data the
- * peer needs, goes to every peer, and every peer's is compared with ours
- * before any data is used. A small call then costs one round of messages
- * that all travel at once, where the ring check followed by a log-latency
- * algorithm costs several rounds, each waiting for a peer to be scheduled.
+ * Eager and direct calls on more than two ranks: the descriptor, with the
+ * data (eager) or the addresses (direct) the peer needs, goes to every
+ * peer, and every peer's is compared with ours before any of it is used. A
+ * small call then costs one round of messages that all travel at once,
+ * where the ring check followed by a log-latency algorithm costs several
+ * rounds, each waiting for a peer to be scheduled; a direct call needs
+ * every peer's addresses anyway.
  */
 static zsh_status_t zsh_desc_all_post(zsh_task_t *task)
 {
     zsh_comm_t *comm = task->comm;
-    zsh_eager_t *e   = &task->u.eager;
     size_t len       = sizeof(task->desc_out.desc) + task->desc_inline;
     zsh_desc_msg_t *msg;
     zsh_status_t status;
@@ -186,9 +187,9 @@ static zsh_status_t zsh_desc_all_post(zsh_task_t *task)
         if (peer == comm->rank) {
             continue;
         }
-        memset(&e->in[peer].desc, 0, sizeof(e->in[peer].desc));
+        memset(&task->all_in[peer].desc, 0, sizeof(task->all_in[peer].desc));
         status = zsh_task_recv_upto(task, &task->ops[peer], peer, ZSH_TAG_STEP_DESC,
-                                    &e->in[peer], sizeof(e->in[peer]));
+                                    &task->all_in[peer], sizeof(task->all_in[peer]));
         if (status != ZSH_OK) {
             return status;
         }
@@ -198,8 +199,8 @@ static zsh_status_t zsh_desc_all_post(zsh_task_t *task)
     for (i = 1; i < n; i++) {
         peer = (comm->rank + i) % n;
         msg  = &task->desc_out;
-        if (e->out != NULL) {
-            msg       = (zsh_desc_msg_t *)(e->out + (size_t)peer * e->out_stride);
+        if (task->all_out != NULL) {
+            msg       = (zsh_desc_msg_t *)(task->all_out + (size_t)peer * task->all_stride);
             msg->desc = task->desc_out.desc;
         }
         status = zsh_task_send(task, &task->ops[n + peer], peer, ZSH_TAG_STEP_DESC, msg, len);
@@ -213,7 +214,6 @@ static zsh_status_t zsh_desc_all_post(zsh_task_t *task)
 static zsh_status_t zsh_desc_all_progress(zsh_task_t *task)
 {
     zsh_comm_t *comm = task->comm;
-    zsh_eager_t *e   = &task->u.eager;
     bool waiting     = false;
     zsh_status_t status;
     int n = comm->size, peer;
@@ -229,7 +229,7 @@ static zsh_status_t zsh_desc_all_progress(zsh_task_t *task)
                 continue;
             }
             if (status == ZSH_OK) {
-                status = zsh_desc_compare(task, peer, &e->in[peer].desc);
+                status = zsh_desc_compare(task, peer, &task->all_in[peer].desc);
             }
             if (status != ZSH_OK) {
                 return status;
@@ -280,7 +280,7 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
     }
     /* A message shorter than a descriptor must not leave an earlier call's behind. */
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
-    if (comm->box && (task->algo == ZSH_ALGO_EAGER)) {
+    if (comm->box && ((task->algo == ZSH_ALGO_EAGER) || (task->algo == ZSH_ALGO_DIRECT))) {
         task->desc_box   = true;
         task->box_ticket = comm->box_tickets++;
         status           = zsh_desc_box_send(task);
@@ -332,6 +332,11 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
     return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d called %s but rank %d "
                      "called %s", task->seq, task->comm->id, peer, theirs_s, task->comm->rank,
                      mine_s);
+}
+
+const void *zsh_desc_data(const zsh_task_t *task, int peer)
+{
+    return task->desc_all ? task->all_in[peer].data : task->desc_in.data;
 }
 
 zsh_status_t zsh_desc_progress(zsh_task_t *task)

@@ -9,8 +9,9 @@
  * rank fails with ZSH_ERR_MISMATCH naming both sides and revokes the
  * communicator, so the ranks that could not see it fail with the same
  * message instead of waiting. Descriptors use a tag step of their own, so
- * they match whatever the two ranks called. Eager calls on more than two
- * ranks send theirs, with data, to every peer and check every peer's.
+ * they match whatever the two ranks called. Eager and direct calls on more
+ * than two ranks send theirs, with data, to every peer and check every
+ * peer's.
  */
 #ifndef ZSH_COLL_DESC_H_
 #define ZSH_COLL_DESC_H_
@@ -65,6 +66,11 @@ zsh_status_t zsh_desc_post(struct zsh_request *task);
 /* @task failed with @status: if its descriptor was due through a mailbox and
  * never went, revoke the communicator, since the peer would wait for it. */
 void zsh_desc_abandon(struct zsh_request *task, zsh_status_t status);
+
+/* The data that came with @peer's descriptor: on two ranks the one from the
+ * left, else the peer's own (task->desc_all). Valid once the descriptors
+ * matched (desc_state ZSH_DESC_MATCHED). */
+const void *zsh_desc_data(const struct zsh_request *task, int peer);
 
 /* ZSH_OK once the left neighbour's descriptor matched and ours was sent (or
  * none is exchanged), ZSH_INPROGRESS before, else ZSH_ERR_MISMATCH (or the

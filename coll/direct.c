@@ -20,15 +20,18 @@
  *                   ends with identical bits.
  *
  * Block b of any rank's buffers is touched only by rank b, so in-place
- * calls are safe. Messages are small and few: each rank tells every peer
- * where its buffers are (step ADDR), then says when it has finished with
- * theirs (step DONE); a rank returns only once every peer has said so.
- * The count and type travel with the addresses, so a mismatched call fails
- * before any rank touches a byte past a peer's buffer.
+ * calls are safe. Messages are small and few: each rank's addresses ride in
+ * its descriptor message, which goes to every peer (coll/desc.h; on two
+ * ranks of one node through the mailbox), then each rank says when it has
+ * finished with its peers' buffers (step DONE); a rank returns only once
+ * every peer has said so. No rank touches a peer's memory before it has
+ * compared every peer's descriptor with its own, so a mismatched count
+ * fails before any byte past a peer's buffer is read or written.
  */
 #include "coll/algs.h"
 
 #include "coll/copy.h"
+#include "coll/desc.h"
 #include "coll/reduce/kernels.h"
 #include "comm/fault.h"
 #include "core/dtype.h"
@@ -48,11 +51,11 @@
 #define VALGRIND_MAKE_MEM_DEFINED(_addr, _len) ((void)(_addr), (void)(_len))
 #endif
 
-enum { ZSH_DIRECT_STEP_ADDR, ZSH_DIRECT_STEP_DONE };
+enum { ZSH_DIRECT_STEP_DONE };
 
 /* Phases, in task->phase. */
 enum {
-    ZSH_DIRECT_ADDRS,      /* waiting for every peer's addresses */
+    ZSH_DIRECT_ADDRS,      /* waiting for every peer's descriptor and addresses */
     ZSH_DIRECT_FINISHING   /* waiting for every peer to finish with our buffers */
 };
 
@@ -88,45 +91,36 @@ static zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_
     return ZSH_OK;
 }
 
-/* Post one message to and from every peer on @step: ops [0, n) receive,
- * [n, 2n) send. Only ADDR carries anything. */
-static zsh_status_t zsh_direct_exchange(zsh_task_t *task, uint32_t step)
+/* Tell every peer that this rank is done with its buffers, and listen for
+ * the same from each: receives in ops [2n, 3n), sends in [3n, 4n), since
+ * [0, 2n) may still hold the descriptor exchange's (coll/desc.c). */
+static zsh_status_t zsh_direct_finish(zsh_task_t *task)
 {
-    zsh_direct_t *d = &task->u.direct;
     int n = task->comm->size, rank = task->comm->rank, k, p;
-    size_t len = (step == ZSH_DIRECT_STEP_ADDR) ? sizeof(d->mine) : 0;
     zsh_status_t status = ZSH_OK;
 
     for (k = 1; (k < n) && (status == ZSH_OK); k++) {
         p      = (rank + k) % n;
-        status = zsh_task_recv(task, &task->ops[p], p, step, len ? &d->peers[p] : NULL, len);
+        status = zsh_task_recv(task, &task->ops[2 * n + p], p, ZSH_DIRECT_STEP_DONE, NULL, 0);
         if (status == ZSH_OK) {
-            status = zsh_task_send(task, &task->ops[n + p], p, step, len ? &d->mine : NULL,
-                                   len);
+            status = zsh_task_send(task, &task->ops[3 * n + p], p, ZSH_DIRECT_STEP_DONE, NULL,
+                                   0);
         }
     }
     return status;
 }
 
-/* Every peer called the same collective with the same count, as far as its
- * addresses tell; the descriptors say more, and say it on every rank. */
-static zsh_status_t zsh_direct_check_peers(zsh_task_t *task)
+/* Every peer's addresses, out of its descriptor message. */
+static void zsh_direct_peers(zsh_task_t *task)
 {
-    const zsh_direct_t *d = &task->u.direct;
+    zsh_direct_t *d = &task->u.direct;
     int n = task->comm->size, p;
 
     for (p = 0; p < n; p++) {
-        if ((p == task->comm->rank) ||
-            ((d->peers[p].bytes == d->mine.bytes) && (d->peers[p].type == d->mine.type))) {
-            continue;
+        if (p != task->comm->rank) {
+            memcpy(&d->peers[p], zsh_desc_data(task, p), sizeof(d->peers[p]));
         }
-        return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d's %s input holds %llu "
-                         "bytes but rank %d's %s input holds %llu", task->seq, task->comm->id,
-                         p, zsh_desc_type_name((unsigned)d->peers[p].type),
-                         (unsigned long long)d->peers[p].bytes, task->comm->rank, task->name,
-                         (unsigned long long)d->mine.bytes);
     }
-    return ZSH_OK;
 }
 
 /*
@@ -286,27 +280,35 @@ static void zsh_direct_received(zsh_task_t *task)
 
 static zsh_status_t zsh_direct_progress(zsh_task_t *task)
 {
+    unsigned n = (unsigned)task->comm->size;
     zsh_status_t status;
 
-    status = zsh_task_ops_test(task, 0, 2 * (unsigned)task->comm->size);
-    if ((status == ZSH_OK) && (task->phase == ZSH_DIRECT_FINISHING)) {
-        zsh_direct_received(task);
-    }
-    if ((status != ZSH_OK) || (task->phase == ZSH_DIRECT_FINISHING)) {
+    if (task->phase == ZSH_DIRECT_FINISHING) {
+        status = zsh_task_ops_test(task, 2 * n, 2 * n);
+        if (status == ZSH_OK) {
+            zsh_direct_received(task);
+        }
         return status;
     }
-    status = zsh_direct_check_peers(task);
-    if (status == ZSH_OK) {
-        status = zsh_direct_work(task);
+    if (task->desc_state < ZSH_DESC_MATCHED) {
+        return ZSH_INPROGRESS; /* no peer's memory is touched before the calls are known to match */
     }
+    zsh_direct_peers(task);
+    status = zsh_direct_work(task);
     if (status != ZSH_OK) {
         return zsh_direct_failed(task, status);
     }
     task->phase = ZSH_DIRECT_FINISHING;
-    status      = zsh_direct_exchange(task, ZSH_DIRECT_STEP_DONE);
+    status      = zsh_direct_finish(task);
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
 }
 
+/*
+ * Scratch: the peers' addresses, a chunk in the accumulation type and one in
+ * the element type, then on more than two ranks a descriptor slot per rank
+ * (each takes any descriptor message, so that a mismatched peer's is
+ * compared rather than truncated).
+ */
 zsh_status_t zsh_direct_init(zsh_task_t *task)
 {
     zsh_direct_t *d          = &task->u.direct;
@@ -316,35 +318,43 @@ zsh_status_t zsh_direct_init(zsh_task_t *task)
     size_t total     = (a->type == ZSH_COLL_ALLREDUCE) ? a->count : a->count * n;
     size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
     size_t peers_bytes = (n * sizeof(*d->peers) + 63) & ~(size_t)63;
-    const char *own;
+    size_t chunks_bytes, in_bytes;
+    size_t bytes     = ((a->type == ZSH_COLL_ALLGATHER) ? a->count : total) * esize;
+    const char *own  = (const char *)a->recvbuf + bytes * (size_t)task->comm->rank;
+    zsh_direct_addr_t mine;
     zsh_status_t status;
-    void *scratch;
+    char *scratch;
 
     memset(d, 0, sizeof(*d));
-    d->part  = zsh_part_make(total, n);
-    d->chunk = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
-    status   = zsh_task_scratch(task, peers_bytes + d->chunk * (acc_esize + esize), &scratch);
+    d->part        = zsh_part_make(total, n);
+    d->chunk       = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
+    chunks_bytes   = (d->chunk * (acc_esize + esize) + 63) & ~(size_t)63;
+    task->desc_all = (n > 2);
+    in_bytes       = task->desc_all ? n * sizeof(zsh_desc_msg_t) : 0;
+    status = zsh_task_scratch(task, peers_bytes + chunks_bytes + in_bytes, (void **)&scratch);
+    if (status == ZSH_OK) {
+        status = zsh_task_ops(task, 4 * (unsigned)n);
+    }
     if (status != ZSH_OK) {
         return status;
     }
-    d->peers = scratch;
-    d->acc   = (char *)scratch + peers_bytes;
-    d->tmp   = d->acc + d->chunk * acc_esize;
+    d->peers     = (zsh_direct_addr_t *)(void *)scratch;
+    d->acc       = scratch + peers_bytes;
+    d->tmp       = d->acc + d->chunk * acc_esize;
+    task->all_in = task->desc_all ? (zsh_desc_msg_t *)(void *)(scratch + peers_bytes +
+                                                               chunks_bytes)
+                                  : NULL;
 
-    d->mine.src   = (uint64_t)(uintptr_t)a->sendbuf;
-    d->mine.dst   = (uint64_t)(uintptr_t)a->recvbuf;
-    d->mine.bytes = ((a->type == ZSH_COLL_ALLGATHER) ? a->count : total) * esize;
-    d->mine.type  = (uint64_t)a->type;
+    /* Where this rank's buffers are, for the peers: with the descriptor. */
+    mine.src = (uint64_t)(uintptr_t)a->sendbuf;
+    mine.dst = (uint64_t)(uintptr_t)a->recvbuf;
+    memcpy(task->desc_out.data, &mine, sizeof(mine));
+    task->desc_inline = (uint32_t)sizeof(mine);
     /* An all-gather (not in place) whose send and receive buffers together
      * outgrow what stays in cache copies its own block by streaming. */
-    own       = (const char *)a->recvbuf + d->mine.bytes * (size_t)task->comm->rank;
     d->stream = (a->type == ZSH_COLL_ALLGATHER) && (a->sendbuf != own) &&
-                ((n + 1) * d->mine.bytes > task->comm->ctx->stream_min);
+                ((n + 1) * bytes > task->comm->ctx->stream_min);
     task->phase    = ZSH_DIRECT_ADDRS;
     task->progress = zsh_direct_progress;
-    status = zsh_task_ops(task, 2 * (unsigned)n);
-    if (status == ZSH_OK) {
-        status = zsh_direct_exchange(task, ZSH_DIRECT_STEP_ADDR);
-    }
-    return status;
+    return ZSH_OK;
 }

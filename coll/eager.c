@@ -49,13 +49,6 @@ static void zsh_eager_reduce(zsh_task_t *task, void *dst, const void *const *src
     zsh_reduce_acc_store(dst, acc, src[n - 1], a->count, a->dtype, a->op, n);
 }
 
-/* What @peer sent: the descriptor message from the left on two ranks, else
- * the peer's own slot. */
-static const void *zsh_eager_from(const zsh_task_t *task, int peer)
-{
-    return task->desc_all ? task->u.eager.in[peer].data : task->desc_in.data;
-}
-
 static zsh_status_t zsh_eager_progress(zsh_task_t *task)
 {
     const zsh_coll_args_t *a = &task->args;
@@ -71,9 +64,9 @@ static zsh_status_t zsh_eager_progress(zsh_task_t *task)
             src[peer] = (a->type == ZSH_COLL_REDUCE_SCATTER)
                             ? (const char *)a->sendbuf + (size_t)rank * blk : a->sendbuf;
         } else if (a->type == ZSH_COLL_ALLGATHER) {
-            memcpy((char *)a->recvbuf + (size_t)peer * blk, zsh_eager_from(task, peer), blk);
+            memcpy((char *)a->recvbuf + (size_t)peer * blk, zsh_desc_data(task, peer), blk);
         } else {
-            src[peer] = zsh_eager_from(task, peer);
+            src[peer] = zsh_desc_data(task, peer);
         }
     }
     if (a->type != ZSH_COLL_ALLGATHER) {
@@ -135,10 +128,10 @@ static zsh_status_t zsh_eager_scratch(zsh_task_t *task, size_t msg_len)
     if (status != ZSH_OK) {
         return status;
     }
-    e->acc        = scratch;
-    e->in         = task->desc_all ? (zsh_desc_msg_t *)(scratch + acc_len) : NULL;
-    e->out        = (out_stride > 0) ? scratch + acc_len + in_len : NULL;
-    e->out_stride = out_stride;
+    e->acc           = scratch;
+    task->all_in     = task->desc_all ? (zsh_desc_msg_t *)(scratch + acc_len) : NULL;
+    task->all_out    = (out_stride > 0) ? scratch + acc_len + in_len : NULL;
+    task->all_stride = out_stride;
     return ZSH_OK;
 }
 
@@ -149,7 +142,6 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
     size_t blk = a->count * zsh_task_esize(task);
     const char *data = a->sendbuf;
     size_t len       = blk;
-    zsh_eager_t *e   = &task->u.eager;
     zsh_status_t status;
 
     switch (a->type) {
@@ -173,10 +165,10 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
     if (status != ZSH_OK) {
         return status;
     }
-    if (e->out != NULL) {
+    if (task->all_out != NULL) {
         for (peer = 0; peer < n; peer++) {
             if (peer != rank) {
-                memcpy(((zsh_desc_msg_t *)(e->out + (size_t)peer * e->out_stride))->data,
+                memcpy(((zsh_desc_msg_t *)(task->all_out + (size_t)peer * task->all_stride))->data,
                        (const char *)a->sendbuf + (size_t)peer * blk, blk);
             }
         }

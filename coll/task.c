@@ -54,6 +54,9 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->desc_state = ZSH_DESC_NONE;
     task->desc_inline = 0;
     task->desc_all    = false;
+    task->all_in      = NULL;
+    task->all_out     = NULL;
+    task->all_stride  = 0;
     task->desc_box    = false;
     task->box_sent    = false;
     task->box_probing = false;

@@ -86,17 +86,15 @@ typedef struct zsh_rma {
     zsh_tl_rkey_t **rkeys;      /* by peer, once unpacked */
 } zsh_rma_t;
 
-/* What a rank tells its peers before the direct algorithms copy to or from its memory. */
+/* What a rank tells its peers, with its descriptor, before the direct algorithms copy to
+ * or from its memory. */
 typedef struct zsh_direct_addr {
     uint64_t src;      /* its input (sendbuf) */
     uint64_t dst;      /* its output (recvbuf) */
-    uint64_t bytes;    /* of its input, so a mismatched count is caught before any read */
-    uint64_t type;     /* zsh_coll_type_t */
 } zsh_direct_addr_t;
 
 /* Node-local algorithms that copy straight between ranks' buffers (cross-memory attach). */
 typedef struct zsh_direct {
-    zsh_direct_addr_t  mine;
     zsh_direct_addr_t *peers;   /* by comm rank; peers[rank] unused */
     zsh_part_t         part;    /* the blocks of the vector */
     size_t             chunk;   /* elements per read of a reduction */
@@ -106,15 +104,9 @@ typedef struct zsh_direct {
                                    stores (ZSH_STREAM_MIN_SIZE) */
 } zsh_direct_t;
 
-/* Eager calls (coll/eager.c). On more than two ranks the descriptor
- * messages go to and come from every peer: receives in ops[peer], sends in
- * ops[size + peer]. */
+/* Eager calls (coll/eager.c). */
 typedef struct zsh_eager {
     void           *acc;         /* a reduction's accumulation buffer */
-    zsh_desc_msg_t *in;          /* > 2 ranks: by comm rank, what each peer sent; [rank] unused */
-    char           *out;         /* > 2 ranks, reduce-scatter: the message for each peer,
-                                    @out_stride bytes apart; NULL: desc_out goes to all */
-    size_t          out_stride;
 } zsh_eager_t;
 
 /* Pipelined binomial broadcast. */
@@ -158,7 +150,13 @@ struct zsh_request {
     double              data_mismatch_until;
     uint8_t             desc_state;
     zsh_task_op_t       desc_ops[2]; /* receive from the left, send to the right */
-    bool                desc_all;     /* ... or to and from every peer (eager, > 2 ranks) */
+    bool                desc_all;     /* ... or to and from every peer (> 2 ranks: eager and
+                                         direct), receives in ops[peer], sends in
+                                         ops[size + peer]: */
+    zsh_desc_msg_t     *all_in;       /* ... by comm rank, what each peer sent; [rank] unused */
+    char               *all_out;      /* ... the message for each peer, @all_stride bytes
+                                         apart; NULL: desc_out goes to all */
+    size_t              all_stride;
     zsh_desc_msg_t      desc_out, desc_in; /* descriptors, and the data they may carry */
     uint32_t            desc_inline;  /* bytes of data in desc_out after the descriptor */
     bool                desc_box;     /* the descriptors go through mailboxes (comm->box) */

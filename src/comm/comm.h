@@ -66,9 +66,9 @@ struct zsh_comm {
     double      timeout;    /* seconds a collective may take (zsh_comm_set_timeout) */
     bool        direct;     /* all members on one node and able to read each other's
                                memory: the direct algorithms may run */
-    bool        box;        /* two members with mailboxes (ZSH_SHM): eager calls use
-                               box id, tickets in call order */
-    uint64_t    box_tickets; /* the next eager call's ticket */
+    bool        box;        /* two members with mailboxes (ZSH_SHM): the descriptors of
+                               eager and direct calls use box id, tickets in call order */
+    uint64_t    box_tickets; /* the next such call's ticket */
     uint64_t    box_sent;    /* the ticket whose message goes out next */
     atomic_int  aborted;    /* zsh_comm_abort() was called here, from any thread */
     bool        abort_told; /* ... and the other members were told */

@@ -63,9 +63,10 @@ static const zsh_config_field_t zsh_config_table[] = {
      "do; 0 keeps the rings",
      ZSH_CFG_OFF(cma), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"SHM", NULL, "1",
-     "Shared-memory mailboxes: 1 sends the one message each way of an eager call (two ranks "
-     "on one node, up to 4 KiB) through a shared slot instead of UCX, for lower latency. Needs "
-     "what ZSH_CMA needs, and must be set alike on both ranks; 0 sends through UCX",
+     "Shared-memory mailboxes: on two ranks of one node, 1 sends the descriptor message of an "
+     "eager call (with its data, up to 4 KiB) or a direct one (with its addresses) through a "
+     "shared slot instead of UCX, for lower latency. Needs what ZSH_CMA needs, and must be set "
+     "alike on both ranks; 0 sends through UCX",
      ZSH_CFG_OFF(shm), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"DIRECT_MIN_SIZE", NULL, "4k",
      "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "

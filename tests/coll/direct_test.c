@@ -230,3 +230,41 @@ ZSH_RANK_TEST(direct, allgather_streams_its_own_block_once_its_buffers_pass_the_
     free(send);
     free(buf);
 }
+
+/* Where a direct call's buffers are rides in its descriptor message: to the
+ * one peer through the mailbox on two ranks of one node, to every peer at
+ * once on more, so the addresses cost no round of messages of their own. */
+ZSH_RANK_TEST(direct, addresses_ride_in_the_descriptor_message_to_every_peer)
+{
+    zsh_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_config_t saved = *cfg;
+    int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
+    size_t count = 2048, total = count * (size_t)n;
+    float *send = zsh_check_alloc(total * sizeof(float));
+    float *recv = zsh_check_alloc(total * sizeof(float));
+    uint64_t sent = comm->box_sent;
+    zsh_request_t *req = NULL;
+
+    if ((n < 2) || !comm->direct) {
+        free(send);
+        free(recv);
+        ZSH_SKIP((n < 2) ? "a single rank never selects an algorithm"
+                         : "cross-memory attach is not available here");
+    }
+    cfg->reduce_scatter_algo = ZSH_ALGO_DIRECT;
+    zsh_check_fill(send, ZSH_FLOAT32, ZSH_SUM, rank, n, 0, total);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_ireduce_scatter(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm,
+                                                  &req));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, req->algo);
+    ZSH_EXPECT_EQ(2 * sizeof(uint64_t), req->desc_inline);
+    ZSH_EXPECT_EQ(n > 2, req->desc_all);
+    ZSH_EXPECT_EQ(comm->box, req->desc_box);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    ZSH_EXPECT_EQ(sent + (comm->box ? 1 : 0), comm->box_sent);
+    zsh_check_buf(recv, ZSH_FLOAT32, ZSH_SUM, n, -1, count * (size_t)rank, count,
+                  "direct reduce_scatter", __FILE__, __LINE__);
+    *cfg = saved;
+    free(send);
+    free(recv);
+}
