@@ -17,7 +17,7 @@
  * 64-byte boundary) and check it, and the guards, byte for byte. */
 static void copy_check(size_t dst_off, size_t src_off, size_t len)
 {
-    size_t cap = len + 2 * COPY_GUARD + 64, i;
+    size_t cap = (len + 2 * COPY_GUARD + 64 + 63) & ~(size_t)63, i; /* aligned_alloc: a multiple */
     uint8_t *src = aligned_alloc(64, cap), *dst = aligned_alloc(64, cap);
     uint8_t *d = dst + COPY_GUARD + dst_off, *s = src + COPY_GUARD + src_off;
     char what[96];
