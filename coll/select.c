@@ -82,6 +82,25 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
     return ZSH_OK;
 }
 
+/*
+ * Total bytes above which the direct algorithms run: ZSH_DIRECT_MIN_SIZE
+ * once per round the log-latency algorithms take (ceil(log2(size))). A
+ * direct call costs a message to and from every peer and a copy call per
+ * peer, so the size from which it pays grows with the rank count: at 3 to
+ * 8 ranks on 2 cores, 8 KiB calls took 1.3-2x longer direct than by Bruck
+ * or recursive doubling, while at 16 KiB direct reduce-scatter and
+ * all-reduce were faster.
+ */
+static size_t zsh_select_direct_min(const zsh_comm_t *comm, const zsh_config_t *cfg)
+{
+    size_t rounds = 0;
+
+    while (((size_t)1 << rounds) < (size_t)comm->size) {
+        rounds++;
+    }
+    return cfg->direct_min_size * rounds;
+}
+
 zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes,
                         zsh_algo_t *algo_p)
 {
@@ -122,7 +141,7 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
              * lanes) and ran at 0.7x the ring's speed. */
             if (comm->size == 1) {
                 algo = rule->small;
-            } else if (comm->direct && (total_bytes > cfg->direct_min_size) &&
+            } else if (comm->direct && (total_bytes > zsh_select_direct_min(comm, cfg)) &&
                        zsh_select_allowed(rule, ZSH_ALGO_DIRECT)) {
                 algo = ZSH_ALGO_DIRECT;
             } else if (zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&

@@ -70,7 +70,8 @@ static const zsh_config_field_t zsh_config_table[] = {
      ZSH_CFG_OFF(shm), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"DIRECT_MIN_SIZE", NULL, "4k",
      "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "
-     "algorithms when every rank of the communicator is on one node (see ZSH_CMA)",
+     "algorithms when every rank of the communicator is on one node (see ZSH_CMA), counted "
+     "once per round of recursive doubling: twice from 3 ranks, three times from 5, ...",
      ZSH_CFG_OFF(direct_min_size), ZSH_CONFIG_SIZE, NULL},
     {"STREAM_MIN_SIZE", NULL, "auto",
      "Bytes of an all-gather's send and receive buffers together above which the direct "

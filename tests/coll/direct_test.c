@@ -108,8 +108,8 @@ ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
     free(recv);
 }
 
-/* The automatic choice on one node: direct above ZSH_DIRECT_MIN_SIZE; below
- * it eager on up to ZSH_EAGER_MAX_RANKS ranks while a rank sends at most 4 KiB,
+/* The automatic choice on one node: direct above ZSH_DIRECT_MIN_SIZE times
+ * ceil(log2(ranks)); below it eager on up to ZSH_EAGER_MAX_RANKS ranks while a rank sends at most 4 KiB,
  * else a log-latency algorithm;
  * the ring where ranks cannot reach each other and the call is large. */
 static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
@@ -132,10 +132,14 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     zsh_config_t *cfg  = zsh_check_cfg(comm);
     zsh_config_t saved = *cfg;
     int n = zsh_comm_size(comm);
-    size_t count = 8192;
+    size_t count = 8192, rounds = 0;
     float *send = zsh_check_alloc(count * sizeof(float));
     float *recv = zsh_check_alloc(count * sizeof(float));
     bool direct = comm->direct;
+
+    while ((1 << rounds) < n) {
+        rounds++;
+    }
 
     if ((n < 2) || !direct) {
         free(send);
@@ -152,7 +156,12 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
                   zsh_direct_chosen(comm, 1024, send, recv));
     ZSH_EXPECT_EQ((n <= ZSH_EAGER_MAX_RANKS) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 128, send, recv));
-    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 1025, send, recv));
+    /* The minimum counts once per round of recursive doubling. */
+    ZSH_EXPECT_EQ((rounds == 1) ? ZSH_ALGO_DIRECT : ZSH_ALGO_RD,
+                  zsh_direct_chosen(comm, 1025, send, recv));
+    ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
+                  zsh_direct_chosen(comm, 1024 * rounds, send, recv));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 1024 * rounds + 1, send, recv));
     comm->direct = false;
     ZSH_EXPECT_EQ(ZSH_ALGO_RD, zsh_direct_chosen(comm, 4096, send, recv));
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, zsh_direct_chosen(comm, count, send, recv));
