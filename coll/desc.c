@@ -254,13 +254,16 @@ void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
 {
     char why[ZSH_ERROR_MSG_MAX + 64];
 
-    if (!task->desc_box || task->box_sent || (status == ZSH_ERR_PEER_FAILED)) {
+    if (!task->desc_box || (task->box_sent && (!task->box_done || task->done_sent)) ||
+        (status == ZSH_ERR_PEER_FAILED)) {
         return; /* nobody waits for it, or nobody is left to */
     }
     /* The peer waits for this message, and every later one would queue
      * behind it: say so to both sides rather than let them wait. */
-    snprintf(why, sizeof(why), "%s seq %u failed before its descriptor reached rank %d's "
-             "mailbox: %s", task->name, task->seq, 1 - task->comm->rank, zsh_last_error());
+    snprintf(why, sizeof(why), "%s seq %u failed before its %s reached rank %d's "
+             "mailbox: %s", task->name, task->seq,
+             task->box_sent ? "\"done\" message" : "descriptor", 1 - task->comm->rank,
+             zsh_last_error());
     zsh_fault_revoke(task->comm, ZSH_ERR_ABORTED, task->seq, why);
 }
 
@@ -282,7 +285,8 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
     if (comm->box && ((task->algo == ZSH_ALGO_EAGER) || (task->algo == ZSH_ALGO_DIRECT))) {
         task->desc_box   = true;
-        task->box_ticket = comm->box_tickets++;
+        task->box_ticket = comm->box_tickets;
+        comm->box_tickets += task->box_done ? 2 : 1;
         status           = zsh_desc_box_send(task);
         return (status == ZSH_INPROGRESS) ? ZSH_OK : status;
     }
@@ -332,6 +336,39 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
     return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d called %s but rank %d "
                      "called %s", task->seq, task->comm->id, peer, theirs_s, task->comm->rank,
                      mine_s);
+}
+
+zsh_status_t zsh_desc_done_send(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    char none        = 0; /* the message is empty; memcpy wants a pointer all the same */
+    zsh_status_t status;
+
+    if (task->done_sent) {
+        return ZSH_OK;
+    }
+    if (comm->box_sent != task->box_ticket + 1) {
+        return ZSH_INPROGRESS; /* our descriptor has not gone yet */
+    }
+    status = ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
+                               comm->uid, task->box_ticket + 1, &none, 0);
+    if (status == ZSH_OK) {
+        task->done_sent = true;
+        comm->box_sent++;
+    }
+    return status;
+}
+
+zsh_status_t zsh_desc_done_recv(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    char none;
+    size_t len;
+
+    return ctx->tl->box_recv(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id, comm->uid,
+                             task->box_ticket + 1, &none, 0, &len);
 }
 
 const void *zsh_desc_data(const zsh_task_t *task, int peer)

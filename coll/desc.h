@@ -67,6 +67,15 @@ zsh_status_t zsh_desc_post(struct zsh_request *task);
  * never went, revoke the communicator, since the peer would wait for it. */
 void zsh_desc_abandon(struct zsh_request *task, zsh_status_t status);
 
+/*
+ * A direct call on two ranks whose descriptors go through mailboxes
+ * (task->box_done) says that it is done with the peer's buffers as the
+ * box's next message: send ours once our descriptor has gone, take the
+ * peer's. Both return ZSH_OK once done and ZSH_INPROGRESS before.
+ */
+zsh_status_t zsh_desc_done_send(struct zsh_request *task);
+zsh_status_t zsh_desc_done_recv(struct zsh_request *task);
+
 /* The data that came with @peer's descriptor: on two ranks the one from the
  * left, else the peer's own (task->desc_all). Valid once the descriptors
  * matched (desc_state ZSH_DESC_MATCHED). */

@@ -21,10 +21,11 @@
  *
  * Block b of any rank's buffers is touched only by rank b, so in-place
  * calls are safe. Messages are small and few: each rank's addresses ride in
- * its descriptor message, which goes to every peer (coll/desc.h; on two
- * ranks of one node through the mailbox), then each rank says when it has
- * finished with its peers' buffers (step DONE); a rank returns only once
- * every peer has said so. No rank touches a peer's memory before it has
+ * its descriptor message, which goes to every peer (coll/desc.h), then each
+ * rank says when it has finished with its peers' buffers ("done"); a rank
+ * returns only once every peer has said so. On two ranks of one node both
+ * go through the mailbox, the descriptor as one ticket and "done" as the
+ * next. No rank touches a peer's memory before it has
  * compared every peer's descriptor with its own, so a mismatched count
  * fails before any byte past a peer's buffer is read or written.
  */
@@ -93,12 +94,17 @@ static zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_
 
 /* Tell every peer that this rank is done with its buffers, and listen for
  * the same from each: receives in ops [2n, 3n), sends in [3n, 4n), since
- * [0, 2n) may still hold the descriptor exchange's (coll/desc.c). */
+ * [0, 2n) may still hold the descriptor exchange's (coll/desc.c). On two
+ * ranks whose descriptors went through the mailbox, the "done" messages
+ * follow them there (zsh_direct_finished() sends ours). */
 static zsh_status_t zsh_direct_finish(zsh_task_t *task)
 {
     int n = task->comm->size, rank = task->comm->rank, k, p;
     zsh_status_t status = ZSH_OK;
 
+    if (task->desc_box) {
+        return ZSH_OK;
+    }
     for (k = 1; (k < n) && (status == ZSH_OK); k++) {
         p      = (rank + k) % n;
         status = zsh_task_recv(task, &task->ops[2 * n + p], p, ZSH_DIRECT_STEP_DONE, NULL, 0);
@@ -108,6 +114,19 @@ static zsh_status_t zsh_direct_finish(zsh_task_t *task)
         }
     }
     return status;
+}
+
+/* ZSH_OK once this rank's "done" messages have gone and every peer's has come. */
+static zsh_status_t zsh_direct_finished(zsh_task_t *task)
+{
+    unsigned n = (unsigned)task->comm->size;
+    zsh_status_t status;
+
+    if (!task->desc_box) {
+        return zsh_task_ops_test(task, 2 * n, 2 * n);
+    }
+    status = zsh_desc_done_send(task);
+    return (status == ZSH_OK) ? zsh_desc_done_recv(task) : status;
 }
 
 /* Every peer's addresses, out of its descriptor message. */
@@ -280,11 +299,10 @@ static void zsh_direct_received(zsh_task_t *task)
 
 static zsh_status_t zsh_direct_progress(zsh_task_t *task)
 {
-    unsigned n = (unsigned)task->comm->size;
     zsh_status_t status;
 
     if (task->phase == ZSH_DIRECT_FINISHING) {
-        status = zsh_task_ops_test(task, 2 * n, 2 * n);
+        status = zsh_direct_finished(task);
         if (status == ZSH_OK) {
             zsh_direct_received(task);
         }
@@ -300,7 +318,13 @@ static zsh_status_t zsh_direct_progress(zsh_task_t *task)
     }
     task->phase = ZSH_DIRECT_FINISHING;
     status      = zsh_direct_finish(task);
-    return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+    if (status == ZSH_OK) {
+        status = zsh_direct_finished(task);
+    }
+    if (status == ZSH_OK) {
+        zsh_direct_received(task);
+    }
+    return status;
 }
 
 /*
@@ -350,6 +374,8 @@ zsh_status_t zsh_direct_init(zsh_task_t *task)
     mine.dst = (uint64_t)(uintptr_t)a->recvbuf;
     memcpy(task->desc_out.data, &mine, sizeof(mine));
     task->desc_inline = (uint32_t)sizeof(mine);
+    /* Through the mailbox, the descriptor takes one ticket and "done" the next. */
+    task->box_done = task->comm->box;
     /* An all-gather (not in place) whose send and receive buffers together
      * outgrow what stays in cache copies its own block by streaming. */
     d->stream = (a->type == ZSH_COLL_ALLGATHER) && (a->sendbuf != own) &&

@@ -60,6 +60,8 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->desc_box    = false;
     task->box_sent    = false;
     task->box_probing = false;
+    task->box_done    = false;
+    task->done_sent   = false;
     memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
     task->algo   = ZSH_ALGO_AUTO;

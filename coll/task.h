@@ -163,6 +163,9 @@ struct zsh_request {
     bool                box_sent;     /* ... and ours has gone */
     bool                box_probing;  /* ... and we listen on UCX as well */
     uint64_t            box_ticket;   /* ... as this message of the communicator's box */
+    bool                box_done;     /* ... and a "done" message follows as the next one
+                                         (direct) */
+    bool                done_sent;    /* ... which has gone */
     zsh_desc_msg_t     *box_probe;    /* ... and what may come through UCX instead */
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
     union {

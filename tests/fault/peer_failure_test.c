@@ -89,9 +89,10 @@ static void zsh_kill_rank(zsh_comm_t *comm, void *arg, int report)
      * right after that, so they are never freed here. */
 }
 
-/* Trials at @ranks ranks; two ranks run small calls only, which go through
- * mailboxes, where nothing but the transport's failure detection tells a
- * waiter its peer is gone. */
+/* Trials at @ranks ranks. On two ranks every call goes through mailboxes
+ * (a small one's data, a large one's descriptor and "done" message), where
+ * nothing but the transport's failure detection tells a waiter its peer is
+ * gone. */
 static void zsh_kill_trials(int coll, int ranks)
 {
     static const char *const env[] = {"ZSH_TIMEOUT=30", NULL};
@@ -107,7 +108,7 @@ static void zsh_kill_trials(int coll, int ranks)
         plan.coll       = coll;
         plan.ranks      = ranks;
         plan.victim     = rand() % ranks;
-        plan.count      = (ranks == 2) ? 4 : counts[trial % 2];
+        plan.count      = counts[trial % 2];
         plan.kill_iter  = rand() % 4;
         plan.kill_polls = rand() % 30;
         zsh_procs_run(ranks, ZSH_KILL_BOUND, env, zsh_kill_rank, &plan, procs);
@@ -171,7 +172,7 @@ ZSH_TEST(peer_failure, rank_killed_in_allreduce_fails_survivors_naming_it)
     zsh_kill_trials(ZSH_KILL_AR, ZSH_KILL_RANKS);
 }
 
-ZSH_TEST(peer_failure, rank_killed_in_a_two_rank_eager_call_fails_its_peer_naming_it)
+ZSH_TEST(peer_failure, rank_killed_in_a_two_rank_call_through_mailboxes_fails_its_peer_naming_it)
 {
     zsh_kill_trials(ZSH_KILL_AR, 2);
 }

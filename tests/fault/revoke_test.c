@@ -6,9 +6,12 @@
  */
 #include "coll/check.h"
 
+#include "coll/task.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static zsh_comm_t *zsh_revoke_comm(zsh_comm_t *comm)
@@ -68,6 +71,48 @@ ZSH_RANK_TEST(revoke, per_call_timeout_fails_only_that_call)
         zsh_request_free(req);
     }
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* A direct call on two ranks takes two mailbox messages, its descriptor
+ * and then "done"; one that times out between them would leave every later
+ * call of the communicator queued behind the message that never went, so
+ * the communicator is revoked, saying why, on both ranks. */
+ZSH_RANK_TEST(revoke, direct_call_timing_out_before_its_done_message_revokes_the_communicator)
+{
+    size_t count = 1 << 16;
+    float *send = zsh_check_alloc(count * sizeof(float));
+    float *recv = zsh_check_alloc(count * sizeof(float));
+    zsh_request_t *req;
+    zsh_comm_t *c;
+
+    memset(send, 0, count * sizeof(float));
+    c = (zsh_comm_size(comm) == 2) ? zsh_revoke_comm(comm) : NULL;
+    if ((c == NULL) || !c->box || !c->direct) {
+        if (c != NULL) {
+            zsh_comm_destroy(c);
+        }
+        free(send);
+        free(recv);
+        ZSH_SKIP("needs two ranks of one node with mailboxes and cross-memory attach");
+    }
+    if (zsh_comm_rank(comm) == 0) {
+        /* The peer never makes this call. */
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, c,
+                                                 &req));
+        ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, req->algo);
+        ZSH_EXPECT_TRUE(req->box_done);
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_set_timeout(req, 0.2));
+        ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT, zsh_request_wait(req));
+        zsh_request_free(req);
+    }
+    /* Rank 1 keeps off the communicator until rank 0 has timed out. */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_barrier(comm));
+    ZSH_EXPECT_STATUS(ZSH_ERR_ABORTED, zsh_barrier(c));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "allreduce seq 0 failed before its \"done\" "
+                                              "message reached rank 1's mailbox");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+    free(send);
+    free(recv);
 }
 
 ZSH_RANK_TEST(revoke, bad_timeouts_are_rejected_and_change_nothing)
