@@ -280,3 +280,67 @@ ZSH_RANK_TEST(direct, addresses_ride_in_the_descriptor_message_to_every_peer)
     free(send);
     free(recv);
 }
+
+/* More direct calls in flight than a mailbox has slots (two per call through
+ * it: the descriptor, then "done"), mixed with eager calls, waited for
+ * newest first: tickets keep their order and every call its data. */
+ZSH_RANK_TEST(direct, more_direct_calls_in_flight_than_mailbox_slots_keep_order_and_data)
+{
+    enum { CALLS = 9, COUNT = 4096 };
+    int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), k, r;
+    float *send = zsh_check_alloc(CALLS * COUNT * sizeof(float));
+    float *recv = zsh_check_alloc((size_t)CALLS * COUNT * (size_t)n * sizeof(float));
+    float small[CALLS][2], small_out[CALLS][2];
+    zsh_request_t *reqs[2 * CALLS];
+    size_t i;
+
+    if ((n < 2) || !comm->direct) {
+        free(send);
+        free(recv);
+        ZSH_SKIP((n < 2) ? "a single rank never selects an algorithm"
+                         : "cross-memory attach is not available here");
+    }
+    for (k = 0; k < CALLS; k++) {
+        for (i = 0; i < COUNT; i++) {
+            send[(size_t)k * COUNT + i] = (float)(1000 * k + 10 * rank) + (float)(i % 7);
+        }
+        small[k][0] = small[k][1] = (float)(k + rank);
+        /* All-gather and all-reduce alternate, so a call that took another's
+         * ticket is caught as a mismatch as well as by its data. */
+        if (k % 2) {
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(send + (size_t)k * COUNT,
+                                                     recv + (size_t)k * COUNT * (size_t)n, COUNT,
+                                                     ZSH_FLOAT32, ZSH_SUM, comm, &reqs[2 * k]));
+        } else {
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallgather(send + (size_t)k * COUNT,
+                                                     recv + (size_t)k * COUNT * (size_t)n, COUNT,
+                                                     ZSH_FLOAT32, comm, &reqs[2 * k]));
+        }
+        ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, reqs[2 * k]->algo);
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(small[k], small_out[k], 2, ZSH_FLOAT32, ZSH_SUM,
+                                                 comm, &reqs[2 * k + 1]));
+    }
+    for (k = 2 * CALLS - 1; k >= 0; k--) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(reqs[k]));
+        zsh_request_free(reqs[k]);
+    }
+    for (k = 0; k < CALLS; k++) {
+        const float *out = recv + (size_t)k * COUNT * (size_t)n;
+
+        ZSH_EXPECT_TRUE(small_out[k][1] == (float)(n * k + n * (n - 1) / 2));
+        for (i = 0; i < COUNT; i += 97) {
+            if (k % 2) {
+                /* sum over r of 1000k + 10r + i % 7 */
+                ZSH_EXPECT_TRUE(out[i] == (float)(n * (1000 * k + (int)(i % 7)) +
+                                                  5 * n * (n - 1)));
+                continue;
+            }
+            for (r = 0; r < n; r++) {
+                ZSH_EXPECT_TRUE(out[(size_t)r * COUNT + i] ==
+                                (float)(1000 * k + 10 * r) + (float)(i % 7));
+            }
+        }
+    }
+    free(send);
+    free(recv);
+}
