@@ -25,9 +25,9 @@
  * rank says when it has finished with its peers' buffers ("done"); a rank
  * returns only once every peer has said so. On two ranks of one node both
  * go through the mailbox, the descriptor as one ticket and "done" as the
- * next. No rank touches a peer's memory before it has
- * compared every peer's descriptor with its own, so a mismatched count
- * fails before any byte past a peer's buffer is read or written.
+ * next. No rank touches a peer's memory before it has compared every
+ * peer's descriptor with its own, so a mismatched count fails before any
+ * byte past a peer's buffer is read or written.
  */
 #include "coll/algs.h"
 
@@ -309,7 +309,7 @@ static zsh_status_t zsh_direct_progress(zsh_task_t *task)
         return status;
     }
     if (task->desc_state < ZSH_DESC_MATCHED) {
-        return ZSH_INPROGRESS; /* no peer's memory is touched before the calls are known to match */
+        return ZSH_INPROGRESS; /* no peer's memory is touched before the calls match */
     }
     zsh_direct_peers(task);
     status = zsh_direct_work(task);

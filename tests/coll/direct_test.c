@@ -109,9 +109,9 @@ ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
 }
 
 /* The automatic choice on one node: direct above ZSH_DIRECT_MIN_SIZE times
- * ceil(log2(ranks)); below it eager on up to ZSH_EAGER_MAX_RANKS ranks while a rank sends at most 4 KiB,
- * else a log-latency algorithm;
- * the ring where ranks cannot reach each other and the call is large. */
+ * ceil(log2(ranks)); below it eager on up to ZSH_EAGER_MAX_RANKS ranks while
+ * a rank sends at most 4 KiB, else a log-latency algorithm; the ring where
+ * ranks cannot reach each other and the call is large. */
 static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
 {
     zsh_request_t *req = NULL;
