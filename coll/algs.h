@@ -26,6 +26,18 @@ static inline bool zsh_task_may_forward(const zsh_task_t *task)
     return task->desc_state >= ZSH_DESC_MATCHED;
 }
 
+/* ceil(log2(@n)) for @n >= 1: the rounds of Bruck and of recursive doubling
+ * over @n ranks. */
+static inline int zsh_ceil_log2(int n)
+{
+    int rounds = 0;
+
+    while ((1 << rounds) < n) {
+        rounds++;
+    }
+    return rounds;
+}
+
 /* Whether the ring may post its next send (unit ring->shead) now. */
 bool         zsh_ring_may_send(const zsh_task_t *task);
 

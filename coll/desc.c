@@ -84,26 +84,36 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
 _Static_assert(sizeof(zsh_desc_msg_t) <= ZSH_TL_BOX_MSG_MAX,
                "a descriptor with all its data fits in a mailbox");
 
-/* Mailboxes: write our descriptor message once every earlier eager or direct
- * call of the communicator has written its own, since the peer takes them in
- * ticket order and a box holds only so many. */
-static zsh_status_t zsh_desc_box_send(zsh_task_t *task)
+/* Mailboxes: write message @ticket of the communicator's box once every
+ * earlier one has gone, since the peer takes them in ticket order and a box
+ * holds only so many; *@sent says it went. */
+static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket, const void *buf,
+                                     size_t len, bool *sent)
 {
     zsh_comm_t *comm = task->comm;
     zsh_ctx_t *ctx   = comm->ctx;
     zsh_status_t status;
 
-    if (comm->box_sent != task->box_ticket) {
+    if (*sent) {
+        return ZSH_OK;
+    }
+    if (comm->box_sent != ticket) {
         return ZSH_INPROGRESS;
     }
     status = ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
-                               comm->uid, task->box_ticket, &task->desc_out,
-                               sizeof(task->desc_out.desc) + task->desc_inline);
+                               comm->uid, ticket, buf, len);
     if (status == ZSH_OK) {
-        task->box_sent = true;
+        *sent = true;
         comm->box_sent++;
     }
     return status;
+}
+
+/* Our descriptor message, through the mailbox. */
+static zsh_status_t zsh_desc_box_send(zsh_task_t *task)
+{
+    return zsh_desc_box_put(task, task->box_ticket, &task->desc_out,
+                            sizeof(task->desc_out.desc) + task->desc_inline, &task->box_sent);
 }
 
 /* What the peer sent through UCX while we waited on the mailbox: it chose
@@ -340,24 +350,9 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
 
 zsh_status_t zsh_desc_done_send(zsh_task_t *task)
 {
-    zsh_comm_t *comm = task->comm;
-    zsh_ctx_t *ctx   = comm->ctx;
-    char none        = 0; /* the message is empty; memcpy wants a pointer all the same */
-    zsh_status_t status;
+    static const char none = 0; /* the message is empty; memcpy wants a pointer all the same */
 
-    if (task->done_sent) {
-        return ZSH_OK;
-    }
-    if (comm->box_sent != task->box_ticket + 1) {
-        return ZSH_INPROGRESS; /* our descriptor has not gone yet */
-    }
-    status = ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
-                               comm->uid, task->box_ticket + 1, &none, 0);
-    if (status == ZSH_OK) {
-        task->done_sent = true;
-        comm->box_sent++;
-    }
-    return status;
+    return zsh_desc_box_put(task, task->box_ticket + 1, &none, 0, &task->done_sent);
 }
 
 zsh_status_t zsh_desc_done_recv(zsh_task_t *task)

@@ -93,12 +93,7 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
  */
 static size_t zsh_select_direct_min(const zsh_comm_t *comm, const zsh_config_t *cfg)
 {
-    size_t rounds = 0;
-
-    while (((size_t)1 << rounds) < (size_t)comm->size) {
-        rounds++;
-    }
-    return cfg->direct_min_size * rounds;
+    return cfg->direct_min_size * (size_t)zsh_ceil_log2(comm->size);
 }
 
 zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes,

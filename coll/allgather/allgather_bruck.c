@@ -56,10 +56,7 @@ zsh_status_t zsh_bruck_init(zsh_task_t *task)
     st->tmp     = tmp;
     st->round   = 0;
     st->posted  = false;
-    st->nrounds = 0;
-    while ((1 << st->nrounds) < task->comm->size) {
-        st->nrounds++;
-    }
+    st->nrounds = zsh_ceil_log2(task->comm->size);
     memcpy(st->tmp, task->args.sendbuf, blk);
     task->progress = zsh_bruck_progress;
     return zsh_task_ops(task, 2);

@@ -39,8 +39,8 @@ typedef enum {
     ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
     ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce: reads of peers' buffers on
                             one node (cross-memory attach) */
-    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: two ranks, small messages,
-                            the data in the descriptor message */
+    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: 2 to 8 ranks, small
+                            messages, the data in the descriptor messages */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
@@ -55,7 +55,8 @@ typedef struct zsh_config {
     int      allreduce_algo;
     int      broadcast_algo;
     int      cma;               /* node-local algorithms may read peers' memory (1) or not (0) */
-    int      shm;               /* eager calls on one node go through mailboxes (1) or UCX (0) */
+    int      shm;               /* two ranks on one node: eager and direct calls' descriptors
+                                   go through mailboxes (1) or UCX (0) */
     size_t   direct_min_size;   /* bytes above which the direct algorithms run on one node */
     size_t   stream_min_size;   /* bytes of buffers above which own blocks are stored
                                    non-temporally; ZSH_CONFIG_AUTO_SIZE: this core's

@@ -26,7 +26,8 @@ typedef struct zsh_topo {
     int  node_cpus;      /* processors online on this node */
     int *node_of;        /* job rank -> node */
     size_t private_cache;/* bytes of the largest cache this rank's core has to itself,
-                            0 if hwloc could not tell */
+                            0 if hwloc could not tell or was not asked (ZSH_STREAM_MIN_SIZE
+                            set) */
 } zsh_topo_t;
 
 /* Whether more ranks share this node than it has processors: a waiter
