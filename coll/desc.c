@@ -84,9 +84,10 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
 _Static_assert(sizeof(zsh_desc_msg_t) <= ZSH_TL_BOX_MSG_MAX,
                "a descriptor with all its data fits in a mailbox");
 
-/* Mailboxes: write message @ticket of the communicator's box once every
- * earlier one has gone, since the peer takes them in ticket order and a box
- * holds only so many; *@sent says it went. */
+/* Mailboxes and boards: write message @ticket of the communicator's box
+ * (to the peer) or board (ours, for every peer) once every earlier one has
+ * gone, since peers take them in ticket order and a box or board holds only
+ * so many; *@sent says it went. */
 static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket, const void *buf,
                                      size_t len, bool *sent)
 {
@@ -100,8 +101,11 @@ static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket, const vo
     if (comm->box_sent != ticket) {
         return ZSH_INPROGRESS;
     }
-    status = ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
-                               comm->uid, ticket, buf, len);
+    status = comm->board
+                 ? ctx->tl->board_put(ctx->tl_ctx, comm->id, comm->uid, ticket,
+                                      (uint32_t)comm->size - 1, buf, len)
+                 : ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
+                                     comm->uid, ticket, buf, len);
     if (status == ZSH_OK) {
         *sent = true;
         comm->box_sent++;
@@ -116,20 +120,20 @@ static zsh_status_t zsh_desc_box_send(zsh_task_t *task)
                             sizeof(task->desc_out.desc) + task->desc_inline, &task->box_sent);
 }
 
-/* What the peer sent through UCX while we waited on the mailbox: it chose
- * another algorithm for this call, or sends eager calls through UCX. */
-static zsh_status_t zsh_desc_box_probed(zsh_task_t *task)
+/* What @peer sent through UCX while we waited on its mailbox or board: it
+ * chose another algorithm for this call, or sends eager calls through UCX. */
+static zsh_status_t zsh_desc_box_probed(zsh_task_t *task, int peer, const zsh_desc_t *theirs)
 {
     zsh_status_t status;
 
-    status = zsh_desc_compare(task, 1 - task->comm->rank, &task->box_probe->desc);
+    status = zsh_desc_compare(task, peer, theirs);
     if (status != ZSH_OK) {
         return status;
     }
     return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d sent its %s descriptor "
-                     "through UCX, rank %d through a shared-memory mailbox; is ZSH_SHM set "
-                     "alike on every rank?", task->seq, task->comm->id, 1 - task->comm->rank,
-                     task->name, task->comm->rank);
+                     "through UCX, rank %d through shared memory; is ZSH_SHM set alike on "
+                     "every rank?", task->seq, task->comm->id, peer, task->name,
+                     task->comm->rank);
 }
 
 /*
@@ -159,7 +163,9 @@ static zsh_status_t zsh_desc_box_recv(zsh_task_t *task)
     }
     if (probe->req != NULL) {
         status = zsh_task_op_test(task, probe);
-        return (status == ZSH_OK) ? zsh_desc_box_probed(task) : status;
+        return (status == ZSH_OK) ? zsh_desc_box_probed(task, 1 - comm->rank,
+                                                        &task->box_probe->desc)
+                                  : status;
     }
     if (task->box_probing || (zsh_clock_coarse() - task->posted_at < ZSH_DESC_BOX_PROBE)) {
         return ZSH_INPROGRESS;
@@ -174,6 +180,100 @@ static zsh_status_t zsh_desc_box_recv(zsh_task_t *task)
     status = zsh_task_recv_upto(task, probe, 1 - comm->rank, ZSH_TAG_STEP_DESC, task->box_probe,
                                 sizeof(*task->box_probe));
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+}
+
+/* The peer whose board message a task takes @k-th: rank + 1, rank + 2, ... */
+static int zsh_desc_board_peer(const zsh_task_t *task, unsigned k)
+{
+    return (task->comm->rank + (int)k + 1) % task->comm->size;
+}
+
+/*
+ * Boards: take message @ticket from every peer's board, in order, into
+ * all_in (descriptors) or nowhere ("done"); *@taken counts the peers done.
+ * @check compares descriptors and, after ZSH_DESC_BOX_PROBE seconds on one
+ * peer, listens for that peer's descriptor through UCX too (ops[peer]), as
+ * zsh_desc_box_recv() does.
+ */
+static zsh_status_t zsh_desc_board_take(zsh_task_t *task, uint64_t ticket, unsigned *taken,
+                                        bool check)
+{
+    zsh_comm_t *comm = task->comm;
+    zsh_ctx_t *ctx   = comm->ctx;
+    zsh_task_op_t *probe;
+    zsh_status_t status;
+    size_t len;
+    char none;
+    int peer;
+
+    for (; *taken < (unsigned)comm->size - 1; (*taken)++) {
+        peer   = zsh_desc_board_peer(task, *taken);
+        probe  = &task->ops[peer];
+        status = check ? ctx->tl->board_take(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id,
+                                             comm->uid, ticket, &task->all_in[peer],
+                                             sizeof(task->all_in[peer]), &len)
+                       : ctx->tl->board_take(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id,
+                                             comm->uid, ticket, &none, 0, &len);
+        if (status == ZSH_INPROGRESS) {
+            break;
+        }
+        if (probe->req != NULL) {
+            ctx->tl->release(ctx->tl_ctx, probe->req); /* cancels it */
+            probe->req = NULL;
+        }
+        if ((status == ZSH_OK) && check) {
+            status = zsh_desc_compare(task, peer, &task->all_in[peer].desc);
+        }
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    if (*taken == (unsigned)comm->size - 1) {
+        return ZSH_OK;
+    }
+    if (!check) {
+        return ZSH_INPROGRESS;
+    }
+    peer  = zsh_desc_board_peer(task, *taken); /* the one we wait for */
+    probe = &task->ops[peer];
+    if (probe->req != NULL) {
+        status = zsh_task_op_test(task, probe);
+        return (status == ZSH_OK) ? zsh_desc_box_probed(task, peer, &task->all_in[peer].desc)
+                                  : status;
+    }
+    if (zsh_clock_coarse() - task->posted_at < ZSH_DESC_BOX_PROBE) {
+        return ZSH_INPROGRESS;
+    }
+    /* The peer's message, if it comes this way, is the only thing that
+     * lands in its slot: it never puts this call on its board as well. */
+    memset(&task->all_in[peer].desc, 0, sizeof(task->all_in[peer].desc));
+    status = zsh_task_recv_upto(task, probe, peer, ZSH_TAG_STEP_DESC, &task->all_in[peer],
+                                sizeof(task->all_in[peer]));
+    return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+}
+
+/* Eager and direct calls on more than two ranks that share mailboxes: our
+ * descriptor goes on our board, once, and every peer's comes off its. */
+static zsh_status_t zsh_desc_board_progress(zsh_task_t *task)
+{
+    zsh_status_t status;
+
+    status = zsh_desc_box_send(task);
+    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
+        return status;
+    }
+    if (task->desc_state == ZSH_DESC_POSTED) {
+        status = zsh_desc_board_take(task, task->box_ticket, &task->box_taken, true);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        task->desc_state = ZSH_DESC_MATCHED;
+    }
+    if (!task->box_sent) {
+        return ZSH_INPROGRESS; /* our descriptor lives in the task */
+    }
+    task->desc_state = ZSH_DESC_VERIFIED;
+    return ZSH_OK;
 }
 
 /*
@@ -270,10 +370,17 @@ void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
     }
     /* The peer waits for this message, and every later one would queue
      * behind it: say so to both sides rather than let them wait. */
-    snprintf(why, sizeof(why), "%s seq %u failed before its %s reached rank %d's "
-             "mailbox: %s", task->name, task->seq,
-             task->box_sent ? "\"done\" message" : "descriptor", 1 - task->comm->rank,
-             zsh_last_error());
+    if (task->comm->board) {
+        snprintf(why, sizeof(why), "%s seq %u failed before its %s went on rank %d's "
+                 "board: %s", task->name, task->seq,
+                 task->box_sent ? "\"done\" message" : "descriptor", task->comm->rank,
+                 zsh_last_error());
+    } else {
+        snprintf(why, sizeof(why), "%s seq %u failed before its %s reached rank %d's "
+                 "mailbox: %s", task->name, task->seq,
+                 task->box_sent ? "\"done\" message" : "descriptor", 1 - task->comm->rank,
+                 zsh_last_error());
+    }
     zsh_fault_revoke(task->comm, ZSH_ERR_ABORTED, task->seq, why);
 }
 
@@ -288,12 +395,13 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
         return ZSH_OK;
     }
     task->desc_state = ZSH_DESC_POSTED;
-    if (task->desc_all) {
+    if (task->desc_all && !comm->board) {
         return zsh_desc_all_post(task);
     }
     /* A message shorter than a descriptor must not leave an earlier call's behind. */
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
-    if (comm->box && ((task->algo == ZSH_ALGO_EAGER) || (task->algo == ZSH_ALGO_DIRECT))) {
+    if ((comm->box || comm->board) &&
+        ((task->algo == ZSH_ALGO_EAGER) || (task->algo == ZSH_ALGO_DIRECT))) {
         task->desc_box   = true;
         task->box_ticket = comm->box_tickets;
         comm->box_tickets += task->box_done ? 2 : 1;
@@ -362,6 +470,9 @@ zsh_status_t zsh_desc_done_recv(zsh_task_t *task)
     char none;
     size_t len;
 
+    if (comm->board) {
+        return zsh_desc_board_take(task, task->box_ticket + 1, &task->done_taken, false);
+    }
     return ctx->tl->box_recv(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id, comm->uid,
                              task->box_ticket + 1, &none, 0, &len);
 }
@@ -376,7 +487,7 @@ zsh_status_t zsh_desc_progress(zsh_task_t *task)
     zsh_status_t status;
 
     if (task->desc_all) {
-        return zsh_desc_all_progress(task);
+        return task->desc_box ? zsh_desc_board_progress(task) : zsh_desc_all_progress(task);
     }
     if (task->desc_box && !task->box_sent) {
         status = zsh_desc_box_send(task);

@@ -375,7 +375,7 @@ zsh_status_t zsh_direct_init(zsh_task_t *task)
     memcpy(task->desc_out.data, &mine, sizeof(mine));
     task->desc_inline = (uint32_t)sizeof(mine);
     /* Through the mailbox, the descriptor takes one ticket and "done" the next. */
-    task->box_done = task->comm->box;
+    task->box_done = task->comm->box || task->comm->board;
     /* An all-gather (not in place) whose send and receive buffers together
      * outgrow what stays in cache copies its own block by streaming. */
     d->stream = (a->type == ZSH_COLL_ALLGATHER) && (a->sendbuf != own) &&

@@ -67,6 +67,9 @@ static zsh_status_t zsh_eager_progress(zsh_task_t *task)
             memcpy((char *)a->recvbuf + (size_t)peer * blk, zsh_desc_data(task, peer), blk);
         } else {
             src[peer] = zsh_desc_data(task, peer);
+            if ((a->type == ZSH_COLL_REDUCE_SCATTER) && task->comm->board) {
+                src[peer] = (const char *)src[peer] + (size_t)rank * blk; /* its whole input */
+            }
         }
     }
     if (a->type != ZSH_COLL_ALLGATHER) {
@@ -116,7 +119,7 @@ static zsh_status_t zsh_eager_scratch(zsh_task_t *task, size_t msg_len)
 
     if (task->desc_all) {
         in_len = zsh_eager_round_up(n * sizeof(zsh_desc_msg_t));
-        if (task->args.type == ZSH_COLL_REDUCE_SCATTER) {
+        if ((task->args.type == ZSH_COLL_REDUCE_SCATTER) && !task->comm->board) {
             out_stride = zsh_eager_round_up(offsetof(zsh_desc_msg_t, data) + msg_len);
         }
         status = zsh_task_ops(task, 2 * (unsigned)n);
@@ -151,7 +154,11 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
         }
         break;
     case ZSH_COLL_REDUCE_SCATTER:
-        data += (size_t)(rank + 1) % (size_t)n * blk; /* two ranks: the peer's block */
+        if (task->comm->board) {
+            len = (size_t)n * blk; /* once, for every peer to take its block from */
+        } else {
+            data += (size_t)(rank + 1) % (size_t)n * blk; /* two ranks: the peer's block */
+        }
         break;
     default:
         break;

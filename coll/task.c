@@ -62,6 +62,8 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->box_probing = false;
     task->box_done    = false;
     task->done_sent   = false;
+    task->box_taken   = 0;
+    task->done_taken  = 0;
     memset(task->desc_ops, 0, sizeof(task->desc_ops));
     task->phase  = 0;
     task->algo   = ZSH_ALGO_AUTO;

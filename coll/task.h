@@ -159,14 +159,19 @@ struct zsh_request {
     size_t              all_stride;
     zsh_desc_msg_t      desc_out, desc_in; /* descriptors, and the data they may carry */
     uint32_t            desc_inline;  /* bytes of data in desc_out after the descriptor */
-    bool                desc_box;     /* the descriptors go through mailboxes (comm->box) */
+    bool                desc_box;     /* the descriptors go through mailboxes (comm->box)
+                                         or boards (comm->board) */
     bool                box_sent;     /* ... and ours has gone */
-    bool                box_probing;  /* ... and we listen on UCX as well */
+    bool                box_probing;  /* ... and we listen on UCX as well (two ranks) */
     uint64_t            box_ticket;   /* ... as this message of the communicator's box */
     bool                box_done;     /* ... and a "done" message follows as the next one
                                          (direct) */
     bool                done_sent;    /* ... which has gone */
-    zsh_desc_msg_t     *box_probe;    /* ... and what may come through UCX instead */
+    zsh_desc_msg_t     *box_probe;    /* ... and what may come through UCX instead (two
+                                         ranks; on boards, into all_in through ops[peer]) */
+    unsigned            box_taken;    /* boards: peers whose descriptor we took, in the
+                                         order rank + 1, rank + 2, ... */
+    unsigned            done_taken;   /* ... and whose "done" message */
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
     union {
         zsh_ring_t   ring;

@@ -111,6 +111,18 @@ typedef struct zsh_tl_ops {
                              uint64_t ticket, const void *buf, size_t len);
     zsh_status_t (*box_recv)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                              uint64_t ticket, void *buf, size_t cap, size_t *len_p);
+    /*
+     * Boards (transports/shm/board.h): one message that @readers processes
+     * of this node each read, written once into this process's own board
+     * @box, for peers that box_reachable says share mailboxes with it.
+     * board_put returns ZSH_INPROGRESS while the ticket's slot still holds
+     * an earlier message not every reader has taken, board_take until @peer
+     * has put the message; each reader takes each message once.
+     */
+    zsh_status_t (*board_put)(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
+                              uint32_t readers, const void *buf, size_t len);
+    zsh_status_t (*board_take)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                               uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);

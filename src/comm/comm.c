@@ -42,6 +42,20 @@ static bool zsh_comm_direct(const zsh_ctx_t *ctx, int size, const int *ctx_ranks
     return true;
 }
 
+/* Whether this rank shares mailboxes with every other member. */
+static bool zsh_comm_all_reachable(const zsh_ctx_t *ctx, int rank, int size,
+                                   const int *ctx_ranks)
+{
+    int i;
+
+    for (i = 0; i < size; i++) {
+        if ((i != rank) && !ctx->tl->box_reachable(ctx->tl_ctx, ctx_ranks[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank, int size,
                              const int *ctx_ranks, zsh_comm_t **comm_p)
 {
@@ -75,8 +89,11 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     comm->direct  = zsh_comm_direct(ctx, size, ctx_ranks);
     /* Box i is the two-rank communicator with id i: ids of live communicators
      * never collide on a rank, so each box has one writer. */
-    comm->box = comm->direct && (size == 2) && (id < ZSH_TL_BOXES) &&
-                ctx->tl->box_reachable(ctx->tl_ctx, ctx_ranks[1 - rank]);
+    comm->box   = comm->direct && (size == 2) && (id < ZSH_TL_BOXES) &&
+                  ctx->tl->box_reachable(ctx->tl_ctx, ctx_ranks[1 - rank]);
+    /* Board i is the communicator with id i of the process that writes it. */
+    comm->board = comm->direct && (size > 2) && (id < ZSH_TL_BOXES) &&
+                  zsh_comm_all_reachable(ctx, rank, size, ctx_ranks);
     comm->revoked = ZSH_OK;
     comm->failed_seen = 0;
     comm->failed_rank = -1;

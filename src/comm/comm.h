@@ -68,6 +68,8 @@ struct zsh_comm {
                                memory: the direct algorithms may run */
     bool        box;        /* two members with mailboxes (ZSH_SHM): the descriptors of
                                eager and direct calls use box id, tickets in call order */
+    bool        board;      /* more members, all sharing mailboxes: those descriptors go
+                               on each member's board id instead, tickets alike */
     uint64_t    box_tickets; /* the next such call's ticket */
     uint64_t    box_sent;    /* the ticket whose message goes out next */
     atomic_int  aborted;    /* zsh_comm_abort() was called here, from any thread */

@@ -452,6 +452,11 @@ zsh_status_t zsh_fault_check(zsh_comm_t *comm, uint32_t seq)
     char others[768];
     int i, job_rank;
 
+    /* A failure the transport found outside its progress (a call that
+     * failed on it) counts before the next call is posted. */
+    if ((ctx->ctrl != NULL) && ctx->ctrl->transport_due) {
+        zsh_fault_apply_transport(ctx);
+    }
     if (atomic_load(&comm->aborted)) {
         return zsh_error(ZSH_ERR_ABORTED, "comm %u was aborted on this rank (zsh_comm_abort)",
                          comm->id);

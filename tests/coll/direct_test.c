@@ -241,9 +241,11 @@ ZSH_RANK_TEST(direct, allgather_streams_its_own_block_once_its_buffers_pass_the_
 }
 
 /* Where a direct call's buffers are rides in its descriptor message: to the
- * one peer through the mailbox on two ranks of one node, to every peer at
- * once on more, so the addresses cost no round of messages of their own.
- * Through the mailbox, the "done" message follows the descriptor there. */
+ * one peer through the mailbox on two ranks of one node, on the rank's
+ * board for every peer on more (or to every peer at once through UCX
+ * without boards), so the addresses cost no round of messages of their own.
+ * Through the mailbox or board, the "done" message follows the descriptor
+ * there. */
 ZSH_RANK_TEST(direct, addresses_ride_in_the_descriptor_message_to_every_peer)
 {
     zsh_config_t *cfg  = zsh_check_cfg(comm);
@@ -268,11 +270,11 @@ ZSH_RANK_TEST(direct, addresses_ride_in_the_descriptor_message_to_every_peer)
     ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, req->algo);
     ZSH_EXPECT_EQ(2 * sizeof(uint64_t), req->desc_inline);
     ZSH_EXPECT_EQ(n > 2, req->desc_all);
-    ZSH_EXPECT_EQ(comm->box, req->desc_box);
-    ZSH_EXPECT_EQ(comm->box, req->box_done);
+    ZSH_EXPECT_EQ(comm->box || comm->board, req->desc_box);
+    ZSH_EXPECT_EQ(comm->box || comm->board, req->box_done);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
     zsh_request_free(req);
-    ZSH_EXPECT_EQ(sent + (comm->box ? 2 : 0), comm->box_sent);
+    ZSH_EXPECT_EQ(sent + ((comm->box || comm->board) ? 2 : 0), comm->box_sent);
     ZSH_EXPECT_EQ(comm->box_sent, comm->box_tickets);
     zsh_check_buf(recv, ZSH_FLOAT32, ZSH_SUM, n, -1, count * (size_t)rank, count,
                   "direct reduce_scatter", __FILE__, __LINE__);
@@ -281,8 +283,8 @@ ZSH_RANK_TEST(direct, addresses_ride_in_the_descriptor_message_to_every_peer)
     free(recv);
 }
 
-/* More direct calls in flight than a mailbox has slots (two per call through
- * it: the descriptor, then "done"), mixed with eager calls, waited for
+/* More direct calls in flight than a mailbox or board has slots (two per
+ * call through it: the descriptor, then "done"), mixed with eager calls, waited for
  * newest first: tickets keep their order and every call its data. */
 ZSH_RANK_TEST(direct, more_direct_calls_in_flight_than_mailbox_slots_keep_order_and_data)
 {

@@ -1,7 +1,8 @@
 /*
  * The eager algorithm: on two ranks of one node through shared-memory
- * mailboxes (transports/shm), on up to ZSH_EAGER_MAX_RANKS ranks one
- * descriptor message to every peer. That it is what runs, and that many
+ * mailboxes (transports/shm), on up to ZSH_EAGER_MAX_RANKS ranks of one
+ * node one message on each rank's board, else one descriptor message to
+ * every peer through UCX. That it is what runs, and that many
  * calls in flight at once, more than a box has slots, keep their order and
  * their data. The reference matrices check every type and op through it too.
  */
@@ -106,34 +107,99 @@ ZSH_RANK_TEST(eager, more_calls_in_flight_than_mailbox_slots_keep_order_and_data
         } \
     } while (0)
 
-ZSH_RANK_TEST(eager, small_calls_on_up_to_eight_ranks_send_to_every_peer_at_once)
+static void zsh_eager_fill(float *send, int rank, int n)
 {
-    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), i, r;
-    float send[2 * ZSH_EAGER_MAX_RANKS], recv[2 * ZSH_EAGER_MAX_RANKS];
-    zsh_request_t *req;
+    int i;
 
-    ZSH_EAGER_ALL_OR_SKIP(comm);
     for (i = 0; i < 2 * n; i++) {
         send[i] = (float)(100 * rank + i);
     }
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_ireduce_scatter(send, recv, 2, ZSH_FLOAT32, ZSH_SUM, comm,
-                                                  &req));
-    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, req->algo);
-    ZSH_EXPECT_TRUE(req->desc_all);
-    /* A receive from every peer was posted with the call. */
-    for (r = 0; r < n; r++) {
-        ZSH_EXPECT_TRUE((r == rank) || (req->ops[r].is_recv && (req->ops[r].peer == r)));
-    }
-    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
-    zsh_request_free(req);
-    /* Block @rank of every rank's input, summed: sum over r of 100r + 2 rank + i. */
+}
+
+/* Block @rank of every rank's input, summed: sum over r of 100r + 2 rank + i. */
+static void zsh_eager_check_rs(const float *recv, int rank, int n)
+{
+    int i;
+
     for (i = 0; i < 2; i++) {
         ZSH_EXPECT_TRUE(recv[i] == (float)(50 * n * (n - 1) + n * (2 * rank + i)));
     }
 }
 
-ZSH_RANK_TEST(eager, many_calls_in_flight_on_up_to_eight_ranks_keep_order_and_data)
+/* Without boards (ZSH_SHM=0, or ranks that cannot map each other's
+ * segments): a receive from every peer is posted with the call. */
+ZSH_RANK_TEST(eager, small_calls_on_up_to_eight_ranks_without_boards_send_to_every_peer_at_once)
+{
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), r;
+    float send[2 * ZSH_EAGER_MAX_RANKS], recv[2];
+    bool board = comm->board;
+    uint64_t sent = comm->box_sent;
+    zsh_request_t *req;
+
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    zsh_eager_fill(send, rank, n);
+    comm->board = false; /* alike on every rank */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_ireduce_scatter(send, recv, 2, ZSH_FLOAT32, ZSH_SUM, comm,
+                                                  &req));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, req->algo);
+    ZSH_EXPECT_TRUE(req->desc_all);
+    ZSH_EXPECT_TRUE(!req->desc_box);
+    for (r = 0; r < n; r++) {
+        ZSH_EXPECT_TRUE((r == rank) || (req->ops[r].is_recv && (req->ops[r].peer == r)));
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    comm->board = board;
+    ZSH_EXPECT_EQ(sent, comm->box_sent);
+    zsh_eager_check_rs(recv, rank, n);
+}
+
+/* With boards: the call's descriptor and whole input go once on this rank's
+ * board, as one ticket, and no UCX receive is posted. */
+ZSH_RANK_TEST(eager, small_calls_on_up_to_eight_ranks_go_once_on_the_board_of_each_rank)
+{
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), r;
+    float send[2 * ZSH_EAGER_MAX_RANKS], recv[2];
+    uint64_t sent = comm->box_sent;
+    zsh_request_t *req;
+
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    if (!comm->board) {
+        ZSH_SKIP("no boards here (ZSH_SHM=0, or cross-memory attach or memfd_create not "
+                 "permitted)");
+    }
+    zsh_eager_fill(send, rank, n);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_ireduce_scatter(send, recv, 2, ZSH_FLOAT32, ZSH_SUM, comm,
+                                                  &req));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, req->algo);
+    ZSH_EXPECT_TRUE(req->desc_box);
+    ZSH_EXPECT_EQ(2 * n * sizeof(float), req->desc_inline);
+    for (r = 0; r < n; r++) {
+        ZSH_EXPECT_TRUE(req->ops[r].req == NULL);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    ZSH_EXPECT_EQ(sent + 1, comm->box_sent);
+    ZSH_EXPECT_EQ(comm->box_sent, comm->box_tickets);
+    zsh_eager_check_rs(recv, rank, n);
+}
+
+ZSH_RANK_TEST(eager, more_calls_in_flight_than_board_slots_keep_order_and_data)
 {
     ZSH_EAGER_ALL_OR_SKIP(comm);
+    if (!comm->board) {
+        ZSH_SKIP("no boards here (ZSH_SHM=0, or cross-memory attach or memfd_create not "
+                 "permitted)");
+    }
     zsh_eager_many_in_flight(comm);
+}
+
+ZSH_RANK_TEST(eager, many_calls_in_flight_on_up_to_eight_ranks_without_boards_keep_order_and_data)
+{
+    bool board = comm->board;
+
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    comm->board = false;
+    zsh_eager_many_in_flight(comm);
+    comm->board = board;
 }

@@ -367,3 +367,29 @@ ZSH_RANK_TEST(mismatch, eager_calls_sent_different_ways_name_zsh_shm)
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "is ZSH_SHM set alike on every rank?");
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }
+
+/* On more ranks of one node eager calls go on each rank's board; ranks that
+ * send through UCX instead (ZSH_SHM=0 there) are named, not waited for,
+ * on the board's side and on theirs. */
+ZSH_RANK_TEST(mismatch, eager_calls_sent_different_ways_on_boards_name_zsh_shm)
+{
+    float send[4] = {1, 2, 3, 4}, recv[4];
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    zsh_comm_t *c;
+
+    if ((n < 3) || (n > ZSH_EAGER_MAX_RANKS)) {
+        ZSH_SKIP("eager calls use boards on 3 to 8 ranks");
+    }
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    if (!c->board) {
+        zsh_comm_destroy(c);
+        ZSH_SKIP("no boards here (cross-memory attach or memfd_create not permitted)");
+    }
+    c->board = (rank == 0); /* as if every other rank ran with ZSH_SHM=0 */
+    ZSH_EXPECT_STATUS(ZSH_ERR_MISMATCH, zsh_allreduce(send, recv, 4, ZSH_FLOAT32, ZSH_SUM, c));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "is ZSH_SHM set alike on every rank?");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}

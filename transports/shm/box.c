@@ -2,6 +2,8 @@
 
 #include "transports/shm/box.h"
 
+#include "transports/shm/board.h"
+
 #include "core/status.h"
 
 #include <errno.h>
@@ -36,7 +38,7 @@ typedef struct zsh_box_slot {
     uint8_t          pad[48];
 } zsh_box_slot_t;
 
-static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
+uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
 {
     uint64_t hash = (key ^ (key >> 32)) & 0xffffffffu;
 
@@ -49,7 +51,13 @@ static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
 _Static_assert(sizeof(zsh_box_slot_t) % 64 == 0, "slots start on cache lines");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "slot states must be lock-free to be shared");
 
-#define ZSH_BOX_SEG_LEN ((size_t)ZSH_BOX_COUNT * ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
+#define ZSH_BOX_REGION_LEN ((size_t)ZSH_BOX_COUNT * ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
+#define ZSH_BOX_SEG_LEN    (ZSH_BOX_REGION_LEN + zsh_board_region_len())
+
+size_t zsh_box_region_len(void)
+{
+    return ZSH_BOX_REGION_LEN;
+}
 
 static zsh_box_slot_t *zsh_box_slot(const zsh_box_seg_t *seg, unsigned box, uint64_t ticket)
 {

@@ -27,6 +27,7 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,14 @@ typedef struct zsh_box_seg {
     void  *base;
     size_t len;
 } zsh_box_seg_t;
+
+/* A slot's state in one word, so that a reader never trusts contents by a
+ * field read apart from it: the key's hash, the ticket, and whether the slot
+ * is full. Boards (board.h) use the same words. */
+uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full);
+
+/* Bytes at the start of a segment that the boxes take; the boards follow. */
+size_t zsh_box_region_len(void);
 
 /* Create this process's segment: ZSH_ERR_UNSUPPORTED, with the reason as
  * the last error but nothing logged, where it cannot be. */

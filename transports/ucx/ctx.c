@@ -167,19 +167,25 @@ static void zsh_ucx_on_failure(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *
     ctx->on_failure_arg = arg;
 }
 
-void zsh_ucx_peer_failed(zsh_tl_ctx_t *ctx, int rank, ucs_status_t status)
+void zsh_ucx_peer_gone(zsh_tl_ctx_t *ctx, int rank, const char *reason)
 {
     zsh_ucx_peer_t *peer = &ctx->peers[rank];
-    char reason[128];
 
     if (peer->failed) {
         return;
     }
     peer->failed = true;
-    snprintf(reason, sizeof(reason), "its UCX endpoint failed: %s", ucs_status_string(status));
     if (ctx->on_failure != NULL) {
         ctx->on_failure(ctx->on_failure_arg, rank, reason);
     }
+}
+
+void zsh_ucx_peer_failed(zsh_tl_ctx_t *ctx, int rank, ucs_status_t status)
+{
+    char reason[128];
+
+    snprintf(reason, sizeof(reason), "its UCX endpoint failed: %s", ucs_status_string(status));
+    zsh_ucx_peer_gone(ctx, rank, reason);
 }
 
 /* UCX calls this from inside ucp_worker_progress() when an endpoint fails. */
@@ -387,6 +393,8 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .box_reachable = zsh_ucx_box_reachable,
     .box_send      = zsh_ucx_box_send,
     .box_recv      = zsh_ucx_box_recv,
+    .board_put     = zsh_ucx_board_put,
+    .board_take    = zsh_ucx_board_take,
     .test          = zsh_ucx_test,
     .cancel        = zsh_ucx_cancel,
     .release       = zsh_ucx_release,

@@ -103,16 +103,16 @@ bool zsh_ucx_box_reachable(zsh_tl_ctx_t *ctx, int peer)
            (ctx->box_fds[peer] >= 0);
 }
 
-zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
-                              uint64_t ticket, const void *buf, size_t len)
+/* @peer's segment, mapped on first use. */
+static zsh_status_t zsh_ucx_box_peer(zsh_tl_ctx_t *ctx, int peer, zsh_box_seg_t **seg_p)
 {
     zsh_box_seg_t *seg;
     char who[32];
     zsh_status_t status;
 
     if (!zsh_ucx_box_reachable(ctx, peer)) {
-        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no mailbox at rank %d (ZSH_SHM)",
-                         ctx->self, peer);
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d shares no mailboxes with rank %d "
+                         "(ZSH_SHM)", ctx->self, peer);
     }
     if (ctx->peers[peer].failed) {
         return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
@@ -121,11 +121,27 @@ zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
     if (seg->base == NULL) {
         snprintf(who, sizeof(who), "rank %d", peer);
         status = zsh_box_map(ctx->cma_ids[peer].pid, ctx->box_fds[peer], seg, who);
+        if (status == ZSH_ERR_PEER_FAILED) {
+            /* Report it as the endpoint's failure would be, so that later
+             * calls fail at once rather than post without it. */
+            zsh_ucx_peer_gone(ctx, peer, zsh_last_error());
+        }
         if (status != ZSH_OK) {
             return status;
         }
     }
-    return zsh_box_put(seg, box, key, ticket, buf, len);
+    *seg_p = seg;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                              uint64_t ticket, const void *buf, size_t len)
+{
+    zsh_box_seg_t *seg;
+    zsh_status_t status;
+
+    status = zsh_ucx_box_peer(ctx, peer, &seg);
+    return (status == ZSH_OK) ? zsh_box_put(seg, box, key, ticket, buf, len) : status;
 }
 
 zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
@@ -138,6 +154,31 @@ zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
                          ctx->self, peer);
     }
     status = zsh_box_take(&ctx->box_self, box, key, ticket, buf, cap, len_p);
+    if (status == ZSH_ERR_MISMATCH) {
+        zsh_error_prefix("from rank %d: ", peer);
+    }
+    return status;
+}
+
+zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
+                               uint32_t readers, const void *buf, size_t len)
+{
+    if (ctx->box_self.base == NULL) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no boards (ZSH_SHM)", ctx->self);
+    }
+    return zsh_board_put(&ctx->box_self, box, key, ticket, readers, buf, len);
+}
+
+zsh_status_t zsh_ucx_board_take(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                                uint64_t ticket, void *buf, size_t cap, size_t *len_p)
+{
+    zsh_box_seg_t *seg;
+    zsh_status_t status;
+
+    status = zsh_ucx_box_peer(ctx, peer, &seg);
+    if (status == ZSH_OK) {
+        status = zsh_board_take(seg, box, key, ticket, buf, cap, len_p);
+    }
     if (status == ZSH_ERR_MISMATCH) {
         zsh_error_prefix("from rank %d: ", peer);
     }

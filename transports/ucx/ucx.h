@@ -6,6 +6,7 @@
 #define ZSH_TRANSPORTS_UCX_UCX_H_
 
 #include "transports/cma/cma.h"
+#include "transports/shm/board.h"
 #include "transports/shm/box.h"
 #include "transports/tl.h"
 
@@ -85,6 +86,8 @@ zsh_status_t zsh_ucx_irecv_any(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, v
 zsh_status_t zsh_ucx_check_peer(zsh_tl_ctx_t *ctx, int peer);
 /* Record that @peer failed, as UCX reported with @status; tells the failure handler. */
 void         zsh_ucx_peer_failed(zsh_tl_ctx_t *ctx, int peer, ucs_status_t status);
+/* ... or found gone some other way (@reason says how). */
+void         zsh_ucx_peer_gone(zsh_tl_ctx_t *ctx, int peer, const char *reason);
 zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 void         zsh_ucx_release(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 void         zsh_ucx_cancel(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
@@ -118,5 +121,9 @@ zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
                               uint64_t ticket, const void *buf, size_t len);
 zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                               uint64_t ticket, void *buf, size_t cap, size_t *len_p);
+zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
+                               uint32_t readers, const void *buf, size_t len);
+zsh_status_t zsh_ucx_board_take(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                                uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 
 #endif
