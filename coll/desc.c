@@ -277,8 +277,9 @@ static zsh_status_t zsh_desc_board_progress(zsh_task_t *task)
 }
 
 /*
- * Eager and direct calls on more than two ranks: the descriptor, with the
- * data (eager) or the addresses (direct) the peer needs, goes to every
+ * Eager and direct calls on more than two ranks without boards (through
+ * UCX): the descriptor, with the data (eager) or the addresses (direct) the
+ * peer needs, goes to every
  * peer, and every peer's is compared with ours before any of it is used. A
  * small call then costs one round of messages that all travel at once,
  * where the ring check followed by a log-latency algorithm costs several

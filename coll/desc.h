@@ -11,7 +11,9 @@
  * message instead of waiting. Descriptors use a tag step of their own, so
  * they match whatever the two ranks called. Eager and direct calls on more
  * than two ranks send theirs, with data, to every peer and check every
- * peer's.
+ * peer's. On one node those calls' descriptors go through shared memory
+ * instead of UCX: on two ranks into the peer's mailbox, on more onto the
+ * rank's own board, which every peer reads (transports/shm).
  */
 #ifndef ZSH_COLL_DESC_H_
 #define ZSH_COLL_DESC_H_
@@ -63,14 +65,14 @@ const char *zsh_desc_type_name(unsigned type);
  * task->desc_inline bytes of data that follow it (no-op on a single rank). */
 zsh_status_t zsh_desc_post(struct zsh_request *task);
 
-/* @task failed with @status: if its descriptor was due through a mailbox and
- * never went, revoke the communicator, since the peer would wait for it. */
+/* @task failed with @status: if its descriptor was due through a mailbox or
+ * board and never went, revoke the communicator, since peers would wait for it. */
 void zsh_desc_abandon(struct zsh_request *task, zsh_status_t status);
 
 /*
- * A direct call on two ranks whose descriptors go through mailboxes
- * (task->box_done) says that it is done with the peer's buffers as the
- * box's next message: send ours once our descriptor has gone, take the
+ * A direct call whose descriptors go through mailboxes or boards
+ * (task->box_done) says that it is done with the peers' buffers as the
+ * next message there: send ours once our descriptor has gone, take every
  * peer's. Both return ZSH_OK once done and ZSH_INPROGRESS before.
  */
 zsh_status_t zsh_desc_done_send(struct zsh_request *task);

@@ -23,9 +23,9 @@
  * calls are safe. Messages are small and few: each rank's addresses ride in
  * its descriptor message, which goes to every peer (coll/desc.h), then each
  * rank says when it has finished with its peers' buffers ("done"); a rank
- * returns only once every peer has said so. On two ranks of one node both
- * go through the mailbox, the descriptor as one ticket and "done" as the
- * next. No rank touches a peer's memory before it has compared every
+ * returns only once every peer has said so. Where the ranks share
+ * mailboxes (two ranks) or boards (more), both go there, the descriptor as
+ * one ticket and "done" as the next. No rank touches a peer's memory before it has compared every
  * peer's descriptor with its own, so a mismatched count fails before any
  * byte past a peer's buffer is read or written.
  */
@@ -94,9 +94,9 @@ static zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_
 
 /* Tell every peer that this rank is done with its buffers, and listen for
  * the same from each: receives in ops [2n, 3n), sends in [3n, 4n), since
- * [0, 2n) may still hold the descriptor exchange's (coll/desc.c). On two
- * ranks whose descriptors went through the mailbox, the "done" messages
- * follow them there (zsh_direct_finished() sends ours). */
+ * [0, 2n) may still hold the descriptor exchange's (coll/desc.c). Where the
+ * descriptors went through a mailbox or board, the "done" messages follow
+ * them there (zsh_direct_finished() sends ours). */
 static zsh_status_t zsh_direct_finish(zsh_task_t *task)
 {
     int n = task->comm->size, rank = task->comm->rank, k, p;
@@ -374,7 +374,7 @@ zsh_status_t zsh_direct_init(zsh_task_t *task)
     mine.dst = (uint64_t)(uintptr_t)a->recvbuf;
     memcpy(task->desc_out.data, &mine, sizeof(mine));
     task->desc_inline = (uint32_t)sizeof(mine);
-    /* Through the mailbox, the descriptor takes one ticket and "done" the next. */
+    /* Through a mailbox or board, the descriptor takes one ticket and "done" the next. */
     task->box_done = task->comm->box || task->comm->board;
     /* An all-gather (not in place) whose send and receive buffers together
      * outgrow what stays in cache copies its own block by streaming. */

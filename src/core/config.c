@@ -41,17 +41,19 @@ static const zsh_config_field_t zsh_config_table[] = {
      ZSH_CFG_OFF(small_msg_size), ZSH_CONFIG_SIZE, NULL},
     {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring, bruck, rma (one-sided reads), direct (one "
      "node: each rank copies its input into every peer's receive buffer, see ZSH_CMA) or eager "
-     "(2 to 8 ranks, up to 4 KiB in all: one message to each peer)",
+     "(2 to 8 ranks, up to 4 KiB in all: one message to each peer, or one on the rank's board, "
+     "see ZSH_SHM)",
      ZSH_CFG_OFF(allgather_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"REDUCE_SCATTER_ALGO", NULL, "auto", "Reduce-scatter algorithm: auto, ring, rd, direct (one node: each rank reads "
      "and reduces its block straight from its peers' send buffers, see ZSH_CMA) or eager (2 to 8 "
-     "ranks, up to 4 KiB in all: one message to each peer)",
+     "ranks, up to 4 KiB in all: one message to each peer, or one on the rank's board, see "
+     "ZSH_SHM)",
      ZSH_CFG_OFF(reduce_scatter_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"ALLREDUCE_ALGO", NULL, "auto",
      "All-reduce algorithm: auto, ring (reduce-scatter then all-gather), rd, direct "
      "(one node: each rank reduces its block from its peers' send buffers and writes the "
      "result into their receive buffers) or eager (2 to 8 ranks, up to 4 KiB: one message to "
-     "each peer)",
+     "each peer, or one on the rank's board, see ZSH_SHM)",
      ZSH_CFG_OFF(allreduce_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"BROADCAST_ALGO", NULL, "auto", "Broadcast algorithm: auto or binomial (pipelined)",
      ZSH_CFG_OFF(broadcast_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
@@ -63,10 +65,11 @@ static const zsh_config_field_t zsh_config_table[] = {
      "do; 0 keeps the rings",
      ZSH_CFG_OFF(cma), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"SHM", NULL, "1",
-     "Shared-memory mailboxes: on two ranks of one node, 1 sends the descriptor message of an "
-     "eager call (with its data, up to 4 KiB) or a direct one (with its addresses) through a "
-     "shared slot instead of UCX, for lower latency. Needs what ZSH_CMA needs, and must be set "
-     "alike on both ranks; 0 sends through UCX",
+     "Shared-memory mailboxes and boards: on ranks of one node, 1 sends the descriptor message "
+     "of an eager call (with its data, up to 4 KiB) or a direct one (with its addresses, then "
+     "its \"done\" message) through shared slots instead of UCX, for lower latency: on two "
+     "ranks into the peer's mailbox, on more onto the rank's own board, which every peer reads. "
+     "Needs what ZSH_CMA needs, and must be set alike on every rank; 0 sends through UCX",
      ZSH_CFG_OFF(shm), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"DIRECT_MIN_SIZE", NULL, "4k",
      "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "

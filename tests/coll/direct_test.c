@@ -135,7 +135,7 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     size_t count = 8192, rounds = 0;
     float *send = zsh_check_alloc(count * sizeof(float));
     float *recv = zsh_check_alloc(count * sizeof(float));
-    bool direct = comm->direct;
+    bool direct = comm->direct, board;
 
     while ((1 << rounds) < n) {
         rounds++;
@@ -151,9 +151,16 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     cfg->allreduce_algo  = ZSH_ALGO_AUTO;
     cfg->direct_min_size = 4096;
     cfg->small_msg_size  = 16384;
-    /* 4 KiB to every peer: eager on two ranks only. */
+    /* 4 KiB: eager where it is written once, on two ranks or onto boards
+     * of up to 8; sent to every peer through UCX, eager on two ranks only. */
+    ZSH_EXPECT_EQ(((n == 2) || (comm->board && (n <= ZSH_EAGER_MAX_RANKS))) ? ZSH_ALGO_EAGER
+                                                                           : ZSH_ALGO_RD,
+                  zsh_direct_chosen(comm, 1024, send, recv));
+    board       = comm->board;
+    comm->board = false; /* alike on every rank */
     ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 1024, send, recv));
+    comm->board = board;
     ZSH_EXPECT_EQ((n <= ZSH_EAGER_MAX_RANKS) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 128, send, recv));
     /* The minimum counts once per round of recursive doubling. */
