@@ -478,6 +478,28 @@ zsh_status_t zsh_desc_done_recv(zsh_task_t *task)
                              task->box_ticket + 1, &none, 0, &len);
 }
 
+bool zsh_desc_box_waits_for(const zsh_task_t *task, int peer)
+{
+    unsigned k, taken;
+
+    if (!task->desc_box || (peer == task->comm->rank)) {
+        return false;
+    }
+    if (task->desc_state == ZSH_DESC_POSTED) {
+        taken = task->box_taken; /* stays 0 through a mailbox: one peer */
+    } else if (task->box_done && task->done_sent) {
+        taken = task->done_taken;
+    } else {
+        return false;
+    }
+    for (k = taken; k < (unsigned)task->comm->size - 1; k++) {
+        if (zsh_desc_board_peer(task, k) == peer) {
+            return true;
+        }
+    }
+    return false;
+}
+
 const void *zsh_desc_data(const zsh_task_t *task, int peer)
 {
     return task->desc_all ? task->all_in[peer].data : task->desc_in.data;

@@ -78,6 +78,11 @@ void zsh_desc_abandon(struct zsh_request *task, zsh_status_t status);
 zsh_status_t zsh_desc_done_send(struct zsh_request *task);
 zsh_status_t zsh_desc_done_recv(struct zsh_request *task);
 
+/* Whether @task still waits for @peer's message in a mailbox or board (its
+ * descriptor, or a direct call's "done" once ours went), for a timeout to
+ * name the peers not heard from. */
+bool zsh_desc_box_waits_for(const struct zsh_request *task, int peer);
+
 /* The data that came with @peer's descriptor: on two ranks the one from the
  * left, else the peer's own (task->desc_all). Valid once the descriptors
  * matched (desc_state ZSH_DESC_MATCHED). */

@@ -296,29 +296,47 @@ static void zsh_task_cancel_ops(zsh_task_t *task)
     zsh_error_set_quiet(error);
 }
 
-/* "rank(s) 1, 3" for the peers of pending operations of one direction. */
+/* Whether an operation of @task before index @end, of one direction, is with @peer. */
+static bool zsh_task_op_with(zsh_task_t *task, bool is_recv, unsigned end, int peer)
+{
+    unsigned j;
+
+    for (j = 0; j < end; j++) {
+        const zsh_task_op_t *other = zsh_task_any_op(task, j);
+
+        if ((other->req != NULL) && (other->is_recv == is_recv) && (other->peer == peer)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "rank(s) 1, 3" for the peers of pending operations of one direction;
+ * receiving also counts the peers whose mailbox or board message the task
+ * still waits for. */
 static int zsh_task_pending_peers(zsh_task_t *task, bool is_recv, char *buf, size_t len)
 {
+    unsigned nops = task->ops_cap + 2, i;
     size_t used = 0;
-    unsigned i, j;
-    int n = 0;
+    int n = 0, peer;
 
     buf[0] = '\0';
-    for (i = 0; i < task->ops_cap + 2; i++) {
+    for (i = 0; i < nops; i++) {
         const zsh_task_op_t *op = zsh_task_any_op(task, i);
-        bool seen = false;
 
-        if ((op->req == NULL) || (op->is_recv != is_recv)) {
+        if ((op->req == NULL) || (op->is_recv != is_recv) ||
+            zsh_task_op_with(task, is_recv, i, op->peer)) {
             continue;
         }
-        for (j = 0; j < i; j++) {
-            const zsh_task_op_t *other = zsh_task_any_op(task, j);
-
-            seen |= (other->req != NULL) && (other->is_recv == is_recv) &&
-                    (other->peer == op->peer);
-        }
-        if (!seen && (used < len)) {
+        if (used < len) {
             used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", op->peer);
+            n++;
+        }
+    }
+    for (peer = 0; is_recv && (peer < task->comm->size); peer++) {
+        if (zsh_desc_box_waits_for(task, peer) && !zsh_task_op_with(task, true, nops, peer) &&
+            (used < len)) {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", n ? ", " : "", peer);
             n++;
         }
     }
