@@ -209,11 +209,9 @@ static zsh_status_t zsh_desc_board_take(zsh_task_t *task, uint64_t ticket, unsig
     for (; *taken < (unsigned)comm->size - 1; (*taken)++) {
         peer   = zsh_desc_board_peer(task, *taken);
         probe  = &task->ops[peer];
-        status = check ? ctx->tl->board_take(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id,
-                                             comm->uid, ticket, &task->all_in[peer],
-                                             sizeof(task->all_in[peer]), &len)
-                       : ctx->tl->board_take(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id,
-                                             comm->uid, ticket, &none, 0, &len);
+        status = ctx->tl->board_take(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id, comm->uid,
+                                     ticket, check ? (void *)&task->all_in[peer] : &none,
+                                     check ? sizeof(task->all_in[peer]) : 0, &len);
         if (status == ZSH_INPROGRESS) {
             break;
         }
@@ -363,7 +361,7 @@ static zsh_status_t zsh_desc_all_progress(zsh_task_t *task)
 
 void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
 {
-    char why[ZSH_ERROR_MSG_MAX + 64];
+    char why[ZSH_ERROR_MSG_MAX + 64], where[48];
 
     if (!task->desc_box || (task->box_sent && (!task->box_done || task->done_sent)) ||
         (status == ZSH_ERR_PEER_FAILED)) {
@@ -372,16 +370,12 @@ void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
     /* The peer waits for this message, and every later one would queue
      * behind it: say so to both sides rather than let them wait. */
     if (task->comm->board) {
-        snprintf(why, sizeof(why), "%s seq %u failed before its %s went on rank %d's "
-                 "board: %s", task->name, task->seq,
-                 task->box_sent ? "\"done\" message" : "descriptor", task->comm->rank,
-                 zsh_last_error());
+        snprintf(where, sizeof(where), "went on rank %d's board", task->comm->rank);
     } else {
-        snprintf(why, sizeof(why), "%s seq %u failed before its %s reached rank %d's "
-                 "mailbox: %s", task->name, task->seq,
-                 task->box_sent ? "\"done\" message" : "descriptor", 1 - task->comm->rank,
-                 zsh_last_error());
+        snprintf(where, sizeof(where), "reached rank %d's mailbox", 1 - task->comm->rank);
     }
+    snprintf(why, sizeof(why), "%s seq %u failed before its %s %s: %s", task->name, task->seq,
+             task->box_sent ? "\"done\" message" : "descriptor", where, zsh_last_error());
     zsh_fault_revoke(task->comm, ZSH_ERR_ABORTED, task->seq, why);
 }
 

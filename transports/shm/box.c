@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 /*
- * One slot. state says whose message it holds, in one word, so that a
- * reader never trusts contents by a field read apart from it:
+ * One slot: a message and its state word (box.h), which says whose
+ * message it holds, so that a reader never trusts contents by a field read
+ * apart from it:
  *
  *   63          32 31           1   0
  *  |  key hash:32  |  ticket:31   | full |
@@ -31,14 +32,9 @@
  * The first 48 bytes of a message share the header's cache line, so that a
  * descriptor with a few bytes of data crosses between cores as one line.
  */
-typedef struct zsh_box_slot {
-    _Atomic uint64_t state;
-    uint64_t         len;
-    uint8_t          msg[ZSH_BOX_MSG_MAX];
-    uint8_t          pad[48];
-} zsh_box_slot_t;
+typedef zsh_box_msg_t zsh_box_slot_t;
 
-uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
+static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
 {
     uint64_t hash = (key ^ (key >> 32)) & 0xffffffffu;
 
@@ -46,10 +42,50 @@ uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
 }
 
 /* Bytes of a message on the header's line. */
-#define ZSH_BOX_HEAD_MSG (64 - offsetof(zsh_box_slot_t, msg))
+#define ZSH_BOX_HEAD_MSG (64 - offsetof(zsh_box_msg_t, msg))
 
-_Static_assert(sizeof(zsh_box_slot_t) % 64 == 0, "slots start on cache lines");
+_Static_assert(sizeof(zsh_box_msg_t) % 64 == 0, "slots start on cache lines");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "slot states must be lock-free to be shared");
+
+bool zsh_box_msg_held(const zsh_box_msg_t *m, uint64_t key)
+{
+    uint64_t state = atomic_load_explicit(&m->state, memory_order_acquire);
+
+    return (state & 1) && ((state >> 32) == (zsh_box_word(key, 0, false) >> 32));
+}
+
+void zsh_box_msg_write(zsh_box_msg_t *m, uint64_t key, uint64_t ticket, const void *buf,
+                       size_t len)
+{
+    /* The lines the reader does not poll first, then the header's line in
+     * one go, so that the reader's polling takes it from us only once. */
+    if (len > ZSH_BOX_HEAD_MSG) {
+        memcpy(m->msg + ZSH_BOX_HEAD_MSG, (const uint8_t *)buf + ZSH_BOX_HEAD_MSG,
+               len - ZSH_BOX_HEAD_MSG);
+    }
+    memcpy(m->msg, buf, (len < ZSH_BOX_HEAD_MSG) ? len : ZSH_BOX_HEAD_MSG);
+    m->len = len;
+    atomic_store_explicit(&m->state, zsh_box_word(key, ticket, true), memory_order_release);
+}
+
+zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, uint64_t key, uint64_t ticket, void *buf,
+                              size_t cap, size_t *len_p)
+{
+    size_t len;
+
+    if (atomic_load_explicit(&m->state, memory_order_acquire) !=
+        zsh_box_word(key, ticket, true)) {
+        return ZSH_INPROGRESS;
+    }
+    len = m->len;
+    if (len > cap) {
+        return zsh_error(ZSH_ERR_MISMATCH, "a %zu-byte message is longer than the %zu-byte "
+                         "receive", len, cap);
+    }
+    memcpy(buf, m->msg, len);
+    *len_p = len;
+    return ZSH_OK;
+}
 
 #define ZSH_BOX_REGION_LEN ((size_t)ZSH_BOX_COUNT * ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
 #define ZSH_BOX_SEG_LEN    (ZSH_BOX_REGION_LEN + zsh_board_region_len())
@@ -183,26 +219,16 @@ zsh_status_t zsh_box_put(const zsh_box_seg_t *seg, unsigned box, uint64_t key, u
                          const void *buf, size_t len)
 {
     zsh_box_slot_t *slot;
-    uint64_t state;
 
     if ((box >= ZSH_BOX_COUNT) || (len > ZSH_BOX_MSG_MAX)) {
         return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u, message of %zu bytes: out of range", box,
                          len);
     }
     slot = zsh_box_slot(seg, box, ticket);
-    state = atomic_load_explicit(&slot->state, memory_order_acquire);
-    if ((state & 1) && ((state >> 32) == (zsh_box_word(key, 0, false) >> 32))) {
+    if (zsh_box_msg_held(slot, key)) {
         return ZSH_INPROGRESS; /* our previous message in this slot is still there */
     }
-    /* The lines the reader does not poll first, then the header's line in
-     * one go, so that the reader's polling takes it from us only once. */
-    if (len > ZSH_BOX_HEAD_MSG) {
-        memcpy(slot->msg + ZSH_BOX_HEAD_MSG, (const uint8_t *)buf + ZSH_BOX_HEAD_MSG,
-               len - ZSH_BOX_HEAD_MSG);
-    }
-    memcpy(slot->msg, buf, (len < ZSH_BOX_HEAD_MSG) ? len : ZSH_BOX_HEAD_MSG);
-    slot->len = len;
-    atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, true), memory_order_release);
+    zsh_box_msg_write(slot, key, ticket, buf, len);
     return ZSH_OK;
 }
 
@@ -210,25 +236,17 @@ zsh_status_t zsh_box_take(const zsh_box_seg_t *seg, unsigned box, uint64_t key, 
                           void *buf, size_t cap, size_t *len_p)
 {
     zsh_box_slot_t *slot;
-    size_t len;
+    zsh_status_t status;
 
     if (box >= ZSH_BOX_COUNT) {
         return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u: out of range", box);
     }
-    slot = zsh_box_slot(seg, box, ticket);
-    if (atomic_load_explicit(&slot->state, memory_order_acquire) !=
-        zsh_box_word(key, ticket, true)) {
-        return ZSH_INPROGRESS;
-    }
-    len = slot->len;
-    if (len > cap) {
+    slot   = zsh_box_slot(seg, box, ticket);
+    status = zsh_box_msg_read(slot, key, ticket, buf, cap, len_p);
+    if (status != ZSH_INPROGRESS) {
+        /* Taken, or dropped as too long: the slot goes back either way. */
         atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, false),
                               memory_order_release);
-        return zsh_error(ZSH_ERR_MISMATCH, "a %zu-byte message is longer than the %zu-byte "
-                         "receive", len, cap);
     }
-    memcpy(buf, slot->msg, len);
-    *len_p = len;
-    atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, false), memory_order_release);
-    return ZSH_OK;
+    return status;
 }

@@ -27,6 +27,7 @@
 
 #include <zeroshard.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,10 +42,29 @@ typedef struct zsh_box_seg {
     size_t len;
 } zsh_box_seg_t;
 
-/* A slot's state in one word, so that a reader never trusts contents by a
- * field read apart from it: the key's hash, the ticket, and whether the slot
- * is full. Boards (board.h) use the same words. */
-uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full);
+/* A message in a slot, and the state word that says whose it is: a key's
+ * hash, a ticket, and whether the slot is full. Mailbox and board slots
+ * (board.h) both start with one. */
+typedef struct zsh_box_msg {
+    _Atomic uint64_t state;
+    uint64_t         len;
+    uint8_t          msg[ZSH_BOX_MSG_MAX];
+    uint8_t          pad[48];
+} zsh_box_msg_t;
+
+/* Whether @m is full with a message under @key. */
+bool zsh_box_msg_held(const zsh_box_msg_t *m, uint64_t key);
+
+/* Fill @m with message @ticket of @key, @len bytes, and publish it. */
+void zsh_box_msg_write(zsh_box_msg_t *m, uint64_t key, uint64_t ticket, const void *buf,
+                       size_t len);
+
+/* Copy message @ticket of @key out of @m into @buf of @cap bytes, its length
+ * in *@len_p: ZSH_INPROGRESS while it is not there, ZSH_ERR_MISMATCH (and
+ * nothing copied) if it is longer than @cap. The caller then hands the slot
+ * back its own way. */
+zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, uint64_t key, uint64_t ticket, void *buf,
+                              size_t cap, size_t *len_p);
 
 /* Bytes at the start of a segment that the boxes take; the boards follow. */
 size_t zsh_box_region_len(void);
