@@ -86,13 +86,15 @@ zsh_status_t zsh_rma_ag_init(zsh_task_t *task);
 zsh_status_t zsh_direct_init(zsh_task_t *task);
 
 /* Eager all-gather, reduce-scatter and all-reduce: the data in the
- * descriptor messages, one to each peer (coll/eager.c); for calls where
- * zsh_eager_fits(): at most ZSH_EAGER_MAX_RANKS ranks, since a rank sends
- * and receives size - 1 messages, and ZSH_DESC_INLINE_MAX bytes in all. */
+ * descriptor messages, one to each peer or one on the rank's board
+ * (coll/eager.c); for calls where zsh_eager_fits(): at most
+ * ZSH_EAGER_MAX_RANKS ranks, since a rank sends and receives size - 1
+ * messages, and zsh_eager_max() bytes in all. */
 #define ZSH_EAGER_MAX_RANKS 8
+size_t       zsh_eager_max(const zsh_comm_t *comm);
 bool         zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes);
-/* Whether the automatic choice takes it for a call of @type: where it fits
- * and a rank sends at most 4 KiB in all. */
+/* Whether the automatic choice takes it for a call of @type: where it fits,
+ * on boards whatever its size, else where a rank sends at most 4 KiB in all. */
 bool         zsh_eager_chosen(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes);
 zsh_status_t zsh_eager_init(zsh_task_t *task);
 

@@ -87,9 +87,9 @@ _Static_assert(sizeof(zsh_desc_msg_t) <= ZSH_TL_BOX_MSG_MAX,
 /* Mailboxes and boards: write message @ticket of the communicator's box
  * (to the peer) or board (ours, for every peer) once every earlier one has
  * gone, since peers take them in ticket order and a box or board holds only
- * so many; *@sent says it went. */
-static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket, const void *buf,
-                                     size_t len, bool *sent)
+ * so many; *@sent says it went. A mailbox message is @parts' head alone. */
+static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket,
+                                     const zsh_box_parts_t *parts, bool *sent)
 {
     zsh_comm_t *comm = task->comm;
     zsh_ctx_t *ctx   = comm->ctx;
@@ -103,9 +103,9 @@ static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket, const vo
     }
     status = comm->board
                  ? ctx->tl->board_put(ctx->tl_ctx, comm->id, comm->uid, ticket,
-                                      (uint32_t)comm->size - 1, buf, len)
+                                      (uint32_t)comm->size - 1, parts)
                  : ctx->tl->box_send(ctx->tl_ctx, comm->ctx_ranks[1 - comm->rank], comm->id,
-                                     comm->uid, ticket, buf, len);
+                                     comm->uid, ticket, parts->head, parts->head_len);
     if (status == ZSH_OK) {
         *sent = true;
         comm->box_sent++;
@@ -113,11 +113,19 @@ static zsh_status_t zsh_desc_box_put(zsh_task_t *task, uint64_t ticket, const vo
     return status;
 }
 
-/* Our descriptor message, through the mailbox. */
+/* Our descriptor message, through the mailbox or onto the board: on a board
+ * the data follows from where it lies (task->desc_body). */
 static zsh_status_t zsh_desc_box_send(zsh_task_t *task)
 {
-    return zsh_desc_box_put(task, task->box_ticket, &task->desc_out,
-                            sizeof(task->desc_out.desc) + task->desc_inline, &task->box_sent);
+    zsh_box_parts_t parts = {&task->desc_out, sizeof(task->desc_out.desc) + task->desc_inline,
+                             NULL, 0};
+
+    if (task->desc_body != NULL) {
+        parts.head_len = sizeof(task->desc_out.desc);
+        parts.body     = task->desc_body;
+        parts.body_len = task->desc_inline;
+    }
+    return zsh_desc_box_put(task, task->box_ticket, &parts, &task->box_sent);
 }
 
 /* What @peer sent through UCX while we waited on its mailbox or board: it
@@ -189,11 +197,13 @@ static int zsh_desc_board_peer(const zsh_task_t *task, unsigned k)
 }
 
 /*
- * Boards: take message @ticket from every peer's board, in order, into
- * all_in (descriptors) or nowhere ("done"); *@taken counts the peers done.
- * @check compares descriptors and, after ZSH_DESC_BOX_PROBE seconds on one
- * peer, listens for that peer's descriptor through UCX too (ops[peer]), as
- * zsh_desc_box_recv() does.
+ * Boards: look at message @ticket on every peer's board, in order;
+ * *@taken counts the peers done. With @check it is a descriptor: it is
+ * compared with ours and held where it lies, for the call to use its data
+ * from there, until zsh_desc_release(). After ZSH_DESC_BOX_PROBE seconds on
+ * one peer, listen for that peer's descriptor through UCX too (ops[peer]),
+ * as zsh_desc_box_recv() does. Without @check it is a "done" message, which
+ * says nothing more than that it came.
  */
 static zsh_status_t zsh_desc_board_take(zsh_task_t *task, uint64_t ticket, unsigned *taken,
                                         bool check)
@@ -202,16 +212,15 @@ static zsh_status_t zsh_desc_board_take(zsh_task_t *task, uint64_t ticket, unsig
     zsh_ctx_t *ctx   = comm->ctx;
     zsh_task_op_t *probe;
     zsh_status_t status;
+    const void *msg;
     size_t len;
-    char none;
     int peer;
 
     for (; *taken < (unsigned)comm->size - 1; (*taken)++) {
         peer   = zsh_desc_board_peer(task, *taken);
         probe  = &task->ops[peer];
-        status = ctx->tl->board_take(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id, comm->uid,
-                                     ticket, check ? (void *)&task->all_in[peer] : &none,
-                                     check ? sizeof(task->all_in[peer]) : 0, &len);
+        status = ctx->tl->board_peek(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id, comm->uid,
+                                     ticket, &msg, &len);
         if (status == ZSH_INPROGRESS) {
             break;
         }
@@ -219,9 +228,20 @@ static zsh_status_t zsh_desc_board_take(zsh_task_t *task, uint64_t ticket, unsig
             ctx->tl->release(ctx->tl_ctx, probe->req); /* cancels it */
             probe->req = NULL;
         }
-        if ((status == ZSH_OK) && check) {
-            status = zsh_desc_compare(task, peer, &task->all_in[peer].desc);
+        if (status != ZSH_OK) {
+            return status;
         }
+        if (!check) {
+            ctx->tl->board_release(ctx->tl_ctx, comm->ctx_ranks[peer], comm->id, ticket);
+            continue;
+        }
+        task->board_in[peer] = msg;
+        /* Ours to compare, however short: a message that is no descriptor
+         * leaves zeros, which fail as a malformed one. */
+        memset(&task->all_in[peer].desc, 0, sizeof(task->all_in[peer].desc));
+        memcpy(&task->all_in[peer].desc, msg,
+               (len < sizeof(zsh_desc_t)) ? len : sizeof(zsh_desc_t));
+        status = zsh_desc_compare(task, peer, &task->all_in[peer].desc);
         if (status != ZSH_OK) {
             return status;
         }
@@ -248,6 +268,23 @@ static zsh_status_t zsh_desc_board_take(zsh_task_t *task, uint64_t ticket, unsig
     status = zsh_task_recv_upto(task, probe, peer, ZSH_TAG_STEP_DESC, &task->all_in[peer],
                                 sizeof(task->all_in[peer]));
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+}
+
+void zsh_desc_release(zsh_task_t *task)
+{
+    zsh_comm_t *comm = task->comm;
+    int peer;
+
+    if (!task->desc_box || !comm->board) {
+        return;
+    }
+    for (peer = 0; peer < comm->size; peer++) {
+        if (task->board_in[peer] != NULL) {
+            comm->ctx->tl->board_release(comm->ctx->tl_ctx, comm->ctx_ranks[peer], comm->id,
+                                         task->box_ticket);
+            task->board_in[peer] = NULL;
+        }
+    }
 }
 
 /* Eager and direct calls on more than two ranks that share mailboxes: our
@@ -379,6 +416,26 @@ void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
     zsh_fault_revoke(task->comm, ZSH_ERR_ABORTED, task->seq, why);
 }
 
+/* One held board message per peer, none held yet; kept across uses of the
+ * pooled task. */
+static zsh_status_t zsh_desc_board_in(zsh_task_t *task)
+{
+    unsigned n = (unsigned)task->comm->size;
+    const void **in;
+
+    if (n > task->board_in_cap) {
+        in = realloc(task->board_in, n * sizeof(*in));
+        if (in == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate %u board pointers",
+                             task->name, n);
+        }
+        task->board_in     = in;
+        task->board_in_cap = n;
+    }
+    memset(task->board_in, 0, n * sizeof(*task->board_in));
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_desc_post(zsh_task_t *task)
 {
     zsh_comm_t *comm = task->comm;
@@ -397,6 +454,12 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
     if ((comm->box || comm->board) &&
         ((task->algo == ZSH_ALGO_EAGER) || (task->algo == ZSH_ALGO_DIRECT))) {
+        if (comm->board) {
+            status = zsh_desc_board_in(task);
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
         task->desc_box   = true;
         task->box_ticket = comm->box_tickets;
         comm->box_tickets += task->box_done ? 2 : 1;
@@ -454,8 +517,9 @@ static zsh_status_t zsh_desc_compare(zsh_task_t *task, int peer, const zsh_desc_
 zsh_status_t zsh_desc_done_send(zsh_task_t *task)
 {
     static const char none = 0; /* the message is empty; memcpy wants a pointer all the same */
+    zsh_box_parts_t parts  = {&none, 0, NULL, 0};
 
-    return zsh_desc_box_put(task, task->box_ticket + 1, &none, 0, &task->done_sent);
+    return zsh_desc_box_put(task, task->box_ticket + 1, &parts, &task->done_sent);
 }
 
 zsh_status_t zsh_desc_done_recv(zsh_task_t *task)
@@ -496,6 +560,9 @@ bool zsh_desc_box_waits_for(const zsh_task_t *task, int peer)
 
 const void *zsh_desc_data(const zsh_task_t *task, int peer)
 {
+    if (task->desc_all && task->desc_box) {
+        return (const uint8_t *)task->board_in[peer] + sizeof(zsh_desc_t); /* on its board */
+    }
     return task->desc_all ? task->all_in[peer].data : task->desc_in.data;
 }
 

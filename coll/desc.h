@@ -45,6 +45,13 @@ typedef struct zsh_desc {
  */
 #define ZSH_DESC_INLINE_MAX 4096
 
+/*
+ * Bytes of data a descriptor message may carry on a board: the message is
+ * written once for every peer and read where it lies, so a longer one costs
+ * its writer one copy and each reader only what it uses of it.
+ */
+#define ZSH_DESC_BOARD_INLINE_MAX 16384
+
 typedef struct zsh_desc_msg {
     zsh_desc_t desc;
     uint8_t    data[ZSH_DESC_INLINE_MAX];
@@ -65,6 +72,10 @@ const char *zsh_desc_type_name(unsigned type);
  * task->desc_inline bytes of data that follow it (no-op on a single rank). */
 zsh_status_t zsh_desc_post(struct zsh_request *task);
 
+/* Hand back the peers' board messages @task holds (zsh_desc_data() points
+ * into them), once it is done with them, failed or not. */
+void zsh_desc_release(struct zsh_request *task);
+
 /* @task failed with @status: if its descriptor was due through a mailbox or
  * board and never went, revoke the communicator, since peers would wait for it. */
 void zsh_desc_abandon(struct zsh_request *task, zsh_status_t status);
@@ -84,8 +95,9 @@ zsh_status_t zsh_desc_done_recv(struct zsh_request *task);
 bool zsh_desc_box_waits_for(const struct zsh_request *task, int peer);
 
 /* The data that came with @peer's descriptor: on two ranks the one from the
- * left, else the peer's own (task->desc_all). Valid once the descriptors
- * matched (desc_state ZSH_DESC_MATCHED). */
+ * left, else the peer's own (task->desc_all), on a board where it lies on the
+ * peer's board. Valid once the descriptors matched (desc_state
+ * ZSH_DESC_MATCHED) and until zsh_desc_release(). */
 const void *zsh_desc_data(const struct zsh_request *task, int peer);
 
 /* ZSH_OK once the left neighbour's descriptor matched and ours was sent (or

@@ -6,9 +6,12 @@
  * that is one message each way, as an MPI library's; on more, one round
  * where the log-latency algorithms take several, which matters most where
  * ranks share cores and each round waits for a peer to be scheduled. On
- * more ranks of one node the message goes once onto the rank's board, for
- * every peer to read; a reduce-scatter's then carries its whole input, from
- * which each peer takes its own block.
+ * more ranks of one node the message goes once onto the rank's board,
+ * straight from the caller's buffer, for every peer to read where it lies:
+ * a reduce-scatter's then carries its whole input, from which each peer
+ * reduces its own block, and an all-reduce's whole vector is reduced from
+ * every peer's board with no copy on the way. That makes eager worth
+ * 16 KiB there.
  *
  *   all-gather      send this rank's input; each peer's lands in its block;
  *   reduce-scatter  send each peer its block of this rank's input; reduce
@@ -62,6 +65,10 @@ static zsh_status_t zsh_eager_progress(zsh_task_t *task)
     if (task->desc_state < ZSH_DESC_MATCHED) {
         return ZSH_INPROGRESS; /* the data is used only once the call is known to match */
     }
+    if ((task->desc_body != NULL) && !task->box_sent) {
+        return ZSH_INPROGRESS; /* our message still goes from the caller's buffer, which an
+                                  all-reduce in place is about to overwrite */
+    }
     for (peer = 0; peer < n; peer++) {
         if (peer == rank) {
             src[peer] = (a->type == ZSH_COLL_REDUCE_SCATTER)
@@ -81,10 +88,15 @@ static zsh_status_t zsh_eager_progress(zsh_task_t *task)
     return ZSH_OK;
 }
 
+size_t zsh_eager_max(const zsh_comm_t *comm)
+{
+    return comm->board ? ZSH_DESC_BOARD_INLINE_MAX : ZSH_DESC_INLINE_MAX;
+}
+
 bool zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes)
 {
     return (comm->size >= 2) && (comm->size <= ZSH_EAGER_MAX_RANKS) &&
-           (total_bytes <= ZSH_DESC_INLINE_MAX);
+           (total_bytes <= zsh_eager_max(comm));
 }
 
 /*
@@ -169,16 +181,18 @@ zsh_status_t zsh_eager_init(zsh_task_t *task)
     default:
         break;
     }
-    if (len > ZSH_DESC_INLINE_MAX) {
-        return zsh_error(ZSH_ERR_INTERNAL, "eager %s of %zu bytes exceeds the %d-byte "
-                         "descriptor message", task->name, len, ZSH_DESC_INLINE_MAX);
+    if (len > zsh_eager_max(task->comm)) {
+        return zsh_error(ZSH_ERR_INTERNAL, "eager %s of %zu bytes exceeds the %zu-byte "
+                         "descriptor message", task->name, len, zsh_eager_max(task->comm));
     }
     task->desc_all = (n > 2);
     status         = zsh_eager_scratch(task, len);
     if (status != ZSH_OK) {
         return status;
     }
-    if (task->all_out != NULL) {
+    if (task->comm->board) {
+        task->desc_body = data; /* read from there when it goes on the board */
+    } else if (task->all_out != NULL) {
         for (peer = 0; peer < n; peer++) {
             if (peer != rank) {
                 memcpy(((zsh_desc_msg_t *)(task->all_out + (size_t)peer * task->all_stride))->data,

@@ -118,14 +118,15 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
         }
         if ((algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes)) {
             return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs 2 to %d ranks and at most "
-                             "%d bytes in all; this call has %d ranks and %zu bytes",
-                             rule->variable, ZSH_EAGER_MAX_RANKS, ZSH_DESC_INLINE_MAX,
-                             comm->size, total_bytes);
+                             "%zu bytes in all (%d on boards); this call has %d ranks and %zu "
+                             "bytes", rule->variable, ZSH_EAGER_MAX_RANKS, zsh_eager_max(comm),
+                             ZSH_DESC_BOARD_INLINE_MAX, comm->size, total_bytes);
         }
         if (algo == ZSH_ALGO_AUTO) {
-            /* On one node, ranks copy straight between each other's
-             * buffers, each byte once, where the rings copy it twice
-             * through UCX's shared memory; a few ranks send small
+            /* On one node, up to 8 ranks with boards put calls of up to
+             * 16 KiB on them; otherwise ranks copy straight between each
+             * other's buffers, each byte once, where the rings copy it
+             * twice through UCX's shared memory; a few ranks send small
              * messages with their descriptors, one message to each peer,
              * as long as that stays a few KiB per rank.
              * Otherwise log-latency algorithms win while latency
@@ -136,6 +137,10 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
              * lanes) and ran at 0.7x the ring's speed. */
             if (comm->size == 1) {
                 algo = rule->small;
+            } else if (comm->board && zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&
+                       zsh_eager_chosen(comm, type, total_bytes)) {
+                algo = ZSH_ALGO_EAGER; /* written once, read where it lies: below direct's
+                                          two messages and a copy call per peer */
             } else if (comm->direct && (total_bytes > zsh_select_direct_min(comm, cfg)) &&
                        zsh_select_allowed(rule, ZSH_ALGO_DIRECT)) {
                 algo = ZSH_ALGO_DIRECT;

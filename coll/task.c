@@ -53,6 +53,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     task->data_mismatch = NULL;
     task->desc_state = ZSH_DESC_NONE;
     task->desc_inline = 0;
+    task->desc_body   = NULL;
     task->desc_all    = false;
     task->all_in      = NULL;
     task->all_out     = NULL;
@@ -407,6 +408,7 @@ static void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
         task->cleanup(task);
         task->cleanup = NULL;
     }
+    zsh_desc_release(task);
     free(task->data_mismatch);
     task->data_mismatch = NULL;
     if (comm->trace != NULL) {

@@ -159,6 +159,8 @@ struct zsh_request {
     size_t              all_stride;
     zsh_desc_msg_t      desc_out, desc_in; /* descriptors, and the data they may carry */
     uint32_t            desc_inline;  /* bytes of data in desc_out after the descriptor */
+    const void         *desc_body;    /* ... or where those bytes lie instead (boards;
+                                         NULL: in desc_out) */
     bool                desc_box;     /* the descriptors go through mailboxes (comm->box)
                                          or boards (comm->board) */
     bool                box_sent;     /* ... and ours has gone */
@@ -172,6 +174,10 @@ struct zsh_request {
     unsigned            box_taken;    /* boards: peers whose descriptor we took, in the
                                          order rank + 1, rank + 2, ... */
     unsigned            done_taken;   /* ... and whose "done" message */
+    const void        **board_in;     /* boards: by comm rank, each peer's descriptor
+                                         message where it lies, held until the task is done
+                                         (NULL: not held); kept across uses */
+    unsigned            board_in_cap;
     int                 phase;       /* allreduce: 0 reduce-scatter, 1 all-gather */
     union {
         zsh_ring_t   ring;

@@ -12,6 +12,7 @@
 #define ZSH_TRANSPORTS_TL_H_
 
 #include "core/config.h"
+#include "transports/shm/box.h" /* zsh_box_parts_t */
 
 #include <zeroshard.h>
 
@@ -19,9 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Mailboxes per process, and the longest message one carries (box_send). */
-#define ZSH_TL_BOXES       4096
-#define ZSH_TL_BOX_MSG_MAX 4224
+/* Mailboxes per process, and the longest message one carries (box_send);
+ * boards per process (one per communicator id, as mailboxes), and the
+ * longest message one carries (board_put). */
+#define ZSH_TL_BOXES         4096
+#define ZSH_TL_BOX_MSG_MAX   4224
+#define ZSH_TL_BOARD_MSG_MAX (16384 + 64)
 
 typedef struct zsh_tl_ctx  zsh_tl_ctx_t;   /* one per process: worker, endpoints */
 typedef struct zsh_tl_req  zsh_tl_req_t;   /* one operation in flight */
@@ -116,13 +120,16 @@ typedef struct zsh_tl_ops {
      * of this node each read, written once into this process's own board
      * @box, for peers that box_reachable says share mailboxes with it.
      * board_put returns ZSH_INPROGRESS while the ticket's slot still holds
-     * an earlier message not every reader has taken, board_take until @peer
-     * has put the message; each reader takes each message once.
+     * an earlier message not every reader has released. board_peek returns
+     * ZSH_INPROGRESS until @peer has put the message, then where it lies in
+     * @peer's memory; it stays there until this reader board_releases it.
+     * Each reader peeks at and releases each message once.
      */
     zsh_status_t (*board_put)(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
-                              uint32_t readers, const void *buf, size_t len);
-    zsh_status_t (*board_take)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
-                               uint64_t ticket, void *buf, size_t cap, size_t *len_p);
+                              uint32_t readers, const zsh_box_parts_t *parts);
+    zsh_status_t (*board_peek)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                               uint64_t ticket, const void **msg_p, size_t *len_p);
+    void         (*board_release)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket);
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);

@@ -280,6 +280,7 @@ static void zsh_ctx_free_tasks(zsh_ctx_t *ctx)
         free(task->ops);
         free(task->scratch);
         free(task->box_probe);
+        free(task->board_in);
         free(task);
     }
 }

@@ -163,16 +163,25 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     comm->board = board;
     ZSH_EXPECT_EQ((n <= ZSH_EAGER_MAX_RANKS) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 128, send, recv));
-    /* The minimum counts once per round of recursive doubling. */
+    /* Boards take eager calls up to 16 KiB, direct ones above. */
+    if (board && (n <= ZSH_EAGER_MAX_RANKS)) {
+        ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, zsh_direct_chosen(comm, ZSH_DESC_BOARD_INLINE_MAX / 4,
+                                                        send, recv));
+        ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, ZSH_DESC_BOARD_INLINE_MAX / 4 + 1,
+                                                         send, recv));
+    }
+    /* Without: the minimum counts once per round of recursive doubling. */
+    comm->board = false;
     ZSH_EXPECT_EQ((rounds == 1) ? ZSH_ALGO_DIRECT : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 1025, send, recv));
     ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_RD,
                   zsh_direct_chosen(comm, 1024 * rounds, send, recv));
     ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_chosen(comm, 1024 * rounds + 1, send, recv));
-    comm->direct = false;
+    comm->direct = false; /* and so no boards either */
     ZSH_EXPECT_EQ(ZSH_ALGO_RD, zsh_direct_chosen(comm, 4096, send, recv));
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, zsh_direct_chosen(comm, count, send, recv));
     comm->direct = direct;
+    comm->board  = board;
     *cfg = saved;
     free(send);
     free(recv);
@@ -295,7 +304,7 @@ ZSH_RANK_TEST(direct, addresses_ride_in_the_descriptor_message_to_every_peer)
  * newest first: tickets keep their order and every call its data. */
 ZSH_RANK_TEST(direct, more_direct_calls_in_flight_than_mailbox_slots_keep_order_and_data)
 {
-    enum { CALLS = 9, COUNT = 4096 };
+    enum { CALLS = 9, COUNT = 8192 }; /* above what boards take eager */
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), k, r;
     float *send = zsh_check_alloc(CALLS * COUNT * sizeof(float));
     float *recv = zsh_check_alloc((size_t)CALLS * COUNT * (size_t)n * sizeof(float));

@@ -10,8 +10,11 @@
 #include "coll/check.h"
 
 #include "coll/task.h"
+#include "transports/shm/board.h"
+#include "transports/ucx/ucx.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 /* A communicator whose eager calls use mailboxes, or a skip saying why not. */
 #define ZSH_EAGER_BOX_OR_SKIP(_comm) \
@@ -202,4 +205,131 @@ ZSH_RANK_TEST(eager, many_calls_in_flight_on_up_to_eight_ranks_without_boards_ke
     comm->board = false;
     zsh_eager_many_in_flight(comm);
     comm->board = board;
+}
+
+/*
+ * On boards, calls of up to 16 KiB go eager and each rank reads its peers'
+ * inputs where they lie. Nine of them in flight, more than a board has
+ * slots, all-reduce in place among them: a message that has to wait for its
+ * slot still goes out with the input as it was when the call was made.
+ */
+ZSH_RANK_TEST(eager, calls_of_up_to_16_kib_on_boards_keep_order_and_data_even_in_place)
+{
+    enum { CALLS = 9, TOTAL = ZSH_DESC_BOARD_INLINE_MAX / sizeof(float) };
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), k, r;
+    size_t blk = TOTAL / (size_t)n, i;
+    float *buf = zsh_check_alloc((size_t)CALLS * 2 * TOTAL * sizeof(float));
+    zsh_request_t *reqs[CALLS];
+
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    if (!comm->board) {
+        free(buf);
+        ZSH_SKIP("no boards here (ZSH_SHM=0, or cross-memory attach or memfd_create not "
+                 "permitted)");
+    }
+    for (k = 0; k < CALLS; k++) {
+        float *send = buf + (size_t)k * 2 * TOTAL, *recv = send + TOTAL;
+
+        for (i = 0; i < TOTAL; i++) {
+            send[i] = (float)(1000 * k + 10 * rank) + (float)(i % 5);
+        }
+        switch (k % 3) {
+        case 0: /* in place: the result overwrites the input the message carries */
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(send, send, TOTAL, ZSH_FLOAT32, ZSH_SUM,
+                                                     comm, &reqs[k]));
+            break;
+        case 1:
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_ireduce_scatter(send, recv, blk, ZSH_FLOAT32, ZSH_SUM,
+                                                          comm, &reqs[k]));
+            break;
+        default:
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallgather(send, recv, blk, ZSH_FLOAT32, comm,
+                                                     &reqs[k]));
+            break;
+        }
+        ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, reqs[k]->algo);
+        ZSH_EXPECT_TRUE(reqs[k]->desc_box);
+        for (r = 0; r < n; r++) {
+            ZSH_EXPECT_TRUE(reqs[k]->ops[r].req == NULL);
+        }
+    }
+    for (k = CALLS - 1; k >= 0; k--) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(reqs[k]));
+        zsh_request_free(reqs[k]);
+    }
+    ZSH_EXPECT_EQ(comm->box_sent, comm->box_tickets);
+    for (k = 0; k < CALLS; k++) {
+        const float *send = buf + (size_t)k * 2 * TOTAL, *recv = send + TOTAL;
+
+        for (i = 0; i < ((k % 3) ? blk : TOTAL); i++) {
+            /* sum over r of 1000k + 10r + x, x the element's pattern */
+            float x = (float)(((k % 3 == 1) ? (size_t)rank * blk + i : i) % 5);
+
+            if (k % 3 == 0) {
+                ZSH_EXPECT_TRUE(send[i] == (float)(n * 1000 * k + 5 * n * (n - 1)) + n * x);
+            } else if (k % 3 == 1) {
+                ZSH_EXPECT_TRUE(recv[i] == (float)(n * 1000 * k + 5 * n * (n - 1)) + n * x);
+            } else {
+                for (r = 0; r < n; r++) {
+                    ZSH_EXPECT_TRUE(recv[(size_t)r * blk + i] ==
+                                    (float)(1000 * k + 10 * r) + (float)(i % 5));
+                }
+            }
+        }
+    }
+    free(buf);
+}
+
+/*
+ * An all-reduce in place whose board slot is still held by a reader of the
+ * message four tickets before: it takes every peer's input meanwhile, but
+ * must not write its result over its input before its own message went out
+ * with that input. Rank 0 holds its own slot with a stand-in for the older
+ * message until its call has matched every peer's.
+ */
+ZSH_RANK_TEST(eager, an_all_reduce_in_place_waiting_for_its_board_slot_sends_its_input_unchanged)
+{
+    enum { COUNT = 1024 };
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), spins;
+    const zsh_box_seg_t *own = &comm->ctx->tl_ctx->box_self;
+    uint64_t ticket, hold = 0;
+    zsh_box_parts_t parts = {&hold, sizeof(hold), NULL, 0};
+    float buf[COUNT] = {0};
+    zsh_request_t *req;
+    size_t i;
+
+    ZSH_EAGER_ALL_OR_SKIP(comm);
+    if (!comm->board) {
+        ZSH_SKIP("no boards here (ZSH_SHM=0, or cross-memory attach or memfd_create not "
+                 "permitted)");
+    }
+    /* Calls enough that the slot has held an older message. */
+    for (spins = 0; spins < ZSH_BOARD_SLOTS; spins++) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_allreduce(buf, buf + 1, 1, ZSH_FLOAT32, ZSH_SUM, comm));
+    }
+    ticket = comm->box_tickets;
+    if (rank == 0) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_board_put(own, comm->id, comm->uid,
+                                                ticket - ZSH_BOARD_SLOTS, 1, &parts));
+    }
+    for (i = 0; i < COUNT; i++) {
+        buf[i] = (float)(10 * rank) + (float)(i % 3);
+    }
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(buf, buf, COUNT, ZSH_FLOAT32, ZSH_SUM, comm, &req));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, req->algo);
+    if (rank == 0) {
+        for (spins = 0; (req->desc_state < ZSH_DESC_MATCHED) && (spins < 100000); spins++) {
+            ZSH_EXPECT_STATUS(ZSH_INPROGRESS, zsh_request_test(req));
+            usleep(10);
+        }
+        ZSH_EXPECT_TRUE(req->desc_state >= ZSH_DESC_MATCHED);
+        ZSH_EXPECT_TRUE(!req->box_sent);
+        ZSH_EXPECT_STATUS(ZSH_INPROGRESS, zsh_request_test(req));
+        zsh_board_release(own, comm->id, ticket - ZSH_BOARD_SLOTS);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    for (i = 0; i < COUNT; i++) {
+        ZSH_EXPECT_TRUE(buf[i] == (float)(5 * n * (n - 1)) + (float)n * (float)(i % 3));
+    }
 }

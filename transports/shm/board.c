@@ -5,16 +5,19 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+
 /*
- * One slot: a message as a mailbox slot holds it (box.h), and on a line of
- * its own the number of readers that have yet to take it. Readers poll the
- * state's line; they count themselves off elsewhere, so that one reader's
- * decrement does not take that line away from the others.
+ * One slot: a message as a mailbox slot holds it (box.h), only longer, and
+ * on a line of its own the number of readers that have yet to release it.
+ * Readers poll the state's line; they count themselves off elsewhere, so
+ * that one reader's decrement does not take that line away from the others.
  */
 typedef struct zsh_board_slot {
-    zsh_box_msg_t    m;
+    zsh_box_msg_t    h;
+    uint8_t          msg[ZSH_BOARD_MSG_MAX];
+    uint8_t          pad[48];
     _Atomic uint32_t readers;
-    uint8_t          pad[60];
+    uint8_t          pad_readers[60];
 } zsh_board_slot_t;
 
 _Static_assert(sizeof(zsh_board_slot_t) % 64 == 0, "slots start on cache lines");
@@ -34,43 +37,53 @@ static zsh_board_slot_t *zsh_board_slot(const zsh_box_seg_t *seg, unsigned board
 }
 
 zsh_status_t zsh_board_put(const zsh_box_seg_t *seg, unsigned board, uint64_t key,
-                           uint64_t ticket, uint32_t readers, const void *buf, size_t len)
+                           uint64_t ticket, uint32_t readers, const zsh_box_parts_t *parts)
 {
+    size_t len = parts->head_len + parts->body_len;
     zsh_board_slot_t *slot;
 
-    if ((board >= ZSH_BOARD_COUNT) || (len > ZSH_BOX_MSG_MAX) || (readers == 0)) {
+    if ((board >= ZSH_BOARD_COUNT) || (len > ZSH_BOARD_MSG_MAX) || (readers == 0)) {
         return zsh_error(ZSH_ERR_INTERNAL, "board %u, message of %zu bytes for %u readers: out "
                          "of range", board, len, readers);
     }
     slot = zsh_board_slot(seg, board, ticket);
     /* A slot full under another key was left by an earlier communicator
      * with this id, whose members are done with it. */
-    if (zsh_box_msg_held(&slot->m, key) &&
+    if (zsh_box_msg_held(&slot->h, key) &&
         (atomic_load_explicit(&slot->readers, memory_order_acquire) > 0)) {
         return ZSH_INPROGRESS;
     }
-    /* Every reader of the previous message has taken it, and none polls
+    /* Every reader of the previous message has released it, and none polls
      * for its word again: the slot is ours until the message is published. */
     atomic_store_explicit(&slot->readers, readers, memory_order_relaxed);
-    zsh_box_msg_write(&slot->m, key, ticket, buf, len);
+    zsh_box_msg_write(&slot->h, slot->msg, key, ticket, parts);
     return ZSH_OK;
 }
 
-zsh_status_t zsh_board_take(const zsh_box_seg_t *seg, unsigned board, uint64_t key,
-                            uint64_t ticket, void *buf, size_t cap, size_t *len_p)
+zsh_status_t zsh_board_peek(const zsh_box_seg_t *seg, unsigned board, uint64_t key,
+                            uint64_t ticket, const void **msg_p, size_t *len_p)
 {
-    zsh_board_slot_t *slot;
-    zsh_status_t status;
+    const zsh_board_slot_t *slot;
 
     if (board >= ZSH_BOARD_COUNT) {
         return zsh_error(ZSH_ERR_INTERNAL, "board %u: out of range", board);
     }
-    slot   = zsh_board_slot(seg, board, ticket);
-    status = zsh_box_msg_read(&slot->m, key, ticket, buf, cap, len_p);
-    if (status != ZSH_INPROGRESS) {
-        /* Taken, or dropped as too long. Release: our reads of the slot
-         * happen before the writer reuses it. */
-        atomic_fetch_sub_explicit(&slot->readers, 1, memory_order_release);
+    slot = zsh_board_slot(seg, board, ticket);
+    if (!zsh_box_msg_there(&slot->h, key, ticket)) {
+        return ZSH_INPROGRESS;
     }
-    return status;
+    if (slot->h.len > ZSH_BOARD_MSG_MAX) {
+        return zsh_error(ZSH_ERR_MISMATCH, "a board message claims %llu bytes, more than a "
+                         "board holds", (unsigned long long)slot->h.len);
+    }
+    *msg_p = slot->msg;
+    *len_p = slot->h.len;
+    return ZSH_OK;
+}
+
+void zsh_board_release(const zsh_box_seg_t *seg, unsigned board, uint64_t ticket)
+{
+    /* Release: our reads of the slot happen before the writer reuses it. */
+    atomic_fetch_sub_explicit(&zsh_board_slot(seg, board, ticket)->readers, 1,
+                              memory_order_release);
 }

@@ -17,9 +17,8 @@
 #include <unistd.h>
 
 /*
- * One slot: a message and its state word (box.h), which says whose
- * message it holds, so that a reader never trusts contents by a field read
- * apart from it:
+ * One slot: a header (box.h) and the message, so that a reader never
+ * trusts contents by a field read apart from the state word:
  *
  *   63          32 31           1   0
  *  |  key hash:32  |  ticket:31   | full |
@@ -32,7 +31,11 @@
  * The first 48 bytes of a message share the header's cache line, so that a
  * descriptor with a few bytes of data crosses between cores as one line.
  */
-typedef zsh_box_msg_t zsh_box_slot_t;
+typedef struct zsh_box_slot {
+    zsh_box_msg_t h;
+    uint8_t       msg[ZSH_BOX_MSG_MAX];
+    uint8_t       pad[48];
+} zsh_box_slot_t;
 
 static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
 {
@@ -42,9 +45,11 @@ static uint64_t zsh_box_word(uint64_t key, uint64_t ticket, bool full)
 }
 
 /* Bytes of a message on the header's line. */
-#define ZSH_BOX_HEAD_MSG (64 - offsetof(zsh_box_msg_t, msg))
+#define ZSH_BOX_HEAD_MSG (64 - sizeof(zsh_box_msg_t))
 
-_Static_assert(sizeof(zsh_box_msg_t) % 64 == 0, "slots start on cache lines");
+_Static_assert(sizeof(zsh_box_slot_t) % 64 == 0, "slots start on cache lines");
+_Static_assert(offsetof(zsh_box_slot_t, msg) == sizeof(zsh_box_msg_t),
+               "a message starts right after its header");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "slot states must be lock-free to be shared");
 
 bool zsh_box_msg_held(const zsh_box_msg_t *m, uint64_t key)
@@ -54,27 +59,47 @@ bool zsh_box_msg_held(const zsh_box_msg_t *m, uint64_t key)
     return (state & 1) && ((state >> 32) == (zsh_box_word(key, 0, false) >> 32));
 }
 
-void zsh_box_msg_write(zsh_box_msg_t *m, uint64_t key, uint64_t ticket, const void *buf,
-                       size_t len)
+bool zsh_box_msg_there(const zsh_box_msg_t *m, uint64_t key, uint64_t ticket)
 {
+    return atomic_load_explicit(&m->state, memory_order_acquire) ==
+           zsh_box_word(key, ticket, true);
+}
+
+/* Copy bytes [@from, @to) of the message @parts make into @msg. */
+static void zsh_box_msg_copy(uint8_t *msg, const zsh_box_parts_t *parts, size_t from, size_t to)
+{
+    size_t split = parts->head_len, end;
+
+    if (from < split) {
+        end = (to < split) ? to : split;
+        memcpy(msg + from, (const uint8_t *)parts->head + from, end - from);
+        from = end;
+    }
+    if (from < to) {
+        memcpy(msg + from, (const uint8_t *)parts->body + (from - split), to - from);
+    }
+}
+
+void zsh_box_msg_write(zsh_box_msg_t *m, uint8_t *msg, uint64_t key, uint64_t ticket,
+                       const zsh_box_parts_t *parts)
+{
+    size_t len  = parts->head_len + parts->body_len;
+    size_t line = (len < ZSH_BOX_HEAD_MSG) ? len : ZSH_BOX_HEAD_MSG;
+
     /* The lines the reader does not poll first, then the header's line in
      * one go, so that the reader's polling takes it from us only once. */
-    if (len > ZSH_BOX_HEAD_MSG) {
-        memcpy(m->msg + ZSH_BOX_HEAD_MSG, (const uint8_t *)buf + ZSH_BOX_HEAD_MSG,
-               len - ZSH_BOX_HEAD_MSG);
-    }
-    memcpy(m->msg, buf, (len < ZSH_BOX_HEAD_MSG) ? len : ZSH_BOX_HEAD_MSG);
+    zsh_box_msg_copy(msg, parts, line, len);
+    zsh_box_msg_copy(msg, parts, 0, line);
     m->len = len;
     atomic_store_explicit(&m->state, zsh_box_word(key, ticket, true), memory_order_release);
 }
 
-zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, uint64_t key, uint64_t ticket, void *buf,
-                              size_t cap, size_t *len_p)
+zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, const uint8_t *msg, uint64_t key,
+                              uint64_t ticket, void *buf, size_t cap, size_t *len_p)
 {
     size_t len;
 
-    if (atomic_load_explicit(&m->state, memory_order_acquire) !=
-        zsh_box_word(key, ticket, true)) {
+    if (!zsh_box_msg_there(m, key, ticket)) {
         return ZSH_INPROGRESS;
     }
     len = m->len;
@@ -82,7 +107,7 @@ zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, uint64_t key, uint64_t tic
         return zsh_error(ZSH_ERR_MISMATCH, "a %zu-byte message is longer than the %zu-byte "
                          "receive", len, cap);
     }
-    memcpy(buf, m->msg, len);
+    memcpy(buf, msg, len);
     *len_p = len;
     return ZSH_OK;
 }
@@ -218,6 +243,7 @@ void zsh_box_release(zsh_box_seg_t *seg)
 zsh_status_t zsh_box_put(const zsh_box_seg_t *seg, unsigned box, uint64_t key, uint64_t ticket,
                          const void *buf, size_t len)
 {
+    zsh_box_parts_t parts = {buf, len, NULL, 0};
     zsh_box_slot_t *slot;
 
     if ((box >= ZSH_BOX_COUNT) || (len > ZSH_BOX_MSG_MAX)) {
@@ -225,10 +251,10 @@ zsh_status_t zsh_box_put(const zsh_box_seg_t *seg, unsigned box, uint64_t key, u
                          len);
     }
     slot = zsh_box_slot(seg, box, ticket);
-    if (zsh_box_msg_held(slot, key)) {
+    if (zsh_box_msg_held(&slot->h, key)) {
         return ZSH_INPROGRESS; /* our previous message in this slot is still there */
     }
-    zsh_box_msg_write(slot, key, ticket, buf, len);
+    zsh_box_msg_write(&slot->h, slot->msg, key, ticket, &parts);
     return ZSH_OK;
 }
 
@@ -242,10 +268,10 @@ zsh_status_t zsh_box_take(const zsh_box_seg_t *seg, unsigned box, uint64_t key, 
         return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u: out of range", box);
     }
     slot   = zsh_box_slot(seg, box, ticket);
-    status = zsh_box_msg_read(slot, key, ticket, buf, cap, len_p);
+    status = zsh_box_msg_read(&slot->h, slot->msg, key, ticket, buf, cap, len_p);
     if (status != ZSH_INPROGRESS) {
         /* Taken, or dropped as too long: the slot goes back either way. */
-        atomic_store_explicit(&slot->state, zsh_box_word(key, ticket, false),
+        atomic_store_explicit(&slot->h.state, zsh_box_word(key, ticket, false),
                               memory_order_release);
     }
     return status;

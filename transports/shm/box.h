@@ -42,29 +42,42 @@ typedef struct zsh_box_seg {
     size_t len;
 } zsh_box_seg_t;
 
-/* A message in a slot, and the state word that says whose it is: a key's
- * hash, a ticket, and whether the slot is full. Mailbox and board slots
- * (board.h) both start with one. */
+/* A slot's header: the state word that says whose message the slot holds
+ * (a key's hash, a ticket, and whether it is full), and the message's
+ * length. The message's bytes follow it; mailbox and board slots (board.h)
+ * differ in how many they hold. */
 typedef struct zsh_box_msg {
     _Atomic uint64_t state;
     uint64_t         len;
-    uint8_t          msg[ZSH_BOX_MSG_MAX];
-    uint8_t          pad[48];
 } zsh_box_msg_t;
+
+/* A message as two pieces, one after the other: a head (a descriptor, say)
+ * and a body (its data, straight from where it lies). */
+typedef struct zsh_box_parts {
+    const void *head;
+    size_t      head_len;
+    const void *body;
+    size_t      body_len;
+} zsh_box_parts_t;
 
 /* Whether @m is full with a message under @key. */
 bool zsh_box_msg_held(const zsh_box_msg_t *m, uint64_t key);
 
-/* Fill @m with message @ticket of @key, @len bytes, and publish it. */
-void zsh_box_msg_write(zsh_box_msg_t *m, uint64_t key, uint64_t ticket, const void *buf,
-                       size_t len);
+/* Whether @m is full with exactly message @ticket of @key (acquire: its
+ * bytes may be read once this says so). */
+bool zsh_box_msg_there(const zsh_box_msg_t *m, uint64_t key, uint64_t ticket);
 
-/* Copy message @ticket of @key out of @m into @buf of @cap bytes, its length
- * in *@len_p: ZSH_INPROGRESS while it is not there, ZSH_ERR_MISMATCH (and
- * nothing copied) if it is longer than @cap. The caller then hands the slot
- * back its own way. */
-zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, uint64_t key, uint64_t ticket, void *buf,
-                              size_t cap, size_t *len_p);
+/* Fill the slot of header @m and bytes @msg with message @ticket of @key,
+ * and publish it. */
+void zsh_box_msg_write(zsh_box_msg_t *m, uint8_t *msg, uint64_t key, uint64_t ticket,
+                       const zsh_box_parts_t *parts);
+
+/* Copy message @ticket of @key out of the slot into @buf of @cap bytes, its
+ * length in *@len_p: ZSH_INPROGRESS while it is not there, ZSH_ERR_MISMATCH
+ * (and nothing copied) if it is longer than @cap. The caller then hands the
+ * slot back its own way. */
+zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, const uint8_t *msg, uint64_t key,
+                              uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 
 /* Bytes at the start of a segment that the boxes take; the boards follow. */
 size_t zsh_box_region_len(void);

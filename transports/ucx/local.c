@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert((ZSH_TL_BOXES == ZSH_BOX_COUNT) && (ZSH_TL_BOX_MSG_MAX == ZSH_BOX_MSG_MAX),
+_Static_assert((ZSH_TL_BOXES == ZSH_BOX_COUNT) && (ZSH_TL_BOX_MSG_MAX == ZSH_BOX_MSG_MAX) &&
+                   (ZSH_TL_BOARD_MSG_MAX == ZSH_BOARD_MSG_MAX),
                "the transport's mailboxes are transports/shm's");
 
 void zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_config_t *cfg, zsh_ucx_addr_hdr_t *hdr)
@@ -161,26 +162,32 @@ zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
 }
 
 zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
-                               uint32_t readers, const void *buf, size_t len)
+                               uint32_t readers, const zsh_box_parts_t *parts)
 {
     if (ctx->box_self.base == NULL) {
         return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no boards (ZSH_SHM)", ctx->self);
     }
-    return zsh_board_put(&ctx->box_self, box, key, ticket, readers, buf, len);
+    return zsh_board_put(&ctx->box_self, box, key, ticket, readers, parts);
 }
 
-zsh_status_t zsh_ucx_board_take(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
-                                uint64_t ticket, void *buf, size_t cap, size_t *len_p)
+zsh_status_t zsh_ucx_board_peek(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                                uint64_t ticket, const void **msg_p, size_t *len_p)
 {
     zsh_box_seg_t *seg;
     zsh_status_t status;
 
     status = zsh_ucx_box_peer(ctx, peer, &seg);
     if (status == ZSH_OK) {
-        status = zsh_board_take(seg, box, key, ticket, buf, cap, len_p);
+        status = zsh_board_peek(seg, box, key, ticket, msg_p, len_p);
     }
     if (status == ZSH_ERR_MISMATCH) {
         zsh_error_prefix("from rank %d: ", peer);
     }
     return status;
+}
+
+void zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket)
+{
+    /* Peeked at, so the peer's segment is mapped. */
+    zsh_board_release(&ctx->box_peers[peer], box, ticket);
 }

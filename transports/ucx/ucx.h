@@ -122,8 +122,9 @@ zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
 zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                               uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
-                               uint32_t readers, const void *buf, size_t len);
-zsh_status_t zsh_ucx_board_take(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
-                                uint64_t ticket, void *buf, size_t cap, size_t *len_p);
+                               uint32_t readers, const zsh_box_parts_t *parts);
+zsh_status_t zsh_ucx_board_peek(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
+                                uint64_t ticket, const void **msg_p, size_t *len_p);
+void         zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket);
 
 #endif
