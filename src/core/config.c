@@ -41,19 +41,19 @@ static const zsh_config_field_t zsh_config_table[] = {
      ZSH_CFG_OFF(small_msg_size), ZSH_CONFIG_SIZE, NULL},
     {"ALLGATHER_ALGO", NULL, "auto", "All-gather algorithm: auto, ring, bruck, rma (one-sided reads), direct (one "
      "node: each rank copies its input into every peer's receive buffer, see ZSH_CMA) or eager "
-     "(2 to 8 ranks, up to 4 KiB in all: one message to each peer, or one on the rank's board, "
-     "see ZSH_SHM)",
+     "(2 to 8 ranks, up to 4 KiB in all, 16 KiB on boards: one message to each peer, or one on "
+     "the rank's board, see ZSH_SHM)",
      ZSH_CFG_OFF(allgather_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"REDUCE_SCATTER_ALGO", NULL, "auto", "Reduce-scatter algorithm: auto, ring, rd, direct (one node: each rank reads "
      "and reduces its block straight from its peers' send buffers, see ZSH_CMA) or eager (2 to 8 "
-     "ranks, up to 4 KiB in all: one message to each peer, or one on the rank's board, see "
-     "ZSH_SHM)",
+     "ranks, up to 4 KiB in all, 16 KiB on boards: one message to each peer, or one on the "
+     "rank's board, see ZSH_SHM)",
      ZSH_CFG_OFF(reduce_scatter_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"ALLREDUCE_ALGO", NULL, "auto",
      "All-reduce algorithm: auto, ring (reduce-scatter then all-gather), rd, direct "
      "(one node: each rank reduces its block from its peers' send buffers and writes the "
-     "result into their receive buffers) or eager (2 to 8 ranks, up to 4 KiB: one message to "
-     "each peer, or one on the rank's board, see ZSH_SHM)",
+     "result into their receive buffers) or eager (2 to 8 ranks, up to 4 KiB, 16 KiB on boards: "
+     "one message to each peer, or one on the rank's board, see ZSH_SHM)",
      ZSH_CFG_OFF(allreduce_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
     {"BROADCAST_ALGO", NULL, "auto", "Broadcast algorithm: auto or binomial (pipelined)",
      ZSH_CFG_OFF(broadcast_algo), ZSH_CONFIG_ENUM, zsh_algo_names},
@@ -66,15 +66,17 @@ static const zsh_config_field_t zsh_config_table[] = {
      ZSH_CFG_OFF(cma), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"SHM", NULL, "1",
      "Shared-memory mailboxes and boards: on ranks of one node, 1 sends the descriptor message "
-     "of an eager call (with its data, up to 4 KiB) or a direct one (with its addresses, then "
-     "its \"done\" message) through shared slots instead of UCX, for lower latency: on two "
-     "ranks into the peer's mailbox, on more onto the rank's own board, which every peer reads. "
+     "of an eager call (with its data) or a direct one (with its addresses, then its \"done\" "
+     "message) through shared slots instead of UCX, for lower latency: on two ranks into the "
+     "peer's mailbox (up to 4 KiB of data), on more onto the rank's own board (up to 16 KiB), "
+     "where every peer reads it in place. "
      "Needs what ZSH_CMA needs, and must be set alike on every rank; 0 sends through UCX",
      ZSH_CFG_OFF(shm), ZSH_CONFIG_ENUM, zsh_switch_names},
     {"DIRECT_MIN_SIZE", NULL, "4k",
      "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "
      "algorithms when every rank of the communicator is on one node (see ZSH_CMA), counted "
-     "once per round of recursive doubling: twice from 3 ranks, three times from 5, ...",
+     "once per round of recursive doubling: twice from 3 ranks, three times from 5, ...; "
+     "on 3 to 8 ranks with boards (see ZSH_SHM), calls of up to 16 KiB go eager first",
      ZSH_CFG_OFF(direct_min_size), ZSH_CONFIG_SIZE, NULL},
     {"STREAM_MIN_SIZE", NULL, "auto",
      "Bytes of an all-gather's send and receive buffers together above which the direct "
