@@ -420,20 +420,13 @@ void zsh_desc_abandon(zsh_task_t *task, zsh_status_t status)
  * pooled task. */
 static zsh_status_t zsh_desc_board_in(zsh_task_t *task)
 {
-    unsigned n = (unsigned)task->comm->size;
-    const void **in;
+    void *in = task->board_in;
+    zsh_status_t status;
 
-    if (n > task->board_in_cap) {
-        in = realloc(task->board_in, n * sizeof(*in));
-        if (in == NULL) {
-            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate %u board pointers",
-                             task->name, n);
-        }
-        task->board_in     = in;
-        task->board_in_cap = n;
-    }
-    memset(task->board_in, 0, n * sizeof(*task->board_in));
-    return ZSH_OK;
+    status = zsh_task_array(task, &in, &task->board_in_cap, (unsigned)task->comm->size,
+                            sizeof(*task->board_in), "board pointers");
+    task->board_in = in;
+    return status;
 }
 
 zsh_status_t zsh_desc_post(zsh_task_t *task)

@@ -87,21 +87,33 @@ void zsh_task_put(zsh_task_t *task)
     zsh_list_push_tail(&ctx->free_tasks, &task->link);
 }
 
+zsh_status_t zsh_task_array(zsh_task_t *task, void **arr_p, unsigned *cap_p, unsigned n,
+                            size_t esize, const char *what)
+{
+    void *arr;
+
+    if (n > *cap_p) {
+        arr = realloc(*arr_p, n * esize);
+        if (arr == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate %u %s", task->name, n,
+                             what);
+        }
+        *arr_p = arr;
+        *cap_p = n;
+    }
+    memset(*arr_p, 0, (size_t)*cap_p * esize);
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_task_ops(zsh_task_t *task, unsigned n)
 {
-    zsh_task_op_t *ops;
+    void *ops = task->ops;
+    zsh_status_t status;
 
-    if (n > task->ops_cap) {
-        ops = realloc(task->ops, n * sizeof(*ops));
-        if (ops == NULL) {
-            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_%s: cannot allocate %u operation slots",
-                             task->name, n);
-        }
-        task->ops     = ops;
-        task->ops_cap = n;
-    }
-    memset(task->ops, 0, task->ops_cap * sizeof(*task->ops));
-    return ZSH_OK;
+    status    = zsh_task_array(task, &ops, &task->ops_cap, n, sizeof(*task->ops),
+                               "operation slots");
+    task->ops = ops;
+    return status;
 }
 
 zsh_status_t zsh_task_scratch(zsh_task_t *task, size_t bytes, void **buf_p)

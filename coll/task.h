@@ -214,6 +214,12 @@ void         zsh_task_cancel(zsh_task_t *task);
 /* Block until @task completes; returns its status. */
 zsh_status_t zsh_task_wait(zsh_task_t *task);
 
+/* Grow the array *@arr_p of *@cap_p elements of @esize bytes, kept across
+ * uses of the pooled task, to at least @n (@what names them in the error),
+ * and zero it. */
+zsh_status_t zsh_task_array(zsh_task_t *task, void **arr_p, unsigned *cap_p, unsigned n,
+                            size_t esize, const char *what);
+
 /* Ensure @n zeroed op slots (all idle). */
 zsh_status_t zsh_task_ops(zsh_task_t *task, unsigned n);
 
