@@ -275,8 +275,8 @@ void zsh_desc_release(zsh_task_t *task)
     zsh_comm_t *comm = task->comm;
     int peer;
 
-    if (!task->desc_box || !comm->board) {
-        return;
+    if (!task->desc_box || !comm->board || (task->board_in_cap < (unsigned)comm->size)) {
+        return; /* nothing held, or no room was had to hold anything */
     }
     for (peer = 0; peer < comm->size; peer++) {
         if (task->board_in[peer] != NULL) {
@@ -305,7 +305,8 @@ static zsh_status_t zsh_desc_board_progress(zsh_task_t *task)
         task->desc_state = ZSH_DESC_MATCHED;
     }
     if (!task->box_sent) {
-        return ZSH_INPROGRESS; /* our descriptor lives in the task */
+        return ZSH_INPROGRESS; /* our descriptor lives in the task, its data maybe in the
+                                  caller's buffer */
     }
     task->desc_state = ZSH_DESC_VERIFIED;
     return ZSH_OK;
@@ -447,16 +448,16 @@ zsh_status_t zsh_desc_post(zsh_task_t *task)
     memset(&task->desc_in.desc, 0, sizeof(task->desc_in.desc));
     if ((comm->box || comm->board) &&
         ((task->algo == ZSH_ALGO_EAGER) || (task->algo == ZSH_ALGO_DIRECT))) {
-        if (comm->board) {
-            status = zsh_desc_board_in(task);
-            if (status != ZSH_OK) {
-                return status;
-            }
-        }
         task->desc_box   = true;
         task->box_ticket = comm->box_tickets;
         comm->box_tickets += task->box_done ? 2 : 1;
-        status           = zsh_desc_box_send(task);
+        /* After taking the tickets: a failure here revokes the communicator
+         * (zsh_desc_abandon), as the peers expect this call's message. */
+        status = comm->board ? zsh_desc_board_in(task) : ZSH_OK;
+        if (status != ZSH_OK) {
+            return status;
+        }
+        status = zsh_desc_box_send(task);
         return (status == ZSH_INPROGRESS) ? ZSH_OK : status;
     }
     status = zsh_task_recv_upto(task, &task->desc_ops[0], zsh_desc_left(task), ZSH_TAG_STEP_DESC,

@@ -118,8 +118,9 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
         }
         if ((algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes)) {
             return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs 2 to %d ranks and at most "
-                             "%zu bytes in all (%d on boards); this call has %d ranks and %zu "
-                             "bytes", rule->variable, ZSH_EAGER_MAX_RANKS, zsh_eager_max(comm),
+                             "%zu bytes in all on comm %u (%d where its ranks share boards, "
+                             "see ZSH_SHM); this call has %d ranks and %zu bytes",
+                             rule->variable, ZSH_EAGER_MAX_RANKS, zsh_eager_max(comm), comm->id,
                              ZSH_DESC_BOARD_INLINE_MAX, comm->size, total_bytes);
         }
         if (algo == ZSH_ALGO_AUTO) {

@@ -48,7 +48,8 @@ zsh_status_t zsh_board_put(const zsh_box_seg_t *seg, unsigned board, uint64_t ke
     }
     slot = zsh_board_slot(seg, board, ticket);
     /* A slot full under another key was left by an earlier communicator
-     * with this id, whose members are done with it. */
+     * with this id, whose members are done with it: ids are handed out
+     * round all ZSH_BOARD_COUNT before one comes back (comm/split.c). */
     if (zsh_box_msg_held(&slot->h, key) &&
         (atomic_load_explicit(&slot->readers, memory_order_acquire) > 0)) {
         return ZSH_INPROGRESS;
