@@ -218,15 +218,15 @@ ZSH_RANK_TEST(eager, calls_of_up_to_16_kib_on_boards_keep_order_and_data_even_in
     enum { CALLS = 9, TOTAL = ZSH_DESC_BOARD_INLINE_MAX / sizeof(float) };
     int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm), k, r;
     size_t blk = TOTAL / (size_t)n, i;
-    float *buf = zsh_check_alloc((size_t)CALLS * 2 * TOTAL * sizeof(float));
     zsh_request_t *reqs[CALLS];
+    float *buf;
 
     ZSH_EAGER_ALL_OR_SKIP(comm);
     if (!comm->board) {
-        free(buf);
         ZSH_SKIP("no boards here (ZSH_SHM=0, or cross-memory attach or memfd_create not "
                  "permitted)");
     }
+    buf = zsh_check_alloc((size_t)CALLS * 2 * TOTAL * sizeof(float));
     for (k = 0; k < CALLS; k++) {
         float *send = buf + (size_t)k * 2 * TOTAL, *recv = send + TOTAL;
 
