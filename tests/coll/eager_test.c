@@ -247,11 +247,10 @@ ZSH_RANK_TEST(eager, calls_of_up_to_16_kib_on_boards_keep_order_and_data_even_in
                                                      &reqs[k]));
             break;
         }
+        /* No check that UCX stays unused here: a call that waits 10 ms for
+         * a peer's board message (8 ranks under TSan) listens there too. */
         ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, reqs[k]->algo);
         ZSH_EXPECT_TRUE(reqs[k]->desc_box);
-        for (r = 0; r < n; r++) {
-            ZSH_EXPECT_TRUE(reqs[k]->ops[r].req == NULL);
-        }
     }
     for (k = CALLS - 1; k >= 0; k--) {
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(reqs[k]));
