@@ -19,7 +19,7 @@
  * (N+1)/2 times it for AVG, and with a learning rate of 1/4 the parameters
  * alternate between two exact values however many iterations run.
  */
-#include "perf/busbw.h"
+#include "busbw.h"
 
 #include <zeroshard.h>
 

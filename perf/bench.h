@@ -10,7 +10,7 @@
 #ifndef ZSH_PERF_BENCH_H_
 #define ZSH_PERF_BENCH_H_
 
-#include "perf/busbw.h"
+#include "busbw.h"
 
 #include <zeroshard/mpi.h>
 

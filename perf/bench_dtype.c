@@ -3,9 +3,9 @@
  * every sum over ranks is exact in every type, in any order (as nccl-tests
  * chooses its inputs); the check compares every element with its exact value.
  */
-#include "perf/bench.h"
+#include "bench.h"
 
-#include "perf/elem.h"
+#include "core/elem.h"
 
 #include <stdio.h>
 #include <string.h>

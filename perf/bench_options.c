@@ -2,7 +2,7 @@
  * zsh_bench's command line: OSU's short options (-m, -i, -x, -f, -c, -T)
  * plus the long ones of this benchmark.
  */
-#include "perf/bench.h"
+#include "bench.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -3,7 +3,7 @@
  * buffers as fit in twice the last-level cache (at most 1 GiB), and
  * successive calls rotate through them, so no call finds its data in cache.
  */
-#include "perf/bench.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>

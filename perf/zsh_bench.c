@@ -9,7 +9,7 @@
  * (perf/busbw.h): for allgather the gathered buffer, that is ranks times
  * OSU's per-rank message size; for reduce_scatter its input.
  */
-#include "perf/bench.h"
+#include "bench.h"
 
 #include <errno.h>
 #include <limits.h>

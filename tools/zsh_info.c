@@ -5,7 +5,7 @@
  * several may be combined. It links the internal library, so it reads the
  * config table and the topology code directly instead of duplicating them.
  */
-#include "config.h"
+#include <config.h>
 
 #include "core/config.h"
 #include "topo/topo.h"

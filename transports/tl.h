@@ -12,7 +12,7 @@
 #define ZSH_TRANSPORTS_TL_H_
 
 #include "core/config.h"
-#include "transports/shm/box.h" /* zsh_box_parts_t */
+#include "ucx/shm/box.h" /* zsh_box_parts_t */
 
 #include <zeroshard.h>
 

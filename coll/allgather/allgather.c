@@ -1,9 +1,9 @@
 /*
  * zsh_allgather and zsh_iallgather: validate, pick an algorithm, run.
  */
-#include "coll/algs.h"
-#include "coll/select.h"
-#include "coll/validate.h"
+#include "algo/algs.h"
+#include "select/select.h"
+#include "task/validate.h"
 
 #include "core/status.h"
 

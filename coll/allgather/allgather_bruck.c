@@ -4,7 +4,7 @@
  * and appends as many from rank + 2^k; a final rotation puts the blocks in
  * rank order. Latency-optimal, so it serves small messages.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * chunk, so a chunk moves on as soon as it lands. Receives go straight to
  * their final place: the only buffer is the result itself.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 
 #include "core/dtype.h"
 

@@ -9,7 +9,7 @@
  * (size - 1) * chunks rendezvous handshakes in the ring; each byte is still
  * copied once.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 
 #include "core/status.h"
 

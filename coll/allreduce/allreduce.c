@@ -3,9 +3,9 @@
  * reduce-scatter leaves each rank one reduced block of recvbuf, then a ring
  * all-gather spreads the blocks, in place. Small ones use recursive doubling.
  */
-#include "coll/algs.h"
-#include "coll/select.h"
-#include "coll/validate.h"
+#include "algo/algs.h"
+#include "select/select.h"
+#include "task/validate.h"
 
 #include "core/status.h"
 

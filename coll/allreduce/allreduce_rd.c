@@ -9,9 +9,9 @@
  * rank ends with bitwise-identical results. Everything runs in the
  * accumulation type; the result is rounded once, at the store.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 
-#include "coll/reduce/kernels.h"
+#include "reduce/kernels.h"
 #include "core/dtype.h"
 
 /* Round -1 pairs off the extra ranks, rounds [0, nrounds) exchange, round

@@ -3,8 +3,8 @@
  * messages; in round k a rank signals rank + 2^k and waits for rank - 2^k.
  * The same task, on the job's communicator, is the fence before teardown.
  */
-#include "coll/algs.h"
-#include "coll/validate.h"
+#include "algo/algs.h"
+#include "task/validate.h"
 
 static zsh_status_t zsh_dissemination_post(zsh_task_t *task)
 {

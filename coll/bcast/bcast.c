@@ -3,9 +3,9 @@
  * chunk c to its children while chunk c + 1 is still arriving. The root
  * serves its largest subtree first.
  */
-#include "coll/algs.h"
-#include "coll/select.h"
-#include "coll/validate.h"
+#include "algo/algs.h"
+#include "select/select.h"
+#include "task/validate.h"
 
 #include "core/status.h"
 

@@ -10,7 +10,7 @@
  * with a runtime overlap check, which an exact alias passes, so in-place
  * calls still take the vector loop.
  */
-#include "coll/reduce/kernels.h"
+#include "reduce/kernels.h"
 
 #include "core/half.h"
 #include "core/dtype.h"

@@ -5,9 +5,9 @@
  * is complete. Partials travel in the accumulation type (fp32 for fp16 and
  * bf16), so half precision is rounded once, by the rank that stores it.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 
-#include "coll/reduce/kernels.h"
+#include "reduce/kernels.h"
 #include "core/dtype.h"
 
 zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,

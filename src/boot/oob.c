@@ -1,12 +1,11 @@
 #include "boot/oob.h"
 
-#include "coll/tag.h"
 #include "core/clock.h"
 #include "core/status.h"
 
 #include <time.h>
 
-zsh_status_t zsh_oob_check(const zsh_oob_t *oob)
+zsh_status_t zsh_oob_check(const zsh_oob_t *oob, unsigned max_size)
 {
     if (oob == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init_oob: oob is NULL");
@@ -15,9 +14,9 @@ zsh_status_t zsh_oob_check(const zsh_oob_t *oob)
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "zsh_comm_init_oob: oob->allgather, oob->test and oob->free must be set");
     }
-    if ((oob->size < 1) || ((unsigned)oob->size > ZSH_MAX_RANKS)) {
+    if ((oob->size < 1) || ((unsigned)oob->size > max_size)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init_oob: oob->size=%d is not in [1, %u]",
-                         oob->size, ZSH_MAX_RANKS);
+                         oob->size, max_size);
     }
     if ((oob->rank < 0) || (oob->rank >= oob->size)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init_oob: oob->rank=%d is not in [0, %d)",

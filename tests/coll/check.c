@@ -1,8 +1,8 @@
 #include "coll/check.h"
 
-#include "coll/algs.h"
+#include "algo/algs.h"
 
-#include "perf/elem.h"
+#include "core/elem.h"
 
 #include <math.h>
 #include <stdint.h>

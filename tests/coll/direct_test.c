@@ -4,12 +4,12 @@
  * against exact references. The every-dtype reference matrices run them too
  * (allgather_test.c, reduce_scatter_test.c, allreduce_test.c).
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 #include "coll/check.h"
 
-#include "coll/task.h"
+#include "task/task.h"
 #include "core/dtype.h"
-#include "transports/cma/cma.h"
+#include "ucx/cma/cma.h"
 
 #include <stdint.h>
 #include <stdio.h>

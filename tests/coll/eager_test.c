@@ -6,12 +6,12 @@
  * calls in flight at once, more than a box has slots, keep their order and
  * their data. The reference matrices check every type and op through it too.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 #include "coll/check.h"
 
-#include "coll/task.h"
-#include "transports/shm/board.h"
-#include "transports/ucx/ucx.h"
+#include "task/task.h"
+#include "ucx/shm/board.h"
+#include "ucx/ucx.h"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
  * rank that skips one. Each case runs on a communicator of its own, split
  * off for it, since a mismatch leaves its communicator revoked.
  */
-#include "coll/algs.h"
+#include "algo/algs.h"
 #include "coll/check.h"
 
 #include <stdlib.h>

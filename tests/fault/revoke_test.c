@@ -6,7 +6,7 @@
  */
 #include "coll/check.h"
 
-#include "coll/task.h"
+#include "task/task.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  */
 #include "gtest/zsh_test.h"
 
-#include "transports/shm/board.h"
+#include "ucx/shm/board.h"
 
 #include <string.h>
 #include <unistd.h>

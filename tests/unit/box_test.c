@@ -5,7 +5,7 @@
  */
 #include "gtest/zsh_test.h"
 
-#include "transports/shm/box.h"
+#include "ucx/shm/box.h"
 
 #include <errno.h>
 #include <stdio.h>

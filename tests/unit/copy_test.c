@@ -3,7 +3,7 @@
  * side, lengths below, at and around the line size, and a buffer larger than
  * a cache, with guard bytes on both sides that must stay as they were.
  */
-#include "coll/copy.h"
+#include "algo/copy.h"
 #include "gtest/zsh_test.h"
 
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * accumulation type after every step (exact for the +, *, / of fp32 values),
  * and integers are computed in uint64_t and truncated to their width.
  */
-#include "coll/reduce/kernels.h"
+#include "reduce/kernels.h"
 #include "core/dtype.h"
 #include "gtest/zsh_test.h"
 #include "unit/half_ref.h"

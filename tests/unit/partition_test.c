@@ -1,7 +1,7 @@
 #include "gtest/zsh_test.h"
 
-#include "coll/partition.h"
-#include "coll/tag.h"
+#include "base/partition.h"
+#include "base/tag.h"
 
 ZSH_TEST(partition, blocks_cover_the_vector_exactly_and_differ_by_at_most_one)
 {

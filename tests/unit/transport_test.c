@@ -1,8 +1,8 @@
 #include "gtest/zsh_test.h"
 
 #include "core/clock.h"
-#include "transports/cma/cma.h"
-#include "transports/tl.h"
+#include "ucx/cma/cma.h"
+#include "tl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

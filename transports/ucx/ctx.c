@@ -3,7 +3,7 @@
  * an endpoint to every rank, and an event descriptor so that waiters sleep
  * instead of spinning when ranks outnumber cores.
  */
-#include "transports/ucx/ucx.h"
+#include "ucx/ucx.h"
 
 #include "core/clock.h"
 #include "core/log.h"

@@ -5,7 +5,7 @@
  * endpoints that report peer failures, and its shared-memory messages cost
  * more than a two-rank exchange of a few bytes should.
  */
-#include "transports/ucx/ucx.h"
+#include "ucx/ucx.h"
 
 #include "core/log.h"
 #include "core/status.h"

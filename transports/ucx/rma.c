@@ -1,7 +1,7 @@
 /*
  * One-sided access over UCX: registration, remote keys, put/get and flush.
  */
-#include "transports/ucx/ucx.h"
+#include "ucx/ucx.h"
 
 #include "core/status.h"
 

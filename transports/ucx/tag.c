@@ -1,7 +1,7 @@
 /*
  * Tagged messages over UCX, and the request bookkeeping shared with RMA.
  */
-#include "transports/ucx/ucx.h"
+#include "ucx/ucx.h"
 
 #include "core/status.h"
 

@@ -5,10 +5,10 @@
 #ifndef ZSH_TRANSPORTS_UCX_UCX_H_
 #define ZSH_TRANSPORTS_UCX_UCX_H_
 
-#include "transports/cma/cma.h"
-#include "transports/shm/board.h"
-#include "transports/shm/box.h"
-#include "transports/tl.h"
+#include "ucx/cma/cma.h"
+#include "ucx/shm/board.h"
+#include "ucx/shm/box.h"
+#include "tl.h"
 
 #include <ucp/api/ucp.h>
 

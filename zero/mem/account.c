@@ -1,0 +1,46 @@
+#include "mem/account.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ZSH_ACCOUNT_ALIGN 64
+
+void zsh_account_hold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
+{
+    if (acct == NULL) {
+        return;
+    }
+    acct->cur[kind] += bytes;
+    if (acct->cur[kind] > acct->peak[kind]) {
+        acct->peak[kind] = acct->cur[kind];
+    }
+}
+
+void zsh_account_unhold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
+{
+    if (acct != NULL) {
+        acct->cur[kind] -= bytes;
+    }
+}
+
+void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
+{
+    void *ptr;
+
+    /* posix_memalign wants a non-zero size for a pointer that free() takes. */
+    if (posix_memalign(&ptr, ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) != 0) {
+        return NULL;
+    }
+    memset(ptr, 0, bytes);
+    zsh_account_hold(acct, kind, bytes);
+    return ptr;
+}
+
+void zsh_account_free(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_t bytes)
+{
+    if (ptr == NULL) {
+        return;
+    }
+    free(ptr);
+    zsh_account_unhold(acct, kind, bytes);
+}

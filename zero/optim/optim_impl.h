@@ -1,0 +1,130 @@
+/*
+ * The optimizer layer's internals, shared by its files: the parameter and
+ * bucket records, and the entry points one file offers another.
+ *
+ * Layout: parameters are appended, in registration order, to flat buckets
+ * (src/shard/bucket.c). Bucket b has T elements, a per-rank shard of
+ * count = ceil(T / N), and this rank owns the flat range [lo, hi). Every
+ * per-element array of the layer is indexed by flat position: from 0 when it
+ * is full (stage 0 states, stage 0-1 gradients), from lo when it is a shard.
+ */
+#ifndef ZSH_OPTIM_OPTIM_IMPL_H_
+#define ZSH_OPTIM_OPTIM_IMPL_H_
+
+#include "mem/account.h"
+#include "optim/rule.h"
+#include "optim/prefetch.h"
+#include "optim/scaler.h"
+#include "shard/shard_impl.h"
+
+#include <zeroshard/optim.h>
+
+#include <stdbool.h>
+
+typedef struct zsh_obucket {
+    zsh_bucket_t   *layout;      /* the views */
+    zsh_param_t   **params;      /* in view order */
+    size_t          nparams;
+    size_t          numel;       /* T */
+    size_t          count;       /* ceil(T / N) */
+    size_t          lo, hi;      /* owned flat range */
+    size_t          pending;     /* parameters still without a gradient this step */
+    void           *grad_full;   /* stages 0-1: T (stage 0) or N * count elements */
+    void           *grad_shard;  /* stages 2-3: count elements */
+    void           *staging;     /* stages 2-3: N * count elements while collecting */
+    zsh_request_t  *req;         /* the gradient reduction in flight */
+    float          *master;      /* mixed precision: fp32 weights of the state region */
+    float          *m, *v;       /* optimizer states of the state region (v: Adam only) */
+    zsh_shard_t    *pshard;      /* stage 3: the parameter shard */
+    int             refs;        /* stage 3: parameters fetched and not released */
+    bool            prefetched;  /* stage 3: gathered ahead of use, not fetched yet */
+    unsigned long   last_use;    /* stage 3: tick of the last fetch, for eviction */
+} zsh_obucket_t;
+
+struct zsh_param {
+    char   *name;
+    size_t  numel;
+    void   *buf;       /* the framework's buffer */
+    size_t  bucket;    /* index into opt->buckets */
+    size_t  offset;    /* first flat element in the bucket */
+    bool    fetched;
+    bool    has_grad;
+};
+
+struct zsh_optim {
+    zsh_comm_t        *comm;
+    int                rank, size;
+    zsh_optim_config_t cfg;       /* defaults resolved */
+    size_t             esize;     /* bytes per parameter element */
+    bool               mixed;     /* bf16/fp16 parameters with fp32 master weights */
+    int                nstates;   /* fp32 states per element: 2 Adam, 1 SGD with momentum, 0 */
+    zsh_param_t      **params;
+    size_t             nparams, maxparams;
+    zsh_obucket_t     *buckets;
+    size_t             nbuckets;
+    bool               ready;     /* layout built */
+    zsh_account_t      acct;
+    size_t             comm_bytes;      /* since the last step */
+    size_t             live_bytes;      /* stage 3: gathered bucket bytes */
+    size_t             staging_bytes;   /* stages 2-3: gradient staging bytes */
+    unsigned long      tick;
+    zsh_scaler_t       scaler;
+    zsh_prefetch_t     prefetch;
+    unsigned long      updates;         /* steps applied (Adam's t) */
+    zsh_optim_stats_t  stats;           /* counters; bytes are filled in on request */
+};
+
+/* The part of @param's view that falls in the flat range [lo, hi), as
+ * [*s_p, *e_p); false if none. */
+static inline bool zsh_param_overlap(const zsh_param_t *param, size_t lo, size_t hi,
+                                     size_t *s_p, size_t *e_p)
+{
+    size_t s = (param->offset > lo) ? param->offset : lo;
+    size_t e = (param->offset + param->numel < hi) ? param->offset + param->numel : hi;
+
+    *s_p = s;
+    *e_p = e;
+    return s < e;
+}
+
+/* Offset of state-region arrays: full at stage 0, the owned shard after. */
+static inline size_t zsh_obucket_base(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return (opt->cfg.stage == 0) ? 0 : b->lo;
+}
+
+/* Elements of the state region (master, m, v). */
+static inline size_t zsh_obucket_region(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return (opt->cfg.stage == 0) ? b->numel : b->count;
+}
+
+/* Bytes of one full (gathered or staged) copy of a bucket. */
+static inline size_t zsh_obucket_full_bytes(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return b->count * (size_t)opt->size * opt->esize;
+}
+
+/* layout.c: buckets, shards and states. */
+zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
+void         zsh_optim_layout_free(zsh_optim_t *opt);
+
+/* grads.c: gradient collection and reduction. */
+zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt);
+void         zsh_optim_grads_reset(zsh_optim_t *opt);
+
+/* fetch.c: stage 3 gathers. */
+zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt);
+
+/* norm.c: the global gradient norm and overflow check. */
+zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p);
+
+/* update.c: apply the rule to the owned region and publish the parameters. */
+void         zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u);
+zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
+
+/* Convert @n elements between fp32 and the layer's half precision @dtype. */
+void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);
+void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * What the optimizer layer needs from sharded tensors beyond the public API:
+ * partition arithmetic it shares with them, and creation under its byte
+ * accounting, so gathered buffers are counted where they are allocated.
+ */
+#ifndef ZSH_SHARD_SHARD_IMPL_H_
+#define ZSH_SHARD_SHARD_IMPL_H_
+
+#include "mem/account.h"
+
+#include <zeroshard/shard.h>
+
+/* ceil(numel / nranks): elements per rank, padded. */
+static inline size_t zsh_shard_part_count(size_t numel, int nranks)
+{
+    return (numel + (size_t)nranks - 1) / (size_t)nranks;
+}
+
+/* The global range [*lo_p, *hi_p) rank @rank owns of @numel elements. */
+static inline void zsh_shard_part_range(size_t numel, int nranks, int rank, size_t *lo_p,
+                                        size_t *hi_p)
+{
+    size_t count = zsh_shard_part_count(numel, nranks);
+    size_t lo    = count * (size_t)rank;
+
+    *lo_p = (lo < numel) ? lo : numel;
+    *hi_p = (lo + count < numel) ? lo + count : numel;
+}
+
+/* zsh_shard_create() with the local shard counted as @local_kind and the
+ * gathered buffer as ZSH_MEM_BUFFERS in @acct (which may be NULL). */
+zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
+                                      zsh_account_t *acct, zsh_mem_kind_t local_kind,
+                                      zsh_shard_t **shard_p);
+
+/* Whether the tensor has a gathered buffer or a gather in flight. */
+int zsh_shard_is_gathered(const zsh_shard_t *shard);
+
+/* zsh_bucket_seal() with the flat shard counted as @local_kind in @acct. */
+zsh_status_t zsh_bucket_seal_counted(zsh_bucket_t *bucket, zsh_account_t *acct,
+                                     zsh_mem_kind_t local_kind, zsh_shard_t **shard_p);
+
+#endif
