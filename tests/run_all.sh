@@ -32,9 +32,11 @@ if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
     fi
 fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
-logs=(tests/zsh_tests.log tests/boot/run_env.sh.log tests/mpi/run.sh.log
-      tests/install/run_install.sh.log tests/distcheck.log tests/train/run_train.sh.log
-      tests/zsh_fault_tests.log tests/perf/run_bench.sh.log tests/build/run_vectorized.sh.log)
+logs=(tests/zsh_tests.log tests/system/boot/run_env.sh.log tests/system/mpi/run.sh.log
+      tests/system/install/run_install.sh.log tests/distcheck.log
+      tests/system/train/run_train.sh.log tests/zsh_fault_tests.log
+      tests/system/perf/run_bench.sh.log tests/system/build/run_vectorized.sh.log
+      tests/system/build/run_layers.sh.log tests/system/build/run_readme.sh.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"
@@ -51,10 +53,10 @@ fi
 # under memcheck). Their GoogleTest logs count below. ZSH_SANITIZERS=0 leaves
 # them out.
 if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
-    bash "$top/tests/sanitizers/run.sh" address || rc=1
-    bash "$top/tests/sanitizers/run.sh" thread || rc=1
-    echo "== libFuzzer: tests/fuzz/run_fuzz.sh ${ZSH_FUZZ_SECONDS:-60}"
-    bash "$top/tests/fuzz/run_fuzz.sh" "${ZSH_FUZZ_SECONDS:-60}" >tests/fuzz.log 2>&1 || rc=1
+    bash "$top/tests/system/sanitizers/run.sh" address || rc=1
+    bash "$top/tests/system/sanitizers/run.sh" thread || rc=1
+    echo "== libFuzzer: tests/system/fuzz/run_fuzz.sh ${ZSH_FUZZ_SECONDS:-60}"
+    bash "$top/tests/system/fuzz/run_fuzz.sh" "${ZSH_FUZZ_SECONDS:-60}" >tests/fuzz.log 2>&1 || rc=1
     tail -4 tests/fuzz.log
     echo "== make valgrind"
     make valgrind >tests/valgrind.log 2>&1 || {

@@ -3,11 +3,13 @@
  *
  * With no option it prints every section; each option selects sections, and
  * several may be combined. It links the internal library, so it reads the
- * config table and the topology code directly instead of duplicating them.
+ * config registry, the selection rule and the topology code directly
+ * instead of duplicating them.
  */
 #include <config.h>
 
 #include "core/config.h"
+#include "select/select.h"
 #include "topo/topo.h"
 
 #include <zeroshard.h>
@@ -16,6 +18,7 @@
 #include <getopt.h>
 #include <hwloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <ucp/api/ucp.h>
 
 enum {
@@ -24,7 +27,8 @@ enum {
     ZSH_INFO_DEVICES  = 1u << 2,
     ZSH_INFO_TOPOLOGY = 1u << 3,
     ZSH_INFO_CONFIG   = 1u << 4,
-    ZSH_INFO_ALL      = (1u << 5) - 1
+    ZSH_INFO_SELECT   = 1u << 5,
+    ZSH_INFO_ALL      = (1u << 6) - 1
 };
 
 /* What main() should do after parsing the command line. */
@@ -41,6 +45,7 @@ static void zsh_info_usage(FILE *out, const char *prog)
             "  -d, --devices    UCX transports and devices only\n"
             "  -t, --topology   node topology only\n"
             "  -c, --config     ZSH_* configuration variables only\n"
+            "  -s, --select     the collectives' algorithms and how auto picks one only\n"
             "  -h, --help       this text\n",
             prog);
 }
@@ -50,18 +55,19 @@ static zsh_info_action_t zsh_info_parse_args(int argc, char **argv, unsigned *se
     static const struct option longopts[] = {
         {"version", no_argument, NULL, 'v'}, {"features", no_argument, NULL, 'f'},
         {"devices", no_argument, NULL, 'd'}, {"topology", no_argument, NULL, 't'},
-        {"config", no_argument, NULL, 'c'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"config", no_argument, NULL, 'c'},  {"select", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},    {NULL, 0, NULL, 0}};
     unsigned sections = 0;
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "vfdtch", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "vfdtcsh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'v': sections |= ZSH_INFO_VERSION; break;
         case 'f': sections |= ZSH_INFO_FEATURES; break;
         case 'd': sections |= ZSH_INFO_DEVICES; break;
         case 't': sections |= ZSH_INFO_TOPOLOGY; break;
         case 'c': sections |= ZSH_INFO_CONFIG; break;
+        case 's': sections |= ZSH_INFO_SELECT; break;
         case 'h': zsh_info_usage(stdout, argv[0]); return ZSH_INFO_EXIT_OK;
         default:  zsh_info_usage(stderr, argv[0]); return ZSH_INFO_EXIT_USAGE;
         }
@@ -170,27 +176,13 @@ static int zsh_info_print_topology(void)
     return 0;
 }
 
-/* Defaults alone, for when the environment holds a malformed value. */
-static void zsh_info_config_defaults(zsh_config_t *cfg)
-{
-    const zsh_config_field_t *fields;
-    char err[256];
-    size_t i, n;
-
-    fields = zsh_config_fields(&n);
-    for (i = 0; i < n; i++) {
-        zsh_config_parse(&fields[i], fields[i].dflt, cfg, err, sizeof(err));
-    }
-}
-
 /* One variable, as `ucx_info -c` would: commented help, then NAME=value. */
-static void zsh_info_print_field(const zsh_config_field_t *field, const zsh_config_t *cfg,
-                                 int from_env)
+static void zsh_info_print_field(const zsh_config_field_t *field, const void *opts, int from_env)
 {
     const char *source = from_env ? zsh_config_source(field) : NULL;
     char value[ZSH_CONFIG_STR_MAX];
 
-    zsh_config_format(field, cfg, value, sizeof(value));
+    zsh_config_format(field, opts, value, sizeof(value));
     printf("# %s\n", field->help);
     printf("# default: %s", (field->dflt[0] != '\0') ? field->dflt : "(unset)");
     if (field->fallback != NULL) {
@@ -202,24 +194,48 @@ static void zsh_info_print_field(const zsh_config_field_t *field, const zsh_conf
     printf("\n%s%s=%s\n\n", ZSH_CONFIG_PREFIX, field->name, value);
 }
 
-static int zsh_info_print_config(void)
+/* One layer's table, headed by its name; defaults alone when the
+ * environment holds a malformed value for it, which is reported. */
+static int zsh_info_print_table(const zsh_config_table_t *table)
 {
-    const zsh_config_field_t *fields;
-    zsh_config_t cfg;
     int from_env = 1;
-    size_t i, n;
+    void *opts;
+    size_t i;
 
-    if (zsh_config_read(&cfg) != ZSH_OK) {
+    opts = calloc(1, table->size);
+    if (opts == NULL) {
+        fprintf(stderr, "zsh_info: out of memory\n");
+        return 1;
+    }
+    printf("# ---- %s ----\n\n", table->name);
+    if (zsh_config_read(table, opts) != ZSH_OK) {
         fprintf(stderr, "zsh_info: %s\n", zsh_last_error());
         printf("# The environment could not be read; showing defaults.\n\n");
-        zsh_info_config_defaults(&cfg);
+        zsh_config_defaults(table, opts);
         from_env = 0;
     }
-    fields = zsh_config_fields(&n);
-    for (i = 0; i < n; i++) {
-        zsh_info_print_field(&fields[i], &cfg, from_env);
+    for (i = 0; i < table->nfields; i++) {
+        zsh_info_print_field(&table->fields[i], opts, from_env);
     }
+    free(opts);
     return from_env ? 0 : 1;
+}
+
+static int zsh_info_print_config(void)
+{
+    const zsh_config_table_t *table;
+    int failed = 0;
+
+    for (table = zsh_config_tables(); table != NULL; table = table->next) {
+        failed |= zsh_info_print_table(table);
+    }
+    return failed;
+}
+
+static int zsh_info_print_select(void)
+{
+    zsh_select_describe(stdout);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -227,7 +243,7 @@ int main(int argc, char **argv)
     /* Indexes match the ZSH_INFO_* bits. */
     static int (*const printers[])(void) = {zsh_info_print_version, zsh_info_print_features,
                                             zsh_info_print_devices, zsh_info_print_topology,
-                                            zsh_info_print_config};
+                                            zsh_info_print_config, zsh_info_print_select};
     unsigned sections = 0, i;
     int failed = 0, printed = 0;
 

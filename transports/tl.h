@@ -1,5 +1,6 @@
 /*
- * The transport interface: the one ops table through which coll/ moves bytes.
+ * The transport interface: the one ops table through which the collective
+ * layer moves bytes, whatever moves them.
  *
  * A transport knows ranks, tags and buffers, never collectives. Every
  * operation either finishes at once (ZSH_OK, no handle), is started
@@ -7,25 +8,35 @@
  * polled with test() rather than reported by callbacks, so a collective's
  * state machine only advances inside its own progress function and never
  * re-enters itself.
+ *
+ * The table has a required part, which every transport fills: set-up and
+ * failure reports, tagged messages, completion and progress. Two groups are
+ * optional, and NULL where a transport lacks them; the collective layer then
+ * does without what they give:
+ *
+ *   rma    one-sided reads and writes of registered memory
+ *   local  shortcuts between processes of one node: single-copy access to a
+ *          peer's memory, and mailboxes and boards (small ordered messages
+ *          in memory both processes map)
+ *
+ * Which transports exist, and what each fills:
+ *
+ *   zsh_tl_ucx_ops (transports/ucx)  host memory over UCX; all three parts.
+ *       Its local group is its own, not UCX's: cross-memory attach
+ *       (transports/ucx/cma) and shared-memory segments (transports/ucx/shm),
+ *       whose identities ride in its address.
+ *
+ * A new transport is a folder here with an ops table of typed functions,
+ * declared below and chosen in tl.c; nothing above this folder changes.
  */
 #ifndef ZSH_TRANSPORTS_TL_H_
 #define ZSH_TRANSPORTS_TL_H_
-
-#include "core/config.h"
-#include "ucx/shm/box.h" /* zsh_box_parts_t */
 
 #include <zeroshard.h>
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Mailboxes per process, and the longest message one carries (box_send);
- * boards per process (one per communicator id, as mailboxes), and the
- * longest message one carries (board_put). */
-#define ZSH_TL_BOXES         4096
-#define ZSH_TL_BOX_MSG_MAX   4224
-#define ZSH_TL_BOARD_MSG_MAX (16384 + 64)
 
 typedef struct zsh_tl_ctx  zsh_tl_ctx_t;   /* one per process: worker, endpoints */
 typedef struct zsh_tl_req  zsh_tl_req_t;   /* one operation in flight */
@@ -40,39 +51,17 @@ typedef struct zsh_tl_rkey zsh_tl_rkey_t;  /* a peer's registered memory */
  */
 typedef void (*zsh_tl_failure_cb_t)(void *arg, int peer, const char *reason);
 
-typedef struct zsh_tl_ops {
-    const char *name;
+/* A message of two pieces, sent as one: a head (a descriptor, say) and a
+ * body (its data, straight from where it lies; may be empty). */
+typedef struct zsh_tl_parts {
+    const void *head;
+    size_t      head_len;
+    const void *body;
+    size_t      body_len;
+} zsh_tl_parts_t;
 
-    zsh_status_t (*create)(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p);
-    /* Releases everything; call after a fence so no peer still sends to us. */
-    void         (*destroy)(zsh_tl_ctx_t *ctx);
-    /* This process's address, for the out-of-band exchange; owned by @ctx. */
-    zsh_status_t (*address)(zsh_tl_ctx_t *ctx, const void **addr_p, size_t *len_p);
-    /* Report peer failures to @cb; set before connect(). */
-    void         (*on_failure)(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *arg);
-    /* Treat @peer as failed, as another rank reported: no more operations
-     * with it, and its connection is torn down without flushing. */
-    void         (*mark_failed)(zsh_tl_ctx_t *ctx, int peer);
-    /* Connect to @nranks ranks; rank i's address starts at addrs + i * stride. */
-    zsh_status_t (*connect)(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
-                            size_t stride);
-
-    /* Tagged messages; a receive matches exactly @tag and must get exactly @len bytes. */
-    zsh_status_t (*isend)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
-                          zsh_tl_req_t **req_p);
-    zsh_status_t (*irecv)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
-                          zsh_tl_req_t **req_p);
-
-    /* Like irecv, but any message of at most @len bytes completes it: the
-     * caller learns the length from what the message says. */
-    zsh_status_t (*irecv_upto)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
-                               zsh_tl_req_t **req_p);
-
-    /* A receive of any tag t with (t & @mask) == (@tag & @mask), from any peer. */
-    zsh_status_t (*irecv_any)(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
-                              size_t len, zsh_tl_req_t **req_p);
-
-    /* One-sided access to registered memory. */
+/* Optional: one-sided access to registered memory. */
+typedef struct zsh_tl_rma_ops {
     zsh_status_t (*mem_reg)(zsh_tl_ctx_t *ctx, void *buf, size_t len, zsh_tl_mem_t **mem_p);
     void         (*mem_dereg)(zsh_tl_ctx_t *ctx, zsh_tl_mem_t *mem);
     /* A descriptor of @mem for peers; free it with rkey_buf_free(). */
@@ -87,49 +76,91 @@ typedef struct zsh_tl_ops {
                         zsh_tl_rkey_t *rkey, zsh_tl_req_t **req_p);
     /* Completes once earlier puts to @peer are visible there. */
     zsh_status_t (*flush)(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p);
+} zsh_tl_rma_ops_t;
 
-    /*
-     * Single-copy access to another process of this node (cross-memory
-     * attach), for the node-local algorithms: whether this process and
-     * @peer may read and write each other's memory, and a synchronous copy
-     * of @len bytes between @local and address @raddr of @peer, into @local,
-     * or with @write out of it. Reachability is the same seen from either
-     * side, so ranks that read the same addresses reach the same verdict.
-     * A copy fails with ZSH_ERR_PEER_FAILED if @peer is gone.
-     */
-    bool         (*peer_copy_reachable)(zsh_tl_ctx_t *ctx, int peer);
-    zsh_status_t (*peer_copy)(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr,
-                              size_t len, bool write);
+/*
+ * Optional: shortcuts to processes of this node. Each answers the same
+ * from either side of a pair, so ranks that ask about the same peers reach
+ * the same verdict.
+ *
+ * Single-copy access: whether this process and @peer may read and write
+ * each other's memory, and a synchronous copy of @len bytes between @local
+ * and address @raddr of @peer, into @local, or with @write out of it. A copy
+ * fails with ZSH_ERR_PEER_FAILED if @peer is gone.
+ *
+ * Mailboxes and boards: numbered lines (0 .. lines - 1) of small messages,
+ * each line used by one caller at a time, who names itself with a @key
+ * (a stale message of an earlier user of the line has another) and numbers
+ * its messages with tickets 0, 1, 2, ... that sender and receivers agree on.
+ * A line holds a few messages not yet taken; a send whose ticket's slot is
+ * still full returns ZSH_INPROGRESS, to be tried again in ticket order.
+ * Nothing wakes wait() for them: waiters poll.
+ *
+ *   mailbox  box_send writes message @ticket of line @box into @peer's
+ *            memory; the peer's box_recv copies it out, ZSH_INPROGRESS until
+ *            it is there, ZSH_ERR_MISMATCH if it is longer than @cap.
+ *   board    board_put writes message @ticket of line @box once, into this
+ *            process's memory, for @readers peers; each reader board_peeks
+ *            at it where it lies (ZSH_INPROGRESS until it is there) and
+ *            board_releases it when done, after which the slot may be
+ *            written again. Each reader peeks at and releases each message
+ *            once.
+ */
+typedef struct zsh_tl_local_ops {
+    unsigned lines;          /* mailbox (and board) lines per process */
+    size_t   box_msg_max;    /* longest mailbox message */
+    size_t   board_msg_max;  /* longest board message */
 
-    /*
-     * Mailboxes (transports/shm/box.h): small messages to a process of this
-     * node through shared memory, where box_reachable says both sides have
-     * them (the same answer from either side). Box @box of a pair carries
-     * messages with tickets 0, 1, 2, ... under @key; the sender writes them
-     * in ticket order. box_send returns ZSH_INPROGRESS while the ticket's
-     * slot still holds an earlier message, box_recv until the message is
-     * there. Nothing wakes wait() for them: waiters poll.
-     */
+    bool         (*copy_reachable)(zsh_tl_ctx_t *ctx, int peer);
+    zsh_status_t (*copy)(zsh_tl_ctx_t *ctx, int peer, void *local, uint64_t raddr, size_t len,
+                         bool write);
+
     bool         (*box_reachable)(zsh_tl_ctx_t *ctx, int peer);
     zsh_status_t (*box_send)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                              uint64_t ticket, const void *buf, size_t len);
     zsh_status_t (*box_recv)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                              uint64_t ticket, void *buf, size_t cap, size_t *len_p);
-    /*
-     * Boards (transports/shm/board.h): one message that @readers processes
-     * of this node each read, written once into this process's own board
-     * @box, for peers that box_reachable says share mailboxes with it.
-     * board_put returns ZSH_INPROGRESS while the ticket's slot still holds
-     * an earlier message not every reader has released. board_peek returns
-     * ZSH_INPROGRESS until @peer has put the message, then where it lies in
-     * @peer's memory; it stays there until this reader board_releases it.
-     * Each reader peeks at and releases each message once.
-     */
     zsh_status_t (*board_put)(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
-                              uint32_t readers, const zsh_box_parts_t *parts);
+                              uint32_t readers, const zsh_tl_parts_t *parts);
     zsh_status_t (*board_peek)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                                uint64_t ticket, const void **msg_p, size_t *len_p);
     void         (*board_release)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket);
+} zsh_tl_local_ops_t;
+
+typedef struct zsh_tl_ops {
+    const char *name;
+
+    /* @options: the transport's own options struct, as its ZSH_* table
+     * fills it; NULL reads them from the environment. */
+    zsh_status_t (*create)(const void *options, zsh_tl_ctx_t **ctx_p);
+    /* Releases everything; call after a fence so no peer still sends to us. */
+    void         (*destroy)(zsh_tl_ctx_t *ctx);
+    /* This process's address, for the out-of-band exchange; owned by @ctx. */
+    zsh_status_t (*address)(zsh_tl_ctx_t *ctx, const void **addr_p, size_t *len_p);
+    /* Report peer failures to @cb; set before connect(). */
+    void         (*on_failure)(zsh_tl_ctx_t *ctx, zsh_tl_failure_cb_t cb, void *arg);
+    /* Treat @peer as failed, as another rank reported: no more operations
+     * with it, and its connection is torn down without flushing. */
+    void         (*mark_failed)(zsh_tl_ctx_t *ctx, int peer);
+    /* Seconds between the transport's checks that its peers live: a death
+     * is noticed within about two of them. */
+    double       (*liveness_period)(zsh_tl_ctx_t *ctx);
+    /* Connect to @nranks ranks; rank i's address starts at addrs + i * stride. */
+    zsh_status_t (*connect)(zsh_tl_ctx_t *ctx, int self, int nranks, const void *addrs,
+                            size_t stride);
+
+    /* Tagged messages; a receive matches exactly @tag and must get exactly @len bytes. */
+    zsh_status_t (*isend)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+                          zsh_tl_req_t **req_p);
+    zsh_status_t (*irecv)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                          zsh_tl_req_t **req_p);
+    /* Like irecv, but any message of at most @len bytes completes it: the
+     * caller learns the length from what the message says. */
+    zsh_status_t (*irecv_upto)(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                               zsh_tl_req_t **req_p);
+    /* A receive of any tag t with (t & @mask) == (@tag & @mask), from any peer. */
+    zsh_status_t (*irecv_any)(zsh_tl_ctx_t *ctx, uint64_t tag, uint64_t mask, void *buf,
+                              size_t len, zsh_tl_req_t **req_p);
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
@@ -145,8 +176,15 @@ typedef struct zsh_tl_ops {
     unsigned     (*progress)(zsh_tl_ctx_t *ctx);
     /* Sleep until the transport has something to process or @timeout_ms passes. */
     zsh_status_t (*wait)(zsh_tl_ctx_t *ctx, int timeout_ms);
+
+    const zsh_tl_rma_ops_t   *rma;    /* optional: NULL without one-sided access */
+    const zsh_tl_local_ops_t *local;  /* optional: NULL without node-local shortcuts */
 } zsh_tl_ops_t;
 
+/* The transports this library has (see the list at the top). */
 extern const zsh_tl_ops_t zsh_tl_ucx_ops;
+
+/* The transport for host memory. */
+const zsh_tl_ops_t *zsh_tl_host(void);
 
 #endif

@@ -6,14 +6,11 @@
  * of a call outgrow the core's private cache, those lines are evicted long
  * before anyone reads them: the read was wasted, and so was the room.
  * Non-temporal stores write whole lines straight towards memory instead.
- * On the machine the README measures on, a 4 MiB copy ran at 16 GB/s
- * plainly and 19 GB/s this way, and a two-rank direct all-gather of 1 MiB
- * per rank took 100-106 us instead of 117-134 us; with the buffers in cache
- * (512 KiB per rank) it took 45-49 us instead of 35-37 us, hence the
- * threshold, ZSH_STREAM_MIN_SIZE.
+ * With the buffers still in cache, a plain copy wins, hence the threshold,
+ * ZSH_STREAM_MIN_SIZE (measured in docs/DECISIONS.md, "Streaming stores").
  */
-#ifndef ZSH_COLL_COPY_H_
-#define ZSH_COLL_COPY_H_
+#ifndef ZSH_COLL_ALGO_COPY_H_
+#define ZSH_COLL_ALGO_COPY_H_
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
  * all-reduce) share: the window depth, in-order reaping of their operation
  * slots, and the loop that advances them until nothing moves.
  */
-#include "algo/algs.h"
+#include "algo/ring.h"
 
 unsigned zsh_ring_depth(const zsh_task_t *task)
 {
@@ -15,9 +15,9 @@ unsigned zsh_ring_depth(const zsh_task_t *task)
     return (depth > ZSH_TAG_STEPS / 4) ? ZSH_TAG_STEPS / 4 : depth;
 }
 
-bool zsh_ring_may_send(const zsh_task_t *task)
+bool zsh_ring_may_send(zsh_task_t *task)
 {
-    const zsh_ring_t *ring = &task->u.ring;
+    const zsh_ring_t *ring = zsh_ring(task);
     size_t steps           = (size_t)(task->comm->size - 1);
 
     if ((ring->shead >= ring->units) || (ring->shead - ring->stail >= ring->depth)) {
@@ -30,7 +30,7 @@ bool zsh_ring_may_send(const zsh_task_t *task)
     return (ring->shead - 1 < ring->rtail) && zsh_task_may_forward(task);
 }
 
-zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth, size_t *tail,
+zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_xfer_t *ops, unsigned depth, size_t *tail,
                            size_t head)
 {
     zsh_status_t status;
@@ -50,7 +50,7 @@ zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_task_op_t *ops, unsigned depth,
 
 zsh_status_t zsh_ring_run(zsh_task_t *task, zsh_status_t (*advance)(zsh_task_t *task))
 {
-    zsh_ring_t *ring = &task->u.ring;
+    zsh_ring_t *ring = zsh_ring(task);
     zsh_status_t status;
     size_t before;
 

@@ -1,9 +1,4 @@
-/*
- * The driver shared by round-based algorithms (Bruck, recursive doubling,
- * dissemination): each round posts at most one receive (slot 0) and one send
- * (slot 1); the next round starts once both are done.
- */
-#include "algo/algs.h"
+#include "algo/rounds.h"
 
 zsh_status_t zsh_task_sendrecv(zsh_task_t *task, uint32_t step, int recv_peer, void *rbuf,
                                size_t rlen, int send_peer, const void *sbuf, size_t slen)
@@ -17,7 +12,7 @@ zsh_status_t zsh_task_sendrecv(zsh_task_t *task, uint32_t step, int recv_peer, v
 zsh_status_t zsh_rounds_run(zsh_task_t *task, int end, zsh_status_t (*post)(zsh_task_t *task),
                             void (*finish)(zsh_task_t *task))
 {
-    zsh_rounds_t *st = &task->u.rounds;
+    zsh_rounds_t *st = zsh_rounds(task);
     zsh_status_t status;
 
     while (st->round < end) {

@@ -1,11 +1,11 @@
 /*
  * zsh_allgather and zsh_iallgather: validate, pick an algorithm, run.
  */
-#include "algo/algs.h"
-#include "select/select.h"
-#include "task/validate.h"
+#include "allgather/allgather.h"
 
 #include "core/status.h"
+#include "select/select.h"
+#include "task/validate.h"
 
 #include <string.h>
 
@@ -45,10 +45,10 @@ static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, v
             status = zsh_rma_ag_init(task);
             break;
         case ZSH_ALGO_DIRECT:
-            status = zsh_direct_init(task);
+            status = zsh_allgather_direct_init(task);
             break;
         case ZSH_ALGO_EAGER:
-            status = zsh_eager_init(task);
+            status = zsh_allgather_eager_init(task);
             break;
         default:
             own = (char *)recvbuf + blk * (size_t)comm->rank;

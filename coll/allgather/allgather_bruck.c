@@ -4,7 +4,9 @@
  * and appends as many from rank + 2^k; a final rotation puts the blocks in
  * rank order. Latency-optimal, so it serves small messages.
  */
-#include "algo/algs.h"
+#include "allgather/allgather.h"
+
+#include "algo/rounds.h"
 
 #include <string.h>
 
@@ -12,7 +14,7 @@
  * append as many from rank + 2^k. */
 static zsh_status_t zsh_bruck_post(zsh_task_t *task)
 {
-    zsh_rounds_t *st = &task->u.rounds;
+    zsh_rounds_t *st = zsh_rounds(task);
     size_t n = (size_t)task->comm->size, rank = (size_t)task->comm->rank;
     size_t blk  = task->args.count * zsh_task_esize(task);
     size_t dist = (size_t)1 << st->round;
@@ -25,7 +27,7 @@ static zsh_status_t zsh_bruck_post(zsh_task_t *task)
 
 static zsh_status_t zsh_bruck_progress(zsh_task_t *task)
 {
-    zsh_rounds_t *st = &task->u.rounds;
+    zsh_rounds_t *st = zsh_rounds(task);
     int n = task->comm->size, rank = task->comm->rank;
     size_t blk = task->args.count * zsh_task_esize(task);
     zsh_status_t status;
@@ -44,7 +46,7 @@ static zsh_status_t zsh_bruck_progress(zsh_task_t *task)
 
 zsh_status_t zsh_bruck_init(zsh_task_t *task)
 {
-    zsh_rounds_t *st = &task->u.rounds;
+    zsh_rounds_t *st = zsh_rounds(task);
     size_t blk       = task->args.count * zsh_task_esize(task);
     zsh_status_t status;
     void *tmp;
@@ -58,6 +60,6 @@ zsh_status_t zsh_bruck_init(zsh_task_t *task)
     st->posted  = false;
     st->nrounds = zsh_ceil_log2(task->comm->size);
     memcpy(st->tmp, task->args.sendbuf, blk);
-    task->progress = zsh_bruck_progress;
+    task->run.progress = zsh_bruck_progress;
     return zsh_task_ops(task, 2);
 }

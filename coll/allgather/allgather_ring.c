@@ -4,14 +4,16 @@
  * chunk, so a chunk moves on as soon as it lands. Receives go straight to
  * their final place: the only buffer is the result itself.
  */
-#include "algo/algs.h"
+#include "allgather/allgather.h"
+
+#include "algo/ring.h"
 
 #include "core/dtype.h"
 
 zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *part,
                               uint32_t step_base)
 {
-    zsh_ring_t *ring   = &task->u.ring;
+    zsh_ring_t *ring   = zsh_ring(task);
     size_t esize       = zsh_task_esize(task);
     size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
 
@@ -24,15 +26,15 @@ zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *par
     ring->buf       = buf;
     ring->own_first = true;
     ring->rhead = ring->rtail = ring->shead = ring->stail = 0;
-    task->progress = zsh_ring_ag_progress;
+    task->run.progress = zsh_ring_ag_progress;
     return zsh_task_ops(task, 2 * ring->depth);
 }
 
 /* Where unit @u's chunk lives in the vector, for the block sent (@recv
  * false) or received (@recv true) at its step. */
-static size_t zsh_ring_ag_chunk(const zsh_task_t *task, size_t u, bool recv, size_t *off)
+static size_t zsh_ring_ag_chunk(zsh_task_t *task, size_t u, bool recv, size_t *off)
 {
-    const zsh_ring_t *ring = &task->u.ring;
+    const zsh_ring_t *ring = zsh_ring(task);
     int n                  = task->comm->size;
     size_t step            = u % (size_t)(n - 1);
     size_t block = zsh_ring_block(task->comm->rank, (long)step + (recv ? 1 : 0), n);
@@ -42,7 +44,7 @@ static size_t zsh_ring_ag_chunk(const zsh_task_t *task, size_t u, bool recv, siz
 
 static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
 {
-    zsh_ring_t *ring = &task->u.ring;
+    zsh_ring_t *ring = zsh_ring(task);
     int n            = task->comm->size, rank = task->comm->rank;
     size_t esize     = zsh_task_esize(task);
     zsh_status_t status;
@@ -74,7 +76,7 @@ static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
 /* Reap finished receives and sends, then post what the window allows. */
 static zsh_status_t zsh_ring_ag_advance(zsh_task_t *task)
 {
-    zsh_ring_t *ring = &task->u.ring;
+    zsh_ring_t *ring = zsh_ring(task);
     zsh_status_t status;
 
     status = zsh_ring_reap(task, task->ops, ring->depth, &ring->rtail, ring->rhead);

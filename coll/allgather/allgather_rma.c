@@ -9,11 +9,25 @@
  * (size - 1) * chunks rendezvous handshakes in the ring; each byte is still
  * copied once.
  */
-#include "algo/algs.h"
+#include "allgather/allgather.h"
 
 #include "core/status.h"
 
 #include <string.h>
+
+typedef struct zsh_rma {
+    zsh_tl_mem_t   *mem;        /* this rank's registered recvbuf */
+    void           *rkey_buf;   /* its packed remote key */
+    char           *descs;      /* size descriptors (address + remote key), ours at [rank] */
+    zsh_tl_rkey_t **rkeys;      /* by peer, once unpacked */
+} zsh_rma_t;
+
+_Static_assert(sizeof(zsh_rma_t) <= ZSH_TASK_STATE_BYTES, "rma state fits in its task");
+
+static zsh_rma_t *zsh_rma(zsh_task_t *task)
+{
+    return zsh_task_state(task);
+}
 
 /* Descriptor: u64 address, u64 remote key length, the packed key. */
 #define ZSH_RMA_DESC_SIZE 1024
@@ -21,16 +35,16 @@
 
 enum { ZSH_RMA_STEP_DESC, ZSH_RMA_STEP_DONE };
 
-static zsh_tl_ctx_t *zsh_rma_tl(const zsh_task_t *task, const zsh_tl_ops_t **tl_p)
+static zsh_tl_ctx_t *zsh_rma_tl(const zsh_task_t *task, const zsh_tl_rma_ops_t **tl_p)
 {
-    *tl_p = task->comm->ctx->tl;
+    *tl_p = task->comm->ctx->tl->rma;
     return task->comm->ctx->tl_ctx;
 }
 
 static void zsh_rma_cleanup(zsh_task_t *task)
 {
-    zsh_rma_t *rma = &task->u.rma;
-    const zsh_tl_ops_t *tl;
+    zsh_rma_t *rma = zsh_rma(task);
+    const zsh_tl_rma_ops_t *tl;
     zsh_tl_ctx_t *tl_ctx = zsh_rma_tl(task, &tl);
     int p;
 
@@ -52,7 +66,7 @@ static void zsh_rma_cleanup(zsh_task_t *task)
  * [n, 2n) send; empty messages when @len is 0. */
 static zsh_status_t zsh_rma_exchange(zsh_task_t *task, uint32_t step, size_t len)
 {
-    zsh_rma_t *rma = &task->u.rma;
+    zsh_rma_t *rma = zsh_rma(task);
     int n = task->comm->size, rank = task->comm->rank, p;
     char *mine     = rma->descs + (size_t)rank * ZSH_RMA_DESC_SIZE;
     zsh_status_t status = ZSH_OK;
@@ -73,10 +87,10 @@ static zsh_status_t zsh_rma_exchange(zsh_task_t *task, uint32_t step, size_t len
 /* Unpack every peer's key and read its block into ours. */
 static zsh_status_t zsh_rma_read(zsh_task_t *task)
 {
-    zsh_rma_t *rma = &task->u.rma;
+    zsh_rma_t *rma = zsh_rma(task);
     int n = task->comm->size, rank = task->comm->rank, p;
     size_t blk = task->args.count * zsh_task_esize(task);
-    const zsh_tl_ops_t *tl;
+    const zsh_tl_rma_ops_t *tl;
     zsh_tl_ctx_t *tl_ctx = zsh_rma_tl(task, &tl);
     zsh_status_t status;
     uint64_t addr;
@@ -112,7 +126,7 @@ static zsh_status_t zsh_rma_progress(zsh_task_t *task)
         if (status != ZSH_OK) {
             return status;
         }
-        switch (task->phase++) {
+        switch (task->run.phase++) {
         case 0: /* descriptors are in: read */
             status = zsh_rma_read(task);
             break;
@@ -131,10 +145,10 @@ static zsh_status_t zsh_rma_progress(zsh_task_t *task)
 /* Register recvbuf and fill this rank's descriptor. */
 static zsh_status_t zsh_rma_publish(zsh_task_t *task, size_t total)
 {
-    zsh_rma_t *rma = &task->u.rma;
+    zsh_rma_t *rma = zsh_rma(task);
     char *mine     = rma->descs + (size_t)task->comm->rank * ZSH_RMA_DESC_SIZE;
     uint64_t addr  = (uint64_t)(uintptr_t)task->args.recvbuf, key_len;
-    const zsh_tl_ops_t *tl;
+    const zsh_tl_rma_ops_t *tl;
     zsh_tl_ctx_t *tl_ctx = zsh_rma_tl(task, &tl);
     zsh_status_t status;
     size_t len;
@@ -159,7 +173,7 @@ static zsh_status_t zsh_rma_publish(zsh_task_t *task, size_t total)
 
 zsh_status_t zsh_rma_ag_init(zsh_task_t *task)
 {
-    zsh_rma_t *rma = &task->u.rma;
+    zsh_rma_t *rma = zsh_rma(task);
     size_t n       = (size_t)task->comm->size;
     size_t blk     = task->args.count * zsh_task_esize(task);
     char *own      = (char *)task->args.recvbuf + blk * (size_t)task->comm->rank;
@@ -170,7 +184,7 @@ zsh_status_t zsh_rma_ag_init(zsh_task_t *task)
         memcpy(own, task->args.sendbuf, blk);
     }
     memset(rma, 0, sizeof(*rma));
-    task->cleanup = zsh_rma_cleanup;
+    task->run.cleanup = zsh_rma_cleanup;
     status = zsh_task_scratch(task, n * (ZSH_RMA_DESC_SIZE + sizeof(zsh_tl_rkey_t *)), &scratch);
     if (status != ZSH_OK) {
         return status;
@@ -185,6 +199,6 @@ zsh_status_t zsh_rma_ag_init(zsh_task_t *task)
     if (status == ZSH_OK) {
         status = zsh_rma_exchange(task, ZSH_RMA_STEP_DESC, ZSH_RMA_DESC_SIZE);
     }
-    task->progress = zsh_rma_progress;
+    task->run.progress = zsh_rma_progress;
     return status;
 }

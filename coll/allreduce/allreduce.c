@@ -1,51 +1,12 @@
 /*
- * zsh_allreduce and zsh_iallreduce. Large messages run as a schedule: a ring
- * reduce-scatter leaves each rank one reduced block of recvbuf, then a ring
- * all-gather spreads the blocks, in place. Small ones use recursive doubling.
+ * zsh_allreduce and zsh_iallreduce: validate, pick an algorithm, run.
  */
-#include "algo/algs.h"
+#include "allreduce/allreduce.h"
+
+#include "algo/rd.h"
+#include "core/status.h"
 #include "select/select.h"
 #include "task/validate.h"
-
-#include "core/status.h"
-
-/* The all-gather phase's tags use the upper half of the step space. */
-#define ZSH_ALLREDUCE_AG_STEPS (ZSH_TAG_DATA_STEPS / 2)
-
-static zsh_status_t zsh_allreduce_ring_progress(zsh_task_t *task)
-{
-    zsh_part_t part;
-    zsh_status_t status;
-
-    if (task->phase == 0) {
-        status = zsh_ring_rs_progress(task);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        part        = task->u.ring.part;
-        task->phase = 1;
-        status = zsh_ring_ag_init(task, task->args.recvbuf, &part, ZSH_ALLREDUCE_AG_STEPS);
-        task->progress = zsh_allreduce_ring_progress;
-        if (status != ZSH_OK) {
-            return status;
-        }
-        task->u.ring.own_first = false; /* it sends the reduced block */
-    }
-    return zsh_ring_ag_progress(task);
-}
-
-zsh_status_t zsh_allreduce_ring_init(zsh_task_t *task)
-{
-    size_t n        = (size_t)task->comm->size;
-    zsh_part_t part = zsh_part_make(task->args.count, n);
-    char *own       = (char *)task->args.recvbuf +
-                zsh_part_offset(&part, (size_t)task->comm->rank) * zsh_task_esize(task);
-    zsh_status_t status;
-
-    status = zsh_ring_rs_init(task, task->args.sendbuf, own, &part, 0);
-    task->progress = zsh_allreduce_ring_progress;
-    return status;
-}
 
 static zsh_status_t zsh_allreduce_prepare(const char *fn, const void *sendbuf, void *recvbuf,
                                           size_t count, zsh_dtype_t dtype, zsh_op_t op,
@@ -73,9 +34,9 @@ static zsh_status_t zsh_allreduce_prepare(const char *fn, const void *sendbuf, v
     } else if (algo == ZSH_ALGO_RD) {
         status = zsh_rd_init(task, count);
     } else if (algo == ZSH_ALGO_DIRECT) {
-        status = zsh_direct_init(task);
+        status = zsh_allreduce_direct_init(task);
     } else if (algo == ZSH_ALGO_EAGER) {
-        status = zsh_eager_init(task);
+        status = zsh_allreduce_eager_init(task);
     } else {
         status = zsh_allreduce_ring_init(task);
     }

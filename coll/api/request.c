@@ -1,8 +1,8 @@
 /*
  * The public request API over collective tasks.
  */
-#include "task/task.h"
 #include "core/status.h"
+#include "task/task.h"
 
 zsh_status_t zsh_request_test(zsh_request_t *req)
 {
@@ -10,10 +10,10 @@ zsh_status_t zsh_request_test(zsh_request_t *req)
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_request_test: req is %s",
                          (req == NULL) ? "NULL" : "already freed");
     }
-    if (req->status == ZSH_INPROGRESS) {
+    if (req->run.status == ZSH_INPROGRESS) {
         zsh_ctx_progress(req->comm->ctx);
     }
-    return req->status;
+    return req->run.status;
 }
 
 zsh_status_t zsh_request_wait(zsh_request_t *req)
@@ -45,12 +45,12 @@ zsh_status_t zsh_request_set_timeout(zsh_request_t *req, double seconds)
                          "zsh_request_set_timeout: %g s is not a timeout (0 < seconds <= %g)",
                          seconds, ZSH_TIMEOUT_MAX);
     }
-    if (req->status != ZSH_INPROGRESS) {
+    if (req->run.status != ZSH_INPROGRESS) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "zsh_request_set_timeout: %s seq %u has already completed", req->name,
                          req->seq);
     }
-    req->timeout  = seconds;
-    req->deadline = req->posted_at + seconds;
+    req->run.timeout  = seconds;
+    req->run.deadline = req->run.posted_at + seconds;
     return ZSH_OK;
 }

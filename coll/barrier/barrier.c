@@ -3,13 +3,15 @@
  * messages; in round k a rank signals rank + 2^k and waits for rank - 2^k.
  * The same task, on the job's communicator, is the fence before teardown.
  */
-#include "algo/algs.h"
+#include "barrier/barrier.h"
+
+#include "algo/rounds.h"
 #include "task/validate.h"
 
 static zsh_status_t zsh_dissemination_post(zsh_task_t *task)
 {
     int n = task->comm->size, rank = task->comm->rank;
-    int round = task->u.rounds.round, dist = 1 << round;
+    int round = zsh_rounds(task)->round, dist = 1 << round;
 
     return zsh_task_sendrecv(task, (uint32_t)round, (rank - dist + n) % n, NULL, 0,
                              (rank + dist) % n, NULL, 0);
@@ -17,20 +19,17 @@ static zsh_status_t zsh_dissemination_post(zsh_task_t *task)
 
 static zsh_status_t zsh_dissemination_progress(zsh_task_t *task)
 {
-    return zsh_rounds_run(task, task->u.rounds.nrounds, zsh_dissemination_post, NULL);
+    return zsh_rounds_run(task, zsh_rounds(task)->nrounds, zsh_dissemination_post, NULL);
 }
 
-zsh_status_t zsh_dissemination_init(zsh_task_t *task)
+static zsh_status_t zsh_dissemination_init(zsh_task_t *task)
 {
-    zsh_rounds_t *st = &task->u.rounds;
+    zsh_rounds_t *st = zsh_rounds(task);
 
     st->round   = 0;
     st->posted  = false;
-    st->nrounds = 0;
-    while ((1 << st->nrounds) < task->comm->size) {
-        st->nrounds++;
-    }
-    task->progress = zsh_dissemination_progress;
+    st->nrounds = zsh_ceil_log2(task->comm->size);
+    task->run.progress = zsh_dissemination_progress;
     return zsh_task_ops(task, 2);
 }
 

@@ -8,7 +8,7 @@
 #ifndef ZSH_COLL_TRACE_H_
 #define ZSH_COLL_TRACE_H_
 
-#include "handshake/desc.h"
+#include "base/desc.h"
 
 #include <zeroshard.h>
 

@@ -1,11 +1,12 @@
 /*
  * zsh_reduce_scatter and zsh_ireduce_scatter: validate, pick an algorithm, run.
  */
-#include "algo/algs.h"
+#include "reduce_scatter/reduce_scatter.h"
+
+#include "algo/rd.h"
+#include "core/status.h"
 #include "select/select.h"
 #include "task/validate.h"
-
-#include "core/status.h"
 
 static zsh_status_t zsh_reduce_scatter_prepare(const char *fn, const void *sendbuf,
                                                void *recvbuf, size_t recvcount,
@@ -37,9 +38,9 @@ static zsh_status_t zsh_reduce_scatter_prepare(const char *fn, const void *sendb
     } else if (algo == ZSH_ALGO_RD) {
         status = zsh_rd_init(task, recvcount * n);
     } else if (algo == ZSH_ALGO_DIRECT) {
-        status = zsh_direct_init(task);
+        status = zsh_reduce_scatter_direct_init(task);
     } else if (algo == ZSH_ALGO_EAGER) {
-        status = zsh_eager_init(task);
+        status = zsh_reduce_scatter_eager_init(task);
     } else {
         part   = zsh_part_make(recvcount * n, n);
         status = zsh_ring_rs_init(task, sendbuf, recvbuf, &part, 0);

@@ -5,15 +5,16 @@
  * is complete. Partials travel in the accumulation type (fp32 for fp16 and
  * bf16), so half precision is rounded once, by the rank that stores it.
  */
-#include "algo/algs.h"
+#include "reduce_scatter/reduce_scatter.h"
 
-#include "reduce/kernels.h"
+#include "algo/ring.h"
 #include "core/dtype.h"
+#include "reduce/kernels.h"
 
 zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
                               const zsh_part_t *part, uint32_t step_base)
 {
-    zsh_ring_t *ring   = &task->u.ring;
+    zsh_ring_t *ring   = zsh_ring(task);
     size_t acc_esize   = zsh_task_acc_esize(task);
     size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
     bool converts      = zsh_dtype_acc(task->args.dtype) != task->args.dtype;
@@ -39,7 +40,7 @@ zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
     }
     ring->slots = scratch;
     ring->stage = converts ? ring->slots + slot_bytes : NULL;
-    task->progress = zsh_ring_rs_progress;
+    task->run.progress = zsh_ring_rs_progress;
     return zsh_task_ops(task, 2 * ring->depth);
 }
 
@@ -49,9 +50,9 @@ static char *zsh_ring_rs_slot(const zsh_ring_t *ring, char *base, size_t u, size
 }
 
 /* Unit @u's chunk of the block received (@recv) or sent at its step. */
-static size_t zsh_ring_rs_chunk(const zsh_task_t *task, size_t u, bool recv, size_t *off)
+static size_t zsh_ring_rs_chunk(zsh_task_t *task, size_t u, bool recv, size_t *off)
 {
-    const zsh_ring_t *ring = &task->u.ring;
+    const zsh_ring_t *ring = zsh_ring(task);
     int n                  = task->comm->size;
     size_t step            = u % (size_t)(n - 1);
     size_t block = zsh_ring_block(task->comm->rank, (long)step + (recv ? 2 : 1), n);
@@ -63,7 +64,7 @@ static size_t zsh_ring_rs_chunk(const zsh_task_t *task, size_t u, bool recv, siz
  * step's partial is this rank's block, stored to dst. */
 static zsh_status_t zsh_ring_rs_reduce(zsh_task_t *task)
 {
-    zsh_ring_t *ring   = &task->u.ring;
+    zsh_ring_t *ring   = zsh_ring(task);
     const zsh_coll_args_t *a = &task->args;
     size_t esize = zsh_task_esize(task), acc_esize = zsh_task_acc_esize(task);
     size_t last  = (size_t)(task->comm->size - 2);
@@ -95,7 +96,7 @@ static zsh_status_t zsh_ring_rs_reduce(zsh_task_t *task)
 
 static zsh_status_t zsh_ring_rs_send(zsh_task_t *task)
 {
-    zsh_ring_t *ring = &task->u.ring;
+    zsh_ring_t *ring = zsh_ring(task);
     int n            = task->comm->size;
     size_t steps     = (size_t)(n - 1);
     size_t esize = zsh_task_esize(task), acc_esize = zsh_task_acc_esize(task);
@@ -137,7 +138,7 @@ static bool zsh_ring_rs_slot_free(const zsh_ring_t *ring, size_t u, size_t steps
 
 static zsh_status_t zsh_ring_rs_recv(zsh_task_t *task)
 {
-    zsh_ring_t *ring = &task->u.ring;
+    zsh_ring_t *ring = zsh_ring(task);
     int n            = task->comm->size;
     size_t acc_esize = zsh_task_acc_esize(task);
     zsh_status_t status;
@@ -161,7 +162,7 @@ static zsh_status_t zsh_ring_rs_recv(zsh_task_t *task)
 /* Reduce what arrived, reap sends, then post what the window allows. */
 static zsh_status_t zsh_ring_rs_advance(zsh_task_t *task)
 {
-    zsh_ring_t *ring = &task->u.ring;
+    zsh_ring_t *ring = zsh_ring(task);
     zsh_status_t status;
 
     status = zsh_ring_rs_reduce(task);

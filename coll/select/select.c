@@ -1,42 +1,76 @@
 #include "select/select.h"
 
-#include "algo/algs.h"
-
+#include "algo/eager.h"
+#include "algo/rounds.h"
+#include "base/desc.h"
 #include "core/status.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
-#include <stdbool.h>
+/* A macro's value as a string, for the rule's text. */
+#define ZSH_SELECT_STR_(_x) #_x
+#define ZSH_SELECT_STR(_x)  ZSH_SELECT_STR_(_x)
 
+/* What each collective has, and what the last two steps of the automatic
+ * choice pick for it. */
 typedef struct zsh_select_rule {
     zsh_coll_type_t type;
     const char     *variable;
-    size_t          offset;          /* of the override in zsh_config_t */
-    zsh_algo_t      small, large;    /* the automatic choice */
+    size_t          offset;          /* of the override in zsh_coll_config_t */
+    zsh_algo_t      small, large;
     zsh_algo_t      allowed[6];      /* AUTO-terminated */
 } zsh_select_rule_t;
 
 static const zsh_select_rule_t zsh_select_rules[] = {
-    {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_config_t, allgather_algo),
+    {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_coll_config_t, allgather_algo),
      ZSH_ALGO_BRUCK, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER,
       ZSH_ALGO_AUTO}},
     {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
-     offsetof(zsh_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
+     offsetof(zsh_coll_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
-    {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_config_t, allreduce_algo),
+    {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_coll_config_t, allreduce_algo),
      ZSH_ALGO_RD, ZSH_ALGO_RING,
      {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
-    {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_config_t, broadcast_algo),
+    {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_coll_config_t, broadcast_algo),
      ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
 
-static int zsh_select_override(const zsh_config_t *cfg, const zsh_select_rule_t *rule)
-{
-    return *(const int *)((const char *)cfg + rule->offset);
-}
+/* What each algorithm does; indexes match zsh_algo_t. */
+static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
+    [ZSH_ALGO_RING]     = "pipelined ring in chunks of ZSH_CHUNK_SIZE, ZSH_PIPELINE_DEPTH in "
+                          "flight; all-reduce as a reduce-scatter then an all-gather",
+    [ZSH_ALGO_BRUCK]    = "Bruck's all-gather, ceil(log2 ranks) rounds",
+    [ZSH_ALGO_RD]       = "recursive doubling over the whole vector, log2 ranks rounds "
+                          "(reduce-scatter keeps its block)",
+    [ZSH_ALGO_BINOMIAL] = "binomial tree, pipelined in chunks of ZSH_CHUNK_SIZE",
+    [ZSH_ALGO_RMA]      = "one-sided reads of every peer's block from its registered receive "
+                          "buffer (a transport with one-sided access); never chosen "
+                          "automatically",
+    [ZSH_ALGO_DIRECT]   = "every rank on one node: each byte copied once between the ranks' own "
+                          "buffers by cross-memory attach (ZSH_CMA), a step of chunks per "
+                          "progress call",
+    [ZSH_ALGO_EAGER]    = "2 to " ZSH_SELECT_STR(ZSH_EAGER_MAX_RANKS) " ranks: the data rides in "
+                          "the descriptor message, one to each peer (a mailbox on two ranks of "
+                          "one node), or one on the rank's board read where it lies (more "
+                          "ranks of one node, ZSH_SHM); up to " ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX)
+                          " bytes in all, " ZSH_SELECT_STR(ZSH_DESC_BOARD_INLINE_MAX)
+                          " on boards",
+};
+
+/* A step of the automatic choice: the algorithm it picks, or AUTO where it
+ * does not apply. */
+typedef zsh_algo_t (*zsh_select_pick_t)(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                        size_t total_bytes);
+
+typedef struct zsh_select_step {
+    zsh_select_pick_t pick;
+    const char       *when;   /* what zsh_info -s prints */
+} zsh_select_step_t;
 
 static bool zsh_select_allowed(const zsh_select_rule_t *rule, zsh_algo_t algo)
 {
@@ -50,20 +84,107 @@ static bool zsh_select_allowed(const zsh_select_rule_t *rule, zsh_algo_t algo)
     return false;
 }
 
-/* "auto, ring or rd" */
-static void zsh_select_choices(const zsh_select_rule_t *rule, char *buf, size_t len)
+static zsh_algo_t zsh_select_one_rank(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                      size_t total_bytes)
 {
+    (void)total_bytes;
+    return (comm->size == 1) ? rule->small : ZSH_ALGO_AUTO;
+}
+
+static zsh_algo_t zsh_select_board(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                   size_t total_bytes)
+{
+    return (comm->local.board && zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&
+            zsh_eager_chosen(comm, rule->type, total_bytes))
+               ? ZSH_ALGO_EAGER : ZSH_ALGO_AUTO;
+}
+
+/* A direct call costs a message to and from every peer and a copy call per
+ * peer, so the size from which it pays grows with the rank count: counted
+ * once per round the log-latency algorithms take. */
+static zsh_algo_t zsh_select_direct(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                    size_t total_bytes)
+{
+    size_t min = comm->ctx->cfg.direct_min_size * (size_t)zsh_ceil_log2(comm->size);
+
+    return (comm->local.direct && (total_bytes > min) &&
+            zsh_select_allowed(rule, ZSH_ALGO_DIRECT))
+               ? ZSH_ALGO_DIRECT : ZSH_ALGO_AUTO;
+}
+
+static zsh_algo_t zsh_select_eager(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                   size_t total_bytes)
+{
+    return (zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&
+            zsh_eager_chosen(comm, rule->type, total_bytes))
+               ? ZSH_ALGO_EAGER : ZSH_ALGO_AUTO;
+}
+
+static zsh_algo_t zsh_select_small(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                   size_t total_bytes)
+{
+    return (total_bytes <= comm->ctx->cfg.small_msg_size) ? rule->small : ZSH_ALGO_AUTO;
+}
+
+static zsh_algo_t zsh_select_large(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                   size_t total_bytes)
+{
+    (void)comm;
+    (void)total_bytes;
+    return rule->large;
+}
+
+/* The automatic choice (ZSH_<COLL>_ALGO=auto): the first step that applies picks. */
+static const zsh_select_step_t zsh_select_steps[] = {
+    {zsh_select_one_rank, "one rank: nothing moves"},
+    {zsh_select_board, "3 to " ZSH_SELECT_STR(ZSH_EAGER_MAX_RANKS) " ranks of one node sharing "
+                       "boards (ZSH_SHM), up to " ZSH_SELECT_STR(ZSH_DESC_BOARD_INLINE_MAX)
+                       " bytes in all: eager, written once and read where it lies"},
+    {zsh_select_direct, "every rank on one node with cross-memory attach (ZSH_CMA), more than "
+                        "ZSH_DIRECT_MIN_SIZE bytes in all for each of the ceil(log2 ranks) "
+                        "rounds of recursive doubling: direct"},
+    {zsh_select_eager, "2 to " ZSH_SELECT_STR(ZSH_EAGER_MAX_RANKS) " ranks, up to "
+                       ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX) " bytes in all, each rank sending at "
+                       "most " ZSH_SELECT_STR(ZSH_EAGER_AUTO_SEND_MAX) " bytes in all: eager"},
+    {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
+                       "(reduce-scatter, all-reduce), binomial (broadcast)"},
+    {zsh_select_large, "otherwise: ring (all-gather, reduce-scatter, all-reduce), binomial "
+                       "(broadcast)"},
+};
+
+#define ZSH_SELECT_NSTEPS (sizeof(zsh_select_steps) / sizeof(zsh_select_steps[0]))
+
+static const zsh_select_rule_t *zsh_select_rule(zsh_coll_type_t type)
+{
+    size_t i;
+
+    for (i = 0; i < ZSH_SELECT_NRULES; i++) {
+        if (zsh_select_rules[i].type == type) {
+            return &zsh_select_rules[i];
+        }
+    }
+    return NULL;
+}
+
+static int zsh_select_override(const zsh_coll_config_t *cfg, const zsh_select_rule_t *rule)
+{
+    return *(const int *)((const char *)cfg + rule->offset);
+}
+
+void zsh_select_choices(zsh_coll_type_t type, char *buf, size_t len)
+{
+    const zsh_select_rule_t *rule = zsh_select_rule(type);
     size_t used = (size_t)snprintf(buf, len, "auto");
     int i;
 
-    for (i = 0; (rule->allowed[i] != ZSH_ALGO_AUTO) && (used < len); i++) {
+    for (i = 0; (rule != NULL) && (rule->allowed[i] != ZSH_ALGO_AUTO) && (used < len); i++) {
         used += (size_t)snprintf(buf + used, len - used, "%s%s",
                                  (rule->allowed[i + 1] == ZSH_ALGO_AUTO) ? " or " : ", ",
                                  zsh_algo_name(rule->allowed[i]));
     }
 }
 
-zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
+zsh_status_t zsh_select_check_config(const zsh_coll_config_t *cfg)
 {
     const zsh_select_rule_t *rule;
     char choices[96];
@@ -74,7 +195,7 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
         rule = &zsh_select_rules[i];
         algo = (zsh_algo_t)zsh_select_override(cfg, rule);
         if ((algo != ZSH_ALGO_AUTO) && !zsh_select_allowed(rule, algo)) {
-            zsh_select_choices(rule, choices, sizeof(choices));
+            zsh_select_choices(rule->type, choices, sizeof(choices));
             return zsh_error(ZSH_ERR_INVALID_ARG, "%s=%s is not an algorithm of this collective: "
                              "use %s", rule->variable, zsh_algo_name(algo), choices);
         }
@@ -82,78 +203,71 @@ zsh_status_t zsh_select_check_config(const zsh_config_t *cfg)
     return ZSH_OK;
 }
 
-/*
- * Total bytes above which the direct algorithms run: ZSH_DIRECT_MIN_SIZE
- * once per round the log-latency algorithms take (ceil(log2(size))). A
- * direct call costs a message to and from every peer and a copy call per
- * peer, so the size from which it pays grows with the rank count: at 3 to
- * 8 ranks on 2 cores, 8 KiB calls took 1.3-2x longer direct than by Bruck
- * or recursive doubling, while at 16 KiB direct reduce-scatter and
- * all-reduce were faster.
- */
-static size_t zsh_select_direct_min(const zsh_comm_t *comm, const zsh_config_t *cfg)
+/* Whether an override can run on @comm for a call of @total_bytes. */
+static zsh_status_t zsh_select_runs(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                    zsh_algo_t algo, size_t total_bytes)
 {
-    return cfg->direct_min_size * (size_t)zsh_ceil_log2(comm->size);
+    if ((algo == ZSH_ALGO_DIRECT) && !comm->local.direct) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=direct needs every rank of the "
+                         "communicator on one node, able to read each other's memory "
+                         "(ZSH_CMA=1, same PID namespace, ptrace_scope 0 or 1); comm %u "
+                         "is not", rule->variable, comm->id);
+    }
+    if ((algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs 2 to %d ranks and at most "
+                         "%zu bytes in all on comm %u (%d where its ranks share boards, "
+                         "see ZSH_SHM); this call has %d ranks and %zu bytes",
+                         rule->variable, ZSH_EAGER_MAX_RANKS, zsh_eager_max(comm), comm->id,
+                         ZSH_DESC_BOARD_INLINE_MAX, comm->size, total_bytes);
+    }
+    if ((algo == ZSH_ALGO_RMA) && (comm->ctx->tl->rma == NULL)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=rma needs one-sided access, which the %s "
+                         "transport lacks", rule->variable, comm->ctx->tl->name);
+    }
+    return ZSH_OK;
 }
 
 zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes,
                         zsh_algo_t *algo_p)
 {
-    const zsh_config_t *cfg = &comm->ctx->cfg;
-    const zsh_select_rule_t *rule;
+    const zsh_select_rule_t *rule = zsh_select_rule(type);
+    zsh_status_t status;
     zsh_algo_t algo;
     size_t i;
 
-    for (i = 0; i < ZSH_SELECT_NRULES; i++) {
-        rule = &zsh_select_rules[i];
-        if (rule->type != type) {
-            continue;
-        }
-        algo = (zsh_algo_t)zsh_select_override(cfg, rule);
-        if ((algo == ZSH_ALGO_DIRECT) && !comm->direct) {
-            return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=direct needs every rank of the "
-                             "communicator on one node, able to read each other's memory "
-                             "(ZSH_CMA=1, same PID namespace, ptrace_scope 0 or 1); comm %u "
-                             "is not", rule->variable, comm->id);
-        }
-        if ((algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes)) {
-            return zsh_error(ZSH_ERR_UNSUPPORTED, "%s=eager needs 2 to %d ranks and at most "
-                             "%zu bytes in all on comm %u (%d where its ranks share boards, "
-                             "see ZSH_SHM); this call has %d ranks and %zu bytes",
-                             rule->variable, ZSH_EAGER_MAX_RANKS, zsh_eager_max(comm), comm->id,
-                             ZSH_DESC_BOARD_INLINE_MAX, comm->size, total_bytes);
-        }
-        if (algo == ZSH_ALGO_AUTO) {
-            /* On one node, up to 8 ranks with boards put calls of up to
-             * 16 KiB on them; otherwise ranks copy straight between each
-             * other's buffers, each byte once, where the rings copy it
-             * twice through UCX's shared memory; a few ranks send small
-             * messages with their descriptors, one message to each peer,
-             * as long as that stays a few KiB per rank.
-             * Otherwise log-latency algorithms win while latency
-             * dominates, and the rings, which move the fewest bytes and
-             * pipeline, once bandwidth does. The one-sided all-gather is
-             * never chosen automatically: with UCX 1.13 on one node, gets
-             * on user memory are emulated over active messages (sysv/posix
-             * lanes) and ran at 0.7x the ring's speed. */
-            if (comm->size == 1) {
-                algo = rule->small;
-            } else if (comm->board && zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&
-                       zsh_eager_chosen(comm, type, total_bytes)) {
-                algo = ZSH_ALGO_EAGER; /* written once, read where it lies: below direct's
-                                          two messages and a copy call per peer */
-            } else if (comm->direct && (total_bytes > zsh_select_direct_min(comm, cfg)) &&
-                       zsh_select_allowed(rule, ZSH_ALGO_DIRECT)) {
-                algo = ZSH_ALGO_DIRECT;
-            } else if (zsh_select_allowed(rule, ZSH_ALGO_EAGER) &&
-                       zsh_eager_chosen(comm, type, total_bytes)) {
-                algo = ZSH_ALGO_EAGER;
-            } else {
-                algo = (total_bytes <= cfg->small_msg_size) ? rule->small : rule->large;
-            }
-        }
-        *algo_p = algo;
-        return ZSH_OK;
+    if (rule == NULL) {
+        return zsh_error(ZSH_ERR_INTERNAL, "no algorithm rule for collective type %d", (int)type);
     }
-    return zsh_error(ZSH_ERR_INTERNAL, "no algorithm rule for collective type %d", (int)type);
+    algo   = (zsh_algo_t)zsh_select_override(&comm->ctx->cfg, rule);
+    status = zsh_select_runs(comm, rule, algo, total_bytes);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    for (i = 0; (algo == ZSH_ALGO_AUTO) && (i < ZSH_SELECT_NSTEPS); i++) {
+        algo = zsh_select_steps[i].pick(comm, rule, total_bytes);
+    }
+    *algo_p = algo;
+    return ZSH_OK;
+}
+
+void zsh_select_describe(FILE *out)
+{
+    char choices[96];
+    size_t i;
+    int a;
+
+    fprintf(out, "# Algorithms, by collective (ZSH_<COLLECTIVE>_ALGO):\n");
+    for (i = 0; i < ZSH_SELECT_NRULES; i++) {
+        zsh_select_choices(zsh_select_rules[i].type, choices, sizeof(choices));
+        fprintf(out, "#   %-15s %s=%s\n", zsh_desc_type_name(zsh_select_rules[i].type),
+                zsh_select_rules[i].variable, choices);
+    }
+    fprintf(out, "# What each does:\n");
+    for (a = ZSH_ALGO_AUTO + 1; a < ZSH_ALGO_LAST; a++) {
+        fprintf(out, "#   %-9s %s\n", zsh_algo_name((zsh_algo_t)a), zsh_select_algo_what[a]);
+    }
+    fprintf(out, "# auto: the first of these that applies picks:\n");
+    for (i = 0; i < ZSH_SELECT_NSTEPS; i++) {
+        fprintf(out, "#   %zu. %s\n", i + 1, zsh_select_steps[i].when);
+    }
 }

@@ -1,23 +1,39 @@
 /*
- * Algorithm selection by collective, message size and rank count, with the
- * ZSH_<COLL>_ALGO variables as overrides. Every rank must choose the same
- * algorithm for the same call; selection depends only on arguments every rank
- * shares and on the configuration.
+ * Algorithm selection by collective, message size, rank count and what the
+ * communicator can reach, with the ZSH_<COLL>_ALGO variables as overrides.
+ * Every rank must choose the same algorithm for the same call, so the
+ * choice depends only on arguments every rank shares, the configuration,
+ * and what the communicator decided alike on every member.
+ *
+ * The rule is written once, in select.c; zsh_info -s prints it from there,
+ * the README quotes that, and the *_ALGO variables' help names each
+ * collective's algorithms from the same table.
  */
-#ifndef ZSH_COLL_SELECT_H_
-#define ZSH_COLL_SELECT_H_
+#ifndef ZSH_COLL_SELECT_SELECT_H_
+#define ZSH_COLL_SELECT_SELECT_H_
 
-#include "task/task.h"
-#include "core/config.h"
+#include "base/call.h"
+#include "base/config.h"
+#include "comm/comm.h"
+
+#include <stdio.h>
 
 /* Fail with ZSH_ERR_INVALID_ARG naming the variable if an *_ALGO setting
  * names an algorithm its collective does not have. */
-zsh_status_t zsh_select_check_config(const zsh_config_t *cfg);
+zsh_status_t zsh_select_check_config(const zsh_coll_config_t *cfg);
 
 /* The algorithm for @type moving @total_bytes in all (the whole vector);
  * fails with ZSH_ERR_UNSUPPORTED if the override names one that cannot run
  * on @comm. */
 zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes,
                         zsh_algo_t *algo_p);
+
+/* "auto, ring, bruck, rma, direct or eager": the values ZSH_<@type>_ALGO
+ * takes, into @buf. */
+void         zsh_select_choices(zsh_coll_type_t type, char *buf, size_t len);
+
+/* Write the rule to @out: each collective's algorithms, what each does, and
+ * the automatic choice, one line each. */
+void         zsh_select_describe(FILE *out);
 
 #endif

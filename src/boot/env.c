@@ -25,7 +25,7 @@ struct zsh_boot_env {
  * this environment, else its torchrun name, else its ZSH_ name. */
 static const char *zsh_boot_env_var(const char *name, char *buf, size_t len)
 {
-    const zsh_config_field_t *field = zsh_config_field_find(name);
+    const zsh_config_field_t *field = zsh_config_field_find(name, NULL);
     const char *source              = (field != NULL) ? zsh_config_source(field) : NULL;
 
     if (source != NULL) {
@@ -41,7 +41,7 @@ static const char *zsh_boot_env_var(const char *name, char *buf, size_t len)
 /* Neither ZSH_<name> nor its torchrun name gave a value (an empty one counts). */
 static zsh_status_t zsh_boot_env_unset(const char *name)
 {
-    const zsh_config_field_t *field = zsh_config_field_find(name);
+    const zsh_config_field_t *field = zsh_config_field_find(name, NULL);
     const char *source              = (field != NULL) ? zsh_config_source(field) : NULL;
 
     return zsh_error(ZSH_ERR_INVALID_ARG, "%s is not set (nor %s%s)%s%s%s; zsh_comm_init() "
@@ -49,7 +49,7 @@ static zsh_status_t zsh_boot_env_unset(const char *name)
                      source ? ": " : "", source ? source : "", source ? " is empty" : "");
 }
 
-static zsh_status_t zsh_boot_env_check(const zsh_config_t *cfg)
+static zsh_status_t zsh_boot_env_check(const zsh_boot_config_t *cfg)
 {
     char var[128], var2[128];
 
@@ -163,7 +163,7 @@ static void zsh_boot_env_req_free(void *req)
 
 /* ---- create and destroy ---------------------------------------------------------------- */
 
-zsh_status_t zsh_boot_env_create(const zsh_config_t *cfg, zsh_oob_t *oob, zsh_boot_env_t **env_p)
+zsh_status_t zsh_boot_env_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob, zsh_boot_env_t **env_p)
 {
     zsh_boot_env_t *env;
     zsh_status_t status;

@@ -107,7 +107,7 @@ static void zsh_pmix_free(void *req)
     (void)req;
 }
 
-zsh_status_t zsh_boot_pmix_create(const zsh_config_t *cfg, zsh_oob_t *oob,
+zsh_status_t zsh_boot_pmix_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob,
                                   zsh_boot_pmix_t **pmix_p)
 {
     zsh_boot_pmix_t *pmix;
@@ -156,7 +156,7 @@ bool zsh_boot_pmix_built(void)
     return false;
 }
 
-zsh_status_t zsh_boot_pmix_create(const zsh_config_t *cfg, zsh_oob_t *oob,
+zsh_status_t zsh_boot_pmix_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob,
                                   zsh_boot_pmix_t **pmix_p)
 {
     (void)cfg;

@@ -5,7 +5,7 @@
 #ifndef ZSH_BOOT_PMIX_H_
 #define ZSH_BOOT_PMIX_H_
 
-#include "core/config.h"
+#include "boot/config.h"
 
 #include <zeroshard.h>
 
@@ -18,7 +18,7 @@ bool         zsh_boot_pmix_built(void);
 
 /* Join the PMIx job of this process and fill *oob with an allgather over
  * it; valid until zsh_boot_pmix_destroy(). */
-zsh_status_t zsh_boot_pmix_create(const zsh_config_t *cfg, zsh_oob_t *oob,
+zsh_status_t zsh_boot_pmix_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob,
                                   zsh_boot_pmix_t **pmix_p);
 void         zsh_boot_pmix_destroy(zsh_boot_pmix_t *pmix);
 

@@ -1,11 +1,16 @@
 /*
- * The one table of ZSH_* configuration variables.
+ * The registry of ZSH_* configuration variables.
  *
- * Each row names a variable (without the ZSH_ prefix), its default, its help
- * text, where it lands in zsh_config_t and how it is parsed. The environment
- * is read here and nowhere else; zsh_info prints the table. A row may carry a
- * fallback name without the prefix (RANK for ZSH_RANK), which is read when the
- * prefixed variable is unset, so torchrun-style launchers work unchanged.
+ * Each layer owns a table of rows for its own variables, filling an options
+ * struct of its own, and registers it here from a constructor, as UCX's
+ * components register theirs; zsh_info lists every registered table, lower
+ * layers first. A row names a variable (without the ZSH_ prefix), its
+ * default, its help text, where it lands in the table's struct and how it
+ * is parsed. A row may carry a fallback name without the prefix (RANK for
+ * ZSH_RANK), read when the prefixed variable is unset, so torchrun-style
+ * launchers work unchanged. The environment is read here and nowhere else:
+ * a layer reads its own table, so a malformed variable of another layer
+ * never fails it.
  */
 #ifndef ZSH_CORE_CONFIG_H_
 #define ZSH_CORE_CONFIG_H_
@@ -22,64 +27,6 @@
 /* A ZSH_CONFIG_SIZE_AUTO variable set to "auto": whoever reads it decides. */
 #define ZSH_CONFIG_AUTO_SIZE SIZE_MAX
 
-/* Values of ZSH_BOOTSTRAP: how zsh_comm_init() finds its peers. */
-typedef enum {
-    ZSH_BOOTSTRAP_AUTO,  /* torchrun variables if RANK is set, else PMIx if launched by it */
-    ZSH_BOOTSTRAP_ENV,   /* torchrun variables and the TCP store */
-    ZSH_BOOTSTRAP_PMIX   /* a PMIx launcher: mpirun, srun */
-} zsh_bootstrap_t;
-
-/* Values of the *_ALGO variables. AUTO selects by message size and rank count. */
-typedef enum {
-    ZSH_ALGO_AUTO,
-    ZSH_ALGO_RING,       /* allgather, reduce_scatter, allreduce (as RS + AG) */
-    ZSH_ALGO_BRUCK,      /* allgather */
-    ZSH_ALGO_RD,         /* recursive doubling: allreduce, reduce_scatter */
-    ZSH_ALGO_BINOMIAL,   /* broadcast */
-    ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
-    ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce: reads of peers' buffers on
-                            one node (cross-memory attach) */
-    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: 2 to 8 ranks, small
-                            messages, the data in the descriptor messages */
-    ZSH_ALGO_LAST
-} zsh_algo_t;
-
-typedef struct zsh_config {
-    double   timeout;           /* seconds before a collective fails */
-    int      log_level;         /* zsh_log_level_t */
-    size_t   chunk_size;        /* bytes per pipelined message */
-    unsigned pipeline_depth;    /* chunks in flight per direction */
-    size_t   small_msg_size;    /* bytes up to which log-latency algorithms run */
-    int      allgather_algo;    /* zsh_algo_t */
-    int      reduce_scatter_algo;
-    int      allreduce_algo;
-    int      broadcast_algo;
-    int      cma;               /* node-local algorithms may read peers' memory (1) or not (0) */
-    int      shm;               /* two ranks on one node: eager and direct calls' descriptors
-                                   go through mailboxes (1) or UCX (0) */
-    size_t   direct_min_size;   /* bytes above which the direct algorithms run on one node */
-    size_t   stream_min_size;   /* bytes of buffers above which own blocks are stored
-                                   non-temporally; ZSH_CONFIG_AUTO_SIZE: this core's
-                                   private cache */
-    unsigned spin_count;        /* progress polls before a waiter yields */
-    double   yield_time;        /* seconds a waiter yields its core before it sleeps */
-    int      rank;              /* bootstrap: -1 when unset */
-    int      world_size;        /* bootstrap: -1 when unset */
-    char     master_addr[ZSH_CONFIG_STR_MAX]; /* bootstrap: "" when unset */
-    int      master_port;       /* bootstrap: -1 when unset */
-    double   store_timeout;     /* seconds for store connect, accept and replies */
-    int      bootstrap;         /* zsh_bootstrap_t */
-    double   keepalive;         /* seconds between liveness checks of peers */
-    int      trace;             /* flight recorder on (1) or off (0) */
-    unsigned trace_depth;       /* collectives the flight recorder keeps per communicator */
-    char     trace_file[ZSH_CONFIG_STR_MAX]; /* where it dumps: "" for stderr; %r rank, %p pid */
-    bool     pmix_launched;     /* derived: a PMIx launcher started this process */
-    /* the optimizer layer (zsh_optim_config_t may override each) */
-    size_t   bucket_size;       /* bytes per flat bucket */
-    size_t   max_live_bytes;    /* stage 3: gathered bucket bytes kept live */
-    unsigned prefetch;          /* stage 3: buckets gathered ahead of use */
-} zsh_config_t;
-
 typedef enum {
     ZSH_CONFIG_TIME,   /* seconds, fractional allowed: "300", "0.5" */
     ZSH_CONFIG_SIZE,   /* bytes with an optional k/m/g suffix (powers of 1024) */
@@ -87,7 +34,7 @@ typedef enum {
     ZSH_CONFIG_UINT,   /* unsigned int */
     ZSH_CONFIG_INT_OPT,/* int >= 0, or empty for unset (-1) */
     ZSH_CONFIG_STRING, /* up to ZSH_CONFIG_STR_MAX - 1 bytes */
-    ZSH_CONFIG_ENUM    /* one of the row's choices, case-insensitive; stored as index */
+    ZSH_CONFIG_ENUM    /* one of the row's choices, case-insensitive; stored as its index (int) */
 } zsh_config_type_t;
 
 typedef struct zsh_config_field {
@@ -95,37 +42,66 @@ typedef struct zsh_config_field {
     const char        *fallback;  /* unprefixed variable read when ZSH_<name> is unset, or NULL */
     const char        *dflt;      /* default, in the same syntax as the variable */
     const char        *help;
-    size_t             offset;    /* into zsh_config_t */
+    size_t             offset;    /* into the table's options struct */
     zsh_config_type_t  type;
     const char *const *choices;   /* ZSH_CONFIG_ENUM only, NULL-terminated */
 } zsh_config_field_t;
 
-/* All rows, and how many there are. */
-const zsh_config_field_t *zsh_config_fields(size_t *count_p);
+/* Where a table lists, lowest first: the layers bottom to top. */
+enum {
+    ZSH_CONFIG_ORDER_SERVICES   = 100,
+    ZSH_CONFIG_ORDER_TRANSPORTS = 200,
+    ZSH_CONFIG_ORDER_COLL       = 300,
+    ZSH_CONFIG_ORDER_ZERO       = 400
+};
 
-/* The row of ZSH_<@name>, or NULL. */
-const zsh_config_field_t *zsh_config_field_find(const char *name);
+typedef struct zsh_config_table {
+    const char                *name;     /* what its rows are for: "collectives" */
+    unsigned                   order;    /* ZSH_CONFIG_ORDER_*, plus an offset within the layer */
+    const zsh_config_field_t  *fields;
+    size_t                     nfields;
+    size_t                     size;     /* bytes of the options struct the rows fill */
+    struct zsh_config_table   *next;     /* the registry's list; set by zsh_config_register() */
+} zsh_config_table_t;
 
-/* Fill @cfg with defaults, then the environment. On a malformed value, fails
- * with ZSH_ERR_INVALID_ARG naming the variable and its value (via zsh_error). */
-zsh_status_t zsh_config_read(zsh_config_t *cfg);
+/* Add @table to the registry, in listing order; called from a constructor of
+ * the layer that owns it. */
+void zsh_config_register(zsh_config_table_t *table);
+
+/* The first registered table, lowest order first; walk on with ->next. */
+const zsh_config_table_t *zsh_config_tables(void);
+
+/* The row of ZSH_<@name> in any registered table, and its table in
+ * *@table_p (may be NULL), or NULL. */
+const zsh_config_field_t *zsh_config_field_find(const char *name,
+                                                const zsh_config_table_t **table_p);
+
+/* Fill @opts (the table's struct) with the defaults, then the environment.
+ * On a malformed value, fails with ZSH_ERR_INVALID_ARG naming the variable
+ * and its value (via zsh_error). */
+zsh_status_t zsh_config_read(const zsh_config_table_t *table, void *opts);
 
 /* The same without touching the last error or the log: the logger uses it
  * to learn its own level. @err gets the message on failure. */
-zsh_status_t zsh_config_read_quiet(zsh_config_t *cfg, char *err, size_t err_len);
+zsh_status_t zsh_config_read_quiet(const zsh_config_table_t *table, void *opts, char *err,
+                                   size_t err_len);
 
-/* Parse @value into the field's slot of @cfg; on failure @err says why. */
-zsh_status_t zsh_config_parse(const zsh_config_field_t *field, const char *value,
-                              zsh_config_t *cfg, char *err, size_t err_len);
+/* Fill @opts with the table's defaults alone. */
+void zsh_config_defaults(const zsh_config_table_t *table, void *opts);
 
-/* Write the field's current value in @cfg as text (the syntax it is read in). */
-void zsh_config_format(const zsh_config_field_t *field, const zsh_config_t *cfg,
-                       char *buf, size_t len);
+/* Parse @value into the field's slot of @opts; on failure @err says why. */
+zsh_status_t zsh_config_parse(const zsh_config_field_t *field, const char *value, void *opts,
+                              char *err, size_t err_len);
+
+/* Write the field's current value in @opts as text (the syntax it is read in). */
+void zsh_config_format(const zsh_config_field_t *field, const void *opts, char *buf, size_t len);
 
 /* The variable that set @field in this environment ("ZSH_RANK", "RANK") or NULL. */
 const char *zsh_config_source(const zsh_config_field_t *field);
 
-/* The name of an algorithm value, e.g. "ring". */
-const char *zsh_algo_name(zsh_algo_t algo);
+/* Whether a variable that is not one of ours, but says something about how
+ * the process was started or how a library underneath is set up
+ * (PMIX_NAMESPACE, UCX_*), is set; the value, or NULL. */
+const char *zsh_config_env(const char *name);
 
 #endif

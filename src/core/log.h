@@ -5,6 +5,8 @@
 #ifndef ZSH_CORE_LOG_H_
 #define ZSH_CORE_LOG_H_
 
+#include <zeroshard.h>
+
 typedef enum {
     ZSH_LOG_ERROR,
     ZSH_LOG_WARN,
@@ -17,5 +19,8 @@ void zsh_log(zsh_log_level_t level, const char *fmt, ...) __attribute__((format(
 
 /* The level in force; read once from the environment on first use. */
 zsh_log_level_t zsh_log_level(void);
+
+/* ZSH_OK, or ZSH_ERR_INVALID_ARG naming a malformed ZSH_LOG_LEVEL. */
+zsh_status_t zsh_log_check_config(void);
 
 #endif

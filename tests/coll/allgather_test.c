@@ -37,8 +37,8 @@ ZSH_RANK_TEST(allgather, every_algorithm_matches_reference_for_every_dtype_and_c
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA,
                                        ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER};
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     size_t a, d, c;
     int inplace;
 

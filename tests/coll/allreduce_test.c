@@ -34,8 +34,8 @@ ZSH_RANK_TEST(allreduce, every_algorithm_matches_reference_for_every_dtype_op_an
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
                                        ZSH_ALGO_EAGER};
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     size_t a, d, o, c;
     int inplace;
 
@@ -74,8 +74,8 @@ ZSH_RANK_TEST(allreduce, fp16_and_bf16_accumulate_in_fp32_and_round_once)
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
                                        ZSH_ALGO_EAGER};
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     uint16_t send[2], recv[2];
     size_t a;
@@ -103,8 +103,8 @@ ZSH_RANK_TEST(allreduce, every_rank_gets_bitwise_identical_float_results)
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
                                        ZSH_ALGO_EAGER};
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), r;
     size_t count = 4099, i, a;
     float *send  = zsh_check_alloc(count * sizeof(float));

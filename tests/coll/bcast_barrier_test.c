@@ -29,8 +29,8 @@ static void zsh_bcast_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count, in
 
 ZSH_RANK_TEST(broadcast, every_root_dtype_and_count_reaches_every_rank)
 {
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     int n = zsh_comm_size(comm);
     int roots[3] = {0, n - 1, n / 2};
     size_t d, c, r;

@@ -1,6 +1,7 @@
 #include "coll/check.h"
 
-#include "algo/algs.h"
+#include "algo/eager.h"
+#include "ucx/config.h"
 
 #include "core/elem.h"
 
@@ -115,9 +116,19 @@ bool zsh_check_buf(const void *buf, zsh_dtype_t dtype, zsh_op_t op, int nranks, 
     return true;
 }
 
-zsh_config_t *zsh_check_cfg(zsh_comm_t *comm)
+zsh_coll_config_t *zsh_check_cfg(zsh_comm_t *comm)
 {
     return &comm->ctx->cfg;
+}
+
+zsh_ucx_config_t zsh_check_ucx_cfg(void)
+{
+    zsh_ucx_config_t cfg;
+
+    if (zsh_ucx_config_read(&cfg) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "%s", zsh_last_error());
+    }
+    return cfg;
 }
 
 void *zsh_check_alloc(size_t bytes)
@@ -135,7 +146,7 @@ bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo, size_t total_b
 {
     switch (algo) {
     case ZSH_ALGO_DIRECT:
-        return comm->direct;
+        return comm->local.direct;
     case ZSH_ALGO_EAGER:
         return zsh_eager_fits(comm, total_bytes);
     default:

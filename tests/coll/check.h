@@ -10,10 +10,11 @@
 #ifndef ZSH_TESTS_COLL_CHECK_H_
 #define ZSH_TESTS_COLL_CHECK_H_
 
-#include "gtest/zsh_test.h"
+#include "harness/zsh_test.h"
 
 #include "comm/comm.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "ucx/config.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,7 +53,7 @@ bool   zsh_check_buf(const void *buf, zsh_dtype_t dtype, zsh_op_t op, int nranks
 
 /* The configuration @comm's collectives read. Tests force algorithms and
  * chunk sizes through it; every rank must make the same change. */
-zsh_config_t *zsh_check_cfg(zsh_comm_t *comm);
+zsh_coll_config_t *zsh_check_cfg(zsh_comm_t *comm);
 
 /* Whether @algo can run on @comm for a call of @total_bytes: the direct
  * algorithms need every rank on one node with cross-memory attach
@@ -60,6 +61,9 @@ zsh_config_t *zsh_check_cfg(zsh_comm_t *comm);
  * allows), the eager ones 2 to ZSH_EAGER_MAX_RANKS ranks and at most
  * ZSH_DESC_INLINE_MAX bytes. */
 bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo, size_t total_bytes);
+
+/* The UCX transport's settings as the environment has them (ZSH_CMA, ZSH_SHM). */
+zsh_ucx_config_t zsh_check_ucx_cfg(void);
 
 /* Allocate @bytes (at least 1) or fail the test. */
 void  *zsh_check_alloc(size_t bytes);

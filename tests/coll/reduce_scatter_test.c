@@ -34,8 +34,8 @@ ZSH_RANK_TEST(reduce_scatter, every_algorithm_matches_reference_for_every_dtype_
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
                                        ZSH_ALGO_EAGER};
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     size_t a, d, o, c;
     int inplace;
 
@@ -76,8 +76,8 @@ ZSH_RANK_TEST(reduce_scatter, fp16_accumulates_in_fp32_and_rounds_once)
 {
     static const zsh_algo_t algos[] = {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT,
                                        ZSH_ALGO_EAGER};
-    zsh_config_t *cfg  = zsh_check_cfg(comm);
-    zsh_config_t saved = *cfg;
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), i;
     uint16_t *send = zsh_check_alloc(sizeof(uint16_t) * (size_t)n), recv;
     uint16_t expected = zsh_float_to_fp16(2048.0f + (float)(n - 1));

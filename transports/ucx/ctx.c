@@ -6,6 +6,7 @@
 #include "ucx/ucx.h"
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/status.h"
 
@@ -30,7 +31,7 @@ zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status)
  * traffic would fall back to TCP loopback); turned on, they detect a dead
  * peer by checking its process at every keepalive round.
  */
-static zsh_status_t zsh_ucx_config_failures(ucp_config_t *config, const zsh_config_t *cfg)
+static zsh_status_t zsh_ucx_config_failures(ucp_config_t *config, const zsh_ucx_config_t *cfg)
 {
     static const char *const mm[] = {"MM_ERROR_HANDLING"};
     char interval[64];
@@ -60,8 +61,9 @@ static zsh_status_t zsh_ucx_config_failures(ucp_config_t *config, const zsh_conf
  */
 static void zsh_ucx_config_fifo(ucp_config_t *config)
 {
-    if ((getenv("UCX_MM_FIFO_ELEM_SIZE") != NULL) || (getenv("UCX_POSIX_FIFO_ELEM_SIZE") != NULL) ||
-        (getenv("UCX_SYSV_FIFO_ELEM_SIZE") != NULL)) {
+    if ((zsh_config_env("UCX_MM_FIFO_ELEM_SIZE") != NULL) ||
+        (zsh_config_env("UCX_POSIX_FIFO_ELEM_SIZE") != NULL) ||
+        (zsh_config_env("UCX_SYSV_FIFO_ELEM_SIZE") != NULL)) {
         return;
     }
     if (ucp_config_modify(config, "MM_FIFO_ELEM_SIZE", "1024") != UCS_OK) {
@@ -70,10 +72,12 @@ static void zsh_ucx_config_fifo(ucp_config_t *config)
     }
 }
 
-static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p)
+static zsh_status_t zsh_ucx_create(const void *options, zsh_tl_ctx_t **ctx_p)
 {
     ucp_worker_params_t wparams = {0};
     ucp_params_t params         = {0};
+    const zsh_ucx_config_t *cfg = options;
+    zsh_ucx_config_t env;
     ucp_config_t *config;
     zsh_ucx_addr_hdr_t hdr;
     size_t ucp_address_len;
@@ -81,6 +85,13 @@ static zsh_status_t zsh_ucx_create(const zsh_config_t *cfg, zsh_tl_ctx_t **ctx_p
     zsh_status_t ret;
     zsh_tl_ctx_t *ctx;
 
+    if (cfg == NULL) {
+        ret = zsh_ucx_config_read(&env);
+        if (ret != ZSH_OK) {
+            return ret;
+        }
+        cfg = &env;
+    }
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the UCX transport context");
@@ -195,6 +206,11 @@ static void zsh_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 
     (void)ep;
     zsh_ucx_peer_failed(peer->ctx, peer->rank, status);
+}
+
+static double zsh_ucx_liveness_period(zsh_tl_ctx_t *ctx)
+{
+    return ctx->keepalive;
 }
 
 static void zsh_ucx_mark_failed(zsh_tl_ctx_t *ctx, int peer)
@@ -374,31 +390,17 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .address       = zsh_ucx_address,
     .on_failure    = zsh_ucx_on_failure,
     .mark_failed   = zsh_ucx_mark_failed,
+    .liveness_period = zsh_ucx_liveness_period,
     .connect       = zsh_ucx_connect,
     .isend         = zsh_ucx_isend,
     .irecv         = zsh_ucx_irecv,
     .irecv_upto    = zsh_ucx_irecv_upto,
     .irecv_any     = zsh_ucx_irecv_any,
-    .mem_reg       = zsh_ucx_mem_reg,
-    .mem_dereg     = zsh_ucx_mem_dereg,
-    .rkey_pack     = zsh_ucx_rkey_pack,
-    .rkey_buf_free = zsh_ucx_rkey_buf_free,
-    .rkey_unpack   = zsh_ucx_rkey_unpack,
-    .rkey_destroy  = zsh_ucx_rkey_destroy,
-    .put           = zsh_ucx_put,
-    .get           = zsh_ucx_get,
-    .flush         = zsh_ucx_flush,
-    .peer_copy_reachable = zsh_ucx_peer_copy_reachable,
-    .peer_copy     = zsh_ucx_peer_copy,
-    .box_reachable = zsh_ucx_box_reachable,
-    .box_send      = zsh_ucx_box_send,
-    .box_recv      = zsh_ucx_box_recv,
-    .board_put     = zsh_ucx_board_put,
-    .board_peek    = zsh_ucx_board_peek,
-    .board_release = zsh_ucx_board_release,
     .test          = zsh_ucx_test,
     .cancel        = zsh_ucx_cancel,
     .release       = zsh_ucx_release,
     .progress      = zsh_ucx_progress,
     .wait          = zsh_ucx_wait,
+    .rma           = &zsh_ucx_rma_ops,
+    .local         = &zsh_ucx_local_ops,
 };

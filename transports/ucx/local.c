@@ -1,9 +1,10 @@
 /*
- * What the UCX transport adds for peers on this node: single-copy access to
- * their memory (cross-memory attach, transports/cma) and mailboxes in shared
- * memory (transports/shm). UCX 1.13 leaves its own CMA transport out of
- * endpoints that report peer failures, and its shared-memory messages cost
- * more than a two-rank exchange of a few bytes should.
+ * The UCX transport's node-local group (zsh_tl_local_ops_t): single-copy
+ * access to a peer's memory (cross-memory attach, cma/) and mailboxes and
+ * boards in shared memory (shm/). Neither goes through UCX: its own CMA
+ * transport is left out of endpoints that report peer failures, and its
+ * shared-memory messages cost more than a few bytes between two ranks
+ * should (docs/DECISIONS.md, "Node-local shortcuts").
  */
 #include "ucx/ucx.h"
 
@@ -14,11 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert((ZSH_TL_BOXES == ZSH_BOX_COUNT) && (ZSH_TL_BOX_MSG_MAX == ZSH_BOX_MSG_MAX) &&
-                   (ZSH_TL_BOARD_MSG_MAX == ZSH_BOARD_MSG_MAX),
-               "the transport's mailboxes are transports/shm's");
-
-void zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_config_t *cfg, zsh_ucx_addr_hdr_t *hdr)
+void zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_ucx_config_t *cfg, zsh_ucx_addr_hdr_t *hdr)
 {
     memset(hdr, 0, sizeof(*hdr));
     zsh_cma_local_id(cfg->cma != 0, &ctx->cma_self);
@@ -162,12 +159,14 @@ zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
 }
 
 zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
-                               uint32_t readers, const zsh_box_parts_t *parts)
+                               uint32_t readers, const zsh_tl_parts_t *parts)
 {
+    zsh_box_parts_t shm = {parts->head, parts->head_len, parts->body, parts->body_len};
+
     if (ctx->box_self.base == NULL) {
         return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no boards (ZSH_SHM)", ctx->self);
     }
-    return zsh_board_put(&ctx->box_self, box, key, ticket, readers, parts);
+    return zsh_board_put(&ctx->box_self, box, key, ticket, readers, &shm);
 }
 
 zsh_status_t zsh_ucx_board_peek(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
@@ -191,3 +190,17 @@ void zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t t
     /* Peeked at, so the peer's segment is mapped. */
     zsh_board_release(&ctx->box_peers[peer], box, ticket);
 }
+
+const zsh_tl_local_ops_t zsh_ucx_local_ops = {
+    .lines          = ZSH_BOX_COUNT,
+    .box_msg_max    = ZSH_BOX_MSG_MAX,
+    .board_msg_max  = ZSH_BOARD_MSG_MAX,
+    .copy_reachable = zsh_ucx_peer_copy_reachable,
+    .copy           = zsh_ucx_peer_copy,
+    .box_reachable  = zsh_ucx_box_reachable,
+    .box_send       = zsh_ucx_box_send,
+    .box_recv       = zsh_ucx_box_recv,
+    .board_put      = zsh_ucx_board_put,
+    .board_peek     = zsh_ucx_board_peek,
+    .board_release  = zsh_ucx_board_release,
+};

@@ -118,3 +118,15 @@ zsh_status_t zsh_ucx_flush(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p)
     return zsh_ucx_posted(ctx, ucp_ep_flush_nbx(ctx->eps[peer], &param), "ucp_ep_flush_nbx", peer,
                           false, 0, req_p);
 }
+
+const zsh_tl_rma_ops_t zsh_ucx_rma_ops = {
+    .mem_reg       = zsh_ucx_mem_reg,
+    .mem_dereg     = zsh_ucx_mem_dereg,
+    .rkey_pack     = zsh_ucx_rkey_pack,
+    .rkey_buf_free = zsh_ucx_rkey_buf_free,
+    .rkey_unpack   = zsh_ucx_rkey_unpack,
+    .rkey_destroy  = zsh_ucx_rkey_destroy,
+    .put           = zsh_ucx_put,
+    .get           = zsh_ucx_get,
+    .flush         = zsh_ucx_flush,
+};

@@ -1,14 +1,17 @@
 /*
  * UCX transport internals shared by its files: context/worker/endpoints
- * (ctx.c), tagged messages (tag.c) and RMA (rma.c).
+ * (ctx.c), tagged messages (tag.c), RMA (rma.c), and the node-local group
+ * (local.c) built from cross-memory attach (cma/) and shared-memory
+ * mailboxes and boards (shm/), which are this transport's own, not UCX's.
  */
 #ifndef ZSH_TRANSPORTS_UCX_UCX_H_
 #define ZSH_TRANSPORTS_UCX_UCX_H_
 
+#include "tl.h"
 #include "ucx/cma/cma.h"
+#include "ucx/config.h"
 #include "ucx/shm/board.h"
 #include "ucx/shm/box.h"
-#include "tl.h"
 
 #include <ucp/api/ucp.h>
 
@@ -109,7 +112,7 @@ zsh_status_t zsh_ucx_flush(zsh_tl_ctx_t *ctx, int peer, zsh_tl_req_t **req_p);
 
 /* Node-local access (local.c): cross-memory attach and mailboxes. init
  * fills what this process publishes; connect reads every rank's. */
-void         zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_config_t *cfg,
+void         zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_ucx_config_t *cfg,
                                 zsh_ucx_addr_hdr_t *hdr);
 zsh_status_t zsh_ucx_local_connect(zsh_tl_ctx_t *ctx, const zsh_ucx_addr_hdr_t *hdrs);
 void         zsh_ucx_local_destroy(zsh_tl_ctx_t *ctx);
@@ -122,9 +125,13 @@ zsh_status_t zsh_ucx_box_send(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_
 zsh_status_t zsh_ucx_box_recv(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                               uint64_t ticket, void *buf, size_t cap, size_t *len_p);
 zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, uint64_t ticket,
-                               uint32_t readers, const zsh_box_parts_t *parts);
+                               uint32_t readers, const zsh_tl_parts_t *parts);
 zsh_status_t zsh_ucx_board_peek(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                                 uint64_t ticket, const void **msg_p, size_t *len_p);
 void         zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket);
+
+/* The optional groups of zsh_tl_ucx_ops. */
+extern const zsh_tl_rma_ops_t   zsh_ucx_rma_ops;
+extern const zsh_tl_local_ops_t zsh_ucx_local_ops;
 
 #endif

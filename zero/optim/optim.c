@@ -5,7 +5,7 @@
  */
 #include "optim/optim_impl.h"
 
-#include "core/config.h"
+#include "optim/config.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
@@ -71,11 +71,11 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 /* Fill the settings left to the environment or to the precision. */
 static zsh_status_t zsh_optim_resolve(zsh_optim_config_t *cfg)
 {
-    zsh_config_t env;
+    zsh_zero_config_t env;
     zsh_status_t status;
     bool fp16 = cfg->precision == ZSH_FLOAT16;
 
-    status = zsh_config_read(&env);
+    status = zsh_zero_config_read(&env);
     if (status != ZSH_OK) {
         return status;
     }

@@ -1,0 +1,225 @@
+/*
+ * The public communicator API: creating a job's first communicator from the
+ * environment, a caller's out-of-band allgather or a PMIx launcher;
+ * destroying one (the last fences with every rank before the job context
+ * goes); aborting; timeouts; rank and size.
+ */
+#include "api/comm.h"
+
+#include "api/config.h"
+#include "barrier/barrier.h"
+#include "boot/env.h"
+#include "boot/oob.h"
+#include "boot/pmix.h"
+#include "comm/health.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "select/select.h"
+#include "task/task.h"
+
+#include <stdio.h>
+
+/* Drop a reference to @ctx; the last one fences with every rank and tears
+ * down. */
+static void zsh_ctx_release(zsh_ctx_t *ctx)
+{
+    zsh_status_t status;
+
+    if (--ctx->refs > 0) {
+        return;
+    }
+    /* No rank may tear down its endpoints while another still talks to it. */
+    status = zsh_barrier_run(ctx->job, ZSH_COLL_FENCE);
+    if (status != ZSH_OK) {
+        zsh_log(ZSH_LOG_WARN, "teardown fence failed (%s); tearing down anyway",
+                zsh_last_error());
+    }
+    zsh_comm_free(ctx->job);
+    zsh_task_pool_free(ctx);
+    zsh_ctx_teardown(ctx);
+}
+
+zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *cfg,
+                                const zsh_tl_ops_t *tl, const void *tl_options,
+                                zsh_comm_t **comm_p)
+{
+    zsh_status_t status;
+    zsh_comm_t *comm;
+    zsh_ctx_t *ctx;
+
+    if (comm_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init: comm_p is NULL");
+    }
+    status = zsh_oob_check(oob, ZSH_MAX_RANKS);
+    if (status == ZSH_OK) {
+        status = zsh_select_check_config(cfg);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ctx_create(oob, cfg, tl, tl_options, &ctx);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_comm_create(ctx, ZSH_COMM_ID_WORLD, ZSH_COMM_ID_WORLD, ctx->rank, ctx->size,
+                             ctx->job->ctx_ranks, &comm);
+    if (status != ZSH_OK) {
+        ctx->refs++;
+        zsh_ctx_release(ctx);
+        return status;
+    }
+    *comm_p = comm;
+    return ZSH_OK;
+}
+
+/* The layers' settings as the environment has them; a malformed variable
+ * of any layer the communicator uses fails its creation, naming it. */
+static zsh_status_t zsh_comm_read_config(zsh_coll_config_t *cfg)
+{
+    zsh_status_t status;
+
+    status = zsh_log_check_config();
+    return (status == ZSH_OK) ? zsh_coll_config_read(cfg) : status;
+}
+
+zsh_status_t zsh_comm_init_oob(const zsh_oob_t *oob, zsh_comm_t **comm_p)
+{
+    zsh_coll_config_t cfg;
+    zsh_status_t status;
+
+    status = zsh_comm_read_config(&cfg);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    return zsh_comm_init_with(oob, &cfg, zsh_tl_host(), NULL, comm_p);
+}
+
+/* Through a PMIx launcher: the PMIx client stays open only during creation. */
+static zsh_status_t zsh_comm_init_pmix(const zsh_boot_config_t *boot,
+                                       const zsh_coll_config_t *cfg, zsh_comm_t **comm_p)
+{
+    zsh_boot_pmix_t *pmix;
+    zsh_status_t status;
+    zsh_oob_t oob;
+
+    status = zsh_boot_pmix_create(boot, &oob, &pmix);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_comm_init_with(&oob, cfg, zsh_tl_host(), NULL, comm_p);
+    zsh_boot_pmix_destroy(pmix);
+    return status;
+}
+
+static bool zsh_comm_use_pmix(const zsh_boot_config_t *boot)
+{
+    switch (boot->bootstrap) {
+    case ZSH_BOOTSTRAP_PMIX: return true;
+    case ZSH_BOOTSTRAP_ENV:  return false;
+    default:
+        return (boot->rank < 0) && boot->pmix_launched && zsh_boot_pmix_built();
+    }
+}
+
+zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
+{
+    char first_error[ZSH_ERROR_MSG_MAX];
+    zsh_status_t status, env_status;
+    zsh_boot_config_t boot;
+    zsh_coll_config_t cfg;
+    zsh_boot_env_t *env;
+    zsh_oob_t oob;
+
+    if (comm_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init: comm_p is NULL");
+    }
+    status = zsh_boot_config_read(&boot);
+    if (status == ZSH_OK) {
+        status = zsh_comm_read_config(&cfg);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (zsh_comm_use_pmix(&boot)) {
+        return zsh_comm_init_pmix(&boot, &cfg, comm_p);
+    }
+    status = zsh_boot_env_create(&boot, &oob, &env);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_comm_init_with(&oob, &cfg, zsh_tl_host(), NULL, comm_p);
+    if (status != ZSH_OK) {
+        /* Report the first failure, not the teardown's echo of it. */
+        snprintf(first_error, sizeof(first_error), "%s", zsh_last_error());
+        zsh_boot_env_destroy(env);
+        return zsh_error(status, "%s", first_error);
+    }
+    env_status = zsh_boot_env_destroy(env);
+    if (env_status != ZSH_OK) {
+        zsh_comm_destroy(*comm_p);
+        *comm_p = NULL;
+        return env_status;
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_destroy: comm is NULL");
+    }
+    if (comm->requests > 0) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_comm_destroy: comm %u still has %u request(s) not freed with "
+                         "zsh_request_free()", comm->id, comm->requests);
+    }
+    if (atomic_load(&comm->ctx->abort_pending)) {
+        zsh_ctx_health_progress(comm->ctx); /* tell the other members before it goes */
+    }
+    zsh_ctx_id_set(comm->ctx, comm->id, 0);
+    /* Off the context's list first: releasing it may free the context. */
+    zsh_list_del(&comm->link);
+    zsh_ctx_release(comm->ctx);
+    zsh_comm_free(comm);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_abort(zsh_comm_t *comm)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_abort: comm is NULL");
+    }
+    /* Only atomics here: any thread may call this while another progresses.
+     * The next progress pass tells the other members. */
+    atomic_store(&comm->aborted, 1);
+    atomic_store(&comm->ctx->abort_pending, 1);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_set_timeout: comm is NULL");
+    }
+    if (!(seconds > 0) || (seconds > ZSH_TIMEOUT_MAX)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_comm_set_timeout: %g s is not a timeout (0 < seconds <= %g)",
+                         seconds, ZSH_TIMEOUT_MAX);
+    }
+    comm->timeout = seconds;
+    return ZSH_OK;
+}
+
+double zsh_comm_get_timeout(const zsh_comm_t *comm)
+{
+    return (comm == NULL) ? -1 : comm->timeout;
+}
+
+int zsh_comm_rank(const zsh_comm_t *comm)
+{
+    return (comm == NULL) ? -1 : comm->rank;
+}
+
+int zsh_comm_size(const zsh_comm_t *comm)
+{
+    return (comm == NULL) ? -1 : comm->size;
+}

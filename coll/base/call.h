@@ -1,0 +1,32 @@
+/*
+ * A collective call as the caller made it: which collective, its buffers,
+ * count, type, op and root. Every rank of a communicator makes the same
+ * calls in the same order; the descriptor (desc.h) is what they compare.
+ */
+#ifndef ZSH_COLL_BASE_CALL_H_
+#define ZSH_COLL_BASE_CALL_H_
+
+#include <zeroshard.h>
+
+#include <stddef.h>
+
+typedef enum {
+    ZSH_COLL_ALLGATHER,
+    ZSH_COLL_REDUCE_SCATTER,
+    ZSH_COLL_ALLREDUCE,
+    ZSH_COLL_BROADCAST,
+    ZSH_COLL_BARRIER,
+    ZSH_COLL_FENCE          /* the job-wide barrier before teardown */
+} zsh_coll_type_t;
+
+typedef struct zsh_coll_args {
+    zsh_coll_type_t type;
+    const void     *sendbuf;
+    void           *recvbuf;   /* broadcast: the buffer */
+    size_t          count;     /* per rank for allgather/reduce-scatter, else total */
+    zsh_dtype_t     dtype;
+    zsh_op_t        op;
+    int             root;
+} zsh_coll_args_t;
+
+#endif

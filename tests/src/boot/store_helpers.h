@@ -1,0 +1,92 @@
+/*
+ * What the store, store fault and boot_env tests share: bounds for their
+ * waits, a free loopback port to point a store at, raw sockets to play a
+ * misbehaving peer with, and a SET/GET round trip that proves a store still
+ * serves.
+ */
+#ifndef ZSH_TESTS_UNIT_STORE_HELPERS_H_
+#define ZSH_TESTS_UNIT_STORE_HELPERS_H_
+
+#include "boot/store.h"
+#include "core/clock.h"
+#include "harness/zsh_test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Generous bounds for waits that should succeed; failures show up as errors
+ * long before them. */
+#define T_OK    5.0
+#define T_SHORT 0.3
+
+/* A port nothing listens on now (the kernel's pick for a socket we close). */
+static inline int free_port(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len         = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    if ((bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) &&
+        (getsockname(fd, (struct sockaddr *)&sa, &len) == 0)) {
+        port = ntohs(sa.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+/* A plain blocking socket connected to 127.0.0.1:@port, or -1. */
+static inline int raw_connect(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Whether the server closed @fd within @timeout seconds. */
+static inline int closed_within(int fd, double timeout)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    char byte;
+
+    if (poll(&pfd, 1, (int)(timeout * 1e3)) <= 0) {
+        return 0;
+    }
+    return recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
+static inline zsh_store_server_t *start_loopback_server(double timeout)
+{
+    zsh_store_server_t *server = NULL;
+
+    if (zsh_store_server_start("127.0.0.1", 0, timeout, &server) != ZSH_OK) {
+        return NULL;
+    }
+    return server;
+}
+
+/* SET @key to @value and read it back on @client. */
+static inline void expect_set_get(zsh_store_client_t *client, const char *key, const char *value)
+{
+    size_t len = 0;
+    void *got  = NULL;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_set(client, key, value, strlen(value)));
+    ZSH_ASSERT_STATUS(ZSH_OK,
+                      zsh_store_client_get(client, key, zsh_clock_now() + T_OK, &got, &len));
+    ZSH_EXPECT_EQ(strlen(value), len);
+    ZSH_EXPECT_TRUE(memcmp(got, value, len) == 0);
+    free(got);
+}
+
+#endif /* ZSH_TESTS_UNIT_STORE_HELPERS_H_ */

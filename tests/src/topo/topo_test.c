@@ -1,0 +1,66 @@
+#include "harness/zsh_test.h"
+
+#include "topo/topo.h"
+
+#include <hwloc.h>
+#include <stdint.h>
+#include <string.h>
+
+ZSH_TEST(topo, hwloc_runtime_matches_the_header_it_was_built_with)
+{
+    /* Same major version (hwloc's documented ABI rule). */
+    ZSH_EXPECT_EQ(HWLOC_API_VERSION >> 16, hwloc_get_api_version() >> 16);
+}
+
+ZSH_TEST(topo, synthetic_machines_are_described_by_their_shape)
+{
+    char line[256];
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_describe("pack:2 numa:2 core:4 pu:2", line, sizeof(line)));
+    ZSH_EXPECT_STR_CONTAINS(line, "2 package(s), 4 NUMA node(s), 16 core(s), 32 PU(s)");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_describe("no such shape", line, sizeof(line)));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_describe(NULL, line, sizeof(line)));
+    ZSH_EXPECT_STR_CONTAINS(line, "core(s)");
+}
+
+ZSH_TEST(topo, private_cache_is_the_largest_cache_one_core_has_to_itself)
+{
+    size_t bytes = 1;
+
+    /* L2 per core (1 MB) above L1 (48 kB); the L3 is shared. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache("pack:1 l3:1(size=32MB) l2:4(size=1MB) "
+                                                     "l1d:1(size=48KB) core:1 pu:2", &bytes));
+    ZSH_EXPECT_EQ(1000000, bytes);
+    /* Two hardware threads of one core share its L1: still private to the core. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache("pack:1 l2:2(size=4MB) l1d:2(size=32KB) "
+                                                     "core:1 pu:2", &bytes));
+    ZSH_EXPECT_EQ(32000, bytes);
+    /* An L2 that two cores share, and nothing below it. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache("pack:1 l2:2(size=4MB) core:2 pu:1",
+                                                     &bytes));
+    ZSH_EXPECT_EQ(0, bytes);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_private_cache("no such shape", &bytes));
+    ZSH_EXPECT_EQ(0, bytes);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_topo_private_cache(NULL, &bytes));
+}
+
+ZSH_TEST(topo, rank_map_groups_ranks_by_host)
+{
+    zsh_topo_id_t ids[5];
+    const char *hosts[5] = {"a", "b", "a", "c", "b"};
+    zsh_topo_t *topo;
+    int i;
+
+    for (i = 0; i < 5; i++) {
+        memset(&ids[i], 0, sizeof(ids[i]));
+        strcpy(ids[i].host, hosts[i]);
+    }
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_create(4, 5, ids, &topo));
+    ZSH_EXPECT_EQ(3, topo->nnodes);
+    ZSH_EXPECT_EQ(1, topo->node);
+    ZSH_EXPECT_EQ(1, topo->local_rank);
+    ZSH_EXPECT_EQ(2, topo->local_size);
+    ZSH_EXPECT_EQ(0, topo->node_of[2]);
+    ZSH_EXPECT_EQ(2, topo->node_of[3]);
+    zsh_topo_destroy(topo);
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# The README says what the build says: its ZSH_* table is zsh_info -c's
+# variables, defaults and help, and its selection rule is zsh_info -s,
+# word for word, as contrib/readme_tables.sh writes them. Ends with a
+# GoogleTest-style summary that tests/run_all.sh counts.
+set -u
+srcdir=${abs_top_srcdir:?run through make check}
+top_builddir=${top_builddir:-.}
+info="$top_builddir/tools/zsh_info"
+expected=2
+passed=0
+failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The README's block after @marker: a table's rows, or a fenced block.
+readme_block() { # MARKER
+    awk -v marker="$1" '
+        $0 == marker { on = 1; print; next }
+        on && /^```/ { print; fence++; if (fence == 2) exit; next }
+        on && fence == 1 { print; next }
+        on && /^\|/ { print; next }
+        on && fence == 0 && NR > 1 && !/^\|/ { exit }' "$srcdir/README.md"
+}
+
+for what in config select; do
+    marker="<!-- zsh_info -$(echo $what | cut -c1) -->"
+    name="readme_${what}_block_is_what_zsh_info_prints"
+    bash "$srcdir/contrib/readme_tables.sh" "$info" $what >"$tmp/want" 2>"$tmp/err"
+    readme_block "$marker" >"$tmp/have"
+    if [ ! -s "$tmp/want" ] || [ "$(wc -l <"$tmp/want")" -lt 5 ]; then
+        echo "[  FAILED  ] readme.$name"
+        echo "    contrib/readme_tables.sh printed too little: $(cat "$tmp/err")"
+        failed=$((failed + 1))
+    elif diff -u "$tmp/have" "$tmp/want" >"$tmp/diff"; then
+        echo "[       OK ] readme.$name ($(wc -l <"$tmp/want") lines)"
+        passed=$((passed + 1))
+    else
+        echo "[  FAILED  ] readme.$name: README.md (-) against zsh_info (+);" \
+             "contrib/readme_tables.sh writes the block"
+        sed 's/^/    /' "$tmp/diff" | head -40
+        failed=$((failed + 1))
+    fi
+done
+
+echo "[  PASSED  ] $passed tests."
+if [ $((passed + failed)) != "$expected" ]; then
+    echo "[  FAILED  ] readme: $((passed + failed)) results reported, $expected expected"
+    failed=$((failed + 1))
+fi
+if [ "$failed" -gt 0 ]; then
+    echo "[  FAILED  ] $failed tests, listed above"
+    exit 1
+fi

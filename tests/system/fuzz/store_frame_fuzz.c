@@ -1,0 +1,114 @@
+/*
+ * libFuzzer target for the TCP store's frame decoder. The store's server
+ * decodes whatever a peer sends, so zsh_store_frame_decode must never read
+ * outside its input, whatever the bytes. Built with
+ * -fsanitize=fuzzer,address,undefined by tests/system/fuzz/run_fuzz.sh.
+ *
+ * Each input is decoded the way the server consumes its receive buffer:
+ * frame after frame until one is partial or malformed. Besides memory safety
+ * it checks the decoder's contract:
+ *   - outputs are set only for a whole frame, and it claims no more bytes
+ *     than it was given (and at least a header and an opcode);
+ *   - a malformed frame comes with a message;
+ *   - the format has one encoding per frame: encoding a decoded frame gives
+ *     back exactly the bytes it was decoded from;
+ *   - every proper prefix of a whole frame is partial.
+ */
+#include "boot/store_frame.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fails the run: libFuzzer saves the input as a crash reproducer. */
+#define FUZZ_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            __builtin_trap();                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static int field_inside(const uint8_t *field, size_t field_len, const uint8_t *buf, size_t len)
+{
+    if (field_len == 0) {
+        return 1;
+    }
+    return (field != NULL) && (field >= buf) && (field_len <= len) &&
+           ((size_t)(field - buf) <= len - field_len);
+}
+
+/* @frame was decoded from @buf[0, used): re-encoding it gives those bytes. */
+static void check_canonical(const zsh_store_frame_t *frame, const uint8_t *buf, size_t used)
+{
+    zsh_store_buf_t out = {0};
+
+    FUZZ_CHECK(zsh_store_frame_encode(frame, &out) == ZSH_OK);
+    FUZZ_CHECK(zsh_store_buf_len(&out) == used);
+    FUZZ_CHECK(memcmp(zsh_store_buf_head(&out), buf, used) == 0);
+    zsh_store_buf_cleanup(&out);
+}
+
+/* Every proper prefix of the whole frame @buf[0, used) needs more bytes. A
+ * few prefixes are enough: the header, header plus opcode, and the last. */
+static void check_prefixes_partial(const uint8_t *buf, size_t used)
+{
+    const size_t cuts[] = {0, ZSH_STORE_HEADER_SIZE - 1, ZSH_STORE_HEADER_SIZE,
+                           ZSH_STORE_HEADER_SIZE + 1, used - 1};
+    zsh_store_frame_t frame;
+    size_t i, got;
+    char err[16];
+
+    for (i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        if (cuts[i] < used) {
+            /* An exact-size copy, so AddressSanitizer sees a read past the cut. */
+            uint8_t *copy = malloc(cuts[i] ? cuts[i] : 1);
+
+            FUZZ_CHECK(copy != NULL);
+            memcpy(copy, buf, cuts[i]);
+            FUZZ_CHECK(zsh_store_frame_decode(cuts[i] ? copy : NULL, cuts[i], &frame, &got, err,
+                                              sizeof(err)) == ZSH_STORE_DECODE_PARTIAL);
+            free(copy);
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const uint8_t *pos = data;
+    size_t left        = size;
+
+    for (;;) {
+        zsh_store_frame_t frame, untouched;
+        zsh_store_decode_t result;
+        size_t used = (size_t)-1;
+        char err[128];
+
+        memset(&frame, 0xa5, sizeof(frame));
+        untouched = frame;
+        err[0]    = '\0';
+        result = zsh_store_frame_decode((left != 0) ? pos : NULL, left, &frame, &used, err,
+                                        sizeof(err));
+        if (result != ZSH_STORE_DECODE_FRAME) {
+            FUZZ_CHECK((result == ZSH_STORE_DECODE_PARTIAL) ||
+                       (result == ZSH_STORE_DECODE_MALFORMED));
+            FUZZ_CHECK(used == (size_t)-1);
+            FUZZ_CHECK(memcmp(&frame, &untouched, sizeof(frame)) == 0);
+            FUZZ_CHECK((result == ZSH_STORE_DECODE_PARTIAL) || (err[0] != '\0'));
+            return 0;
+        }
+        FUZZ_CHECK(used >= ZSH_STORE_HEADER_SIZE + 1);
+        FUZZ_CHECK(used <= left);
+        FUZZ_CHECK(used <= ZSH_STORE_FRAME_MAX);
+        FUZZ_CHECK(strcmp(zsh_store_op_name(frame.op), "unknown") != 0);
+        FUZZ_CHECK(frame.key_len <= ZSH_STORE_KEY_MAX);
+        FUZZ_CHECK(frame.value_len <= ZSH_STORE_VALUE_MAX);
+        FUZZ_CHECK(field_inside(frame.key, frame.key_len, pos, used));
+        FUZZ_CHECK(field_inside(frame.value, frame.value_len, pos, used));
+        check_canonical(&frame, pos, used);
+        check_prefixes_partial(pos, used);
+        pos += used;
+        left -= used;
+    }
+}

@@ -1,0 +1,398 @@
+#!/bin/bash
+# ZeroShard installed the way an HPC centre and a framework use it:
+# configure --prefix=<temporary directory> && make install, then the layout,
+# the library's soname and exported symbols, pkg-config, zsh_info and its man
+# page, make docs, --with-modulefiles-dir and the Spack package; then, once with
+# Lmod and once with Environment Modules: module use + module load zeroshard,
+# every variable set, an outside program built with only
+# `pkg-config --cflags --libs zeroshard` and run under mpirun at 2 ranks, and
+# module unload restoring the environment exactly.
+# Each check prints a GoogleTest-style line; the summary at the end is what
+# tests/run_all.sh counts.
+set -u
+srcdir=${abs_top_srcdir:?run through make check}
+builddir=${abs_top_builddir:?run through make check}
+version=${PACKAGE_VERSION:?run through make check}
+make_cmd=${MAKE:-make}
+# A fresh make, not a sub-make of make check.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+results=$tmp/results
+prefix=$tmp/prefix
+: >"$results"
+# Ten checks of the installed tree, and four in each of the two module
+# sessions (Lmod, Environment Modules); each reports passed, failed or skipped.
+expected=$((10 + 2 * 4))
+# Module sessions that died before their end (see session_died).
+died=0
+
+pass() {
+    echo "[       OK ] $1" | tee -a "$results"
+}
+fail() {
+    echo "[  FAILED  ] $1" | tee -a "$results"
+    shift
+    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
+}
+skip() {
+    echo "[  SKIPPED ] $1 ($2)" | tee -a "$results"
+}
+# check NAME FUNCTION [ARGS]: FUNCTION returns 0 for a pass and prints why it failed.
+check() {
+    local name=$1 out
+    shift
+    if out=$("$@" 2>&1); then
+        pass "$name"
+    else
+        fail "$name" "$out"
+    fi
+}
+summary() {
+    local passed failed skipped reported
+    passed=$(grep -c '^\[       OK \]' "$results")
+    failed=$(grep -c '^\[  FAILED  \]' "$results")
+    skipped=$(grep -c '^\[  SKIPPED \]' "$results")
+    reported=$((passed + failed + skipped))
+    failed=$((failed + died))
+    # A check that never reported (a session that died, an early exit) must
+    # not pass by its absence.
+    if [ $reported != $expected ]; then
+        echo "[  FAILED  ] install: $reported results reported, $expected expected"
+        failed=$((failed + 1))
+    fi
+    echo "[  PASSED  ] $passed tests."
+    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
+    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+    [ "$failed" = 0 ]
+}
+
+# ---- configure --prefix, make install -------------------------------------------
+# The same configure options as this build, but a fresh tree and a new prefix.
+configure_args=()
+if [ -x "$builddir/config.status" ]; then
+    eval "set -- $("$builddir/config.status" --config)"
+    for arg in "$@"; do
+        case $arg in
+        --prefix=* | --srcdir=* | --cache-file=* | --with-modulefiles-dir=* | -C) ;;
+        *) configure_args+=("$arg") ;;
+        esac
+    done
+fi
+
+# configure refuses a second, out-of-tree build of a source tree configured in
+# place; the files of the release tarball then make a clean source tree.
+configure_src=$srcdir
+if [ -f "$srcdir/config.status" ]; then
+    configure_src=$tmp/src
+    $make_cmd -C "$builddir" distdir distdir="$configure_src" top_distdir="$configure_src" \
+        >"$tmp/distdir.log" 2>&1 || { cat "$tmp/distdir.log"; exit 1; }
+fi
+
+install_tree() {
+    mkdir -p "$tmp/build" && cd "$tmp/build" &&
+        "$configure_src/configure" --prefix="$prefix" "${configure_args[@]}" >configure.log 2>&1 &&
+        $make_cmd -j2 install >install.log 2>&1 ||
+        { tail -30 configure.log install.log 2>/dev/null; return 1; }
+}
+check install.configure_with_a_prefix_and_make_install install_tree
+if grep -q '^\[  FAILED  \]' "$results"; then
+    summary
+    exit 1
+fi
+
+# ---- what make install left -------------------------------------------------------
+layout() {
+    local f missing=0 prog
+    for f in lib/libzeroshard.so lib/libzeroshard.so.0 include/zeroshard.h \
+        include/zeroshard/version.h lib/pkgconfig/zeroshard.pc bin/zsh_info \
+        share/doc/zeroshard/README.md share/man/man1/zsh_info.1 \
+        "share/modulefiles/zeroshard/$version"; do
+        [ -e "$prefix/$f" ] || { echo "missing: $f"; missing=1; }
+    done
+    # Every public header of the source tree, whoever adds one.
+    for f in "$srcdir"/include/zeroshard/*.h; do
+        [ -e "$prefix/include/zeroshard/${f##*/}" ] || { echo "header not installed: ${f##*/}"; missing=1; }
+    done
+    # Every installed program has a man page.
+    for prog in "$prefix"/bin/*; do
+        [ -e "$prefix/share/man/man1/${prog##*/}.1" ] || { echo "no man page for ${prog##*/}"; missing=1; }
+    done
+    return $missing
+}
+check install.layout_has_library_headers_pkgconfig_tools_docs_man_and_modulefile layout
+
+soname() {
+    local name
+    name=$(readelf -d "$prefix/lib/libzeroshard.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+    echo "soname: '$name'"
+    [[ $name =~ ^libzeroshard\.so\.[0-9]+$ ]] && [ -f "$prefix/lib/$name" ] &&
+        [ "$(readlink -f "$prefix/lib/libzeroshard.so")" = "$(readlink -f "$prefix/lib/$name")" ]
+}
+check install.library_soname_is_versioned soname
+
+exports() {
+    local syms others sym mapped missing=0
+    # Names without their version suffix (zsh_allgather@@ZEROSHARD_0).
+    syms=$(nm -D --defined-only "$prefix/lib/libzeroshard.so" | sed 's/@.*//') || return 1
+    # The version node (an absolute symbol) is the only non-zsh_ entry allowed.
+    others=$(echo "$syms" | awk '$3 !~ /^zsh_/ && !($2 == "A" && $3 ~ /^ZEROSHARD_/)')
+    [ -z "$others" ] || { echo "exported beyond the zsh_ API:"; echo "$others"; missing=1; }
+    mapped=$(grep -o 'zsh_[a-z_0-9]*' "$srcdir/zeroshard.map" | sort -u)
+    # A path gone wrong would leave nothing to check.
+    [ "$(echo "$mapped" | grep -c .)" -ge 40 ] ||
+        { echo "zeroshard.map names $(echo "$mapped" | grep -c .) symbols, fewer than the API has"; missing=1; }
+    for sym in $mapped; do
+        echo "$syms" | awk '{print $3}' | grep -qx "$sym" || { echo "not exported: $sym"; missing=1; }
+    done
+    return $missing
+}
+check install.library_exports_only_the_zsh_api exports
+
+pkgconfig() {
+    local modversion cflags libs
+    export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+    modversion=$(pkg-config --modversion zeroshard) && cflags=$(pkg-config --cflags zeroshard) &&
+        libs=$(pkg-config --libs zeroshard) || return 1
+    echo "modversion '$modversion', cflags '$cflags', libs '$libs'"
+    [ "$modversion" = "$version" ] && [[ " $cflags " == *" -I$prefix/include "* ]] &&
+        [[ " $libs " == *" -L$prefix/lib "* ]] && [[ " $libs " == *" -lzeroshard "* ]]
+}
+check install.pkg_config_gives_version_and_flags_of_the_prefix pkgconfig
+
+zsh_info_sections() {
+    local info=$prefix/bin/zsh_info out feature var documented ok=0
+    out=$("$info" -h) || { echo "zsh_info -h failed"; return 1; }
+    for opt in -v -f -d -t -c -s -h; do
+        [[ $out == *"$opt, --"* ]] || { echo "-h does not list $opt"; ok=1; }
+    done
+    out=$("$info" -v) && [[ $out == *"headers $version, library $version"* ]] ||
+        { echo "zsh_info -v: $out"; ok=1; }
+    out=$("$info" -f) || ok=1
+    for feature in UCX hwloc PMIx MPI CUDA NCCL; do
+        echo "$out" | grep -Eq "^#   $feature: +(on|off)" || { echo "-f lacks '$feature: on|off':"; echo "$out"; ok=1; }
+    done
+    out=$("$info" -t) && [[ $out == *"core(s)"* ]] || { echo "zsh_info -t: $out"; ok=1; }
+    out=$(UCX_TLS=self,tcp "$info" -d) && [[ $out == *"tcp"* ]] || { echo "zsh_info -d: $out"; ok=1; }
+    out=$("$info" -s) && [[ $out == *"auto: the first of these that applies picks"* ]] ||
+        { echo "zsh_info -s: $out"; ok=1; }
+    # -c: every variable, its default and its current value.
+    out=$(ZSH_CHUNK_SIZE=64k "$info" -c) || { echo "zsh_info -c failed"; ok=1; }
+    documented=$(sed -n 's/^| [^|]* | `\(ZSH_[A-Z_0-9]*\)` .*/\1/p' "$srcdir/README.md")
+    [ "$(echo "$documented" | grep -c .)" -ge 20 ] ||
+        { echo "README.md's table names too few variables: $documented"; ok=1; }
+    for var in $documented; do
+        echo "$out" | grep -q "^$var=" || { echo "-c lacks $var (documented in README.md)"; ok=1; }
+    done
+    for var in $(echo "$out" | sed -n 's/^\(ZSH_[A-Z_0-9]*\)=.*/\1/p'); do
+        echo "$documented" | grep -qx "$var" || { echo "$var is not in README.md's table"; ok=1; }
+    done
+    echo "$out" | grep -q '^ZSH_CHUNK_SIZE=65536$' && echo "$out" | grep -q 'default: 256k, set by: ZSH_CHUNK_SIZE' ||
+        { echo "-c does not show ZSH_CHUNK_SIZE's default and current value"; ok=1; }
+    return $ok
+}
+check install.zsh_info_prints_version_features_devices_topology_and_config zsh_info_sections
+
+man_page() {
+    local page=$prefix/share/man/man1/zsh_info.1 opt opts ok=0
+    opts=$("$prefix/bin/zsh_info" -h | grep -o '^  -[a-z]' | tr -d ' -')
+    [ "$(echo "$opts" | grep -c .)" -ge 7 ] || { echo "zsh_info -h lists too few options: $opts"; ok=1; }
+    for opt in $opts; do
+        grep -q "^\.BR \\\\-$opt " "$page" || { echo "man page lacks -$opt"; ok=1; }
+    done
+    return $ok
+}
+check install.man_page_documents_every_zsh_info_option man_page
+
+if command -v doxygen >/dev/null && grep -q '^DOXYGEN = .' "$tmp/build/Makefile"; then
+    docs() {
+        cd "$tmp/build" && $make_cmd docs >docs.log 2>&1 || { cat docs.log; return 1; }
+        grep -q zsh_allgather docs/html/zeroshard_8h.html
+    }
+    check docs.make_docs_builds_html_with_every_public_item_documented docs
+else
+    skip docs.make_docs_builds_html_with_every_public_item_documented "no doxygen"
+fi
+
+modulefiles_dir() {
+    mkdir -p "$tmp/build-site" && cd "$tmp/build-site" &&
+        "$configure_src/configure" --prefix="$prefix" --with-modulefiles-dir="$tmp/site-modules" \
+            "${configure_args[@]}" >configure.log 2>&1 &&
+        $make_cmd install-modulefile >install.log 2>&1 || { tail -20 configure.log install.log; return 1; }
+    grep -q "ZEROSHARD_ROOT *{$prefix}" "$tmp/site-modules/zeroshard/$version"
+}
+check install.with_modulefiles_dir_moves_the_modulefile modulefiles_dir
+
+if command -v python3 >/dev/null; then
+    spack() {
+        "$srcdir/configure" --help >"$tmp/configure-help.txt" &&
+            python3 "$srcdir/tests/system/install/spack_check.py" "$srcdir/contrib/spack/package.py" \
+                "$tmp/configure-help.txt"
+    }
+    check spack.package_maps_variants_to_configure_options spack
+else
+    skip spack.package_maps_variants_to_configure_options "no python3"
+fi
+
+# ---- module use / load / unload, with Lmod and with Environment Modules ---------
+env_vars="PATH LD_LIBRARY_PATH PKG_CONFIG_PATH CPATH MANPATH ZEROSHARD_ROOT"
+
+# The environment minus the module systems' own bookkeeping, one NAME=value per line.
+env_snapshot() {
+    env -0 | tr '\n\0' '\001\n' | LC_ALL=C sort |
+        grep -Ev '^(LOADEDMODULES|_LMFILES_|__LMOD_[A-Za-z0-9_]*|_ModuleTable[0-9_]*_|__MODULES_[A-Za-z0-9_]*|MODULES_[A-Z_]*|LMOD_[A-Za-z0-9_]*|_)='
+}
+
+# first_in VAR DIR: DIR is the first element of $VAR (prepend-path).
+first_in() {
+    local value=${!1-}
+    [ "${value%%:*}" = "$2" ] || { echo "$1='$value' does not start with $2"; return 1; }
+}
+
+loaded_vars() {
+    local ok=0
+    [ "${ZEROSHARD_ROOT-}" = "$prefix" ] || { echo "ZEROSHARD_ROOT='${ZEROSHARD_ROOT-}'"; ok=1; }
+    first_in PATH "$prefix/bin" || ok=1
+    first_in LD_LIBRARY_PATH "$prefix/lib" || ok=1
+    first_in PKG_CONFIG_PATH "$prefix/lib/pkgconfig" || ok=1
+    first_in CPATH "$prefix/include" || ok=1
+    [[ :$CPATH: == *:/opt/zsh-install-test/include:* ]] || { echo "CPATH lost its old entry: $CPATH"; ok=1; }
+    first_in MANPATH "$prefix/share/man" || ok=1
+    [ "$(command -v zsh_info)" = "$prefix/bin/zsh_info" ] || { echo "zsh_info is $(command -v zsh_info)"; ok=1; }
+    [[ :${LOADEDMODULES-}: == *:zeroshard/$version:* ]] || { echo "LOADEDMODULES='${LOADEDMODULES-}'"; ok=1; }
+    return $ok
+}
+
+man_finds() {
+    local page
+    page=$(man -w zsh_info) || return 1
+    echo "man -w zsh_info: $page"
+    [ "$page" = "$prefix/share/man/man1/zsh_info.1" ]
+}
+
+outside_program() {
+    local dir=$1 out lib np=2
+    mkdir -p "$dir" && cd "$dir" || return 1
+    cp "$srcdir/tests/system/install/consumer.c" . &&
+        cc -std=c11 -Wall -Wextra -Werror -o consumer consumer.c $(pkg-config --cflags --libs zeroshard) ||
+        return 1
+    lib=$(ldd ./consumer | awk '$1 ~ /^libzeroshard/ {print $3}')
+    [ "$lib" = "$prefix/lib/libzeroshard.so.0" ] || { echo "consumer loads libzeroshard from '$lib'"; return 1; }
+    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    out=$(timeout 120 mpirun -np $np ./consumer 2>&1)
+    echo "$out"
+    [ "$(echo "$out" | grep -c "^rank [0-9] of $np: ok (ZeroShard $version)$")" = $np ]
+}
+
+# The checks of a module session, in the order module_session reports them.
+session_checks=(module_load_sets_every_variable man_finds_zsh_info_through_manpath
+    outside_program_built_with_pkg_config_runs_under_mpirun_np2 module_unload_restores_the_environment)
+
+# skip_session SYSTEM REASON [FIRST]: skips the session's checks from index
+# FIRST (0) on, each by name, so that the count of results stays whole.
+skip_session() {
+    local i
+    for ((i = ${3:-0}; i < ${#session_checks[@]}; i++)); do
+        skip "modules_$1.${session_checks[i]}" "$2"
+    done
+}
+
+# session_died SYSTEM STATUS: the subshell of a session exited non-zero (an
+# unbound variable under set -u, a module command that exits the shell); the
+# checks it had left go unreported, and the summary counts the shortfall.
+session_died() {
+    echo "[  FAILED  ] modules_$1: the session exited $2 before its end"
+    died=$((died + 1))
+}
+
+# module_session NAME: runs in a subshell after the module system is set up.
+module_session() {
+    local sys=$1 before after
+    export CPATH=/opt/zsh-install-test/include
+    unset LD_LIBRARY_PATH PKG_CONFIG_PATH MANPATH ZEROSHARD_ROOT
+    if ! module use "$prefix/share/modulefiles"; then
+        fail "modules_$sys.module_load_sets_every_variable" "module use failed"
+        skip_session "$sys" "module use failed" 1
+        return
+    fi
+    before=$(env_snapshot)
+    if ! module load zeroshard; then
+        fail "modules_$sys.module_load_sets_every_variable" "module load zeroshard failed"
+        skip_session "$sys" "module load failed" 1
+        return
+    fi
+    check "modules_$sys.module_load_sets_every_variable" loaded_vars
+    if command -v man >/dev/null; then
+        check "modules_$sys.man_finds_zsh_info_through_manpath" man_finds
+    else
+        skip "modules_$sys.man_finds_zsh_info_through_manpath" "no man (apt-get install man-db)"
+    fi
+    if ! command -v mpirun >/dev/null; then
+        skip "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "no mpirun"
+    elif ! zsh_info -f | grep -Eq '^#   PMIx: +on'; then
+        skip "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "built without PMIx"
+    else
+        check "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" \
+            outside_program "$tmp/consumer-$sys"
+    fi
+    module unload zeroshard
+    after=$(env_snapshot)
+    restored() {
+        local var
+        [ "$before" = "$after" ] && return 0
+        for var in $env_vars; do
+            echo "$var before: '$(echo "$before" | grep "^$var=")' after: '$(echo "$after" | grep "^$var=")'"
+        done
+        diff <(echo "$before") <(echo "$after")
+        return 1
+    }
+    check "modules_$sys.module_unload_restores_the_environment" restored
+}
+
+# A shell with no module system of its own, and a home for their caches.
+clean_module_env() {
+    local v
+    for v in $(env | sed -n 's/^\(LMOD_[A-Za-z0-9_]*\|__LMOD_[A-Za-z0-9_]*\|_ModuleTable[0-9_]*_\|__MODULES_[A-Za-z0-9_]*\|MODULES_[A-Z_]*\)=.*/\1/p'); do
+        unset "$v"
+    done
+    unset MODULEPATH MODULESHOME LOADEDMODULES _LMFILES_ BASH_ENV ENV
+    unset -f module ml _module_raw 2>/dev/null
+    # Both module systems drop duplicate entries of a path when they edit it,
+    # so the comparison after unload starts from a PATH without any.
+    PATH=$(echo "$PATH" | tr ':' '\n' | awk 'NF && !seen[$0]++' | paste -sd:)
+    export HOME=$tmp/home-$1
+    mkdir -p "$HOME"
+}
+
+lmod_init=/usr/share/lmod/lmod/init/bash
+if [ -r "$lmod_init" ]; then
+    (
+        clean_module_env lmod
+        # shellcheck disable=SC1090
+        . "$lmod_init" >/dev/null
+        module_session lmod
+    ) || session_died lmod $?
+else
+    skip_session lmod "no Lmod at $lmod_init (apt-get install lmod)"
+fi
+
+# Debian's package when installed; otherwise the same package unpacked beside Lmod
+# (the two conflict), as contrib/debian-setup.sh does.
+modulecmd=
+for c in /usr/lib/*/modulecmd.tcl /usr/share/modules/libexec/modulecmd.tcl \
+    "${ZSH_ENVMODULES_DIR:-/opt/environment-modules}"/usr/lib/*/modulecmd.tcl; do
+    [ -z "$modulecmd" ] && [ -r "$c" ] && modulecmd=$c
+done
+if [ -n "$modulecmd" ] && command -v tclsh8.6 >/dev/null; then
+    (
+        clean_module_env envmodules
+        # What Debian's /usr/share/modules/init/bash runs.
+        eval "$(tclsh8.6 "$modulecmd" bash autoinit)"
+        module_session envmodules
+    ) || session_died envmodules $?
+else
+    skip_session envmodules "no Environment Modules modulecmd.tcl (see contrib/debian-setup.sh)"
+fi
+
+summary

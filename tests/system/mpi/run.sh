@@ -1,0 +1,41 @@
+#!/bin/bash
+# The rank tests as real processes under mpirun, at every rank count of the
+# test strategy. Ranks outnumber the cores here, hence --oversubscribe.
+# Output is rank 0's GoogleTest report per job, which tests/run_all.sh counts.
+set -u
+top_builddir=${top_builddir:-.}
+SUITE=zsh_mpi_tests
+. "$(dirname "$0")/../../harness/mpirun_script.sh"
+status=0
+for np in 1 2 3 4 5 8; do
+    echo "=== mpirun -np $np zsh_mpi_tests"
+    timeout 600 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/zsh_mpi_tests" \
+        --gtest_brief=1 --gtest_color=no || status=1
+done
+# zsh_comm_init() with no torchrun variables: the PMIx launcher's bootstrap.
+passed=0
+failed=0
+for np in 1 3 4; do
+    out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/system/boot/env_rank" 2>&1)
+    if [ "$(echo "$out" | grep -c ": ok$")" = "$np" ]; then
+        echo "[       OK ] boot_pmix.comm_init_under_mpirun_bootstraps_through_pmix/np$np"
+        passed=$((passed + 1))
+    else
+        echo "[  FAILED  ] boot_pmix.comm_init_under_mpirun_bootstraps_through_pmix/np$np"
+        echo "$out"
+        failed=$((failed + 1))
+        status=1
+    fi
+done
+# One result per rank count: one that never reported must not pass by its
+# absence. (The gtest jobs above report their own counts, and a job that
+# dies before its summary exits non-zero.)
+expected=3
+if [ $((passed + failed)) != $expected ]; then
+    echo "[  FAILED  ] boot_pmix: $((passed + failed)) results reported, $expected expected"
+    failed=$((failed + 1))
+    status=1
+fi
+echo "[  PASSED  ] $passed tests."
+[ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+exit $status

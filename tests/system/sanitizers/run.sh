@@ -1,0 +1,78 @@
+#!/bin/bash
+# The test suite under a sanitizer, in a build tree of its own:
+#   bash tests/system/sanitizers/run.sh [address|thread]
+# address (default): AddressSanitizer, LeakSanitizer and UBSan in build-asan/,
+#   running every test of make check but the install test, which configures
+#   and installs a second, uninstrumented tree (packaging, not memory safety;
+#   it runs in the plain build).
+# thread: ThreadSanitizer in build-tsan/, running tests/zsh_tests, where the
+#   in-process rank tests run every rank as a thread of one process.
+# Builds with clang (configure --enable-sanitizers), so that
+# tests/system/sanitizers/asan_known_bugs.txt can leave known bugs uninstrumented.
+# GoogleTest logs land in the build tree's tests/, where tests/run_all.sh
+# counts them; the exit status is make check's.
+set -u
+mode=${1:-address}
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$top/tests/system/sanitizers/env.sh"
+case $mode in
+address)
+    build=${ZSH_ASAN_BUILD_DIR:-$top/build-asan}
+    flags="-g -O1 -fsanitize-ignorelist=$top/tests/system/sanitizers/asan_known_bugs.txt"
+    # Full stacks through libraries built without frame pointers, so that the
+    # leak suppressions (third-party libraries only) can match them; Open MPI
+    # keeps its plugins loaded so that their frames have names.
+    export ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1
+    export LSAN_OPTIONS=suppressions=$top/contrib/lsan.supp:print_suppressions=0
+    export UBSAN_OPTIONS=print_stacktrace=1
+    export OMPI_MCA_mca_base_component_disable_dlclose=1
+    echo "== known bugs left uninstrumented (tests/system/sanitizers/asan_known_bugs.txt):"
+    grep -E '^(fun|src):' "$top/tests/system/sanitizers/asan_known_bugs.txt" || echo "   none"
+    ;;
+thread)
+    build=${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}
+    flags="-g -O1"
+    export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
+    ;;
+*)
+    echo "usage: $0 [address|thread]" >&2
+    exit 2
+    ;;
+esac
+
+echo "== $mode sanitizer build in $build"
+mkdir -p "$build" && cd "$build" || exit 1
+if [ ! -f Makefile ]; then
+    [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh >/dev/null 2>&1)
+    "$top/configure" --enable-sanitizers="$mode" CC=clang CXX=clang++ \
+        CFLAGS="$flags" CXXFLAGS="$flags" >configure.out 2>&1 || { tail -30 configure.out; exit 1; }
+fi
+make -j"$(nproc)" >make.out 2>&1 && make -j"$(nproc)" check TESTS= >>make.out 2>&1 ||
+    { tail -50 make.out; exit 1; }
+
+if [ "$mode" = address ]; then
+    tests=$(make -s print-tests | tr ' ' '\n' | grep -v '^tests/system/install/run_install.sh$')
+else
+    tests=tests/zsh_tests
+fi
+echo "== make check TESTS='$(echo $tests)'"
+find tests -name '*.log' -delete 2>/dev/null
+make -j"$(nproc)" check TESTS="$(echo $tests)" >check.out 2>&1
+rc=$?
+# A test stopped by a sanitizer (or failed by a leak report at exit) may end
+# without a GoogleTest failure summary: count each such one as one failure.
+for t in $(sed -n 's/^\(FAIL\|ERROR\): //p' check.out); do
+    grep -q '^\[  FAILED  \] [0-9]* tests\{0,1\}[.,]' "$t.log" 2>/dev/null ||
+        printf '[  FAILED  ] %s under %s sanitizer: see %s\n[  FAILED  ] 1 test, listed above\n' \
+            "$t" "$mode" "$build/$t.log" >>"$t.log"
+done
+grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
+for t in $tests; do
+    grep -HE '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[.,]' "$t.log" 2>/dev/null
+done
+if [ $rc != 0 ]; then
+    find tests -name '*.log' -exec grep -hE \
+        'ERROR: (Address|Leak|Thread)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: |runtime error' {} + \
+        2>/dev/null | sort | uniq -c | sort -rn | head -20
+fi
+exit $rc

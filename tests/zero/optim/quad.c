@@ -1,0 +1,219 @@
+#include "quad.h"
+
+#include "core/half.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ZSH_QUAD_BATCH 12
+
+const size_t zsh_quad_sizes[ZSH_QUAD_NPARAMS] = {5, 1, 37, 300, 1024, 13};
+
+size_t zsh_quad_psi(void)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < ZSH_QUAD_NPARAMS; i++) {
+        n += zsh_quad_sizes[i];
+    }
+    return n;
+}
+
+static float zsh_quad_target(size_t p, size_t e, int j, int step)
+{
+    return (float)sin(0.37 * (double)e + 1.3 * (double)p + 0.7 * j + 0.5 * step);
+}
+
+static float zsh_quad_weight(size_t e)
+{
+    return (float)(1 + e % 3);
+}
+
+static float zsh_quad_get(zsh_dtype_t dt, const void *buf, size_t i)
+{
+    const uint16_t *h = buf;
+
+    switch (dt) {
+    case ZSH_BFLOAT16: return zsh_bf16_to_float(h[i]);
+    case ZSH_FLOAT16:  return zsh_fp16_to_float(h[i]);
+    default:           return ((const float *)buf)[i];
+    }
+}
+
+static void zsh_quad_put(zsh_dtype_t dt, void *buf, size_t i, float v)
+{
+    uint16_t *h = buf;
+
+    switch (dt) {
+    case ZSH_BFLOAT16: h[i] = zsh_float_to_bf16(v); break;
+    case ZSH_FLOAT16:  h[i] = zsh_float_to_fp16(v); break;
+    default:           ((float *)buf)[i] = v; break;
+    }
+}
+
+/* This rank's loss share and gradient of parameter @p (values @w). */
+static double zsh_quad_grad(zsh_dtype_t dt, const void *w, size_t p, int first, int rows, int step,
+                            float scale, void *grad)
+{
+    double loss = 0.0;
+    size_t e;
+    int j;
+
+    for (e = 0; e < zsh_quad_sizes[p]; e++) {
+        float g = 0.0f, x = zsh_quad_get(dt, w, e);
+
+        for (j = first; j < first + rows; j++) {
+            float d = x - zsh_quad_target(p, e, j, step);
+
+            loss += 0.5 * zsh_quad_weight(e) * d * d / ZSH_QUAD_BATCH;
+            g += zsh_quad_weight(e) * d / ZSH_QUAD_BATCH;
+        }
+        zsh_quad_put(dt, grad, e, g * scale);
+    }
+    return loss;
+}
+
+static bool zsh_quad_step(zsh_comm_t *comm, zsh_optim_t *opt, zsh_param_t **params,
+                          zsh_dtype_t dt, int step, zsh_quad_run_t *run, void *grad)
+{
+    int n = zsh_comm_size(comm), r = zsh_comm_rank(comm);
+    int first = ZSH_QUAD_BATCH * r / n, rows = ZSH_QUAD_BATCH * (r + 1) / n - first;
+    const size_t *order = (run->order != NULL) ? run->order(step) : NULL;
+    float scale = zsh_optim_loss_scale(opt);
+    double loss = 0.0;
+    size_t k, p, e;
+    void *w;
+
+    for (k = 0; k < ZSH_QUAD_NPARAMS; k++) {  /* forward */
+        p = (order != NULL) ? order[k] : k;
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], &w));
+        loss += zsh_quad_grad(dt, w, p, first, rows, step, scale, grad);
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, params[p]));
+    }
+    for (k = ZSH_QUAD_NPARAMS; k-- > 0;) {   /* backward */
+        p = (order != NULL) ? order[k] : k;
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], &w));
+        zsh_quad_grad(dt, w, p, first, rows, step, scale, grad);
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, params[p]));
+        if ((r == run->bad_rank) && (step == run->bad_step)) {
+            for (e = 0; e < zsh_quad_sizes[p]; e++) {
+                zsh_quad_put(dt, grad, e, zsh_quad_get(dt, grad, e) * INFINITY);
+            }
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, params[p], grad));
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &run->applied[step - 1]));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(&loss, &run->loss[step - 1], 1, ZSH_FLOAT64, ZSH_SUM,
+                                            comm));
+    return zsh_test_failures() == 0;
+}
+
+/* Copy the full parameters out as fp32. */
+static void zsh_quad_collect(zsh_optim_t *opt, zsh_param_t **params, zsh_dtype_t dt,
+                             zsh_quad_run_t *run)
+{
+    size_t p, e;
+    void *w;
+
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        run->final[p] = calloc(zsh_quad_sizes[p], sizeof(float));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], &w));
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            run->final[p][e] = zsh_quad_get(dt, w, e);
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, params[p]));
+    }
+}
+
+bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
+                    zsh_quad_run_t *run)
+{
+    zsh_param_t *params[ZSH_QUAD_NPARAMS];
+    void *init[ZSH_QUAD_NPARAMS], *grad = calloc(1024, sizeof(float));
+    zsh_dtype_t dt = cfg->precision;
+    zsh_optim_t *opt;
+    char name[32];
+    size_t p, e;
+    int k;
+
+    if (zsh_optim_create(comm, cfg, &opt) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "zsh_optim_create: %s", zsh_last_error());
+        free(grad);
+        return false;
+    }
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        init[p] = calloc(zsh_quad_sizes[p], sizeof(float));
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            zsh_quad_put(dt, init[p], e, (float)cos(0.11 * (double)e + (double)p));
+        }
+        snprintf(name, sizeof(name), "quad%zu", p);
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, name, zsh_quad_sizes[p], dt, init[p],
+                                                     &params[p]));
+    }
+    for (k = 1; (k <= steps) && (zsh_test_failures() == 0); k++) {
+        zsh_quad_step(comm, opt, params, dt, k, run, grad);
+    }
+    zsh_quad_collect(opt, params, dt, run);
+    zsh_optim_get_stats(opt, &run->stats);
+    zsh_optim_destroy(opt);
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        free(init[p]);
+    }
+    free(grad);
+    return zsh_test_failures() == 0;
+}
+
+bool zsh_quad_reference(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
+                        zsh_quad_run_t *run)
+{
+    zsh_optim_config_t ref = *cfg;
+    zsh_comm_t *self;
+    bool ok;
+
+    ref.stage = 0;
+    if (zsh_comm_split(comm, zsh_comm_rank(comm), 0, &self) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "zsh_comm_split: %s", zsh_last_error());
+        return false;
+    }
+    ok = zsh_quad_train(self, &ref, steps, run);
+    zsh_comm_destroy(self);
+    return ok;
+}
+
+bool zsh_quad_expect_near(const zsh_quad_run_t *run, const zsh_quad_run_t *ref, int steps,
+                          double tol, const char *what)
+{
+    size_t p, e;
+    int k;
+
+    for (k = 0; k < steps; k++) {
+        if (!(fabs(run->loss[k] - ref->loss[k]) <= tol * (1.0 + fabs(ref->loss[k])))) {
+            zsh_test_fail(__FILE__, __LINE__, "%s: loss of step %d is %.9g, reference %.9g", what,
+                          k + 1, run->loss[k], ref->loss[k]);
+            return false;
+        }
+    }
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            double a = run->final[p][e], b = ref->final[p][e];
+
+            if (!(fabs(a - b) <= tol * (1.0 + fabs(b)))) {
+                zsh_test_fail(__FILE__, __LINE__,
+                              "%s: final quad%zu[%zu] is %.9g, reference %.9g", what, p, e, a, b);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+void zsh_quad_free(zsh_quad_run_t *run)
+{
+    size_t p;
+
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        free(run->final[p]);
+        run->final[p] = NULL;
+    }
+}
