@@ -330,11 +330,12 @@ static bool zsh_ucx_troubled(zsh_tl_ctx_t *ctx)
 static void zsh_ucx_destroy(zsh_tl_ctx_t *ctx)
 {
     if (zsh_ucx_troubled(ctx)) {
-        /* After a peer failure UCX 1.13 may still hold transfers that were
-         * under way: progressing the worker again can let it touch buffers
-         * their owners have since freed, and destroying it with a send
-         * pending aborts the process. Abandoning it is the lesser evil; the
-         * process is usually about to exit. */
+        /* After a peer failure UCX may still hold transfers that were under
+         * way: progressing the worker again can let it touch buffers their
+         * owners have since freed, and destroying it with a send pending
+         * aborts the process (docs/DECISIONS.md, "Teardown after a
+         * failure"). Abandoning it is the lesser evil; the process is
+         * usually about to exit. */
         zsh_log(ZSH_LOG_INFO, "a peer failed: leaving the UCX worker in place instead of "
                 "tearing it down");
     } else {

@@ -3,10 +3,10 @@
  * this node with process_vm_readv(2) and process_vm_writev(2), one copy and
  * no staging.
  *
- * UCX has a CMA transport too, but UCX 1.13 leaves it out of endpoints that
- * report peer failures (UCP_ERR_HANDLING_MODE_PEER), which ZeroShard needs;
- * so the node-local algorithms call the system call themselves and map its
- * errors: a peer that died is ESRCH, which is reported as a peer failure.
+ * UCX has a CMA transport too, but leaves it out of the endpoints that
+ * report peer failures, which ZeroShard needs (docs/DECISIONS.md,
+ * "Node-local shortcuts"); so the transport calls the system call itself and
+ * maps its errors: a peer that died is ESRCH, reported as a peer failure.
  *
  * Two processes can use it when both run on one kernel, in one PID namespace
  * (a PID means the same process to both), and the kernel lets them read
@@ -14,8 +14,8 @@
  * zsh_cma_id_t with its transport address, so every rank reaches the same
  * verdict about every pair.
  */
-#ifndef ZSH_TRANSPORTS_CMA_CMA_H_
-#define ZSH_TRANSPORTS_CMA_CMA_H_
+#ifndef ZSH_TRANSPORTS_UCX_CMA_CMA_H_
+#define ZSH_TRANSPORTS_UCX_CMA_CMA_H_
 
 #include <zeroshard.h>
 

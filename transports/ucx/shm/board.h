@@ -7,9 +7,7 @@
  * n - 1 segments. On a board the sender writes it once, into its own
  * segment, and each peer reads it from there. With ranks outnumbering cores,
  * where every call waits for each member to be scheduled, what a rank does
- * per message decides the latency: eight ranks on two cores took 20 µs per
- * 8-byte all-reduce through UCX's shared memory, whose sends, receives and
- * requests cost a quarter of every process's time.
+ * per message decides the latency (docs/DECISIONS.md, "Boards").
  *
  * Board i of a process belongs to its communicator with id i, which it alone
  * writes; messages carry tickets 0, 1, 2, ... in the order every member
@@ -18,14 +16,15 @@
  * message where it lies, for as long as its call needs it, then counts
  * itself off, and the slot is written again only when that count is zero.
  * A reader that reduces several peers' inputs thus reads each straight from
- * its board, with no copy of its own. A key (the communicator's uid) tells a board's current communicator
- * from an earlier one with the same id, whose slots may be overwritten.
+ * its board, with no copy of its own. A key (the communicator's uid) tells a
+ * board's current communicator from an earlier one with the same id, whose
+ * slots may be overwritten.
  *
  * The boards live in the mailbox segment (box.h), after the boxes, and cost
  * pages only where they are used.
  */
-#ifndef ZSH_TRANSPORTS_SHM_BOARD_H_
-#define ZSH_TRANSPORTS_SHM_BOARD_H_
+#ifndef ZSH_TRANSPORTS_UCX_SHM_BOARD_H_
+#define ZSH_TRANSPORTS_UCX_SHM_BOARD_H_
 
 #include "ucx/shm/box.h"
 

@@ -3,10 +3,8 @@
  * through shared memory, with no UCX in the way.
  *
  * A two-rank collective of a few bytes is nothing but one message each way,
- * so its latency is the transport's. Two processes swapping a 56-byte
- * tagged message through UCX's shared memory took 0.50 µs per exchange on
- * the machine the README measures on, and 0.22 µs through a shared slot
- * like the ones here: UCX's matching, requests and FIFO cost the rest.
+ * so its latency is the transport's, and a shared slot costs less than
+ * UCX's matching, requests and FIFO (docs/DECISIONS.md, "Mailboxes").
  *
  * Each process owns one segment (a memfd) holding ZSH_BOX_COUNT boxes of
  * ZSH_BOX_SLOTS slots, and receives in it; a peer maps it, through
@@ -22,8 +20,8 @@
  * The pages are touched only where boxes are used, so a segment costs
  * little memory for all its address space.
  */
-#ifndef ZSH_TRANSPORTS_SHM_BOX_H_
-#define ZSH_TRANSPORTS_SHM_BOX_H_
+#ifndef ZSH_TRANSPORTS_UCX_SHM_BOX_H_
+#define ZSH_TRANSPORTS_UCX_SHM_BOX_H_
 
 #include <zeroshard.h>
 
