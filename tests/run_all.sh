@@ -32,7 +32,8 @@ if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
     fi
 fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
-logs=(tests/zsh_tests.log tests/system/boot/run_env.sh.log tests/system/mpi/run.sh.log
+# tests/main_job.log: the README's first command, when .ci/run ran it first.
+logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log tests/system/mpi/run.sh.log
       tests/system/install/run_install.sh.log tests/distcheck.log
       tests/system/train/run_train.sh.log tests/zsh_fault_tests.log
       tests/system/perf/run_bench.sh.log tests/system/build/run_vectorized.sh.log
@@ -76,11 +77,26 @@ count() {
         sed -n "s/^\[  $1 *\] \([0-9][0-9]*\) tests\{0,1\}[.,].*/\1/p" |
         awk '{ n += $1 } END { print n + 0 }'
 }
+# Distinct test cases: a rank test counts once whatever its rank counts, and
+# a test once however many runs (in process, under mpirun, under each
+# sanitizer) ran it. The GoogleTest binaries list theirs; the scripts' show
+# in their logs.
+distinct() {
+    {
+        for bin in tests/zsh_tests tests/zsh_fault_tests; do
+            [ -x "$bin" ] && "$bin" --gtest_list_tests 2>/dev/null |
+                awk '/^[^ ]/ { suite = $1; next } { print suite $1 }'
+        done
+        cat "${logs[@]}" 2>/dev/null |
+            sed -n 's/^\[ *\(OK\|FAILED\|SKIPPED\) *\] \([A-Za-z0-9_]*\.[A-Za-z0-9_/]*\).*/\2/p'
+    } | sed 's|/np[0-9]*$||' | sort -u | grep -c .
+}
 passed=$(count PASSED)
 failed=$(count FAILED)
 skipped=$(count SKIPPED)
 if [ $rc != 0 ] && [ "$failed" = 0 ]; then
     failed=1 # the build or a harness failed without a test to blame
 fi
+echo "$(distinct) distinct test cases, counted once each below per rank count and per run"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $rc = 0 ]
