@@ -12,8 +12,8 @@
 #include "algo/rd.h"
 
 #include "algo/rounds.h"
-#include "reduce/kernels.h"
 #include "core/dtype.h"
+#include "reduce/kernels.h"
 
 /* Round -1 pairs off the extra ranks, rounds [0, nrounds) exchange, round
  * nrounds returns results to the extra ranks. */

@@ -4,8 +4,8 @@
 #include "handshake/variant.h"
 
 #include "comm/health.h"
-#include "core/clock.h"
 #include "core/array.h"
+#include "core/clock.h"
 #include "core/status.h"
 
 #include <stdio.h>

@@ -12,8 +12,8 @@
  */
 #include "reduce/kernels.h"
 
-#include "core/half.h"
 #include "core/dtype.h"
+#include "core/half.h"
 
 #include <stdint.h>
 

@@ -9,7 +9,8 @@ static const char *const zsh_bootstrap_names[] = {"auto", "env", "pmix", NULL};
 static const zsh_config_field_t zsh_boot_config_fields[] = {
     {"RANK", "RANK", "", "Rank of this process for zsh_comm_init() (torchrun: RANK)",
      ZSH_BOOT_OFF(rank), ZSH_CONFIG_INT_OPT, NULL},
-    {"WORLD_SIZE", "WORLD_SIZE", "", "Number of processes for zsh_comm_init() (torchrun: WORLD_SIZE)",
+    {"WORLD_SIZE", "WORLD_SIZE", "",
+     "Number of processes for zsh_comm_init() (torchrun: WORLD_SIZE)",
      ZSH_BOOT_OFF(world_size), ZSH_CONFIG_INT_OPT, NULL},
     {"MASTER_ADDR", "MASTER_ADDR", "",
      "Host of the TCP store that rank 0 runs for zsh_comm_init() (torchrun: MASTER_ADDR)",

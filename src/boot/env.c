@@ -163,7 +163,8 @@ static void zsh_boot_env_req_free(void *req)
 
 /* ---- create and destroy ---------------------------------------------------------------- */
 
-zsh_status_t zsh_boot_env_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob, zsh_boot_env_t **env_p)
+zsh_status_t zsh_boot_env_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob,
+                                 zsh_boot_env_t **env_p)
 {
     zsh_boot_env_t *env;
     zsh_status_t status;

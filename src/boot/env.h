@@ -24,7 +24,8 @@ typedef struct zsh_boot_env zsh_boot_env_t;
  * Collective over the WORLD_SIZE ranks. @oob stays valid until
  * zsh_boot_env_destroy(); *env_p and @oob are set only on success.
  */
-zsh_status_t zsh_boot_env_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob, zsh_boot_env_t **env_p);
+zsh_status_t zsh_boot_env_create(const zsh_boot_config_t *cfg, zsh_oob_t *oob,
+                                 zsh_boot_env_t **env_p);
 
 /*
  * Collective: say this rank is done with the store; rank 0 keeps serving until

@@ -157,7 +157,9 @@ static void zsh_config_expected(const zsh_config_field_t *field, char *buf, size
         return;
     case ZSH_CONFIG_UINT:    snprintf(buf, len, "an unsigned integer"); return;
     case ZSH_CONFIG_INT_OPT: snprintf(buf, len, "an integer >= 0"); return;
-    case ZSH_CONFIG_STRING:  snprintf(buf, len, "at most %d characters", ZSH_CONFIG_STR_MAX - 1); return;
+    case ZSH_CONFIG_STRING:
+        snprintf(buf, len, "at most %d characters", ZSH_CONFIG_STR_MAX - 1);
+        return;
     case ZSH_CONFIG_ENUM:
         used = (size_t)snprintf(buf, len, "one of");
         for (i = 0; (field->choices[i] != NULL) && (used < len); i++) {

@@ -41,14 +41,15 @@ static zsh_status_t zsh_ucx_failed(zsh_tl_ctx_t *ctx, int peer, bool is_recv, si
                          expected);
     }
     if (status == UCS_ERR_CANCELED) {
-        return zsh_error(ZSH_ERR_ABORTED, "%s rank %d was cancelled", is_recv ? "receive from" : "send to", peer);
+        return zsh_error(ZSH_ERR_ABORTED, "%s rank %d was cancelled",
+                         is_recv ? "receive from" : "send to", peer);
     }
     return zsh_error(ZSH_ERR_TRANSPORT, "UCX %s rank %d failed: %s",
                      is_recv ? "receive from" : "operation to", peer, ucs_status_string(status));
 }
 
-zsh_status_t zsh_ucx_posted(zsh_tl_ctx_t *ctx, ucs_status_ptr_t ptr, const char *what, int peer, bool is_recv,
-                            size_t expected, zsh_tl_req_t **req_p)
+zsh_status_t zsh_ucx_posted(zsh_tl_ctx_t *ctx, ucs_status_ptr_t ptr, const char *what, int peer,
+                            bool is_recv, size_t expected, zsh_tl_req_t **req_p)
 {
     zsh_tl_req_t *req;
 

@@ -74,8 +74,8 @@ struct zsh_tl_req {
 zsh_status_t zsh_ucx_error(const char *what, ucs_status_t status);
 
 /* Turn what an nbx call returned into (status, *req_p). */
-zsh_status_t zsh_ucx_posted(zsh_tl_ctx_t *ctx, ucs_status_ptr_t ptr, const char *what, int peer, bool is_recv,
-                            size_t expected, zsh_tl_req_t **req_p);
+zsh_status_t zsh_ucx_posted(zsh_tl_ctx_t *ctx, ucs_status_ptr_t ptr, const char *what, int peer,
+                            bool is_recv, size_t expected, zsh_tl_req_t **req_p);
 
 zsh_status_t zsh_ucx_isend(zsh_tl_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
                            zsh_tl_req_t **req_p);

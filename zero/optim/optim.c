@@ -5,9 +5,9 @@
  */
 #include "optim/optim_impl.h"
 
-#include "optim/config.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "optim/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 #define ZSH_OPTIM_OPTIM_IMPL_H_
 
 #include "mem/account.h"
-#include "optim/rule.h"
 #include "optim/prefetch.h"
+#include "optim/rule.h"
 #include "optim/scaler.h"
 #include "shard/shard_impl.h"
 

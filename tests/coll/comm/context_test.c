@@ -4,8 +4,8 @@
  */
 #include "harness/zsh_test.h"
 
-#include "comm/context.h"
 #include "comm/comm.h"
+#include "comm/context.h"
 #include "topo/topo.h"
 
 #include <stdint.h>

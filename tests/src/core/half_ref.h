@@ -7,8 +7,8 @@
 #ifndef ZSH_TESTS_UNIT_HALF_REF_H_
 #define ZSH_TESTS_UNIT_HALF_REF_H_
 
-#include "core/half.h"
 #include "core/dtype.h"
+#include "core/half.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 #include "harness/zsh_test.h"
 
 #include "core/clock.h"
-#include "ucx/cma/cma.h"
 #include "tl.h"
+#include "ucx/cma/cma.h"
 #include "ucx/config.h"
 
 #include <stdio.h>
