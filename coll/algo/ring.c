@@ -15,6 +15,24 @@ unsigned zsh_ring_depth(const zsh_task_t *task)
     return (depth > ZSH_TAG_STEPS / 4) ? ZSH_TAG_STEPS / 4 : depth;
 }
 
+zsh_ring_t *zsh_ring_setup(zsh_task_t *task, const zsh_part_t *part, size_t esize,
+                           uint32_t step_base)
+{
+    size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
+    size_t chunk       = (chunk_bytes / esize > 0) ? chunk_bytes / esize : 1;
+    size_t nchunks     = zsh_part_nchunks(part, chunk);
+    zsh_ring_t *ring   = zsh_ring(task);
+
+    *ring = (zsh_ring_t){.part      = *part,
+                         .chunk     = chunk,
+                         .nchunks   = nchunks,
+                         .units     = (size_t)(task->comm->size - 1) * nchunks,
+                         .depth     = zsh_ring_depth(task),
+                         .step_base = step_base,
+                         .own_first = true};
+    return ring;
+}
+
 bool zsh_ring_may_send(zsh_task_t *task)
 {
     const zsh_ring_t *ring = zsh_ring(task);

@@ -40,6 +40,12 @@ static inline zsh_ring_t *zsh_ring(zsh_task_t *task)
     return zsh_task_state(task);
 }
 
+/* A fresh ring over @part for this task, messages of ZSH_CHUNK_SIZE bytes
+ * of elements of @esize bytes, tag steps from @step_base; what it moves
+ * (buf, or src and dst) the caller fills in. */
+zsh_ring_t  *zsh_ring_setup(zsh_task_t *task, const zsh_part_t *part, size_t esize,
+                            uint32_t step_base);
+
 /* Whether the ring may post its next send (unit ring->shead) now. */
 bool         zsh_ring_may_send(zsh_task_t *task);
 

@@ -8,24 +8,12 @@
 
 #include "algo/ring.h"
 
-#include "core/dtype.h"
-
 zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *part,
                               uint32_t step_base)
 {
-    zsh_ring_t *ring   = zsh_ring(task);
-    size_t esize       = zsh_task_esize(task);
-    size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
+    zsh_ring_t *ring = zsh_ring_setup(task, part, zsh_task_esize(task), step_base);
 
-    ring->part      = *part;
-    ring->chunk     = (chunk_bytes / esize > 0) ? chunk_bytes / esize : 1;
-    ring->nchunks   = zsh_part_nchunks(part, ring->chunk);
-    ring->units     = (size_t)(task->comm->size - 1) * ring->nchunks;
-    ring->depth     = zsh_ring_depth(task);
-    ring->step_base = step_base;
-    ring->buf       = buf;
-    ring->own_first = true;
-    ring->rhead = ring->rtail = ring->shead = ring->stail = 0;
+    ring->buf          = buf;
     task->run.progress = zsh_ring_ag_progress;
     return zsh_task_ops(task, 2 * ring->depth);
 }

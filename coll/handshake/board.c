@@ -110,27 +110,15 @@ static zsh_status_t zsh_hs_board_take(zsh_hs_t *hs, uint64_t ticket, unsigned *t
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
 }
 
+/* Every peer's descriptor message, compared with ours and held. */
+static zsh_status_t zsh_hs_board_take_all(zsh_hs_t *hs)
+{
+    return zsh_hs_board_take(hs, hs->ticket, &hs->taken, true);
+}
+
 static zsh_status_t zsh_hs_board_progress(zsh_hs_t *hs)
 {
-    zsh_status_t status;
-
-    status = zsh_hs_shm_send(hs);
-    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
-        return status;
-    }
-    if (hs->state == ZSH_HS_POSTED) {
-        status = zsh_hs_board_take(hs, hs->ticket, &hs->taken, true);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        hs->state = ZSH_HS_MATCHED;
-    }
-    if (!hs->sent) {
-        return ZSH_INPROGRESS; /* our descriptor lives in the task, its data maybe in the
-                                  caller's buffer */
-    }
-    hs->state = ZSH_HS_VERIFIED;
-    return ZSH_OK;
+    return zsh_hs_shm_progress(hs, zsh_hs_board_take_all);
 }
 
 static const void *zsh_hs_board_data(const zsh_hs_t *hs, int peer)

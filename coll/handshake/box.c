@@ -80,30 +80,18 @@ static zsh_status_t zsh_hs_box_recv(zsh_hs_t *hs)
     return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
 }
 
+/* The peer's descriptor message, compared with ours. */
+static zsh_status_t zsh_hs_box_take(zsh_hs_t *hs)
+{
+    zsh_status_t status = zsh_hs_box_recv(hs);
+
+    return (status == ZSH_OK) ? zsh_hs_compare(hs, zsh_hs_box_peer(hs), &hs->bufs->in.desc)
+                              : status;
+}
+
 static zsh_status_t zsh_hs_box_progress(zsh_hs_t *hs)
 {
-    zsh_status_t status;
-
-    status = zsh_hs_shm_send(hs);
-    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
-        return status;
-    }
-    if (hs->state == ZSH_HS_POSTED) {
-        status = zsh_hs_box_recv(hs);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        status = zsh_hs_compare(hs, zsh_hs_box_peer(hs), &hs->bufs->in.desc);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        hs->state = ZSH_HS_MATCHED;
-    }
-    if (!hs->sent) {
-        return ZSH_INPROGRESS; /* our descriptor lives in the task */
-    }
-    hs->state = ZSH_HS_VERIFIED;
-    return ZSH_OK;
+    return zsh_hs_shm_progress(hs, zsh_hs_box_take);
 }
 
 static const void *zsh_hs_box_data(const zsh_hs_t *hs, int peer)

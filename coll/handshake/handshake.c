@@ -176,6 +176,29 @@ zsh_status_t zsh_hs_shm_send(zsh_hs_t *hs)
     return zsh_hs_shm_put(hs, hs->ticket, &parts, &hs->sent);
 }
 
+zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs, zsh_status_t (*take)(zsh_hs_t *hs))
+{
+    zsh_status_t status;
+
+    status = zsh_hs_shm_send(hs);
+    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
+        return status;
+    }
+    if (hs->state == ZSH_HS_POSTED) {
+        status = take(hs);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        hs->state = ZSH_HS_MATCHED;
+    }
+    if (!hs->sent) {
+        return ZSH_INPROGRESS; /* our descriptor lives in the task, an eager call's data maybe
+                                  in the caller's buffer */
+    }
+    hs->state = ZSH_HS_VERIFIED;
+    return ZSH_OK;
+}
+
 bool zsh_hs_shm_waits_for(const zsh_hs_t *hs, int peer)
 {
     unsigned k, taken;

@@ -35,6 +35,11 @@ zsh_status_t zsh_hs_shm_put(zsh_hs_t *hs, uint64_t ticket, const zsh_tl_parts_t 
  * the data follows from where it lies (hs->body). */
 zsh_status_t zsh_hs_shm_send(zsh_hs_t *hs);
 
+/* A mailbox or board exchange's progress: ours goes (in ticket order), then
+ * @take takes the peers' and compares them, then it is verified once ours
+ * went, since our descriptor lives in the task. */
+zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs, zsh_status_t (*take)(zsh_hs_t *hs));
+
 /* The peer whose mailbox or board message we take @k-th: rank + 1,
  * rank + 2, ... (on two ranks, the other one). */
 static inline int zsh_hs_shm_peer(const zsh_hs_t *hs, unsigned k)

@@ -14,24 +14,15 @@
 zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
                               const zsh_part_t *part, uint32_t step_base)
 {
-    zsh_ring_t *ring   = zsh_ring(task);
-    size_t acc_esize   = zsh_task_acc_esize(task);
-    size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
-    bool converts      = zsh_dtype_acc(task->args.dtype) != task->args.dtype;
+    size_t acc_esize = zsh_task_acc_esize(task);
+    zsh_ring_t *ring = zsh_ring_setup(task, part, acc_esize, step_base);
+    bool converts    = zsh_dtype_acc(task->args.dtype) != task->args.dtype;
     size_t slot_bytes;
     zsh_status_t status;
     void *scratch;
 
-    ring->part      = *part;
-    ring->chunk     = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
-    ring->nchunks   = zsh_part_nchunks(part, ring->chunk);
-    ring->units     = (size_t)(task->comm->size - 1) * ring->nchunks;
-    ring->depth     = zsh_ring_depth(task);
-    ring->own_first = true;
-    ring->step_base = step_base;
-    ring->src       = src;
-    ring->dst       = dst;
-    ring->rhead = ring->rtail = ring->shead = ring->stail = 0;
+    ring->src = src;
+    ring->dst = dst;
 
     slot_bytes = ring->chunk * acc_esize * ring->depth;
     status     = zsh_task_scratch(task, slot_bytes * (converts ? 2 : 1), &scratch);
