@@ -1,94 +1,69 @@
 /*
- * zsh_allgather and zsh_iallgather: validate, pick an algorithm, run.
+ * zsh_allgather and zsh_iallgather: check, choose an algorithm, run.
  */
 #include "allgather/allgather.h"
 
 #include "core/status.h"
-#include "select/select.h"
-#include "task/validate.h"
+#include "select/prepare.h"
 
 #include <string.h>
 
-static zsh_status_t zsh_allgather_prepare(const char *fn, const void *sendbuf, void *recvbuf,
-                                          size_t sendcount, zsh_dtype_t dtype, zsh_comm_t *comm,
-                                          zsh_task_t **task_p)
+/* Bytes of one rank's block. */
+static size_t zsh_allgather_block(const zsh_task_t *task)
 {
-    zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
-    zsh_part_t part;
-    zsh_algo_t algo;
-    char *own;
-    size_t blk;
+    return task->args.count * zsh_task_esize(task);
+}
 
-    status = zsh_validate(fn, comm, &args);
-    if (status != ZSH_OK) {
-        return status;
+/* One rank: its block is the whole result. */
+static zsh_status_t zsh_allgather_local(zsh_task_t *task)
+{
+    if (task->args.sendbuf != task->args.recvbuf) {
+        memcpy(task->args.recvbuf, task->args.sendbuf, zsh_allgather_block(task));
     }
-    status = zsh_task_get(comm, &args, "allgather", &task);
-    if (status != ZSH_OK) {
-        return status;
-    }
-    blk = sendcount * zsh_task_esize(task);
-    if ((sendcount == 0) || (comm->size == 1)) {
-        if ((sendcount > 0) && (sendbuf != recvbuf)) {
-            memcpy(recvbuf, sendbuf, blk);
-        }
-    } else if ((status = zsh_select(comm, ZSH_COLL_ALLGATHER, blk * (size_t)comm->size,
-                                    &algo)) == ZSH_OK) {
-        task->algo = algo;
-        switch (algo) {
-        case ZSH_ALGO_BRUCK:
-            status = zsh_bruck_init(task);
-            break;
-        case ZSH_ALGO_RMA:
-            status = zsh_rma_ag_init(task);
-            break;
-        case ZSH_ALGO_DIRECT:
-            status = zsh_allgather_direct_init(task);
-            break;
-        case ZSH_ALGO_EAGER:
-            status = zsh_allgather_eager_init(task);
-            break;
-        default:
-            own = (char *)recvbuf + blk * (size_t)comm->rank;
-            if (own != sendbuf) {
-                memcpy(own, sendbuf, blk);
-            }
-            part   = zsh_part_make(sendcount * (size_t)comm->size, (size_t)comm->size);
-            status = zsh_ring_ag_init(task, recvbuf, &part, 0);
-            break;
-        }
-    }
-    if (status != ZSH_OK) {
-        zsh_task_put(task);
-        return status;
-    }
-    *task_p = task;
     return ZSH_OK;
 }
+
+/* The ring over recvbuf, this rank's block copied in first. */
+static zsh_status_t zsh_allgather_ring(zsh_task_t *task)
+{
+    size_t blk = zsh_allgather_block(task), n = (size_t)task->comm->size;
+    char *own  = (char *)task->args.recvbuf + blk * (size_t)task->comm->rank;
+    zsh_part_t part = zsh_part_make(task->args.count * n, n);
+
+    if (own != task->args.sendbuf) {
+        memcpy(own, task->args.sendbuf, blk);
+    }
+    return zsh_ring_ag_init(task, task->args.recvbuf, &part, 0);
+}
+
+static const zsh_coll_algo_t zsh_allgather_algos[] = {
+    {ZSH_ALGO_AUTO, zsh_allgather_local},       {ZSH_ALGO_RING, zsh_allgather_ring},
+    {ZSH_ALGO_BRUCK, zsh_bruck_init},           {ZSH_ALGO_RMA, zsh_rma_ag_init},
+    {ZSH_ALGO_DIRECT, zsh_allgather_direct_init}, {ZSH_ALGO_EAGER, zsh_allgather_eager_init},
+    {ZSH_ALGO_LAST, NULL},
+};
 
 zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                            zsh_dtype_t dtype, zsh_comm_t *comm)
 {
+    zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
     zsh_status_t status;
     zsh_task_t *task;
 
-    status = zsh_allgather_prepare("zsh_allgather", sendbuf, recvbuf, sendcount, dtype, comm,
-                                   &task);
+    status = zsh_coll_prepare("zsh_allgather", &args, comm, zsh_allgather_algos, &task);
     return (status == ZSH_OK) ? zsh_coll_launch(task, NULL) : status;
 }
 
 zsh_status_t zsh_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                             zsh_dtype_t dtype, zsh_comm_t *comm, zsh_request_t **req_p)
 {
+    zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
     zsh_status_t status;
     zsh_task_t *task;
 
     if (req_p == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_iallgather: req_p is NULL");
     }
-    status = zsh_allgather_prepare("zsh_iallgather", sendbuf, recvbuf, sendcount, dtype, comm,
-                                   &task);
+    status = zsh_coll_prepare("zsh_iallgather", &args, comm, zsh_allgather_algos, &task);
     return (status == ZSH_OK) ? zsh_coll_launch(task, req_p) : status;
 }

@@ -1,0 +1,55 @@
+#include "select/prepare.h"
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "select/select.h"
+#include "task/validate.h"
+
+/* Bytes a call moves in all: the gathered buffer, the input vector, the vector. */
+static size_t zsh_coll_bytes(const zsh_coll_args_t *args, int nranks)
+{
+    size_t bytes = args->count * zsh_dtype_size(args->dtype);
+
+    return (args->type == ZSH_COLL_ALLREDUCE) ? bytes : bytes * (size_t)nranks;
+}
+
+static zsh_status_t zsh_coll_init(zsh_task_t *task, const zsh_coll_algo_t *algos)
+{
+    const zsh_coll_algo_t *a;
+
+    for (a = algos; a->algo != ZSH_ALGO_LAST; a++) {
+        if (a->algo == task->algo) {
+            return a->init(task);
+        }
+    }
+    return zsh_error(ZSH_ERR_INTERNAL, "%s has no algorithm %s", task->name,
+                     zsh_algo_name(task->algo));
+}
+
+zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
+                              const zsh_coll_algo_t *algos, zsh_task_t **task_p)
+{
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    status = zsh_validate(fn, comm, args);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_task_get(comm, args, zsh_desc_type_name(args->type), &task);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if ((args->count > 0) && (comm->size > 1)) {
+        status = zsh_select(comm, args->type, zsh_coll_bytes(args, comm->size), &task->algo);
+    }
+    if ((status == ZSH_OK) && (args->count > 0)) {
+        status = zsh_coll_init(task, algos);
+    }
+    if (status != ZSH_OK) {
+        zsh_task_put(task);
+        return status;
+    }
+    *task_p = task;
+    return ZSH_OK;
+}
