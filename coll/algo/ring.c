@@ -33,6 +33,15 @@ zsh_ring_t *zsh_ring_setup(zsh_task_t *task, const zsh_part_t *part, size_t esiz
     return ring;
 }
 
+size_t zsh_ring_unit_chunk(zsh_task_t *task, size_t u, long shift, size_t *off)
+{
+    const zsh_ring_t *ring = zsh_ring(task);
+    size_t steps           = (size_t)(task->comm->size - 1);
+    size_t block = zsh_ring_block(task->comm->rank, (long)(u % steps) + shift, task->comm->size);
+
+    return zsh_part_chunk(&ring->part, block, u / steps, ring->chunk, off);
+}
+
 bool zsh_ring_may_send(zsh_task_t *task)
 {
     const zsh_ring_t *ring = zsh_ring(task);

@@ -65,6 +65,10 @@ static inline size_t zsh_ring_block(int rank, long back, int n)
     return (size_t)((((long)rank - back) % n + n) % n);
 }
 
+/* Elements [*@off, *@off + return) of the chunk unit @u moves: its chunk of
+ * the block step + @shift places left of this rank (may be empty). */
+size_t       zsh_ring_unit_chunk(zsh_task_t *task, size_t u, long shift, size_t *off);
+
 /* Advance *@tail over the finished operations of slots @ops (ring order). */
 zsh_status_t zsh_ring_reap(zsh_task_t *task, zsh_xfer_t *ops, unsigned depth, size_t *tail,
                            size_t head);

@@ -3,7 +3,6 @@
  */
 #include "allgather/allgather.h"
 
-#include "core/status.h"
 #include "select/prepare.h"
 
 #include <string.h>
@@ -47,23 +46,14 @@ zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                            zsh_dtype_t dtype, zsh_comm_t *comm)
 {
     zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
 
-    status = zsh_coll_prepare("zsh_allgather", &args, comm, zsh_allgather_algos, &task);
-    return (status == ZSH_OK) ? zsh_coll_launch(task, NULL) : status;
+    return zsh_coll_call("zsh_allgather", &args, comm, zsh_allgather_algos, false, NULL);
 }
 
 zsh_status_t zsh_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                             zsh_dtype_t dtype, zsh_comm_t *comm, zsh_request_t **req_p)
 {
     zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
 
-    if (req_p == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_iallgather: req_p is NULL");
-    }
-    status = zsh_coll_prepare("zsh_iallgather", &args, comm, zsh_allgather_algos, &task);
-    return (status == ZSH_OK) ? zsh_coll_launch(task, req_p) : status;
+    return zsh_coll_call("zsh_iallgather", &args, comm, zsh_allgather_algos, true, req_p);
 }

@@ -19,15 +19,11 @@ zsh_status_t zsh_ring_ag_init(zsh_task_t *task, char *buf, const zsh_part_t *par
 }
 
 /* Where unit @u's chunk lives in the vector, for the block sent (@recv
- * false) or received (@recv true) at its step. */
+ * false: the one @step places left, this rank's own at step 0) or
+ * received (@recv true: one further left) at its step. */
 static size_t zsh_ring_ag_chunk(zsh_task_t *task, size_t u, bool recv, size_t *off)
 {
-    const zsh_ring_t *ring = zsh_ring(task);
-    int n                  = task->comm->size;
-    size_t step            = u % (size_t)(n - 1);
-    size_t block = zsh_ring_block(task->comm->rank, (long)step + (recv ? 1 : 0), n);
-
-    return zsh_part_chunk(&ring->part, block, u / (size_t)(n - 1), ring->chunk, off);
+    return zsh_ring_unit_chunk(task, u, recv ? 1 : 0, off);
 }
 
 static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)

@@ -4,7 +4,6 @@
 #include "allreduce/allreduce.h"
 
 #include "algo/rd.h"
-#include "core/status.h"
 #include "select/prepare.h"
 
 /* Recursive doubling; on one rank, the reduction of one input. */
@@ -26,23 +25,14 @@ zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count, zsh
                            zsh_op_t op, zsh_comm_t *comm)
 {
     zsh_coll_args_t args = {ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
 
-    status = zsh_coll_prepare("zsh_allreduce", &args, comm, zsh_allreduce_algos, &task);
-    return (status == ZSH_OK) ? zsh_coll_launch(task, NULL) : status;
+    return zsh_coll_call("zsh_allreduce", &args, comm, zsh_allreduce_algos, false, NULL);
 }
 
 zsh_status_t zsh_iallreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
                             zsh_op_t op, zsh_comm_t *comm, zsh_request_t **req_p)
 {
     zsh_coll_args_t args = {ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
 
-    if (req_p == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_iallreduce: req_p is NULL");
-    }
-    status = zsh_coll_prepare("zsh_iallreduce", &args, comm, zsh_allreduce_algos, &task);
-    return (status == ZSH_OK) ? zsh_coll_launch(task, req_p) : status;
+    return zsh_coll_call("zsh_iallreduce", &args, comm, zsh_allreduce_algos, true, req_p);
 }

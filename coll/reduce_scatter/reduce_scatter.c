@@ -4,7 +4,6 @@
 #include "reduce_scatter/reduce_scatter.h"
 
 #include "algo/rd.h"
-#include "core/status.h"
 #include "select/prepare.h"
 
 /* Recursive doubling over the whole input, keeping this rank's block; on
@@ -35,12 +34,9 @@ zsh_status_t zsh_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvc
                                 zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm)
 {
     zsh_coll_args_t args = {ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
 
-    status = zsh_coll_prepare("zsh_reduce_scatter", &args, comm, zsh_reduce_scatter_algos,
-                              &task);
-    return (status == ZSH_OK) ? zsh_coll_launch(task, NULL) : status;
+    return zsh_coll_call("zsh_reduce_scatter", &args, comm, zsh_reduce_scatter_algos, false,
+                         NULL);
 }
 
 zsh_status_t zsh_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -48,13 +44,7 @@ zsh_status_t zsh_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recv
                                  zsh_request_t **req_p)
 {
     zsh_coll_args_t args = {ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
-    zsh_status_t status;
-    zsh_task_t *task;
 
-    if (req_p == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_ireduce_scatter: req_p is NULL");
-    }
-    status = zsh_coll_prepare("zsh_ireduce_scatter", &args, comm, zsh_reduce_scatter_algos,
-                              &task);
-    return (status == ZSH_OK) ? zsh_coll_launch(task, req_p) : status;
+    return zsh_coll_call("zsh_ireduce_scatter", &args, comm, zsh_reduce_scatter_algos, true,
+                         req_p);
 }

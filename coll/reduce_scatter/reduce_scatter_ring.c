@@ -40,15 +40,11 @@ static char *zsh_ring_rs_slot(const zsh_ring_t *ring, char *base, size_t u, size
     return base + (u % ring->depth) * ring->chunk * acc_esize;
 }
 
-/* Unit @u's chunk of the block received (@recv) or sent at its step. */
+/* Unit @u's chunk of the block received (@recv) or sent at its step: the
+ * partial of block rank - step - 1 goes right, of rank - step - 2 arrives. */
 static size_t zsh_ring_rs_chunk(zsh_task_t *task, size_t u, bool recv, size_t *off)
 {
-    const zsh_ring_t *ring = zsh_ring(task);
-    int n                  = task->comm->size;
-    size_t step            = u % (size_t)(n - 1);
-    size_t block = zsh_ring_block(task->comm->rank, (long)step + (recv ? 2 : 1), n);
-
-    return zsh_part_chunk(&ring->part, block, u / (size_t)(n - 1), ring->chunk, off);
+    return zsh_ring_unit_chunk(task, u, recv ? 2 : 1, off);
 }
 
 /* Add this rank's contribution to each received partial, in order; the last

@@ -53,3 +53,16 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
     *task_p = task;
     return ZSH_OK;
 }
+
+zsh_status_t zsh_coll_call(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
+                           const zsh_coll_algo_t *algos, bool nonblocking, zsh_request_t **req_p)
+{
+    zsh_status_t status;
+    zsh_task_t *task;
+
+    if (nonblocking && (req_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: req_p is NULL", fn);
+    }
+    status = zsh_coll_prepare(fn, args, comm, algos, &task);
+    return (status == ZSH_OK) ? zsh_coll_launch(task, nonblocking ? req_p : NULL) : status;
+}

@@ -24,4 +24,10 @@ typedef struct zsh_coll_algo {
 zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
                               const zsh_coll_algo_t *algos, zsh_task_t **task_p);
 
+/* A public entry point's whole body: prepare call @args and run it, blocking
+ * when @nonblocking is false, else handing the request to *@req_p. */
+zsh_status_t zsh_coll_call(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
+                           const zsh_coll_algo_t *algos, bool nonblocking,
+                           zsh_request_t **req_p);
+
 #endif
