@@ -126,14 +126,6 @@ static const void *zsh_hs_board_data(const zsh_hs_t *hs, int peer)
     return (const uint8_t *)hs->bufs->held[peer] + sizeof(zsh_desc_t); /* on its board */
 }
 
-static zsh_status_t zsh_hs_board_done_send(zsh_hs_t *hs)
-{
-    static const char none = 0; /* the message is empty; memcpy wants a pointer all the same */
-    zsh_tl_parts_t parts   = {&none, 0, NULL, 0};
-
-    return zsh_hs_shm_put(hs, hs->ticket + 1, &parts, &hs->done_sent);
-}
-
 static zsh_status_t zsh_hs_board_done_recv(zsh_hs_t *hs)
 {
     return zsh_hs_board_take(hs, hs->ticket + 1, &hs->done_taken, false);
@@ -163,7 +155,7 @@ const zsh_hs_ops_t zsh_hs_board_ops = {
     .progress  = zsh_hs_board_progress,
     .data      = zsh_hs_board_data,
     .waits_for = zsh_hs_shm_waits_for,
-    .done_send = zsh_hs_board_done_send,
+    .done_send = zsh_hs_shm_done_send,
     .done_recv = zsh_hs_board_done_recv,
     .release   = zsh_hs_board_release,
 };

@@ -100,14 +100,6 @@ static const void *zsh_hs_box_data(const zsh_hs_t *hs, int peer)
     return hs->bufs->in.data;
 }
 
-static zsh_status_t zsh_hs_box_done_send(zsh_hs_t *hs)
-{
-    static const char none = 0; /* the message is empty; memcpy wants a pointer all the same */
-    zsh_tl_parts_t parts   = {&none, 0, NULL, 0};
-
-    return zsh_hs_shm_put(hs, hs->ticket + 1, &parts, &hs->done_sent);
-}
-
 static zsh_status_t zsh_hs_box_done_recv(zsh_hs_t *hs)
 {
     zsh_comm_t *comm = hs->comm;
@@ -125,6 +117,6 @@ const zsh_hs_ops_t zsh_hs_box_ops = {
     .progress  = zsh_hs_box_progress,
     .data      = zsh_hs_box_data,
     .waits_for = zsh_hs_shm_waits_for,
-    .done_send = zsh_hs_box_done_send,
+    .done_send = zsh_hs_shm_done_send,
     .done_recv = zsh_hs_box_done_recv,
 };

@@ -176,6 +176,14 @@ zsh_status_t zsh_hs_shm_send(zsh_hs_t *hs)
     return zsh_hs_shm_put(hs, hs->ticket, &parts, &hs->sent);
 }
 
+zsh_status_t zsh_hs_shm_done_send(zsh_hs_t *hs)
+{
+    static const char none = 0; /* the message is empty; memcpy wants a pointer all the same */
+    zsh_tl_parts_t parts   = {&none, 0, NULL, 0};
+
+    return zsh_hs_shm_put(hs, hs->ticket + 1, &parts, &hs->done_sent);
+}
+
 zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs, zsh_status_t (*take)(zsh_hs_t *hs))
 {
     zsh_status_t status;

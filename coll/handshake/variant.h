@@ -40,6 +40,9 @@ zsh_status_t zsh_hs_shm_send(zsh_hs_t *hs);
  * went, since our descriptor lives in the task. */
 zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs, zsh_status_t (*take)(zsh_hs_t *hs));
 
+/* A direct call's "done" message: empty, the ticket after its descriptor. */
+zsh_status_t zsh_hs_shm_done_send(zsh_hs_t *hs);
+
 /* The peer whose mailbox or board message we take @k-th: rank + 1,
  * rank + 2, ... (on two ranks, the other one). */
 static inline int zsh_hs_shm_peer(const zsh_hs_t *hs, unsigned k)
