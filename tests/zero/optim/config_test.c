@@ -1,12 +1,14 @@
 /*
  * The optimizer's bucket size comes from ZSH_BUCKET_SIZE unless the config
- * struct sets one: the one config table gives defaults, callers override.
+ * struct sets one: the ZeRO layer's config table gives defaults, callers override,
+ * and it reads nothing of any other layer's.
  */
 #include "harness/inproc.h"
 #include "harness/zsh_test.h"
 
 #include <zeroshard/optim.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -44,4 +46,38 @@ ZSH_TEST(optim_config, bucket_size_comes_from_the_environment_unless_the_config_
     unsetenv("ZSH_BUCKET_SIZE");
     ZSH_EXPECT_EQ(2, from_env.nbuckets);
     ZSH_EXPECT_EQ(1, override.nbuckets);
+}
+
+typedef struct {
+    zsh_status_t status;
+    char         error[256]; /* the rank thread's last error */
+} zsh_optim_create_result_t;
+
+static void zsh_optim_own_variables_run(zsh_comm_t *comm, void *arg)
+{
+    zsh_optim_create_result_t *r = arg;
+    zsh_optim_t *opt;
+
+    /* The collective layer's variable, malformed after the communicator
+     * was made: the optimizer has no business reading it. */
+    setenv("ZSH_TIMEOUT", "soon", 1);
+    r->status = zsh_optim_create(comm, NULL, &opt);
+    snprintf(r->error, sizeof(r->error), "%s", zsh_last_error());
+    setenv("ZSH_TIMEOUT", "60", 1);
+    if (r->status == ZSH_OK) {
+        zsh_optim_destroy(opt);
+    }
+}
+
+ZSH_TEST(optim_config, creating_an_optimizer_reads_only_the_zero_layers_variables)
+{
+    zsh_optim_create_result_t r = {ZSH_ERR_INTERNAL, ""};
+
+    zsh_inproc_run(1, zsh_optim_own_variables_run, &r);
+    ZSH_EXPECT_STATUS(ZSH_OK, r.status);
+    setenv("ZSH_BUCKET_SIZE", "big", 1);
+    zsh_inproc_run(1, zsh_optim_own_variables_run, &r);
+    unsetenv("ZSH_BUCKET_SIZE");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, r.status);
+    ZSH_EXPECT_STR_CONTAINS(r.error, "ZSH_BUCKET_SIZE='big'");
 }
