@@ -12,7 +12,7 @@ packages=(build-essential pkg-config autoconf automake libtool
 # The sanitizer builds, the libFuzzer target and make valgrind (tests/run_all.sh
 # runs the first two): clang with its sanitizer and libFuzzer runtimes.
 packages+=(clang libclang-rt-dev valgrind)
-# perf/plot_busbw.sh, which tests/perf/run_bench.sh runs.
+# perf/plot_busbw.sh, which tests/system/perf/run_bench.sh runs.
 packages+=(gnuplot-nox)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its
 # own Debian package next to Lmod instead of installed (its dependencies,

@@ -1,7 +1,7 @@
 # Spack package for ZeroShard. Copy it into a Spack repository as
 # packages/zeroshard/package.py, then: spack install zeroshard +mpi
 #
-# Each variant maps to a configure option that exists (tests/install checks
+# Each variant maps to a configure option that exists (tests/system/install checks
 # that), so what Spack asks for is what configure builds, or it fails.
 
 from spack.package import *
