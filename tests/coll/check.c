@@ -3,9 +3,11 @@
 #include "algo/eager.h"
 #include "ucx/config.h"
 
+#include "core/dtype.h"
 #include "core/elem.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,14 +144,107 @@ void *zsh_check_alloc(size_t bytes)
     return buf;
 }
 
-bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo, size_t total_bytes)
+static int *zsh_check_algo_field(zsh_coll_config_t *cfg, zsh_coll_type_t type)
 {
-    switch (algo) {
-    case ZSH_ALGO_DIRECT:
-        return comm->local.direct;
-    case ZSH_ALGO_EAGER:
-        return zsh_eager_fits(comm, total_bytes);
-    default:
-        return true;
+    switch (type) {
+    case ZSH_COLL_ALLGATHER:      return &cfg->allgather_algo;
+    case ZSH_COLL_REDUCE_SCATTER: return &cfg->reduce_scatter_algo;
+    case ZSH_COLL_ALLREDUCE:      return &cfg->allreduce_algo;
+    default:                      return &cfg->broadcast_algo; /* the only other choice */
     }
+}
+
+const char *zsh_check_force(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
+                            zsh_coll_config_t *saved)
+{
+    static _Thread_local char why[64];
+    zsh_coll_config_t *cfg = zsh_check_cfg(comm);
+
+    if ((algo == ZSH_ALGO_DIRECT) && !comm->local.direct) {
+        return "direct needs every rank on one node, able to read each other's memory "
+               "(ZSH_CMA=1, one PID namespace, ptrace_scope 0 or 1); these ranks are not";
+    }
+    if ((algo == ZSH_ALGO_EAGER) &&
+        ((zsh_comm_size(comm) < 2) || (zsh_comm_size(comm) > ZSH_EAGER_MAX_RANKS))) {
+        snprintf(why, sizeof(why), "eager runs on 2 to %d ranks", ZSH_EAGER_MAX_RANKS);
+        return why;
+    }
+    *saved                           = *cfg;
+    cfg->chunk_size                  = ZSH_CHECK_CHUNK;
+    *zsh_check_algo_field(cfg, type) = algo;
+    return NULL;
+}
+
+void zsh_check_restore(zsh_comm_t *comm, const zsh_coll_config_t *saved)
+{
+    *zsh_check_cfg(comm) = *saved;
+}
+
+void zsh_check_matrix(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
+                      zsh_check_case_t one)
+{
+    size_t nops = (type == ZSH_COLL_ALLGATHER) ? 1 : ZSH_CHECK_NOPS, d, o, c;
+    zsh_coll_config_t saved;
+    const char *why;
+    zsh_op_t op;
+    int inplace;
+
+    why = zsh_check_force(comm, type, algo, &saved);
+    if (why != NULL) {
+        zsh_test_skip(__FILE__, __LINE__, why);
+        return;
+    }
+    for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
+        for (o = 0; o < nops; o++) {
+            op = (type == ZSH_COLL_ALLGATHER) ? ZSH_MIN : zsh_check_ops[o];
+            if (!zsh_op_supports(op, zsh_check_dtypes[d])) {
+                continue;
+            }
+            for (c = 0; c < zsh_check_ncounts; c++) {
+                for (inplace = 0; inplace < 2; inplace++) {
+                    one(comm, zsh_check_dtypes[d], op, zsh_check_counts[c], inplace, algo);
+                }
+            }
+        }
+    }
+    zsh_check_restore(comm, &saved);
+}
+
+void zsh_check_call_begin(zsh_check_call_t *call, const zsh_comm_t *comm, zsh_algo_t algo,
+                          size_t total_bytes, const void *recv, size_t len)
+{
+    bool refused = (algo == ZSH_ALGO_EAGER) && !zsh_eager_fits(comm, total_bytes);
+
+    call->expected = refused ? ZSH_ERR_UNSUPPORTED : ZSH_OK;
+    call->recv     = recv;
+    call->len      = len;
+    call->before   = NULL;
+    if (refused) {
+        call->before = zsh_check_alloc(len);
+        memcpy(call->before, recv, len);
+    }
+}
+
+bool zsh_check_call_end(zsh_check_call_t *call, zsh_status_t status, const char *what,
+                        const char *file, int line)
+{
+    const unsigned char *now = call->recv, *before = call->before;
+    size_t i;
+
+    if (status != call->expected) {
+        zsh_test_fail(file, line, "%s: expected %s, actual %s; last error: %s", what,
+                      zsh_status_string(call->expected), zsh_status_string(status),
+                      zsh_last_error());
+    } else if (before != NULL) {
+        for (i = 0; i < call->len; i++) {
+            if (now[i] != before[i]) {
+                zsh_test_fail(file, line, "%s: refused, but byte %zu of recvbuf changed from "
+                              "0x%02x to 0x%02x", what, i, before[i], now[i]);
+                break;
+            }
+        }
+    }
+    free(call->before);
+    call->before = NULL;
+    return (status == ZSH_OK) && (call->expected == ZSH_OK);
 }

@@ -13,6 +13,7 @@
 #include "harness/zsh_test.h"
 
 #include "comm/comm.h"
+#include "base/call.h"
 #include "base/config.h"
 #include "ucx/config.h"
 
@@ -55,12 +56,57 @@ bool   zsh_check_buf(const void *buf, zsh_dtype_t dtype, zsh_op_t op, int nranks
  * chunk sizes through it; every rank must make the same change. */
 zsh_coll_config_t *zsh_check_cfg(zsh_comm_t *comm);
 
-/* Whether @algo can run on @comm for a call of @total_bytes: the direct
- * algorithms need every rank on one node with cross-memory attach
- * (tests/coll/direct_test.c checks that they get it wherever the kernel
- * allows), the eager ones 2 to ZSH_EAGER_MAX_RANKS ranks and at most
- * ZSH_DESC_INLINE_MAX bytes. */
-bool zsh_check_algo_runs(const zsh_comm_t *comm, zsh_algo_t algo, size_t total_bytes);
+/*
+ * Force @algo for the collective @type on @comm, with the chunk size the
+ * tests force (ZSH_CHECK_CHUNK), saving the configuration in @saved for
+ * zsh_check_restore(). Where @algo cannot run on @comm at all, it changes
+ * nothing and returns the reason, for ZSH_SKIP: the direct algorithms need
+ * every rank on one node with cross-memory attach (tests/coll/algo/direct_test.c
+ * checks that they get it wherever the kernel allows), the eager ones 2 to
+ * ZSH_EAGER_MAX_RANKS ranks. NULL once forced. Every rank must make the same
+ * call.
+ */
+const char *zsh_check_force(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
+                            zsh_coll_config_t *saved);
+void        zsh_check_restore(zsh_comm_t *comm, const zsh_coll_config_t *saved);
+
+/*
+ * One case of a collective's reference test: a call of @count elements (per
+ * rank for all-gather and reduce-scatter) of @dtype with @op's inputs, in
+ * place or not, with @algo forced (AUTO: none), checked against the
+ * reference.
+ */
+typedef void (*zsh_check_case_t)(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                                 bool inplace, zsh_algo_t algo);
+
+/* @one for every dtype, every op the dtype supports (all-gather: the MIN
+ * inputs alone, as it only moves data), every count, in place and out of
+ * place, with @algo forced for @type; or, where @algo cannot run on @comm
+ * at all, the test marked skipped with zsh_check_force()'s reason. */
+void zsh_check_matrix(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
+                      zsh_check_case_t one);
+
+/*
+ * One call whose status the caller checks against what @algo owes it: a
+ * call of @total_bytes (as the selection counts them: every rank's block
+ * for all-gather and reduce-scatter, the vector for all-reduce) too large
+ * for eager must fail with ZSH_ERR_UNSUPPORTED and leave the @len bytes at
+ * @recv as they were; any other must succeed.
+ */
+typedef struct zsh_check_call {
+    zsh_status_t expected;
+    const void  *recv;
+    void        *before; /* recv as it was, where the call must be refused */
+    size_t       len;
+} zsh_check_call_t;
+
+void zsh_check_call_begin(zsh_check_call_t *call, const zsh_comm_t *comm, zsh_algo_t algo,
+                          size_t total_bytes, const void *recv, size_t len);
+
+/* Check the call's @status (and an untouched recv where it was refused);
+ * true where it ran, so that its results are the caller's to check. */
+bool zsh_check_call_end(zsh_check_call_t *call, zsh_status_t status, const char *what,
+                        const char *file, int line);
 
 /* The UCX transport's settings as the environment has them (ZSH_CMA, ZSH_SHM). */
 zsh_ucx_config_t zsh_check_ucx_cfg(void);

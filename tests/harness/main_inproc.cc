@@ -4,6 +4,7 @@
  */
 #include "harness/inproc.h"
 #include "harness/registry.h"
+#include "harness/watchdog.h"
 
 #include <cstdlib>
 
@@ -19,6 +20,7 @@ int main(int argc, char **argv)
     /* A hung collective should fail the test, not the CI job. */
     setenv("ZSH_TIMEOUT", "60", 0);
     ::testing::InitGoogleTest(&argc, argv);
+    zsh_watchdog_install();
     for (const zsh_test_entry &e : zsh_test_entries()) {
         if (e.fn != nullptr) {
             zsh_test_add(e.suite, e.name, e.file, e.line, e.fn);

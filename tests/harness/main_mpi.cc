@@ -2,9 +2,12 @@
  * The MPI runner: every rank test runs once on the real processes of an
  * mpirun job, over a communicator made by zsh_comm_init_mpi(). After each
  * test the ranks agree on whether any of them failed, so rank 0's report
- * (the only full one) counts failures seen anywhere.
+ * (the only full one) counts failures seen anywhere. Rank 0 alone watches
+ * the time a test takes (harness/watchdog.h): when it ends the job over a
+ * hung test, mpirun takes the other ranks down with it.
  */
 #include "harness/registry.h"
+#include "harness/watchdog.h"
 
 #include <zeroshard/mpi.h>
 
@@ -67,6 +70,8 @@ int main(int argc, char **argv)
         ::testing::TestEventListeners &listeners = ::testing::UnitTest::GetInstance()->listeners();
         delete listeners.Release(listeners.default_result_printer());
         listeners.Append(new zsh_mpi_failure_printer);
+    } else {
+        zsh_watchdog_install();
     }
     ret = RUN_ALL_TESTS();
     status = zsh_comm_destroy(zsh_mpi_world);

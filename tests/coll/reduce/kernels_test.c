@@ -14,6 +14,8 @@
 #include "kernels_ref.h"
 
 #include <math.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,7 +360,8 @@ ZSH_TEST(kernels, count_zero_writes_nothing)
     }
 }
 
-ZSH_TEST(kernels, count_zero_accepts_null_buffers)
+/* Every kernel with count 0 and NULL buffers. */
+static void kernels_count_zero_on_null(void)
 {
     for (int dt = 0; dt < ZSH_DTYPE_COUNT; dt++) {
         for (int op = 0; op < ZSH_OP_COUNT; op++) {
@@ -368,5 +371,34 @@ ZSH_TEST(kernels, count_zero_accepts_null_buffers)
             zsh_reduce_store(NULL, NULL, 0, dt, op, 2);
             zsh_reduce_acc_store(NULL, NULL, NULL, 0, dt, op, 2);
         }
+    }
+}
+
+static sigjmp_buf kernels_null_jump;
+
+static void kernels_null_fault(int sig)
+{
+    siglongjmp(kernels_null_jump, sig);
+}
+
+/* A kernel that touches a NULL buffer faults: the fault comes back here as
+ * this test's failure, instead of ending the run. */
+ZSH_TEST(kernels, count_zero_accepts_null_buffers)
+{
+    struct sigaction catch_fault = {.sa_handler = kernels_null_fault}, was_segv, was_bus;
+    int sig;
+
+    sigemptyset(&catch_fault.sa_mask);
+    ZSH_ASSERT_TRUE(sigaction(SIGSEGV, &catch_fault, &was_segv) == 0);
+    ZSH_ASSERT_TRUE(sigaction(SIGBUS, &catch_fault, &was_bus) == 0);
+    sig = sigsetjmp(kernels_null_jump, 1);
+    if (sig == 0) {
+        kernels_count_zero_on_null();
+    }
+    sigaction(SIGBUS, &was_bus, NULL);
+    sigaction(SIGSEGV, &was_segv, NULL);
+    if (sig != 0) {
+        zsh_test_fail(__FILE__, __LINE__, "a kernel with count 0 touched a NULL buffer: "
+                      "signal %d (%s)", sig, strsignal(sig));
     }
 }

@@ -1,5 +1,8 @@
 #include "quad.h"
 
+#include "rule_ref.h"
+#include "src/core/half_ref.h"
+
 #include "core/half.h"
 
 #include <math.h>
@@ -179,6 +182,98 @@ bool zsh_quad_reference(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int ste
     ok = zsh_quad_train(self, &ref, steps, run);
     zsh_comm_destroy(self);
     return ok;
+}
+
+/* @v as the training's precision holds it (fp32: the reference keeps double). */
+static double zsh_quad_round(zsh_dtype_t dt, double v)
+{
+    return (dt == ZSH_FLOAT32) ? v : ref_half_decode(ref_half_encode(v, dt), dt);
+}
+
+/* The full-batch loss of parameter @p at step @step, and its gradient into
+ * @g, from the master weights @w as the passes see them (in precision @dt). */
+static double zsh_quad_exact_grad(zsh_dtype_t dt, size_t p, const double *w, int step,
+                                  double *g)
+{
+    double loss = 0.0, x, d;
+    size_t e;
+    int j;
+
+    for (e = 0; e < zsh_quad_sizes[p]; e++) {
+        x    = zsh_quad_round(dt, w[e]);
+        g[e] = 0.0;
+        for (j = 0; j < ZSH_QUAD_BATCH; j++) {
+            d = x - zsh_quad_target(p, e, j, step);
+            loss += 0.5 * zsh_quad_weight(e) * d * d / ZSH_QUAD_BATCH;
+            g[e] += zsh_quad_weight(e) * d / ZSH_QUAD_BATCH;
+        }
+    }
+    return loss;
+}
+
+/* One step of the definition on the master weights @w; returns the loss. */
+static double zsh_quad_exact_step(const zsh_optim_config_t *cfg, int step, double scale,
+                                  double *w[], double *m[], double *v[], double *g[],
+                                  zsh_quad_run_t *run)
+{
+    zsh_dtype_t dt = cfg->precision;
+    double loss = 0.0, sumsq = 0.0, mul = 1.0, norm;
+    size_t p, e;
+
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        loss += zsh_quad_exact_grad(dt, p, w[p], step, g[p]);
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            g[p][e] = zsh_quad_round(dt, g[p][e] * scale) / scale;
+            sumsq += g[p][e] * g[p][e];
+        }
+    }
+    norm                      = sqrt(sumsq);
+    run->stats.last_grad_norm = norm;
+    if ((cfg->max_grad_norm > 0.0f) && (norm > cfg->max_grad_norm)) {
+        mul = cfg->max_grad_norm / (norm + 1e-6);
+    }
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        if (cfg->kind == ZSH_OPTIM_SGD) {
+            zsh_rule_sgd_ref(w[p], g[p], m[p], zsh_quad_sizes[p], cfg, step, mul);
+        } else {
+            zsh_rule_adam_ref(w[p], g[p], m[p], v[p], zsh_quad_sizes[p], cfg, step, mul);
+        }
+    }
+    return loss;
+}
+
+void zsh_quad_by_definition(const zsh_optim_config_t *cfg, int steps, zsh_quad_run_t *run)
+{
+    double *w[ZSH_QUAD_NPARAMS], *m[ZSH_QUAD_NPARAMS], *v[ZSH_QUAD_NPARAMS];
+    double *g[ZSH_QUAD_NPARAMS];
+    double scale = (cfg->loss_scale > 0.0f) ? cfg->loss_scale
+                   : (cfg->precision == ZSH_FLOAT16) ? 65536.0 : 1.0;
+    size_t p, e;
+    int k;
+
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        w[p] = calloc(zsh_quad_sizes[p], sizeof(double));
+        m[p] = calloc(zsh_quad_sizes[p], sizeof(double));
+        v[p] = calloc(zsh_quad_sizes[p], sizeof(double));
+        g[p] = calloc(zsh_quad_sizes[p], sizeof(double));
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            w[p][e] = zsh_quad_round(cfg->precision, (float)cos(0.11 * (double)e + (double)p));
+        }
+    }
+    for (k = 1; k <= steps; k++) {
+        run->loss[k - 1]    = zsh_quad_exact_step(cfg, k, scale, w, m, v, g, run);
+        run->applied[k - 1] = 1;
+    }
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        run->final[p] = calloc(zsh_quad_sizes[p], sizeof(float));
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            run->final[p][e] = (float)zsh_quad_round(cfg->precision, w[p][e]);
+        }
+        free(g[p]);
+        free(v[p]);
+        free(m[p]);
+        free(w[p]);
+    }
 }
 
 bool zsh_quad_expect_near(const zsh_quad_run_t *run, const zsh_quad_run_t *ref, int steps,

@@ -4,7 +4,8 @@
  * whose targets change every step. Each rank computes the gradient of its
  * contiguous slice of the batch, scaled by 1 / 12, through the same
  * fetch / release / grad-ready / step calls a framework makes, so any stage
- * at any rank count can be compared with one rank at stage 0.
+ * at any rank count can be compared with one rank at stage 0, and with the
+ * same training computed without the optimizer (zsh_quad_by_definition).
  */
 #ifndef ZSH_TESTS_OPTIM_QUAD_H_
 #define ZSH_TESTS_OPTIM_QUAD_H_
@@ -42,6 +43,19 @@ bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
 /* The same on a communicator of this rank alone, at stage 0: the reference. */
 bool zsh_quad_reference(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
                         zsh_quad_run_t *run);
+
+/*
+ * The same training computed here, with neither the optimizer nor a
+ * communicator: full-batch losses and gradients in double, the update rules
+ * of rule_ref.c, clipping as torch.nn.utils.clip_grad_norm_ does it, and for
+ * bf16 and fp16 what mixed precision defines: the forward and backward
+ * passes see the fp32 master weights rounded to the precision, and the
+ * gradient is rounded there at the loss scale (cfg->loss_scale, or
+ * optim.h's default for the precision; it stays put: nothing here overflows,
+ * and no run is as long as its window). Fills losses, applied flags, final
+ * parameters and stats.last_grad_norm.
+ */
+void zsh_quad_by_definition(const zsh_optim_config_t *cfg, int steps, zsh_quad_run_t *run);
 
 /* Compare losses and final parameters of @run with @ref within @tol
  * (absolute plus relative); reports the first mismatch. */

@@ -6,6 +6,7 @@
 #include "harness/zsh_test.h"
 
 #include "optim/rule.h"
+#include "rule_ref.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,42 +16,6 @@ static const size_t zsh_rule_lengths[] = {1, 7, 8, 33, 1000};
 static float zsh_rule_value(size_t i, int salt)
 {
     return (float)sin(0.7 * (double)i + salt);
-}
-
-static void zsh_rule_adam_ref(double *p, const double *g, double *m, double *v, size_t n,
-                              const zsh_optim_config_t *c, int t, double gm)
-{
-    double bc1 = 1 - pow(c->beta1, t), bc2 = 1 - pow(c->beta2, t);
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        double gi = g[i] * gm;
-
-        if (c->kind == ZSH_OPTIM_ADAMW) {
-            p[i] *= 1 - (double)c->lr * c->weight_decay;
-        } else {
-            gi += c->weight_decay * p[i];
-        }
-        m[i] = c->beta1 * m[i] + (1 - c->beta1) * gi;
-        v[i] = c->beta2 * v[i] + (1 - c->beta2) * gi * gi;
-        p[i] -= c->lr * (m[i] / bc1) / (sqrt(v[i] / bc2) + c->eps);
-    }
-}
-
-static void zsh_rule_sgd_ref(double *p, const double *g, double *buf, size_t n,
-                             const zsh_optim_config_t *c, int t, double gm)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        double gi = g[i] * gm + c->weight_decay * p[i];
-
-        if (c->momentum > 0) {
-            buf[i] = (t == 1) ? gi : c->momentum * buf[i] + gi;
-            gi     = c->nesterov ? gi + c->momentum * buf[i] : buf[i];
-        }
-        p[i] -= c->lr * gi;
-    }
 }
 
 static void zsh_rule_check(const zsh_optim_config_t *c, const char *what)
