@@ -120,9 +120,17 @@ zsh_oob_t zsh_inproc_oob(zsh_inproc_job_t *job, int rank)
 typedef struct zsh_inproc_thread {
     zsh_inproc_job_t *job;
     int               rank;
+    zsh_inproc_init_t init;
+    void             *init_arg;
     void            (*fn)(zsh_comm_t *comm, void *arg);
     void             *arg;
 } zsh_inproc_thread_t;
+
+static zsh_status_t zsh_inproc_init_oob(const zsh_oob_t *oob, void *arg, zsh_comm_t **comm_p)
+{
+    (void)arg;
+    return zsh_comm_init_oob(oob, comm_p);
+}
 
 static void *zsh_inproc_main(void *ptr)
 {
@@ -132,10 +140,10 @@ static void *zsh_inproc_main(void *ptr)
     zsh_status_t status;
 
     zsh_test_set_rank(t->rank);
-    status = zsh_comm_init_oob(&oob, &comm);
+    status = t->init(&oob, t->init_arg, &comm);
     if (status != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "zsh_comm_init_oob: %s: %s", zsh_status_string(status),
-                      zsh_last_error());
+        zsh_test_fail(__FILE__, __LINE__, "communicator creation: %s: %s",
+                      zsh_status_string(status), zsh_last_error());
         return NULL;
     }
     t->fn(comm, t->arg);
@@ -149,13 +157,19 @@ static void *zsh_inproc_main(void *ptr)
 
 void zsh_inproc_run(int nranks, void (*fn)(zsh_comm_t *comm, void *arg), void *arg)
 {
+    zsh_inproc_run_with(nranks, zsh_inproc_init_oob, NULL, fn, arg);
+}
+
+void zsh_inproc_run_with(int nranks, zsh_inproc_init_t init, void *init_arg,
+                         void (*fn)(zsh_comm_t *comm, void *arg), void *arg)
+{
     zsh_inproc_job_t *job     = zsh_inproc_job_create(nranks);
     zsh_inproc_thread_t *args = calloc((size_t)nranks, sizeof(*args));
     pthread_t *threads        = calloc((size_t)nranks, sizeof(*threads));
     int i;
 
     for (i = 0; i < nranks; i++) {
-        args[i] = (zsh_inproc_thread_t){job, i, fn, arg};
+        args[i] = (zsh_inproc_thread_t){job, i, init, init_arg, fn, arg};
         pthread_create(&threads[i], NULL, zsh_inproc_main, &args[i]);
     }
     for (i = 0; i < nranks; i++) {

@@ -16,6 +16,14 @@ extern "C" {
  * created by zsh_comm_init_oob(); returns once all have destroyed theirs. */
 void zsh_inproc_run(int nranks, void (*fn)(zsh_comm_t *comm, void *arg), void *arg);
 
+/* How a rank thread makes its communicator over @oob, for a test that needs
+ * another way than zsh_comm_init_oob() (a transport of its own, say). */
+typedef zsh_status_t (*zsh_inproc_init_t)(const zsh_oob_t *oob, void *arg, zsh_comm_t **comm_p);
+
+/* zsh_inproc_run() with communicators made by @init(oob, @init_arg). */
+void zsh_inproc_run_with(int nranks, zsh_inproc_init_t init, void *init_arg,
+                         void (*fn)(zsh_comm_t *comm, void *arg), void *arg);
+
 /* An in-memory OOB for @nranks threads; each thread takes zsh_inproc_oob(job, rank). */
 typedef struct zsh_inproc_job zsh_inproc_job_t;
 zsh_inproc_job_t *zsh_inproc_job_create(int nranks);
