@@ -84,7 +84,7 @@ static int zsh_comm_failed_rank(zsh_comm_t *comm)
     return h->failed_rank;
 }
 
-zsh_status_t zsh_comm_check(zsh_comm_t *comm, uint32_t seq)
+zsh_status_t zsh_comm_check_all(zsh_comm_t *comm, uint32_t seq)
 {
     zsh_failures_t *failures = comm->ctx->failures;
     char others[768];

@@ -18,9 +18,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* zsh_comm_check() where something may be wrong. */
+zsh_status_t zsh_comm_check_all(zsh_comm_t *comm, uint32_t seq);
+
 /* ZSH_OK while collective @seq of @comm may go on; else the status it fails
- * with, with the reason as the thread's last error. */
-zsh_status_t zsh_comm_check(zsh_comm_t *comm, uint32_t seq);
+ * with, with the reason as the thread's last error. Every call makes it
+ * before it posts and at every progress step: with nothing wrong, it is a
+ * few loads. */
+static inline zsh_status_t zsh_comm_check(zsh_comm_t *comm, uint32_t seq)
+{
+    const zsh_failures_t *failures = comm->ctx->failures;
+
+    if (!zsh_failures_deferred(failures) && !atomic_load(&comm->aborted) &&
+        (comm->health.revoke.status == ZSH_OK) &&
+        (zsh_failures_count(failures) == comm->health.failed_seen) &&
+        (comm->health.failed_rank < 0)) {
+        return ZSH_OK;
+    }
+    return zsh_comm_check_all(comm, seq);
+}
 
 /* Revoke @comm from its collective @seq on, with @status (ZSH_ERR_MISMATCH,
  * ZSH_ERR_ABORTED), and tell its other members; @why is what they will

@@ -284,7 +284,9 @@ void zsh_ctrl_progress(zsh_ctrl_t *ctrl)
     if (zsh_failures_deferred(ctrl->failures)) {
         zsh_failures_apply(ctrl->failures);
     }
-    zsh_ctrl_tell_failures(ctrl);
+    if (zsh_failures_notices(ctrl->failures)) {
+        zsh_ctrl_tell_failures(ctrl);
+    }
     if (ctrl->nsends > 0) {
         zsh_ctrl_reap(ctrl);
     }

@@ -7,25 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What is known of one rank. */
-typedef struct zsh_failure {
-    bool     failed;
-    bool     notice;     /* the other ranks have yet to hear of it from us */
-    unsigned order;      /* 1 for the first to fail, 2 next, ... */
-    char    *why;
-    char    *deferred;   /* reported by the transport, not yet recorded */
-} zsh_failure_t;
-
-struct zsh_failures {
-    int                 self, nranks;
-    unsigned            count;
-    bool                deferred;   /* some rank has a deferred report */
-    bool                notices;    /* some rank has a notice due */
-    zsh_failures_hook_t hook;
-    void               *hook_arg;
-    zsh_failure_t       ranks[];
-};
-
 zsh_status_t zsh_failures_create(int self, int nranks, zsh_failures_hook_t hook, void *arg,
                                  zsh_failures_t **failures_p)
 {
@@ -77,19 +58,9 @@ void zsh_failures_record(zsh_failures_t *f, int rank, const char *why, bool tell
     }
 }
 
-bool zsh_failures_is_failed(const zsh_failures_t *f, int rank)
-{
-    return f->ranks[rank].failed;
-}
-
 const char *zsh_failures_why(const zsh_failures_t *f, int rank)
 {
     return (f->ranks[rank].why != NULL) ? f->ranks[rank].why : "(reason lost: out of memory)";
-}
-
-unsigned zsh_failures_count(const zsh_failures_t *f)
-{
-    return f->count;
 }
 
 void zsh_failures_defer(zsh_failures_t *f, int rank, const char *reason)
@@ -98,11 +69,6 @@ void zsh_failures_defer(zsh_failures_t *f, int rank, const char *reason)
         f->ranks[rank].deferred = strdup(reason);
         f->deferred             = true;
     }
-}
-
-bool zsh_failures_deferred(const zsh_failures_t *f)
-{
-    return f->deferred;
 }
 
 void zsh_failures_apply(zsh_failures_t *f)

@@ -16,11 +16,8 @@ bool zsh_revoke_set(zsh_revoke_t *revoke, zsh_status_t status, uint32_t seq, con
     return true;
 }
 
-zsh_status_t zsh_revoke_check(const zsh_revoke_t *revoke, uint32_t seq)
+zsh_status_t zsh_revoke_error(const zsh_revoke_t *revoke)
 {
-    if ((revoke->status == ZSH_OK) || (seq < revoke->seq)) {
-        return ZSH_OK;
-    }
     return zsh_error(revoke->status, "%s", (revoke->why != NULL) ? revoke->why : "revoked");
 }
 

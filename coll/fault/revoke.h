@@ -22,9 +22,16 @@ typedef struct zsh_revoke {
 bool         zsh_revoke_set(zsh_revoke_t *revoke, zsh_status_t status, uint32_t seq,
                             const char *why);
 
-/* ZSH_OK while collective @seq may go on; else its status, with why as the
- * thread's last error. */
-zsh_status_t zsh_revoke_check(const zsh_revoke_t *revoke, uint32_t seq);
+/* The error of a revocation in force: its status, with why as the thread's
+ * last error. */
+zsh_status_t zsh_revoke_error(const zsh_revoke_t *revoke);
+
+/* ZSH_OK while collective @seq may go on; else zsh_revoke_error(). */
+static inline zsh_status_t zsh_revoke_check(const zsh_revoke_t *revoke, uint32_t seq)
+{
+    return ((revoke->status == ZSH_OK) || (seq < revoke->seq)) ? ZSH_OK
+                                                               : zsh_revoke_error(revoke);
+}
 
 void         zsh_revoke_clear(zsh_revoke_t *revoke);
 

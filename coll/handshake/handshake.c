@@ -5,7 +5,6 @@
 
 #include "comm/health.h"
 #include "core/array.h"
-#include "core/clock.h"
 #include "core/status.h"
 
 #include <stdio.h>
@@ -56,7 +55,7 @@ static const zsh_hs_ops_t *zsh_hs_choose(const zsh_hs_t *hs, zsh_algo_t algo)
     return hs->all ? &zsh_hs_all_ops : &zsh_hs_ring_ops;
 }
 
-zsh_status_t zsh_hs_post(zsh_hs_t *hs, zsh_algo_t algo)
+zsh_status_t zsh_hs_post(zsh_hs_t *hs, zsh_algo_t algo, double posted_at)
 {
     if (hs->comm->size < 2) {
         hs->state = ZSH_HS_VERIFIED;
@@ -64,13 +63,8 @@ zsh_status_t zsh_hs_post(zsh_hs_t *hs, zsh_algo_t algo)
     }
     hs->ops       = zsh_hs_choose(hs, algo);
     hs->state     = ZSH_HS_POSTED;
-    hs->posted_at = zsh_clock_now();
+    hs->posted_at = posted_at;
     return hs->ops->post(hs);
-}
-
-zsh_status_t zsh_hs_progress(zsh_hs_t *hs)
-{
-    return (hs->state == ZSH_HS_VERIFIED) ? ZSH_OK : hs->ops->progress(hs);
 }
 
 const void *zsh_hs_data(const zsh_hs_t *hs, int peer)

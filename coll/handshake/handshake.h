@@ -129,11 +129,16 @@ static inline zsh_hs_t zsh_hs_init(zsh_hs_bufs_t *bufs, zsh_comm_t *comm, const 
 zsh_status_t zsh_hs_want_all(zsh_hs_t *hs);
 
 /* Start the exchange of bufs->out (its descriptor made by the caller) for a
- * call run as @algo; with one rank there is nothing to exchange. */
-zsh_status_t zsh_hs_post(zsh_hs_t *hs, zsh_algo_t algo);
+ * call run as @algo, posted at @posted_at (zsh_clock_now()); with one rank
+ * there is nothing to exchange. */
+zsh_status_t zsh_hs_post(zsh_hs_t *hs, zsh_algo_t algo, double posted_at);
 
-/* See zsh_hs_ops_t. progress also finishes at once with nothing to exchange. */
-zsh_status_t zsh_hs_progress(zsh_hs_t *hs);
+/* See zsh_hs_ops_t; it is verified at once with nothing to exchange. */
+static inline zsh_status_t zsh_hs_progress(zsh_hs_t *hs)
+{
+    return (hs->state == ZSH_HS_VERIFIED) ? ZSH_OK : hs->ops->progress(hs);
+}
+
 const void  *zsh_hs_data(const zsh_hs_t *hs, int peer);
 bool         zsh_hs_waits_for(const zsh_hs_t *hs, int peer);
 zsh_status_t zsh_hs_done_send(zsh_hs_t *hs);

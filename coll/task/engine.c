@@ -89,7 +89,7 @@ void zsh_task_post(zsh_task_t *task)
     }
     status = zsh_comm_check(comm, task->seq);
     if (status == ZSH_OK) {
-        status = zsh_hs_post(&task->hs, task->algo);
+        status = zsh_hs_post(&task->hs, task->algo, task->run.posted_at);
     }
     if (status != ZSH_OK) {
         zsh_task_complete(task, status);
