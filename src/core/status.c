@@ -1,4 +1,5 @@
 #include "core/status.h"
+
 #include "core/log.h"
 
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 #include "coll/check.h"
 
-#include "core/half.h"
 #include "core/dtype.h"
+#include "core/half.h"
 
 #include <stdio.h>
 #include <stdlib.h>

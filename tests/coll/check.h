@@ -12,9 +12,9 @@
 
 #include "harness/zsh_test.h"
 
-#include "comm/comm.h"
 #include "base/call.h"
 #include "base/config.h"
+#include "comm/comm.h"
 #include "ucx/config.h"
 
 #include <stdbool.h>

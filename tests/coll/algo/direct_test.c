@@ -8,8 +8,8 @@
 #include "algo/eager.h"
 #include "coll/check.h"
 
-#include "task/task.h"
 #include "core/dtype.h"
+#include "task/task.h"
 #include "ucx/cma/cma.h"
 
 #include <stdint.h>

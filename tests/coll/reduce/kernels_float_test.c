@@ -4,6 +4,7 @@
  * behave as IEEE arithmetic says on every path, and AVG divides at the store.
  */
 #include "reduce/kernels.h"
+
 #include "core/dtype.h"
 #include "harness/zsh_test.h"
 #include "kernels_ref.h"

@@ -3,6 +3,7 @@
  * two's complement, and AVG, which callers reject, is SUM / nranks.
  */
 #include "reduce/kernels.h"
+
 #include "harness/zsh_test.h"
 
 #include <stdint.h>

@@ -9,6 +9,7 @@
  * kernels_int_test.c.
  */
 #include "reduce/kernels.h"
+
 #include "core/dtype.h"
 #include "harness/zsh_test.h"
 #include "kernels_ref.h"

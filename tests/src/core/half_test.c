@@ -4,9 +4,10 @@
  * and every half value and a sweep of fp32 against the reference in half_ref.h.
  */
 #include "core/half.h"
+
 #include "core/dtype.h"
-#include "harness/zsh_test.h"
 #include "half_ref.h"
+#include "harness/zsh_test.h"
 
 #include <float.h>
 #include <math.h>

@@ -5,8 +5,8 @@
  * destroys its communicator and exits cleanly. Trials vary the collective,
  * the victim, the message size and the moment of death.
  */
-#include "procs.h"
 #include "harness/zsh_test.h"
+#include "procs.h"
 
 #include "core/clock.h"
 

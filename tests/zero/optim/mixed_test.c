@@ -3,8 +3,8 @@
  * skipped on every rank, the parameters stay as they were, and the scale is
  * halved; clean windows double it again.
  */
-#include "quad.h"
 #include "optim/scaler.h"
+#include "quad.h"
 
 #include <stdio.h>
 
