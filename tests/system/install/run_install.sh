@@ -179,7 +179,9 @@ zsh_info_sections() {
         { echo "zsh_info -s: $out"; ok=1; }
     # -c: every variable, its default and its current value.
     out=$(ZSH_CHUNK_SIZE=64k "$info" -c) || { echo "zsh_info -c failed"; ok=1; }
-    documented=$(sed -n 's/^| [^|]* | `\(ZSH_[A-Z_0-9]*\)` .*/\1/p' "$srcdir/README.md")
+    # The configuration table's rows: from its marker to the blank line after it.
+    documented=$(sed -n '/^<!-- zsh_info -c -->$/,/^$/p' "$srcdir/README.md" |
+                 sed -n 's/^| [^|]* | `\(ZSH_[A-Z_0-9]*\)` .*/\1/p')
     [ "$(echo "$documented" | grep -c .)" -ge 20 ] ||
         { echo "README.md's table names too few variables: $documented"; ok=1; }
     for var in $documented; do
