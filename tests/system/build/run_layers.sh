@@ -62,7 +62,7 @@ while read -r layer var own upper; do
         say FAILED "$name" "its own $own does not compile with them: $(head -3 "$tmp/probe.out")"
     elif probe "$flags" "$upper"; then
         say FAILED "$name" "$upper, of a layer above, compiles with: $flags"
-    elif ! grep -q "No such file" "$tmp/probe.out"; then
+    elif ! grep -qE "No such file|file not found" "$tmp/probe.out"; then # gcc, clang
         say FAILED "$name" "$upper failed for another reason: $(head -3 "$tmp/probe.out")"
     else
         say OK "$name"
