@@ -30,6 +30,9 @@ if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
           echo "[  PASSED  ] 0 tests."
           echo "[  FAILED  ] 1 test, listed above"; } >tests/distcheck.log
     fi
+elif [ $rc != 0 ]; then
+    printf '[  SKIPPED ] dist.make_distcheck_builds_and_tests_the_tarball: make check failed\n[  SKIPPED ] 1 test.\n' \
+        >tests/distcheck.log
 fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
 # tests/main_job.log: the README's first command, when .ci/run ran it first.
