@@ -58,6 +58,17 @@ extern "C" void zsh_test_fail(const char *file, int line, const char *fmt, ...)
     }
 }
 
+extern "C" bool zsh_test_status_is(const char *file, int line, const char *expr,
+                                   zsh_status_t expected, zsh_status_t actual)
+{
+    if (expected == actual) {
+        return true;
+    }
+    zsh_test_fail(file, line, "%s: expected %s, actual %s; last error: %s", expr,
+                  zsh_status_string(expected), zsh_status_string(actual), zsh_last_error());
+    return false;
+}
+
 extern "C" void zsh_test_skip(const char *file, int line, const char *reason)
 {
     GTEST_MESSAGE_AT_(file, line, reason, ::testing::TestPartResult::kSkip);

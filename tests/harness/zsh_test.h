@@ -13,6 +13,7 @@
 #include <zeroshard.h>
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -31,6 +32,11 @@ void zsh_test_register_ranks(const char *suite, const char *name, zsh_rank_test_
 /* Record a failure at file:line; the message is printf-style. */
 void zsh_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Whether @actual is @expected; if not, a failure at file:line naming @expr,
+ * both statuses and the thread's last error. */
+bool zsh_test_status_is(const char *file, int line, const char *expr, zsh_status_t expected,
+                        zsh_status_t actual);
 
 /* Mark the running test skipped, with a reason that gtest reports. */
 void zsh_test_skip(const char *file, int line, const char *reason);
@@ -79,14 +85,7 @@ void zsh_test_set_rank(int rank);
     } while (0)
 
 #define ZSH_EXPECT_STATUS(_expected, _actual) \
-    do { \
-        zsh_status_t zsh_e_ = (_expected), zsh_a_ = (_actual); \
-        if (zsh_e_ != zsh_a_) { \
-            zsh_test_fail(__FILE__, __LINE__, "%s: expected %s, actual %s; last error: %s", \
-                          #_actual, zsh_status_string(zsh_e_), zsh_status_string(zsh_a_), \
-                          zsh_last_error()); \
-        } \
-    } while (0)
+    ((void)zsh_test_status_is(__FILE__, __LINE__, #_actual, (_expected), (_actual)))
 
 #define ZSH_EXPECT_STR_CONTAINS(_haystack, _needle) \
     do { \
@@ -108,11 +107,7 @@ void zsh_test_set_rank(int rank);
 
 #define ZSH_ASSERT_STATUS(_expected, _actual) \
     do { \
-        zsh_status_t zsh_e_ = (_expected), zsh_a_ = (_actual); \
-        if (zsh_e_ != zsh_a_) { \
-            zsh_test_fail(__FILE__, __LINE__, "%s: expected %s, actual %s; last error: %s", \
-                          #_actual, zsh_status_string(zsh_e_), zsh_status_string(zsh_a_), \
-                          zsh_last_error()); \
+        if (!zsh_test_status_is(__FILE__, __LINE__, #_actual, (_expected), (_actual))) { \
             return; \
         } \
     } while (0)
