@@ -35,11 +35,13 @@ static zsh_status_t zsh_allgather_ring(zsh_task_t *task)
     return zsh_ring_ag_init(task, task->args.recvbuf, &part, 0);
 }
 
-static const zsh_coll_algo_t zsh_allgather_algos[] = {
-    {ZSH_ALGO_AUTO, zsh_allgather_local},       {ZSH_ALGO_RING, zsh_allgather_ring},
-    {ZSH_ALGO_BRUCK, zsh_bruck_init},           {ZSH_ALGO_RMA, zsh_rma_ag_init},
-    {ZSH_ALGO_DIRECT, zsh_allgather_direct_init}, {ZSH_ALGO_EAGER, zsh_allgather_eager_init},
-    {ZSH_ALGO_LAST, NULL},
+static const zsh_coll_init_t zsh_allgather_algos[ZSH_ALGO_LAST] = {
+    [ZSH_ALGO_AUTO]   = zsh_allgather_local,
+    [ZSH_ALGO_RING]   = zsh_allgather_ring,
+    [ZSH_ALGO_BRUCK]  = zsh_bruck_init,
+    [ZSH_ALGO_RMA]    = zsh_rma_ag_init,
+    [ZSH_ALGO_DIRECT] = zsh_allgather_direct_init,
+    [ZSH_ALGO_EAGER]  = zsh_allgather_eager_init,
 };
 
 zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,

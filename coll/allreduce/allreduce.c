@@ -12,13 +12,12 @@ static zsh_status_t zsh_allreduce_rd(zsh_task_t *task)
     return zsh_rd_init(task, task->args.count);
 }
 
-static const zsh_coll_algo_t zsh_allreduce_algos[] = {
-    {ZSH_ALGO_AUTO, zsh_allreduce_rd},
-    {ZSH_ALGO_RD, zsh_allreduce_rd},
-    {ZSH_ALGO_RING, zsh_allreduce_ring_init},
-    {ZSH_ALGO_DIRECT, zsh_allreduce_direct_init},
-    {ZSH_ALGO_EAGER, zsh_allreduce_eager_init},
-    {ZSH_ALGO_LAST, NULL},
+static const zsh_coll_init_t zsh_allreduce_algos[ZSH_ALGO_LAST] = {
+    [ZSH_ALGO_AUTO]   = zsh_allreduce_rd,
+    [ZSH_ALGO_RD]     = zsh_allreduce_rd,
+    [ZSH_ALGO_RING]   = zsh_allreduce_ring_init,
+    [ZSH_ALGO_DIRECT] = zsh_allreduce_direct_init,
+    [ZSH_ALGO_EAGER]  = zsh_allreduce_eager_init,
 };
 
 zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,

@@ -43,7 +43,7 @@ void zsh_comm_revoke(zsh_comm_t *comm, zsh_status_t status, uint32_t seq, const 
     }
 }
 
-static void zsh_ctx_tell_aborts(zsh_ctx_t *ctx)
+void zsh_ctx_tell_aborts(zsh_ctx_t *ctx)
 {
     char why[160];
     zsh_list_t *elem;
@@ -58,15 +58,6 @@ static void zsh_ctx_tell_aborts(zsh_ctx_t *ctx)
             zsh_ctrl_tell_revoke(ctx->ctrl, comm->ctx_ranks, comm->size, comm->id, comm->uid,
                                  ZSH_ERR_ABORTED, 0, why);
         }
-    }
-}
-
-void zsh_ctx_health_progress(zsh_ctx_t *ctx)
-{
-    zsh_ctrl_progress(ctx->ctrl);
-    if (atomic_load_explicit(&ctx->abort_pending, memory_order_relaxed) &&
-        atomic_exchange(&ctx->abort_pending, 0)) {
-        zsh_ctx_tell_aborts(ctx);
     }
 }
 

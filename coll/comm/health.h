@@ -15,6 +15,7 @@
 
 #include <zeroshard.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,9 +48,19 @@ void         zsh_comm_revoke(zsh_comm_t *comm, zsh_status_t status, uint32_t seq
 /* Apply a revocation that arrived before @comm was created here. */
 void         zsh_comm_health_created(zsh_comm_t *comm);
 
+/* Tell the members of communicators aborted here (zsh_ctx_health_progress). */
+void         zsh_ctx_tell_aborts(zsh_ctx_t *ctx);
+
 /* Part of every progress pass: the control channel, then telling the
  * members of communicators aborted here. */
-void         zsh_ctx_health_progress(zsh_ctx_t *ctx);
+static inline void zsh_ctx_health_progress(zsh_ctx_t *ctx)
+{
+    zsh_ctrl_progress(ctx->ctrl);
+    if (atomic_load_explicit(&ctx->abort_pending, memory_order_relaxed) &&
+        atomic_exchange(&ctx->abort_pending, 0)) {
+        zsh_ctx_tell_aborts(ctx);
+    }
+}
 
 /* The control channel's hook for revocations (zsh_ctrl_revoke_cb_t), with
  * the context as @arg. */

@@ -17,6 +17,13 @@ zsh_status_t zsh_hs_xfers(zsh_hs_t *hs, unsigned n)
     void *xfers      = b->xfers;
     zsh_status_t status;
 
+    /* Every reader stops at nxfers, so a call that fits zeroes only the
+     * slots it uses: on small calls the whole array's zeroing shows. */
+    if ((n <= b->xfers_cap) && (xfers != NULL)) {
+        memset(xfers, 0, n * sizeof(*b->xfers));
+        hs->nxfers = n;
+        return ZSH_OK;
+    }
     status   = zsh_array_reset(&xfers, &b->xfers_cap, n, sizeof(*b->xfers),
                                "handshake transfer slots");
     b->xfers = xfers;
@@ -176,29 +183,6 @@ zsh_status_t zsh_hs_shm_done_send(zsh_hs_t *hs)
     zsh_tl_parts_t parts   = {&none, 0, NULL, 0};
 
     return zsh_hs_shm_put(hs, hs->ticket + 1, &parts, &hs->done_sent);
-}
-
-zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs, zsh_status_t (*take)(zsh_hs_t *hs))
-{
-    zsh_status_t status;
-
-    status = zsh_hs_shm_send(hs);
-    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
-        return status;
-    }
-    if (hs->state == ZSH_HS_POSTED) {
-        status = take(hs);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        hs->state = ZSH_HS_MATCHED;
-    }
-    if (!hs->sent) {
-        return ZSH_INPROGRESS; /* our descriptor lives in the task, an eager call's data maybe
-                                  in the caller's buffer */
-    }
-    hs->state = ZSH_HS_VERIFIED;
-    return ZSH_OK;
 }
 
 bool zsh_hs_shm_waits_for(const zsh_hs_t *hs, int peer)

@@ -37,8 +37,34 @@ zsh_status_t zsh_hs_shm_send(zsh_hs_t *hs);
 
 /* A mailbox or board exchange's progress: ours goes (in ticket order), then
  * @take takes the peers' and compares them, then it is verified once ours
- * went, since our descriptor lives in the task. */
-zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs, zsh_status_t (*take)(zsh_hs_t *hs));
+ * went, since our descriptor lives in the task. Inline, so that each
+ * variant's pass calls its own @take directly: a waiter runs it on every
+ * pass, and a small call's latency is a few of them. */
+static inline zsh_status_t zsh_hs_shm_progress(zsh_hs_t *hs,
+                                               zsh_status_t (*take)(zsh_hs_t *hs))
+{
+    zsh_status_t status;
+
+    if (!hs->sent) {
+        status = zsh_hs_shm_send(hs);
+        if ((status != ZSH_OK) && (status != ZSH_INPROGRESS)) {
+            return status;
+        }
+    }
+    if (hs->state == ZSH_HS_POSTED) {
+        status = take(hs);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        hs->state = ZSH_HS_MATCHED;
+    }
+    if (!hs->sent) {
+        return ZSH_INPROGRESS; /* our descriptor lives in the task, an eager call's data maybe
+                                  in the caller's buffer */
+    }
+    hs->state = ZSH_HS_VERIFIED;
+    return ZSH_OK;
+}
 
 /* A direct call's "done" message: empty, the ticket after its descriptor. */
 zsh_status_t zsh_hs_shm_done_send(zsh_hs_t *hs);

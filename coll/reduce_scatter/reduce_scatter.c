@@ -21,13 +21,12 @@ static zsh_status_t zsh_reduce_scatter_ring(zsh_task_t *task)
     return zsh_ring_rs_init(task, task->args.sendbuf, task->args.recvbuf, &part, 0);
 }
 
-static const zsh_coll_algo_t zsh_reduce_scatter_algos[] = {
-    {ZSH_ALGO_AUTO, zsh_reduce_scatter_rd},
-    {ZSH_ALGO_RD, zsh_reduce_scatter_rd},
-    {ZSH_ALGO_RING, zsh_reduce_scatter_ring},
-    {ZSH_ALGO_DIRECT, zsh_reduce_scatter_direct_init},
-    {ZSH_ALGO_EAGER, zsh_reduce_scatter_eager_init},
-    {ZSH_ALGO_LAST, NULL},
+static const zsh_coll_init_t zsh_reduce_scatter_algos[ZSH_ALGO_LAST] = {
+    [ZSH_ALGO_AUTO]   = zsh_reduce_scatter_rd,
+    [ZSH_ALGO_RD]     = zsh_reduce_scatter_rd,
+    [ZSH_ALGO_RING]   = zsh_reduce_scatter_ring,
+    [ZSH_ALGO_DIRECT] = zsh_reduce_scatter_direct_init,
+    [ZSH_ALGO_EAGER]  = zsh_reduce_scatter_eager_init,
 };
 
 zsh_status_t zsh_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,

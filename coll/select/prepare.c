@@ -13,21 +13,19 @@ static size_t zsh_coll_bytes(const zsh_coll_args_t *args, int nranks)
     return (args->type == ZSH_COLL_ALLREDUCE) ? bytes : bytes * (size_t)nranks;
 }
 
-static zsh_status_t zsh_coll_init(zsh_task_t *task, const zsh_coll_algo_t *algos)
+static zsh_status_t zsh_coll_init(zsh_task_t *task, const zsh_coll_init_t *algos)
 {
-    const zsh_coll_algo_t *a;
+    zsh_coll_init_t init = (task->algo < ZSH_ALGO_LAST) ? algos[task->algo] : NULL;
 
-    for (a = algos; a->algo != ZSH_ALGO_LAST; a++) {
-        if (a->algo == task->algo) {
-            return a->init(task);
-        }
+    if (init != NULL) {
+        return init(task);
     }
     return zsh_error(ZSH_ERR_INTERNAL, "%s has no algorithm %s", task->name,
                      zsh_algo_name(task->algo));
 }
 
 zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
-                              const zsh_coll_algo_t *algos, zsh_task_t **task_p)
+                              const zsh_coll_init_t *algos, zsh_task_t **task_p)
 {
     zsh_status_t status;
     zsh_task_t *task;
@@ -55,7 +53,7 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
 }
 
 zsh_status_t zsh_coll_call(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
-                           const zsh_coll_algo_t *algos, bool nonblocking, zsh_request_t **req_p)
+                           const zsh_coll_init_t *algos, bool nonblocking, zsh_request_t **req_p)
 {
     zsh_status_t status;
     zsh_task_t *task;

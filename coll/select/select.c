@@ -20,22 +20,34 @@ typedef struct zsh_select_rule {
     const char     *variable;
     size_t          offset;          /* of the override in zsh_coll_config_t */
     zsh_algo_t      small, large;
-    zsh_algo_t      allowed[6];      /* AUTO-terminated */
+    unsigned        allowed;         /* ZSH_SELECT_BIT of each algorithm it has */
 } zsh_select_rule_t;
 
+/* A set of algorithms as bits, so that a choice on every call tests
+ * membership in one instruction; it lists in the enum's order. */
+#define ZSH_SELECT_BIT(_algo) (1u << (_algo))
+
+/* Indexed by collective type; a type without a variable has no rule. */
 static const zsh_select_rule_t zsh_select_rules[] = {
-    {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO", offsetof(zsh_coll_config_t, allgather_algo),
-     ZSH_ALGO_BRUCK, ZSH_ALGO_RING,
-     {ZSH_ALGO_RING, ZSH_ALGO_BRUCK, ZSH_ALGO_RMA, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER,
-      ZSH_ALGO_AUTO}},
-    {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
-     offsetof(zsh_coll_config_t, reduce_scatter_algo), ZSH_ALGO_RD, ZSH_ALGO_RING,
-     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
-    {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO", offsetof(zsh_coll_config_t, allreduce_algo),
-     ZSH_ALGO_RD, ZSH_ALGO_RING,
-     {ZSH_ALGO_RING, ZSH_ALGO_RD, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER, ZSH_ALGO_AUTO}},
-    {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO", offsetof(zsh_coll_config_t, broadcast_algo),
-     ZSH_ALGO_BINOMIAL, ZSH_ALGO_BINOMIAL, {ZSH_ALGO_BINOMIAL, ZSH_ALGO_AUTO}},
+    [ZSH_COLL_ALLGATHER] = {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO",
+                            offsetof(zsh_coll_config_t, allgather_algo), ZSH_ALGO_BRUCK,
+                            ZSH_ALGO_RING,
+                            ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_BRUCK) |
+                            ZSH_SELECT_BIT(ZSH_ALGO_RMA) | ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
+                            ZSH_SELECT_BIT(ZSH_ALGO_EAGER)},
+    [ZSH_COLL_REDUCE_SCATTER] = {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
+                                 offsetof(zsh_coll_config_t, reduce_scatter_algo), ZSH_ALGO_RD,
+                                 ZSH_ALGO_RING,
+                                 ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
+                                 ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER)},
+    [ZSH_COLL_ALLREDUCE] = {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO",
+                            offsetof(zsh_coll_config_t, allreduce_algo), ZSH_ALGO_RD,
+                            ZSH_ALGO_RING,
+                            ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
+                            ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER)},
+    [ZSH_COLL_BROADCAST] = {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO",
+                            offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
+                            ZSH_ALGO_BINOMIAL, ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL)},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
@@ -74,14 +86,7 @@ typedef struct zsh_select_step {
 
 static bool zsh_select_allowed(const zsh_select_rule_t *rule, zsh_algo_t algo)
 {
-    int i;
-
-    for (i = 0; rule->allowed[i] != ZSH_ALGO_AUTO; i++) {
-        if (rule->allowed[i] == algo) {
-            return true;
-        }
-    }
-    return false;
+    return (rule->allowed & ZSH_SELECT_BIT(algo)) != 0;
 }
 
 static zsh_algo_t zsh_select_one_rank(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
@@ -105,10 +110,8 @@ static zsh_algo_t zsh_select_board(const zsh_comm_t *comm, const zsh_select_rule
 static zsh_algo_t zsh_select_direct(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
                                     size_t total_bytes)
 {
-    size_t min = comm->ctx->cfg.direct_min_size * (size_t)zsh_ceil_log2(comm->size);
-
-    return (comm->local.direct && (total_bytes > min) &&
-            zsh_select_allowed(rule, ZSH_ALGO_DIRECT))
+    return (comm->local.direct && zsh_select_allowed(rule, ZSH_ALGO_DIRECT) &&
+            (total_bytes > comm->ctx->cfg.direct_min_size * (size_t)zsh_ceil_log2(comm->size)))
                ? ZSH_ALGO_DIRECT : ZSH_ALGO_AUTO;
 }
 
@@ -156,14 +159,10 @@ static const zsh_select_step_t zsh_select_steps[] = {
 
 static const zsh_select_rule_t *zsh_select_rule(zsh_coll_type_t type)
 {
-    size_t i;
+    const zsh_select_rule_t *rule = ((size_t)type < ZSH_SELECT_NRULES) ? &zsh_select_rules[type]
+                                                                      : NULL;
 
-    for (i = 0; i < ZSH_SELECT_NRULES; i++) {
-        if (zsh_select_rules[i].type == type) {
-            return &zsh_select_rules[i];
-        }
-    }
-    return NULL;
+    return ((rule != NULL) && (rule->variable != NULL)) ? rule : NULL;
 }
 
 static int zsh_select_override(const zsh_coll_config_t *cfg, const zsh_select_rule_t *rule)
@@ -174,13 +173,16 @@ static int zsh_select_override(const zsh_coll_config_t *cfg, const zsh_select_ru
 void zsh_select_choices(zsh_coll_type_t type, char *buf, size_t len)
 {
     const zsh_select_rule_t *rule = zsh_select_rule(type);
-    size_t used = (size_t)snprintf(buf, len, "auto");
-    int i;
+    unsigned left                 = (rule != NULL) ? rule->allowed : 0;
+    size_t used                   = (size_t)snprintf(buf, len, "auto");
+    int a;
 
-    for (i = 0; (rule != NULL) && (rule->allowed[i] != ZSH_ALGO_AUTO) && (used < len); i++) {
-        used += (size_t)snprintf(buf + used, len - used, "%s%s",
-                                 (rule->allowed[i + 1] == ZSH_ALGO_AUTO) ? " or " : ", ",
-                                 zsh_algo_name(rule->allowed[i]));
+    for (a = ZSH_ALGO_AUTO + 1; (a < ZSH_ALGO_LAST) && (used < len); a++) {
+        if (left & ZSH_SELECT_BIT(a)) {
+            left &= ~ZSH_SELECT_BIT(a);
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", (left == 0) ? " or " : ", ",
+                                     zsh_algo_name((zsh_algo_t)a));
+        }
     }
 }
 
@@ -192,7 +194,10 @@ zsh_status_t zsh_select_check_config(const zsh_coll_config_t *cfg)
     size_t i;
 
     for (i = 0; i < ZSH_SELECT_NRULES; i++) {
-        rule = &zsh_select_rules[i];
+        rule = zsh_select_rule((zsh_coll_type_t)i);
+        if (rule == NULL) {
+            continue;
+        }
         algo = (zsh_algo_t)zsh_select_override(cfg, rule);
         if ((algo != ZSH_ALGO_AUTO) && !zsh_select_allowed(rule, algo)) {
             zsh_select_choices(rule->type, choices, sizeof(choices));
@@ -258,6 +263,9 @@ void zsh_select_describe(FILE *out)
 
     fprintf(out, "# Algorithms, by collective (ZSH_<COLLECTIVE>_ALGO):\n");
     for (i = 0; i < ZSH_SELECT_NRULES; i++) {
+        if (zsh_select_rules[i].variable == NULL) {
+            continue;
+        }
         zsh_select_choices(zsh_select_rules[i].type, choices, sizeof(choices));
         fprintf(out, "#   %-15s %s=%s\n", zsh_desc_type_name(zsh_select_rules[i].type),
                 zsh_select_rules[i].variable, choices);
