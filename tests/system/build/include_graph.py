@@ -176,10 +176,15 @@ def circles(nodes, edges):
 
 
 def main(argv):
-    if len(argv) < 2:
+    if len(argv) < 2 or argv[1].startswith("-"):
         print(__doc__, file=sys.stderr)
         return 2
     srcdir = argv[1]
+    # A tree without our top-level folders would pass every check vacuously.
+    if not os.path.isfile(os.path.join(srcdir, "include", "zeroshard.h")):
+        print("include_graph.py: %s is not a ZeroShard tree (no include/zeroshard.h)" % srcdir,
+              file=sys.stderr)
+        return 2
     dot = argv[argv.index("--dot") + 1] if "--dot" in argv else None
 
     unresolved, upward = [], []
