@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 zsh_status_t zsh_hs_xfers(zsh_hs_t *hs, unsigned n)
 {
@@ -17,15 +16,9 @@ zsh_status_t zsh_hs_xfers(zsh_hs_t *hs, unsigned n)
     void *xfers      = b->xfers;
     zsh_status_t status;
 
-    /* Every reader stops at nxfers, so a call that fits zeroes only the
-     * slots it uses: on small calls the whole array's zeroing shows. */
-    if ((n <= b->xfers_cap) && (xfers != NULL)) {
-        memset(xfers, 0, n * sizeof(*b->xfers));
-        hs->nxfers = n;
-        return ZSH_OK;
-    }
-    status   = zsh_array_reset(&xfers, &b->xfers_cap, n, sizeof(*b->xfers),
-                               "handshake transfer slots");
+    /* Every reader stops at nxfers. */
+    status   = zsh_array_use(&xfers, &b->xfers_cap, n, sizeof(*b->xfers),
+                             "handshake transfer slots");
     b->xfers = xfers;
     hs->nxfers = (status == ZSH_OK) ? n : 0;
     return status;
