@@ -15,9 +15,9 @@ typedef zsh_status_t (*zsh_coll_init_t)(zsh_task_t *task);
 /*
  * A task for call @args on @comm, on behalf of @fn ("zsh_allgather"), ready
  * to post: @algos holds the collective's ZSH_ALGO_LAST inits; its
- * ZSH_ALGO_AUTO entry runs on one rank, where nothing is chosen. A call of no elements has nothing to set up. Bad
- * arguments fail before anything is taken; a failure after gives the task
- * back.
+ * ZSH_ALGO_AUTO entry runs on one rank, where nothing is chosen. A call of
+ * no elements has nothing to set up. Bad arguments fail before anything is
+ * taken; a failure after gives the task back.
  */
 zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
                               const zsh_coll_init_t *algos, zsh_task_t **task_p);
