@@ -27,7 +27,8 @@ typedef struct zsh_select_rule {
  * membership in one instruction; it lists in the enum's order. */
 #define ZSH_SELECT_BIT(_algo) (1u << (_algo))
 
-/* Indexed by collective type; a type without a variable has no rule. */
+/* Indexed by collective type: every type up to broadcast selects an
+ * algorithm; barrier and the fence do not. */
 static const zsh_select_rule_t zsh_select_rules[] = {
     [ZSH_COLL_ALLGATHER] = {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO",
                             offsetof(zsh_coll_config_t, allgather_algo), ZSH_ALGO_BRUCK,
@@ -51,6 +52,9 @@ static const zsh_select_rule_t zsh_select_rules[] = {
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
+
+_Static_assert(ZSH_SELECT_NRULES == ZSH_COLL_BROADCAST + 1,
+               "a rule for each collective type up to broadcast, and none after");
 
 /* What each algorithm does; indexes match zsh_algo_t. */
 static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
@@ -159,10 +163,7 @@ static const zsh_select_step_t zsh_select_steps[] = {
 
 static const zsh_select_rule_t *zsh_select_rule(zsh_coll_type_t type)
 {
-    const zsh_select_rule_t *rule = ((size_t)type < ZSH_SELECT_NRULES) ? &zsh_select_rules[type]
-                                                                      : NULL;
-
-    return ((rule != NULL) && (rule->variable != NULL)) ? rule : NULL;
+    return ((size_t)type < ZSH_SELECT_NRULES) ? &zsh_select_rules[type] : NULL;
 }
 
 static int zsh_select_override(const zsh_coll_config_t *cfg, const zsh_select_rule_t *rule)
@@ -194,10 +195,7 @@ zsh_status_t zsh_select_check_config(const zsh_coll_config_t *cfg)
     size_t i;
 
     for (i = 0; i < ZSH_SELECT_NRULES; i++) {
-        rule = zsh_select_rule((zsh_coll_type_t)i);
-        if (rule == NULL) {
-            continue;
-        }
+        rule = &zsh_select_rules[i];
         algo = (zsh_algo_t)zsh_select_override(cfg, rule);
         if ((algo != ZSH_ALGO_AUTO) && !zsh_select_allowed(rule, algo)) {
             zsh_select_choices(rule->type, choices, sizeof(choices));
@@ -263,9 +261,6 @@ void zsh_select_describe(FILE *out)
 
     fprintf(out, "# Algorithms, by collective (ZSH_<COLLECTIVE>_ALGO):\n");
     for (i = 0; i < ZSH_SELECT_NRULES; i++) {
-        if (zsh_select_rules[i].variable == NULL) {
-            continue;
-        }
         zsh_select_choices(zsh_select_rules[i].type, choices, sizeof(choices));
         fprintf(out, "#   %-15s %s=%s\n", zsh_desc_type_name(zsh_select_rules[i].type),
                 zsh_select_rules[i].variable, choices);
