@@ -17,8 +17,16 @@ lsan_tracer_crashed() { # LOG
         ! grep -q "LeakSanitizer: detected memory leaks" "$1" &&
         ! grep -q "^\[  FAILED  \]" "$1"
 }
+# At 8 ranks it crashed on both runs of the job in one clean-clone run, so
+# there the job runs without the exit-time leak check; leaks are still
+# checked at 1 to 5 ranks here and at every rank count in process.
+asan_options=${ASAN_OPTIONS:-}
 for np in 1 2 3 4 5 8; do
     echo "=== mpirun -np $np zsh_mpi_tests"
+    if [ "$np" = 8 ] && [[ "$asan_options" == *detect_leaks=1* ]]; then
+        echo "=== np 8: LeakSanitizer's exit-time check off (its tracer crashes at 8 ranks)"
+        export ASAN_OPTIONS=${asan_options//detect_leaks=1/detect_leaks=0}
+    fi
     for attempt in 1 2; do
         timeout 600 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/zsh_mpi_tests" \
             --gtest_brief=1 --gtest_color=no >"$out/np$np.log" 2>&1
@@ -34,6 +42,7 @@ for np in 1 2 3 4 5 8; do
         break
     done
 done
+[ -n "$asan_options" ] && export ASAN_OPTIONS=$asan_options
 # zsh_comm_init() with no torchrun variables: the PMIx launcher's bootstrap.
 passed=0
 failed=0
