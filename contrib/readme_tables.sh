@@ -1,7 +1,8 @@
 #!/bin/bash
 # The README's generated blocks, from what zsh_info prints, so that the two
 # never disagree (tests/system/build/run_readme.sh checks them word for word):
-#   bash contrib/readme_tables.sh ZSH_INFO config   the ZSH_* table (zsh_info -c)
+#   bash contrib/readme_tables.sh ZSH_INFO config   the ZSH_* table (zsh_info -c), with
+#                                                   each variable's range
 #   bash contrib/readme_tables.sh ZSH_INFO select   the selection rule (zsh_info -s)
 # Each starts with the README's marker line; paste the output over the old block.
 set -euo pipefail
@@ -16,16 +17,17 @@ done
 case $what in
 config)
     echo "<!-- zsh_info -c -->"
-    echo "| layer | variable | default | meaning |"
-    echo "|---|---|---|---|"
+    echo "| layer | variable | default | range | meaning |"
+    echo "|---|---|---|---|---|"
     "${clean_env[@]}" "$info" -c | awk '
         /^# ---- .* ----$/ { layer = $0; sub(/^# ---- /, "", layer); sub(/ ----$/, "", layer); next }
         /^# default: / { dflt = $0; sub(/^# default: /, "", dflt); sub(/, .*/, "", dflt); next }
+        /^# range: / { range = substr($0, 10); next }
         /^# / { help = substr($0, 3); next }
         /^ZSH_[A-Z_0-9]*=/ {
             name = $0; sub(/=.*/, "", name)
-            printf "| %s | `%s` | %s | %s |\n", layer, name,
-                   (dflt == "(unset)") ? dflt : "`" dflt "`", help
+            printf "| %s | `%s` | %s | %s | %s |\n", layer, name,
+                   (dflt == "(unset)") ? dflt : "`" dflt "`", range, help
         }'
     ;;
 select)

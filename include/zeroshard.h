@@ -201,7 +201,8 @@ zsh_status_t zsh_comm_abort(zsh_comm_t *comm);
  * @brief Set how long each later collective on @p comm may take before it
  *        fails with ZSH_ERR_TIMEOUT. Local: other ranks keep their own.
  * @param comm    Communicator.
- * @param seconds More than 0; the default is ZSH_TIMEOUT.
+ * @param seconds From 0.001 to 31536000 (a year), the range ZSH_TIMEOUT takes;
+ *                the default is ZSH_TIMEOUT.
  */
 zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds);
 

@@ -176,14 +176,17 @@ static int zsh_info_print_topology(void)
     return 0;
 }
 
-/* One variable, as `ucx_info -c` would: commented help, then NAME=value. */
+/* One variable, as `ucx_info -c` would: commented help, what it takes,
+ * then NAME=value. */
 static void zsh_info_print_field(const zsh_config_field_t *field, const void *opts, int from_env)
 {
     const char *source = from_env ? zsh_config_source(field) : NULL;
-    char value[ZSH_CONFIG_STR_MAX];
+    char value[ZSH_CONFIG_STR_MAX], range[192];
 
     zsh_config_format(field, opts, value, sizeof(value));
+    zsh_config_range(field, range, sizeof(range));
     printf("# %s\n", field->help);
+    printf("# range: %s\n", range);
     printf("# default: %s", (field->dflt[0] != '\0') ? field->dflt : "(unset)");
     if (field->fallback != NULL) {
         printf(", also read from: %s", field->fallback);

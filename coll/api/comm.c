@@ -200,10 +200,11 @@ zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
     if (comm == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_set_timeout: comm is NULL");
     }
-    if (!(seconds > 0) || (seconds > ZSH_TIMEOUT_MAX)) {
+    /* The range ZSH_TIMEOUT takes (api/config.c), so the two agree. */
+    if (!(seconds >= ZSH_TIMEOUT_MIN) || (seconds > ZSH_TIMEOUT_MAX)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "zsh_comm_set_timeout: %g s is not a timeout (0 < seconds <= %g)",
-                         seconds, ZSH_TIMEOUT_MAX);
+                         "zsh_comm_set_timeout: %g s is out of range: expected %g to %.0f seconds",
+                         seconds, ZSH_TIMEOUT_MIN, ZSH_TIMEOUT_MAX);
     }
     comm->timeout = seconds;
     return ZSH_OK;

@@ -4,8 +4,12 @@
 #include "base/trace.h"
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/status.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,6 +107,26 @@ void zsh_trace_write(const zsh_trace_t *trace, FILE *out, const char *header, co
     fflush(out);
 }
 
+/* Say once per file name that the dump goes to stderr instead: a job that
+ * times out again and again dumps each time, and the first word suffices. */
+static void zsh_trace_open_failed(const char *name, int err)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char reported[512];
+    bool first;
+
+    pthread_mutex_lock(&lock);
+    first = strcmp(reported, name) != 0;
+    if (first) {
+        snprintf(reported, sizeof(reported), "%s", name);
+    }
+    pthread_mutex_unlock(&lock);
+    if (first) {
+        zsh_log(ZSH_LOG_WARN, "ZSH_TRACE_FILE: cannot open %s: %s; the flight recorder dumps "
+                "to stderr instead", name, strerror(err));
+    }
+}
+
 FILE *zsh_trace_open(const char *path, int rank)
 {
     char name[512];
@@ -126,7 +150,11 @@ FILE *zsh_trace_open(const char *path, int rank)
     }
     name[used] = '\0';
     out = fopen(name, "a");
-    return (out != NULL) ? out : stderr;
+    if (out == NULL) {
+        zsh_trace_open_failed(name, errno);
+        return stderr;
+    }
+    return out;
 }
 
 void zsh_trace_close(FILE *out)

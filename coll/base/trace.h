@@ -27,7 +27,9 @@ void zsh_trace_done(zsh_trace_t *trace, uint32_t seq, zsh_status_t status);
 void zsh_trace_write(const zsh_trace_t *trace, FILE *out, const char *header, const char *why);
 
 /* Open where the dump of job rank @rank goes: stderr for an empty @path,
- * else @path (with %r the rank and %p the pid) opened for appending. */
+ * else @path (with %r the rank and %p the pid) opened for appending; stderr
+ * too when that fails, with a warning naming the file and why, once per
+ * file name. */
 FILE *zsh_trace_open(const char *path, int rank);
 void  zsh_trace_close(FILE *out);
 

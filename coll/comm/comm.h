@@ -21,6 +21,10 @@
 
 /* The longest timeout a communicator or call takes: a year. */
 #define ZSH_TIMEOUT_MAX (365.0 * 24 * 3600)
+/* The shortest a communicator takes, from zsh_comm_set_timeout() or
+ * ZSH_TIMEOUT alike: 0 would fail every collective at once, and every wait
+ * has a deadline. */
+#define ZSH_TIMEOUT_MIN 0.001
 
 /*
  * The node-local shortcuts a communicator may take, from the transport's

@@ -187,6 +187,19 @@ void zsh_select_choices(zsh_coll_type_t type, char *buf, size_t len)
     }
 }
 
+void zsh_select_names(zsh_coll_type_t type, const char *names[ZSH_ALGO_LAST + 1])
+{
+    const zsh_select_rule_t *rule = zsh_select_rule(type);
+    int a;
+
+    for (a = ZSH_ALGO_AUTO; a < ZSH_ALGO_LAST; a++) {
+        names[a] = ((a == ZSH_ALGO_AUTO) ||
+                    ((rule != NULL) && zsh_select_allowed(rule, (zsh_algo_t)a)))
+                       ? zsh_algo_names[a] : "";
+    }
+    names[ZSH_ALGO_LAST] = NULL;
+}
+
 zsh_status_t zsh_select_check_config(const zsh_coll_config_t *cfg)
 {
     const zsh_select_rule_t *rule;

@@ -32,6 +32,12 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
  * takes, into @buf. */
 void         zsh_select_choices(zsh_coll_type_t type, char *buf, size_t len);
 
+/* The names ZSH_<@type>_ALGO takes, indexed by zsh_algo_t like
+ * zsh_algo_names: an algorithm the collective lacks is "", which the
+ * registry reserves, so a value it names is refused as it is parsed, and
+ * the error lists only this collective's names. */
+void         zsh_select_names(zsh_coll_type_t type, const char *names[ZSH_ALGO_LAST + 1]);
+
 /* Write the rule to @out: each collective's algorithms, what each does, and
  * the automatic choice, one line each. */
 void         zsh_select_describe(FILE *out);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +137,8 @@ static int zsh_config_parse_enum(const char *value, const char *const *choices, 
     int i;
 
     for (i = 0; choices[i] != NULL; i++) {
-        if (strcasecmp(value, choices[i]) == 0) {
+        /* An empty choice is a reserved index: nothing selects it. */
+        if ((choices[i][0] != '\0') && (strcasecmp(value, choices[i]) == 0)) {
             *out = i;
             return 0;
         }
@@ -144,28 +146,154 @@ static int zsh_config_parse_enum(const char *value, const char *const *choices, 
     return -1;
 }
 
+/* A parsed number, before it is range-checked and stored. */
+typedef union zsh_config_value {
+    double   seconds;  /* TIME */
+    size_t   bytes;    /* SIZE, SIZE_AUTO */
+    unsigned count;    /* UINT */
+    int      opt;      /* INT_OPT, ENUM */
+} zsh_config_value_t;
+
+/* Parse a number of the row's type (not STRING): 0, or -1 if malformed. */
+static int zsh_config_scan(const zsh_config_field_t *field, const char *value,
+                           zsh_config_value_t *v)
+{
+    switch (field->type) {
+    case ZSH_CONFIG_TIME:    return zsh_config_parse_time(value, &v->seconds);
+    case ZSH_CONFIG_SIZE:    return zsh_config_parse_size(value, &v->bytes);
+    case ZSH_CONFIG_SIZE_AUTO:
+        if (strcasecmp(value, "auto") == 0) {
+            v->bytes = ZSH_CONFIG_AUTO_SIZE;
+            return 0;
+        }
+        return zsh_config_parse_size(value, &v->bytes);
+    case ZSH_CONFIG_UINT:    return zsh_config_parse_uint(value, &v->count);
+    case ZSH_CONFIG_INT_OPT: return zsh_config_parse_int_opt(value, &v->opt);
+    case ZSH_CONFIG_ENUM:    return zsh_config_parse_enum(value, field->choices, &v->opt);
+    case ZSH_CONFIG_STRING:  break;
+    }
+    return -1;
+}
+
+/* -1, 0 or 1 as @a is below, equal to or above @b. */
+static int zsh_config_compare(zsh_config_type_t type, const zsh_config_value_t *a,
+                              const zsh_config_value_t *b)
+{
+    switch (type) {
+    case ZSH_CONFIG_TIME:      return (a->seconds > b->seconds) - (a->seconds < b->seconds);
+    case ZSH_CONFIG_SIZE:
+    case ZSH_CONFIG_SIZE_AUTO: return (a->bytes > b->bytes) - (a->bytes < b->bytes);
+    case ZSH_CONFIG_UINT:      return (a->count > b->count) - (a->count < b->count);
+    case ZSH_CONFIG_INT_OPT:
+    case ZSH_CONFIG_ENUM:      return (a->opt > b->opt) - (a->opt < b->opt);
+    case ZSH_CONFIG_STRING:    break;
+    }
+    return 0;
+}
+
+/* Whether @v lies within the row's bounds; "auto" and unset lie outside
+ * every range and are always taken. A bound that does not parse takes
+ * nothing, so that a table test finds it. */
+static bool zsh_config_in_range(const zsh_config_field_t *field, const zsh_config_value_t *v)
+{
+    zsh_config_value_t bound;
+
+    if (((field->type == ZSH_CONFIG_SIZE_AUTO) && (v->bytes == ZSH_CONFIG_AUTO_SIZE)) ||
+        ((field->type == ZSH_CONFIG_INT_OPT) && (v->opt < 0)) ||
+        (field->type == ZSH_CONFIG_ENUM)) {
+        return true;
+    }
+    if ((field->min != NULL) && ((zsh_config_scan(field, field->min, &bound) != 0) ||
+                                 (zsh_config_compare(field->type, v, &bound) < 0))) {
+        return false;
+    }
+    if ((field->max != NULL) && ((zsh_config_scan(field, field->max, &bound) != 0) ||
+                                 (zsh_config_compare(field->type, v, &bound) > 0))) {
+        return false;
+    }
+    return true;
+}
+
+/* "from 4k to 64m", "from 2", "to 16", or nothing without bounds. */
+static void zsh_config_bounds(const zsh_config_field_t *field, char *buf, size_t len)
+{
+    if ((field->min != NULL) && (field->max != NULL)) {
+        snprintf(buf, len, " from %s to %s", field->min, field->max);
+    } else if (field->min != NULL) {
+        snprintf(buf, len, " of at least %s", field->min);
+    } else if (field->max != NULL) {
+        snprintf(buf, len, " of at most %s", field->max);
+    } else {
+        buf[0] = '\0';
+    }
+}
+
+/* The choices a row takes, "a, b, c": the reserved ones left out. */
+static void zsh_config_choices(const zsh_config_field_t *field, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i, n = 0;
+
+    buf[0] = '\0';
+    for (i = 0; (field->choices[i] != NULL) && (used < len); i++) {
+        if (field->choices[i][0] != '\0') {
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", (n++ == 0) ? "" : ", ",
+                                     field->choices[i]);
+        }
+    }
+}
+
 static void zsh_config_expected(const zsh_config_field_t *field, char *buf, size_t len)
 {
-    size_t used;
-    int i;
+    char bounds[96], choices[128];
 
+    zsh_config_bounds(field, bounds, sizeof(bounds));
     switch (field->type) {
-    case ZSH_CONFIG_TIME:    snprintf(buf, len, "a number of seconds >= 0"); return;
-    case ZSH_CONFIG_SIZE:    snprintf(buf, len, "a byte count such as 4096, 64k or 1m"); return;
-    case ZSH_CONFIG_SIZE_AUTO:
-        snprintf(buf, len, "auto or a byte count such as 4096, 64k or 1m");
+    case ZSH_CONFIG_TIME:
+        snprintf(buf, len, "a number of seconds%s", (bounds[0] != '\0') ? bounds : " >= 0");
         return;
-    case ZSH_CONFIG_UINT:    snprintf(buf, len, "an unsigned integer"); return;
-    case ZSH_CONFIG_INT_OPT: snprintf(buf, len, "an integer >= 0"); return;
+    case ZSH_CONFIG_SIZE:
+    case ZSH_CONFIG_SIZE_AUTO:
+        /* The bounds show the syntax; without them, examples do. */
+        snprintf(buf, len, "%sa byte count%s",
+                 (field->type == ZSH_CONFIG_SIZE_AUTO) ? "auto or " : "",
+                 (bounds[0] != '\0') ? bounds : " such as 4096, 64k or 1m");
+        return;
+    case ZSH_CONFIG_UINT:
+        snprintf(buf, len, "an integer%s", (bounds[0] != '\0') ? bounds : " >= 0");
+        return;
+    case ZSH_CONFIG_INT_OPT:
+        snprintf(buf, len, "an integer%s, or empty for unset",
+                 (bounds[0] != '\0') ? bounds : " >= 0");
+        return;
     case ZSH_CONFIG_STRING:
         snprintf(buf, len, "at most %d characters", ZSH_CONFIG_STR_MAX - 1);
         return;
     case ZSH_CONFIG_ENUM:
-        used = (size_t)snprintf(buf, len, "one of");
-        for (i = 0; (field->choices[i] != NULL) && (used < len); i++) {
-            used += (size_t)snprintf(buf + used, len - used, "%s %s", (i == 0) ? "" : ",",
-                                     field->choices[i]);
-        }
+        zsh_config_choices(field, choices, sizeof(choices));
+        snprintf(buf, len, "one of %s", choices);
+        return;
+    }
+}
+
+void zsh_config_range(const zsh_config_field_t *field, char *buf, size_t len)
+{
+    const char *min = (field->min != NULL) ? field->min : "0";
+    const char *max = (field->max != NULL) ? field->max : "any";
+    char choices[128];
+
+    switch (field->type) {
+    case ZSH_CONFIG_TIME:      snprintf(buf, len, "%s to %s seconds", min, max); return;
+    case ZSH_CONFIG_SIZE:      snprintf(buf, len, "%s to %s bytes", min, max); return;
+    case ZSH_CONFIG_SIZE_AUTO: snprintf(buf, len, "auto, or %s to %s bytes", min, max); return;
+    case ZSH_CONFIG_UINT:      snprintf(buf, len, "%s to %s", min, max); return;
+    case ZSH_CONFIG_INT_OPT:   snprintf(buf, len, "%s to %s, or empty", min, max); return;
+    case ZSH_CONFIG_STRING:
+        snprintf(buf, len, "up to %d characters", ZSH_CONFIG_STR_MAX - 1);
+        return;
+    case ZSH_CONFIG_ENUM:
+        zsh_config_choices(field, choices, sizeof(choices));
+        snprintf(buf, len, "one of %s", choices);
         return;
     }
 }
@@ -176,31 +304,30 @@ static zsh_status_t zsh_config_parse_var(const zsh_config_field_t *field, const 
                                          size_t err_len)
 {
     void *slot = (char *)opts + field->offset;
-    char expected[160];
-    int rc = -1;
+    char expected[192];
+    zsh_config_value_t v;
 
-    switch (field->type) {
-    case ZSH_CONFIG_TIME:    rc = zsh_config_parse_time(value, (double *)slot); break;
-    case ZSH_CONFIG_SIZE:    rc = zsh_config_parse_size(value, (size_t *)slot); break;
-    case ZSH_CONFIG_SIZE_AUTO:
-        if (strcasecmp(value, "auto") == 0) {
-            *(size_t *)slot = ZSH_CONFIG_AUTO_SIZE;
-            rc = 0;
-        } else {
-            rc = zsh_config_parse_size(value, (size_t *)slot);
-        }
-        break;
-    case ZSH_CONFIG_UINT:    rc = zsh_config_parse_uint(value, (unsigned *)slot); break;
-    case ZSH_CONFIG_INT_OPT: rc = zsh_config_parse_int_opt(value, (int *)slot); break;
-    case ZSH_CONFIG_ENUM:    rc = zsh_config_parse_enum(value, field->choices, (int *)slot); break;
-    case ZSH_CONFIG_STRING:
+    if (field->type == ZSH_CONFIG_STRING) {
         if (strlen(value) < ZSH_CONFIG_STR_MAX) {
             strcpy((char *)slot, value);
-            rc = 0;
+            return ZSH_OK;
         }
-        break;
-    }
-    if (rc == 0) {
+    } else if (zsh_config_scan(field, value, &v) == 0) {
+        if (!zsh_config_in_range(field, &v)) {
+            zsh_config_expected(field, expected, sizeof(expected));
+            snprintf(err, err_len, "%s='%s' is out of range: expected %s", varname, value,
+                     expected);
+            return ZSH_ERR_INVALID_ARG;
+        }
+        switch (field->type) {
+        case ZSH_CONFIG_TIME:      *(double *)slot = v.seconds; break;
+        case ZSH_CONFIG_SIZE:
+        case ZSH_CONFIG_SIZE_AUTO: *(size_t *)slot = v.bytes; break;
+        case ZSH_CONFIG_UINT:      *(unsigned *)slot = v.count; break;
+        case ZSH_CONFIG_INT_OPT:
+        case ZSH_CONFIG_ENUM:      *(int *)slot = v.opt; break;
+        case ZSH_CONFIG_STRING:    break;
+        }
         return ZSH_OK;
     }
     zsh_config_expected(field, expected, sizeof(expected));

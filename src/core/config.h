@@ -11,6 +11,21 @@
  * launchers work unchanged. The environment is read here and nowhere else:
  * a layer reads its own table, so a malformed variable of another layer
  * never fails it.
+ *
+ * Every number has a range: a row of type TIME, SIZE, SIZE_AUTO, UINT or
+ * INT_OPT names its smallest and largest value, inclusive, written as the
+ * variable is ("4k", "0.001"), and a value outside it is refused naming the
+ * variable, the value and the range; zsh_info -c prints it. A value of 0
+ * is in range only where the row's help says what 0 does. "auto" (SIZE_AUTO)
+ * and empty (INT_OPT) stand outside the range. An ENUM row's choices may
+ * hold an empty name: that index is reserved and no value selects it, so
+ * rows whose values index a shared list (the *_ALGO rows) take and name
+ * only the entries that are theirs.
+ *
+ * A row, all nine fields positional:
+ *   {"CHUNK_SIZE", NULL, "256k", "Bytes per message ...", offsetof(opts_t, chunk_size),
+ *    ZSH_CONFIG_SIZE, NULL, "4k", "64m"},
+ * and for ENUM and STRING rows the range is NULL, NULL.
  */
 #ifndef ZSH_CORE_CONFIG_H_
 #define ZSH_CORE_CONFIG_H_
@@ -44,7 +59,9 @@ typedef struct zsh_config_field {
     const char        *help;
     size_t             offset;    /* into the table's options struct */
     zsh_config_type_t  type;
-    const char *const *choices;   /* ZSH_CONFIG_ENUM only, NULL-terminated */
+    const char *const *choices;   /* ZSH_CONFIG_ENUM only, NULL-terminated; "" reserves an index */
+    const char        *min;       /* numbers: the smallest value taken, in the variable's syntax */
+    const char        *max;       /* and the largest; both NULL for ENUM and STRING */
 } zsh_config_field_t;
 
 /* Where a table lists, lowest first: the layers bottom to top. */
@@ -89,12 +106,18 @@ zsh_status_t zsh_config_read_quiet(const zsh_config_table_t *table, void *opts, 
 /* Fill @opts with the table's defaults alone. */
 void zsh_config_defaults(const zsh_config_table_t *table, void *opts);
 
-/* Parse @value into the field's slot of @opts; on failure @err says why. */
+/* Parse @value into the field's slot of @opts; on failure (malformed, or
+ * outside the row's range) @err says why and the slot is unchanged. */
 zsh_status_t zsh_config_parse(const zsh_config_field_t *field, const char *value, void *opts,
                               char *err, size_t err_len);
 
 /* Write the field's current value in @opts as text (the syntax it is read in). */
 void zsh_config_format(const zsh_config_field_t *field, const void *opts, char *buf, size_t len);
+
+/* What the field takes, for zsh_info -c: "4k to 64m bytes", "0.001 to
+ * 31536000 seconds", "auto, or 0 to 1024g bytes", "1 to 65535, or empty",
+ * "one of 0, 1", "up to 255 characters". */
+void zsh_config_range(const zsh_config_field_t *field, char *buf, size_t len);
 
 /* The variable that set @field in this environment ("ZSH_RANK", "RANK") or NULL. */
 const char *zsh_config_source(const zsh_config_field_t *field);

@@ -17,7 +17,7 @@ static const char *const zsh_log_level_names[] = {"error", "warn", "info", "debu
 
 static const zsh_config_field_t zsh_log_config_fields[] = {
     {"LOG_LEVEL", NULL, "warn", "Messages printed to stderr: error, warn, info, debug or trace",
-     offsetof(zsh_log_config_t, level), ZSH_CONFIG_ENUM, zsh_log_level_names},
+     offsetof(zsh_log_config_t, level), ZSH_CONFIG_ENUM, zsh_log_level_names, NULL, NULL},
 };
 
 static zsh_config_table_t zsh_log_config_table = {
