@@ -13,7 +13,7 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"PREFETCH", NULL, "2",
      "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order "
      "(0: none, at most 16)",
-     ZSH_ZERO_OFF(prefetch), ZSH_CONFIG_UINT, NULL, "0", "16"},
+     ZSH_ZERO_OFF(prefetch), ZSH_CONFIG_UINT, NULL, "0", "16"}, /* fetch.c's window */
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

@@ -1,10 +1,12 @@
 /*
- * The bootstrap's variables: torchrun's names work, and the ZSH_ ones win.
+ * The bootstrap's variables: torchrun's names work, the ZSH_ ones win, and
+ * numbers outside their range are refused by name as they are read.
  */
 #include "harness/zsh_test.h"
 
 #include "boot/config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 ZSH_TEST(boot_config, prefixed_variables_win_over_torchrun_names)
@@ -26,4 +28,30 @@ ZSH_TEST(boot_config, prefixed_variables_win_over_torchrun_names)
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "WORLD_SIZE='eight'");
     unsetenv("RANK");
     unsetenv("WORLD_SIZE");
+}
+
+ZSH_TEST(boot_config, values_outside_their_range_are_refused_naming_the_range)
+{
+    static const struct {
+        const char *variable, *value, *expected;
+    } cases[] = {
+        {"MASTER_PORT", "70000", "MASTER_PORT='70000' is out of range: expected an integer "
+                                 "from 1 to 65535, or empty for unset"},
+        {"ZSH_MASTER_PORT", "0", "ZSH_MASTER_PORT='0' is out of range"},
+        {"WORLD_SIZE", "0", "WORLD_SIZE='0' is out of range: expected an integer from 1 to "
+                            "1048576"},
+        {"ZSH_RANK", "1048576", "ZSH_RANK='1048576' is out of range"},
+        {"ZSH_STORE_TIMEOUT", "0", "ZSH_STORE_TIMEOUT='0' is out of range: expected a number "
+                                   "of seconds from 0.1 to 86400"},
+    };
+    zsh_boot_config_t cfg;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setenv(cases[i].variable, cases[i].value, 1);
+        ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_config_read(&cfg));
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), cases[i].expected);
+        unsetenv(cases[i].variable);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_boot_config_read(&cfg));
 }

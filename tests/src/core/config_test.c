@@ -20,21 +20,26 @@ typedef struct zsh_test_opts {
     char     text[ZSH_CONFIG_STR_MAX];
 } zsh_test_opts_t;
 
-static const char *const zsh_test_choices[] = {"red", "green", NULL};
+/* "" reserves index 2: no value selects it. */
+static const char *const zsh_test_choices[] = {"red", "green", "", "blue", NULL};
 
 #define ZSH_TEST_OFF(_f) offsetof(zsh_test_opts_t, _f)
 
 static const zsh_config_field_t zsh_test_fields[] = {
-    {"TEST_CFG_SIZE", NULL, "256k", "a size", ZSH_TEST_OFF(size), ZSH_CONFIG_SIZE, NULL},
+    {"TEST_CFG_SIZE", NULL, "256k", "a size", ZSH_TEST_OFF(size), ZSH_CONFIG_SIZE, NULL, "4k",
+     "64m"},
     {"TEST_CFG_SIZE_AUTO", NULL, "auto", "a size or auto", ZSH_TEST_OFF(size_auto),
-     ZSH_CONFIG_SIZE_AUTO, NULL},
-    {"TEST_CFG_SECONDS", NULL, "300", "a time", ZSH_TEST_OFF(seconds), ZSH_CONFIG_TIME, NULL},
-    {"TEST_CFG_COUNT", NULL, "4", "a count", ZSH_TEST_OFF(count), ZSH_CONFIG_UINT, NULL},
+     ZSH_CONFIG_SIZE_AUTO, NULL, "0", "1g"},
+    {"TEST_CFG_SECONDS", NULL, "300", "a time", ZSH_TEST_OFF(seconds), ZSH_CONFIG_TIME, NULL,
+     "0.001", "31536000"},
+    {"TEST_CFG_COUNT", NULL, "4", "a count", ZSH_TEST_OFF(count), ZSH_CONFIG_UINT, NULL, "2",
+     "1024"},
     {"TEST_CFG_OPT", "TEST_CFG_PLAIN", "", "an optional int, also read without the prefix",
-     ZSH_TEST_OFF(opt), ZSH_CONFIG_INT_OPT, NULL},
+     ZSH_TEST_OFF(opt), ZSH_CONFIG_INT_OPT, NULL, "1", "65535"},
     {"TEST_CFG_CHOICE", NULL, "green", "a choice", ZSH_TEST_OFF(choice), ZSH_CONFIG_ENUM,
-     zsh_test_choices},
-    {"TEST_CFG_TEXT", NULL, "", "a string", ZSH_TEST_OFF(text), ZSH_CONFIG_STRING, NULL},
+     zsh_test_choices, NULL, NULL},
+    {"TEST_CFG_TEXT", NULL, "", "a string", ZSH_TEST_OFF(text), ZSH_CONFIG_STRING, NULL, NULL,
+     NULL},
 };
 
 static const zsh_config_table_t zsh_test_table = {
@@ -160,8 +165,8 @@ ZSH_TEST(config, malformed_values_name_the_variable_and_what_is_expected)
                                                             "-3", &opts, err, sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "seconds");
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_CHOICE"),
-                                                            "blue", &opts, err, sizeof(err)));
-    ZSH_EXPECT_STR_CONTAINS(err, "one of red, green");
+                                                            "purple", &opts, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "one of red, green, blue");
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_OPT"),
                                                             "x1", &opts, err, sizeof(err)));
 }
@@ -199,4 +204,117 @@ ZSH_TEST(config, a_table_never_reads_another_tables_variables)
         unsetenv("ZSH_TIMEOUT");
     }
     free(saved);
+}
+
+ZSH_TEST(config, every_number_has_a_range_that_holds_its_default)
+{
+    const zsh_config_table_t *table;
+    char err[256];
+    void *opts;
+    size_t i;
+
+    for (table = zsh_config_tables(); table != NULL; table = table->next) {
+        opts = calloc(1, table->size);
+        ZSH_ASSERT_TRUE(opts != NULL);
+        for (i = 0; i < table->nfields; i++) {
+            const zsh_config_field_t *f = &table->fields[i];
+
+            if ((f->type == ZSH_CONFIG_ENUM) || (f->type == ZSH_CONFIG_STRING)) {
+                ZSH_EXPECT_TRUE((f->min == NULL) && (f->max == NULL));
+                continue;
+            }
+            if ((f->min == NULL) || (f->max == NULL)) {
+                zsh_test_fail(__FILE__, __LINE__, "ZSH_%s has no range", f->name);
+                continue;
+            }
+            /* Each bound parses and lies in the range, so min <= max. */
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(f, f->min, opts, err, sizeof(err)));
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(f, f->max, opts, err, sizeof(err)));
+            if (zsh_config_parse(f, f->dflt, opts, err, sizeof(err)) != ZSH_OK) {
+                zsh_test_fail(__FILE__, __LINE__, "ZSH_%s's default: %s", f->name, err);
+            }
+        }
+        free(opts);
+    }
+}
+
+ZSH_TEST(config, values_outside_the_range_are_refused_naming_variable_value_and_range)
+{
+    zsh_test_opts_t opts;
+    char err[256];
+
+    opts.size = 12345;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_SIZE"), "0",
+                                                            &opts, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "ZSH_TEST_CFG_SIZE='0' is out of range: expected a byte count "
+                                 "from 4k to 64m");
+    ZSH_EXPECT_EQ(12345, opts.size);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_SIZE"),
+                                                            "65m", &opts, err, sizeof(err)));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(zsh_test_field("TEST_CFG_SIZE"), "64m", &opts, err,
+                                               sizeof(err)));
+    ZSH_EXPECT_EQ(64 << 20, opts.size);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_SECONDS"),
+                                                            "0", &opts, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "ZSH_TEST_CFG_SECONDS='0' is out of range: expected a number "
+                                 "of seconds from 0.001 to 31536000");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_COUNT"),
+                                                            "100000", &opts, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "ZSH_TEST_CFG_COUNT='100000' is out of range: expected an "
+                                 "integer from 2 to 1024");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_OPT"), "0",
+                                                            &opts, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "from 1 to 65535, or empty for unset");
+}
+
+ZSH_TEST(config, auto_and_unset_stand_outside_the_range)
+{
+    zsh_test_opts_t opts;
+    char err[256];
+
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(zsh_test_field("TEST_CFG_SIZE_AUTO"), "auto",
+                                               &opts, err, sizeof(err)));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
+                      zsh_config_parse(zsh_test_field("TEST_CFG_SIZE_AUTO"), "2g", &opts, err,
+                                       sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "expected auto or a byte count from 0 to 1g");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(zsh_test_field("TEST_CFG_OPT"), "", &opts, err,
+                                               sizeof(err)));
+    ZSH_EXPECT_EQ(-1, opts.opt);
+}
+
+ZSH_TEST(config, a_reserved_choice_is_neither_taken_nor_listed)
+{
+    const zsh_config_field_t *f = zsh_test_field("TEST_CFG_CHOICE");
+    zsh_test_opts_t opts;
+    char err[256], range[128];
+
+    opts.choice = 1;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(f, "", &opts, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "expected one of red, green, blue");
+    ZSH_EXPECT_EQ(1, opts.choice);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_config_parse(f, "BLUE", &opts, err, sizeof(err)));
+    ZSH_EXPECT_EQ(3, opts.choice);
+    zsh_config_range(f, range, sizeof(range));
+    ZSH_EXPECT_EQ(0, strcmp("one of red, green, blue", range));
+}
+
+ZSH_TEST(config, the_range_zsh_info_prints_names_bounds_and_unit)
+{
+    static const struct {
+        const char *name, *range;
+    } cases[] = {{"TEST_CFG_SIZE", "4k to 64m bytes"},
+                 {"TEST_CFG_SIZE_AUTO", "auto, or 0 to 1g bytes"},
+                 {"TEST_CFG_SECONDS", "0.001 to 31536000 seconds"},
+                 {"TEST_CFG_COUNT", "2 to 1024"},
+                 {"TEST_CFG_OPT", "1 to 65535, or empty"},
+                 {"TEST_CFG_TEXT", "up to 255 characters"}};
+    char range[128];
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        zsh_config_range(zsh_test_field(cases[i].name), range, sizeof(range));
+        ZSH_EXPECT_STR_CONTAINS(range, cases[i].range);
+        ZSH_EXPECT_EQ(strlen(cases[i].range), strlen(range));
+    }
 }

@@ -1,13 +1,14 @@
 #!/bin/bash
 # The README says what the build says: its ZSH_* table is zsh_info -c's
-# variables, defaults and help, and its selection rule is zsh_info -s,
-# word for word, as contrib/readme_tables.sh writes them. Ends with a
-# GoogleTest-style summary that tests/run_all.sh counts.
+# variables, defaults, ranges and help, and its selection rule is
+# zsh_info -s, word for word, as contrib/readme_tables.sh writes them; and
+# zsh_info -c gives every variable its range. Ends with a GoogleTest-style
+# summary that tests/run_all.sh counts.
 set -u
 srcdir=${abs_top_srcdir:?run through make check}
 top_builddir=${top_builddir:-.}
 info="$top_builddir/tools/zsh_info"
-expected=2
+expected=3
 passed=0
 failed=0
 tmp=$(mktemp -d)
@@ -42,6 +43,21 @@ for what in config select; do
         failed=$((failed + 1))
     fi
 done
+
+# Every variable is preceded by what it takes; ZSH_CHUNK_SIZE's is bytes.
+name=zsh_info_c_prints_each_variables_range
+env -u ZSH_CHUNK_SIZE "$info" -c >"$tmp/c" 2>"$tmp/err"
+vars=$(grep -c '^ZSH_[A-Z_0-9]*=' "$tmp/c")
+ranged=$(grep -c '^# range: ' "$tmp/c")
+if [ "$vars" -gt 20 ] && [ "$vars" = "$ranged" ] &&
+   grep -B3 '^ZSH_CHUNK_SIZE=' "$tmp/c" | grep -qx '# range: 4k to 64m bytes'; then
+    echo "[       OK ] readme.$name ($vars variables)"
+    passed=$((passed + 1))
+else
+    echo "[  FAILED  ] readme.$name: $vars variables, $ranged ranges," \
+         "ZSH_CHUNK_SIZE's: $(grep -B3 '^ZSH_CHUNK_SIZE=' "$tmp/c" | grep '^# range' || echo none)"
+    failed=$((failed + 1))
+fi
 
 echo "[  PASSED  ] $passed tests."
 if [ $((passed + failed)) != "$expected" ]; then
