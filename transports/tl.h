@@ -105,6 +105,13 @@ typedef struct zsh_tl_rma_ops {
  *            board_releases it when done, after which the slot may be
  *            written again. Each reader peeks at and releases each message
  *            once.
+ *   lines    lines_open makes line @line ready, of this process and of each
+ *            of @peers (this process may be among them), for a caller that
+ *            will use it with them: what it costs (shared memory mapped) is
+ *            taken then, and a line that cannot be had fails there, naming
+ *            why, rather than in a call. lines_close gives it back once the
+ *            caller is done with it. Optional (NULL) for a transport whose
+ *            lines cost nothing until used.
  */
 typedef struct zsh_tl_local_ops {
     unsigned lines;          /* mailbox (and board) lines per process */
@@ -125,6 +132,8 @@ typedef struct zsh_tl_local_ops {
     zsh_status_t (*board_peek)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                                uint64_t ticket, const void **msg_p, size_t *len_p);
     void         (*board_release)(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket);
+    zsh_status_t (*lines_open)(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers);
+    void         (*lines_close)(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers);
 } zsh_tl_local_ops_t;
 
 typedef struct zsh_tl_ops {

@@ -176,6 +176,7 @@ zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
         zsh_ctx_health_progress(comm->ctx); /* tell the other members before it goes */
     }
     zsh_ctx_id_set(comm->ctx, comm->id, 0);
+    zsh_comm_lines_close(comm);
     /* Off the context's list first: releasing it may free the context. */
     zsh_list_del(&comm->link);
     zsh_ctx_release(comm->ctx);

@@ -65,6 +65,28 @@ static zsh_comm_local_t zsh_comm_local(const zsh_ctx_t *ctx, uint32_t id, int ra
     return l;
 }
 
+/* Take the lines the communicator's mailboxes or boards use from the
+ * transport now, so that one it cannot have (shared memory over its budget)
+ * fails the creation with the transport's reason, not a call later. */
+static zsh_status_t zsh_comm_lines_open(const zsh_comm_t *comm)
+{
+    const zsh_tl_local_ops_t *local = comm->ctx->tl->local;
+
+    if ((!comm->local.box && !comm->local.board) || (local->lines_open == NULL)) {
+        return ZSH_OK;
+    }
+    return local->lines_open(comm->ctx->tl_ctx, comm->id, comm->ctx_ranks, comm->size);
+}
+
+void zsh_comm_lines_close(zsh_comm_t *comm)
+{
+    const zsh_tl_local_ops_t *local = comm->ctx->tl->local;
+
+    if ((comm->local.box || comm->local.board) && (local->lines_close != NULL)) {
+        local->lines_close(comm->ctx->tl_ctx, comm->id, comm->ctx_ranks, comm->size);
+    }
+}
+
 zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank, int size,
                              const int *ctx_ranks, zsh_comm_t **comm_p)
 {
@@ -97,6 +119,13 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     comm->timeout = ctx->cfg.timeout;
     comm->local   = zsh_comm_local(ctx, id, rank, size, ctx_ranks);
     comm->health  = (zsh_comm_health_t){.failed_rank = -1};
+    status        = zsh_comm_lines_open(comm);
+    if (status != ZSH_OK) {
+        zsh_trace_destroy(comm->trace);
+        free(comm->ctx_ranks);
+        free(comm);
+        return status;
+    }
     atomic_init(&comm->aborted, 0);
     zsh_list_push_tail(&ctx->comms, &comm->link);
     zsh_ctx_id_set(ctx, id, 1);

@@ -72,6 +72,11 @@ struct zsh_comm {
 zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank, int size,
                              const int *ctx_ranks, zsh_comm_t **comm_p);
 
+/* Give the transport back the lines of the communicator's mailboxes or
+ * boards, before it is destroyed while its context lives on (the
+ * context's teardown releases them all). */
+void zsh_comm_lines_close(zsh_comm_t *comm);
+
 /* Take @comm off its context and free it; the caller drops the reference. */
 void         zsh_comm_free(zsh_comm_t *comm);
 

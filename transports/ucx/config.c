@@ -27,6 +27,13 @@ static const zsh_config_field_t zsh_ucx_config_fields[] = {
      "where every peer reads it in place. "
      "Needs what ZSH_CMA needs, and must be set alike on every rank; 0 sends through UCX",
      ZSH_UCX_OFF(shm), ZSH_CONFIG_ENUM, zsh_ucx_switch_names, NULL, NULL},
+    {"SHM_MAX", NULL, "256m",
+     "Address space, in bytes, that the shared-memory mailboxes and boards of ZSH_SHM may map "
+     "in one process: each communicator that uses them maps about 84 KiB for each of its "
+     "members on the node (its own and theirs), for as long as it lives. Creating a "
+     "communicator that would go past this fails with a message naming it; lower it to keep "
+     "a job within ulimit -v, or set ZSH_SHM=0",
+     ZSH_UCX_OFF(shm_max), ZSH_CONFIG_SIZE, NULL, "4k", "1024g"},
 };
 
 static zsh_config_table_t zsh_ucx_config_table = {

@@ -20,16 +20,18 @@ void zsh_ucx_local_init(zsh_tl_ctx_t *ctx, const zsh_ucx_config_t *cfg, zsh_ucx_
     memset(hdr, 0, sizeof(*hdr));
     zsh_cma_local_id(cfg->cma != 0, &ctx->cma_self);
     memset(&ctx->box_self, 0, sizeof(ctx->box_self));
-    ctx->box_self.fd = -1;
+    ctx->box_self.fd      = -1;
+    ctx->box_budget.max   = cfg->shm_max;
+    ctx->box_budget.used  = 0;
     /* Peers map the segment with the permission cross-memory attach needs. */
     if (cfg->shm && ctx->cma_self.usable &&
-        ((zsh_box_create(&ctx->box_self) != ZSH_OK) ||
+        ((zsh_box_create(&ctx->box_self, &ctx->box_budget, "this process") != ZSH_OK) ||
          (zsh_box_check_shareable(&ctx->box_self) != ZSH_OK))) {
         zsh_log(ZSH_LOG_INFO, "mailboxes off: %s", zsh_last_error());
         zsh_box_release(&ctx->box_self);
     }
     hdr->cma    = ctx->cma_self;
-    hdr->box_fd = (ctx->box_self.base != NULL) ? ctx->box_self.fd : -1;
+    hdr->box_fd = zsh_box_on(&ctx->box_self) ? ctx->box_self.fd : -1;
 }
 
 zsh_status_t zsh_ucx_local_connect(zsh_tl_ctx_t *ctx, const zsh_ucx_addr_hdr_t *hdrs)
@@ -49,7 +51,7 @@ zsh_status_t zsh_ucx_local_connect(zsh_tl_ctx_t *ctx, const zsh_ucx_addr_hdr_t *
     /* Mailboxes with a peer need ours, its, and leave to map it: decided
      * here once, the same from both sides. */
     for (i = 0; i < n; i++) {
-        ctx->box_fds[i] = ((ctx->box_self.base != NULL) && zsh_ucx_peer_copy_reachable(ctx, i))
+        ctx->box_fds[i] = (zsh_box_on(&ctx->box_self) && zsh_ucx_peer_copy_reachable(ctx, i))
                               ? hdrs[i].box_fd : -1;
     }
     return ZSH_OK;
@@ -101,7 +103,7 @@ bool zsh_ucx_box_reachable(zsh_tl_ctx_t *ctx, int peer)
            (ctx->box_fds[peer] >= 0);
 }
 
-/* @peer's segment, mapped on first use. */
+/* @peer's segment, attached on first use. */
 static zsh_status_t zsh_ucx_box_peer(zsh_tl_ctx_t *ctx, int peer, zsh_box_seg_t **seg_p)
 {
     zsh_box_seg_t *seg;
@@ -116,9 +118,10 @@ static zsh_status_t zsh_ucx_box_peer(zsh_tl_ctx_t *ctx, int peer, zsh_box_seg_t 
         return zsh_error(ZSH_ERR_PEER_FAILED, "rank %d has failed", peer);
     }
     seg = &ctx->box_peers[peer];
-    if (seg->base == NULL) {
+    if (!zsh_box_on(seg)) {
         snprintf(who, sizeof(who), "rank %d", peer);
-        status = zsh_box_map(ctx->cma_ids[peer].pid, ctx->box_fds[peer], seg, who);
+        status = zsh_box_attach(ctx->cma_ids[peer].pid, ctx->box_fds[peer], seg,
+                                &ctx->box_budget, who);
         if (status == ZSH_ERR_PEER_FAILED) {
             /* Report it as the endpoint's failure would be, so that later
              * calls fail at once rather than post without it. */
@@ -163,7 +166,7 @@ zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, ui
 {
     zsh_box_parts_t shm = {parts->head, parts->head_len, parts->body, parts->body_len};
 
-    if (ctx->box_self.base == NULL) {
+    if (!zsh_box_on(&ctx->box_self)) {
         return zsh_error(ZSH_ERR_UNSUPPORTED, "rank %d has no boards (ZSH_SHM)", ctx->self);
     }
     return zsh_board_put(&ctx->box_self, box, key, ticket, readers, &shm);
@@ -191,6 +194,44 @@ void zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t t
     zsh_board_release(&ctx->box_peers[peer], box, ticket);
 }
 
+/* Unmap line @line of ours and of @peers' segments (those mapped). */
+static void zsh_ucx_lines_unmap(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers)
+{
+    int i;
+
+    for (i = 0; i < npeers; i++) {
+        if ((peers[i] >= 0) && (peers[i] < ctx->nranks) && (ctx->box_peers != NULL)) {
+            zsh_box_line_close(&ctx->box_peers[peers[i]], line);
+        }
+    }
+    zsh_box_line_close(&ctx->box_self, line);
+}
+
+zsh_status_t zsh_ucx_lines_open(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers)
+{
+    zsh_box_seg_t *seg;
+    zsh_status_t status;
+    int i;
+
+    status = zsh_box_line_open(&ctx->box_self, line);
+    for (i = 0; (i < npeers) && (status == ZSH_OK); i++) {
+        if (peers[i] != ctx->self) {
+            status = zsh_ucx_box_peer(ctx, peers[i], &seg);
+            status = (status == ZSH_OK) ? zsh_box_line_open(seg, line) : status;
+        }
+    }
+    if (status != ZSH_OK) {
+        zsh_error_prefix("rank %d: ", ctx->self);
+        zsh_ucx_lines_unmap(ctx, line, peers, npeers);
+    }
+    return status;
+}
+
+void zsh_ucx_lines_close(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers)
+{
+    zsh_ucx_lines_unmap(ctx, line, peers, npeers);
+}
+
 const zsh_tl_local_ops_t zsh_ucx_local_ops = {
     .lines          = ZSH_BOX_COUNT,
     .box_msg_max    = ZSH_BOX_MSG_MAX,
@@ -203,4 +244,6 @@ const zsh_tl_local_ops_t zsh_ucx_local_ops = {
     .board_put      = zsh_ucx_board_put,
     .board_peek     = zsh_ucx_board_peek,
     .board_release  = zsh_ucx_board_release,
+    .lines_open     = zsh_ucx_lines_open,
+    .lines_close    = zsh_ucx_lines_close,
 };

@@ -40,10 +40,12 @@ struct zsh_tl_ctx {
     size_t         address_len;
     zsh_cma_id_t   cma_self;
     zsh_cma_id_t  *cma_ids;    /* by rank, from connect() */
-    zsh_box_seg_t  box_self;   /* our mailboxes; base NULL when off (ZSH_SHM) */
+    zsh_box_budget_t box_budget; /* what our segments and our maps of peers' may map */
+    zsh_box_seg_t  box_self;   /* our mailboxes; off when ZSH_SHM is */
     int64_t       *box_fds;    /* by rank: their segments' descriptors, -1 where no
                                   mailboxes are shared with them */
-    zsh_box_seg_t *box_peers;  /* by rank: their segments, mapped on first use */
+    zsh_box_seg_t *box_peers;  /* by rank: their segments, attached on first use,
+                                  their lines mapped while a communicator uses them */
     int            efd;        /* worker event descriptor for sleeping waits */
     int            self;
     int            nranks;
@@ -129,6 +131,8 @@ zsh_status_t zsh_ucx_board_put(zsh_tl_ctx_t *ctx, unsigned box, uint64_t key, ui
 zsh_status_t zsh_ucx_board_peek(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t key,
                                 uint64_t ticket, const void **msg_p, size_t *len_p);
 void         zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t ticket);
+zsh_status_t zsh_ucx_lines_open(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers);
+void         zsh_ucx_lines_close(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers);
 
 /* The optional groups of zsh_tl_ucx_ops. */
 extern const zsh_tl_rma_ops_t   zsh_ucx_rma_ops;

@@ -26,14 +26,13 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "reader counts must be lock-free to be
 
 size_t zsh_board_region_len(void)
 {
-    return (size_t)ZSH_BOARD_COUNT * ZSH_BOARD_SLOTS * sizeof(zsh_board_slot_t);
+    return (size_t)ZSH_BOARD_SLOTS * sizeof(zsh_board_slot_t);
 }
 
-static zsh_board_slot_t *zsh_board_slot(const zsh_box_seg_t *seg, unsigned board,
-                                        uint64_t ticket)
+/* The board follows the box on its line (box.h). */
+static zsh_board_slot_t *zsh_board_slot(uint8_t *line, uint64_t ticket)
 {
-    return (zsh_board_slot_t *)((char *)seg->base + zsh_box_region_len()) +
-           (size_t)board * ZSH_BOARD_SLOTS + ticket % ZSH_BOARD_SLOTS;
+    return (zsh_board_slot_t *)(line + zsh_box_region_len()) + ticket % ZSH_BOARD_SLOTS;
 }
 
 zsh_status_t zsh_board_put(const zsh_box_seg_t *seg, unsigned board, uint64_t key,
@@ -41,12 +40,18 @@ zsh_status_t zsh_board_put(const zsh_box_seg_t *seg, unsigned board, uint64_t ke
 {
     size_t len = parts->head_len + parts->body_len;
     zsh_board_slot_t *slot;
+    zsh_status_t status;
+    uint8_t *line;
 
     if ((board >= ZSH_BOARD_COUNT) || (len > ZSH_BOARD_MSG_MAX) || (readers == 0)) {
         return zsh_error(ZSH_ERR_INTERNAL, "board %u, message of %zu bytes for %u readers: out "
                          "of range", board, len, readers);
     }
-    slot = zsh_board_slot(seg, board, ticket);
+    status = zsh_box_line(seg, board, &line);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    slot = zsh_board_slot(line, ticket);
     /* A slot full under another key was left by an earlier communicator
      * with this id, whose members are done with it: ids are handed out
      * round all ZSH_BOARD_COUNT before one comes back (comm/split.c). */
@@ -65,11 +70,17 @@ zsh_status_t zsh_board_peek(const zsh_box_seg_t *seg, unsigned board, uint64_t k
                             uint64_t ticket, const void **msg_p, size_t *len_p)
 {
     const zsh_board_slot_t *slot;
+    zsh_status_t status;
+    uint8_t *line;
 
     if (board >= ZSH_BOARD_COUNT) {
         return zsh_error(ZSH_ERR_INTERNAL, "board %u: out of range", board);
     }
-    slot = zsh_board_slot(seg, board, ticket);
+    status = zsh_box_line(seg, board, &line);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    slot = zsh_board_slot(line, ticket);
     if (!zsh_box_msg_there(&slot->h, key, ticket)) {
         return ZSH_INPROGRESS;
     }
@@ -84,7 +95,8 @@ zsh_status_t zsh_board_peek(const zsh_box_seg_t *seg, unsigned board, uint64_t k
 
 void zsh_board_release(const zsh_box_seg_t *seg, unsigned board, uint64_t ticket)
 {
-    /* Release: our reads of the slot happen before the writer reuses it. */
-    atomic_fetch_sub_explicit(&zsh_board_slot(seg, board, ticket)->readers, 1,
+    /* Peeked at, so the line is mapped. Release: our reads of the slot
+     * happen before the writer reuses it. */
+    atomic_fetch_sub_explicit(&zsh_board_slot(seg->lines[board], ticket)->readers, 1,
                               memory_order_release);
 }

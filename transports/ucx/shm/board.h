@@ -20,8 +20,9 @@
  * board's current communicator from an earlier one with the same id, whose
  * slots may be overwritten.
  *
- * The boards live in the mailbox segment (box.h), after the boxes, and cost
- * pages only where they are used.
+ * The boards live in the mailbox segment (box.h), board i on line i after
+ * box i, and cost address space only where their lines are mapped, pages
+ * only where they are used.
  */
 #ifndef ZSH_TRANSPORTS_UCX_SHM_BOARD_H_
 #define ZSH_TRANSPORTS_UCX_SHM_BOARD_H_
@@ -38,7 +39,7 @@
 /* The longest message a board carries: 16 KiB of data and a header. */
 #define ZSH_BOARD_MSG_MAX (16384 + 64)
 
-/* Bytes of a segment the boards take. */
+/* Bytes of a line its board takes, after its box. */
 size_t zsh_board_region_len(void);
 
 /*

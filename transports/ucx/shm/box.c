@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -112,17 +113,29 @@ zsh_status_t zsh_box_msg_read(const zsh_box_msg_t *m, const uint8_t *msg, uint64
     return ZSH_OK;
 }
 
-#define ZSH_BOX_REGION_LEN ((size_t)ZSH_BOX_COUNT * ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
-#define ZSH_BOX_SEG_LEN    (ZSH_BOX_REGION_LEN + zsh_board_region_len())
+#define ZSH_BOX_REGION_LEN ((size_t)ZSH_BOX_SLOTS * sizeof(zsh_box_slot_t))
 
 size_t zsh_box_region_len(void)
 {
     return ZSH_BOX_REGION_LEN;
 }
 
-static zsh_box_slot_t *zsh_box_slot(const zsh_box_seg_t *seg, unsigned box, uint64_t ticket)
+size_t zsh_box_line_len(void)
 {
-    return (zsh_box_slot_t *)seg->base + (size_t)box * ZSH_BOX_SLOTS + ticket % ZSH_BOX_SLOTS;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = ZSH_BOX_REGION_LEN + zsh_board_region_len();
+
+    return (len + page - 1) / page * page;
+}
+
+/* The whole file: every line's place, though only opened lines are mapped. */
+static size_t zsh_box_seg_len(void)
+{
+    return (size_t)ZSH_BOX_COUNT * zsh_box_line_len();
+}
+
+static zsh_box_slot_t *zsh_box_slot(uint8_t *line, uint64_t ticket)
+{
+    return (zsh_box_slot_t *)line + ticket % ZSH_BOX_SLOTS;
 }
 
 /* A descriptor of our own for descriptor @fd of process @pid, or -1 with
@@ -149,7 +162,7 @@ static int zsh_box_dup(int64_t pid, int64_t fd, const char **call_p)
  * an error: the process then simply publishes none. */
 static zsh_status_t zsh_box_unsupported(const char *what)
 {
-    char why[160];
+    char why[200];
 
     snprintf(why, sizeof(why), "%s: %s", what, strerror(errno));
     zsh_error_set_quiet(why);
@@ -164,9 +177,20 @@ static zsh_status_t zsh_box_off(zsh_box_seg_t *seg, const char *what)
     return status;
 }
 
-zsh_status_t zsh_box_create(zsh_box_seg_t *seg)
+/* A segment with its descriptor @fd and no line mapped yet. */
+static zsh_status_t zsh_box_seg_init(zsh_box_seg_t *seg, int fd, zsh_box_budget_t *budget,
+                                     const char *who)
 {
-    void *base;
+    seg->fd     = fd;
+    seg->budget = budget;
+    snprintf(seg->who, sizeof(seg->who), "%s", who);
+    seg->lines = calloc(ZSH_BOX_COUNT, sizeof(*seg->lines));
+    return (seg->lines != NULL) ? ZSH_OK : ZSH_ERR_NO_MEMORY;
+}
+
+zsh_status_t zsh_box_create(zsh_box_seg_t *seg, zsh_box_budget_t *budget, const char *who)
+{
+    char what[96];
     int fd;
 
     memset(seg, 0, sizeof(*seg));
@@ -174,16 +198,17 @@ zsh_status_t zsh_box_create(zsh_box_seg_t *seg)
     if (fd < 0) {
         return zsh_box_off(seg, "memfd_create");
     }
-    /* Sparse: pages appear only where boxes are used. */
-    if (ftruncate(fd, (off_t)ZSH_BOX_SEG_LEN) != 0) {
-        return zsh_box_off(seg, "ftruncate of the mailbox segment");
+    /* Sparse: pages appear only where lines are used, and address space
+     * only where they are mapped. */
+    if (ftruncate(fd, (off_t)zsh_box_seg_len()) != 0) {
+        snprintf(what, sizeof(what), "ftruncate of the mailbox segment to %zu bytes",
+                 zsh_box_seg_len());
+        return zsh_box_off(seg, what);
     }
-    base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        return zsh_box_off(seg, "mmap of the mailbox segment");
+    if (zsh_box_seg_init(seg, fd, budget, who) != ZSH_OK) {
+        errno = ENOMEM;
+        return zsh_box_off(seg, "the table of the mailbox segment's lines");
     }
-    seg->base = base;
-    seg->len  = ZSH_BOX_SEG_LEN;
     return ZSH_OK;
 }
 
@@ -199,10 +224,10 @@ zsh_status_t zsh_box_check_shareable(const zsh_box_seg_t *seg)
     return ZSH_OK;
 }
 
-zsh_status_t zsh_box_map(int64_t pid, int64_t fd, zsh_box_seg_t *seg, const char *who)
+zsh_status_t zsh_box_attach(int64_t pid, int64_t fd, zsh_box_seg_t *seg, zsh_box_budget_t *budget,
+                            const char *who)
 {
     const char *call;
-    void *base;
     int dup_fd;
 
     memset(seg, 0, sizeof(*seg));
@@ -217,21 +242,64 @@ zsh_status_t zsh_box_map(int64_t pid, int64_t fd, zsh_box_seg_t *seg, const char
                          "%lld): %s; ZSH_SHM=0 turns mailboxes off", call, who, (long long)pid,
                          (long long)fd, strerror(errno));
     }
-    base = mmap(NULL, ZSH_BOX_SEG_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, dup_fd, 0);
-    close(dup_fd);
-    if (base == MAP_FAILED) {
-        return zsh_error(ZSH_ERR_TRANSPORT, "mmap of the mailbox segment of %s: %s", who,
-                         strerror(errno));
+    if (zsh_box_seg_init(seg, dup_fd, budget, who) != ZSH_OK) {
+        zsh_box_release(seg);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the table of the mailbox segment "
+                         "of %s", who);
     }
-    seg->base = base;
-    seg->len  = ZSH_BOX_SEG_LEN;
     return ZSH_OK;
+}
+
+zsh_status_t zsh_box_line_open(const zsh_box_seg_t *seg, unsigned line)
+{
+    size_t len = zsh_box_line_len();
+    void *base;
+
+    if (!zsh_box_on(seg) || (line >= ZSH_BOX_COUNT)) {
+        return zsh_error(ZSH_ERR_INTERNAL, "line %u of the mailbox segment of %s: %s", line,
+                         seg->who, zsh_box_on(seg) ? "out of range" : "no segment");
+    }
+    if (seg->lines[line] != NULL) {
+        return ZSH_OK;
+    }
+    if (seg->budget->used + len > seg->budget->max) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "line %u of the shared-memory segment of %s needs "
+                         "%zu bytes of address space, and ZSH_SHM_MAX (%zu bytes) has %zu left: "
+                         "raise ZSH_SHM_MAX, or ZSH_SHM=0 turns shared memory off", line,
+                         seg->who, len, seg->budget->max, seg->budget->max - seg->budget->used);
+    }
+    base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd,
+                (off_t)((size_t)line * len));
+    if (base == MAP_FAILED) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "mmap of %zu bytes for line %u of the shared-memory "
+                         "segment of %s: %s (%zu bytes of it mapped, ZSH_SHM_MAX %zu): "
+                         "ZSH_SHM=0 turns shared memory off, and a lower ZSH_SHM_MAX keeps it "
+                         "within what the address space (ulimit -v) leaves", len, line, seg->who,
+                         strerror(errno), seg->budget->used, seg->budget->max);
+    }
+    seg->lines[line] = base;
+    seg->budget->used += len;
+    return ZSH_OK;
+}
+
+void zsh_box_line_close(const zsh_box_seg_t *seg, unsigned line)
+{
+    if (zsh_box_on(seg) && (line < ZSH_BOX_COUNT) && (seg->lines[line] != NULL)) {
+        munmap(seg->lines[line], zsh_box_line_len());
+        seg->lines[line] = NULL;
+        seg->budget->used -= zsh_box_line_len();
+    }
 }
 
 void zsh_box_release(zsh_box_seg_t *seg)
 {
-    if (seg->base != NULL) {
-        munmap(seg->base, seg->len);
+    unsigned line;
+
+    if (seg->lines != NULL) {
+        for (line = 0; line < ZSH_BOX_COUNT; line++) {
+            zsh_box_line_close(seg, line);
+        }
+        free(seg->lines);
     }
     if (seg->fd >= 0) {
         close(seg->fd);
@@ -245,12 +313,18 @@ zsh_status_t zsh_box_put(const zsh_box_seg_t *seg, unsigned box, uint64_t key, u
 {
     zsh_box_parts_t parts = {buf, len, NULL, 0};
     zsh_box_slot_t *slot;
+    zsh_status_t status;
+    uint8_t *line;
 
     if ((box >= ZSH_BOX_COUNT) || (len > ZSH_BOX_MSG_MAX)) {
         return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u, message of %zu bytes: out of range", box,
                          len);
     }
-    slot = zsh_box_slot(seg, box, ticket);
+    status = zsh_box_line(seg, box, &line);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    slot = zsh_box_slot(line, ticket);
     if (zsh_box_msg_held(&slot->h, key)) {
         return ZSH_INPROGRESS; /* our previous message in this slot is still there */
     }
@@ -263,11 +337,16 @@ zsh_status_t zsh_box_take(const zsh_box_seg_t *seg, unsigned box, uint64_t key, 
 {
     zsh_box_slot_t *slot;
     zsh_status_t status;
+    uint8_t *line;
 
     if (box >= ZSH_BOX_COUNT) {
         return zsh_error(ZSH_ERR_INTERNAL, "mailbox %u: out of range", box);
     }
-    slot   = zsh_box_slot(seg, box, ticket);
+    status = zsh_box_line(seg, box, &line);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    slot   = zsh_box_slot(line, ticket);
     status = zsh_box_msg_read(&slot->h, slot->msg, key, ticket, buf, cap, len_p);
     if (status != ZSH_INPROGRESS) {
         /* Taken, or dropped as too long: the slot goes back either way. */

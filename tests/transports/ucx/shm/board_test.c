@@ -8,8 +8,12 @@
 
 #include "ucx/shm/board.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Room for every line: the budget has tests of its own (budget_test.c). */
+static zsh_box_budget_t zsh_test_budget = {SIZE_MAX, 0};
 
 static zsh_status_t zsh_board_put_u64(const zsh_box_seg_t *seg, unsigned board, uint64_t key,
                                       uint64_t ticket, uint32_t readers, uint64_t value)
@@ -43,7 +47,7 @@ ZSH_TEST(board, every_reader_takes_the_message_and_the_slot_waits_for_the_last)
     zsh_box_seg_t seg;
     uint64_t t;
 
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg, &zsh_test_budget, "this process"));
     for (t = 0; t < ZSH_BOARD_SLOTS; t++) {
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_board_put_u64(&seg, 9, 42, t, 3, 100 + t));
     }
@@ -71,7 +75,7 @@ ZSH_TEST(board, boards_and_mailboxes_of_one_segment_keep_apart)
     uint64_t value = 0;
     size_t len = 0;
 
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg, &zsh_test_budget, "this process"));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_board_put_u64(&seg, 3, 42, 0, 1, 5));
     ZSH_EXPECT_STATUS(ZSH_INPROGRESS, zsh_box_take(&seg, 3, 42, 0, &value, sizeof(value), &len));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_box_put(&seg, 3, 42, 0, &value, sizeof(value)));
@@ -88,7 +92,7 @@ ZSH_TEST(board, a_reader_takes_only_its_own_key_and_ticket)
 {
     zsh_box_seg_t seg;
 
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg, &zsh_test_budget, "this process"));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_board_put_u64(&seg, 3, 42, 0, 1, 5));
     ZSH_EXPECT_EQ(~(uint64_t)0, zsh_board_take_u64(&seg, 3, 43, 0));
     ZSH_EXPECT_EQ(~(uint64_t)0, zsh_board_take_u64(&seg, 3, 42, ZSH_BOARD_SLOTS)); /* same slot */
@@ -100,7 +104,7 @@ ZSH_TEST(board, a_message_an_earlier_communicator_left_behind_is_overwritten_by_
 {
     zsh_box_seg_t seg;
 
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg, &zsh_test_budget, "this process"));
     /* Key 42's call failed before its two readers took it; board 3 now
      * belongs to key 77. */
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_board_put_u64(&seg, 3, 42, 0, 2, 5));
@@ -124,7 +128,7 @@ ZSH_TEST(board, a_message_of_two_parts_reads_as_one_up_to_the_longest_a_board_ho
     for (i = 0; i < sizeof(body); i++) {
         body[i] = (uint8_t)(i * 13);
     }
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg, &zsh_test_budget, "this process"));
     ZSH_EXPECT_STATUS(ZSH_ERR_INTERNAL, zsh_board_put(&seg, 2, 42, 0, 1, &parts));
     parts.body_len--;
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_board_put(&seg, 2, 42, 0, 1, &parts));
@@ -152,7 +156,7 @@ ZSH_TEST(board, a_message_stays_where_it_lies_until_its_last_reader_releases_it)
     uint64_t value;
     size_t len = 0;
 
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&seg, &zsh_test_budget, "this process"));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_board_put_u64(&seg, 5, 42, 0, 2, 77));
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_board_peek(&seg, 5, 42, 0, &first, &len));
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_board_peek(&seg, 5, 42, 0, &second, &len));
@@ -180,8 +184,9 @@ ZSH_TEST(board, a_peer_that_maps_the_segment_reads_what_its_owner_wrote)
     for (i = 0; i < sizeof(msg); i++) {
         msg[i] = (uint8_t)(i * 7);
     }
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&own));
-    if (zsh_box_map((int64_t)getpid(), own.fd, &peer, "this process") != ZSH_OK) {
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_box_create(&own, &zsh_test_budget, "this process"));
+    if (zsh_box_attach((int64_t)getpid(), own.fd, &peer, &zsh_test_budget, "this process") !=
+        ZSH_OK) {
         zsh_box_release(&own);
         ZSH_SKIP("pidfd_getfd is not permitted here (kernel before 5.6, seccomp or Yama)");
     }
