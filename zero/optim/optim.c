@@ -110,8 +110,9 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
                          (comm == NULL) ? "comm" : "opt_p");
     }
     if (zsh_comm_size(comm) < 1) {
-        return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "zsh_optim_create: comm %p is not a live communicator", (void *)comm);
+        /* The communicator was destroyed or is not one: zsh_comm_size() said which. */
+        zsh_error_prefix("zsh_optim_create: ");
+        return ZSH_ERR_INVALID_ARG;
     }
     opt = calloc(1, sizeof(*opt));
     if (opt == NULL) {

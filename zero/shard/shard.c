@@ -43,8 +43,9 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_create: invalid dtype %d", (int)dtype);
     }
     if (nranks < 1) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_create: comm %p is not a live "
-                         "communicator", (void *)comm);
+        /* The communicator was destroyed or is not one: zsh_comm_size() said which. */
+        zsh_error_prefix("zsh_shard_create: ");
+        return ZSH_ERR_INVALID_ARG;
     }
     /* The gathered copy is the largest buffer the tensor ever needs: if its
      * size fits, so does every other size computed from numel. */
