@@ -101,10 +101,36 @@ typedef enum {
                    and bf16 the fp32 sum is divided in fp32, then rounded once. */
 } zsh_op_t;
 
-/** A communicator: a group of ranks that run collectives together. Opaque. */
+/**
+ * A communicator: a group of ranks that run collectives together. Opaque.
+ *
+ * Handles are checked, not trusted. Every function taking a communicator
+ * refuses one that was already destroyed with ZSH_ERR_INVALID_ARG
+ * ("zsh_comm_destroy: comm 0x... was already destroyed"), and a pointer to
+ * readable memory that holds no communicator with "... is not a
+ * communicator"; zsh_comm_rank(), zsh_comm_size() and zsh_comm_get_timeout()
+ * answer -1 and say why in zsh_last_error(). The library keeps, rather than
+ * frees, the memory of the last 256 communicators and requests whose jobs
+ * gave them back (the oldest is freed when a newer one comes, and all at
+ * exit), so within that window a stale handle reads no freed memory.
+ *
+ * What stays undefined: a handle older than that window (its memory may have
+ * been reused), a pointer to unmapped memory, and a handle destroyed by one
+ * thread while another is still using it.
+ */
 typedef struct zsh_comm zsh_comm_t;
 
-/** A nonblocking collective in flight. Opaque; owned by the caller until zsh_request_free(). */
+/**
+ * A nonblocking collective in flight. Opaque; owned by the caller until
+ * zsh_request_free().
+ *
+ * A freed request is refused by zsh_request_test(), zsh_request_wait() and
+ * zsh_request_set_timeout() with ZSH_ERR_INVALID_ARG ("req 0x... was already
+ * freed"), and a second zsh_request_free() leaves it alone and says so in
+ * zsh_last_error(). Requests are pooled per job, so this holds until a later
+ * nonblocking call of the job takes the same request from the pool: the old
+ * handle then names the new call, and using it is undefined.
+ */
 typedef struct zsh_request zsh_request_t;
 
 /**
@@ -206,7 +232,8 @@ zsh_status_t zsh_comm_abort(zsh_comm_t *comm);
  */
 zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds);
 
-/** @brief The timeout of collectives on @p comm in seconds, or -1 if @p comm is NULL. */
+/** @brief The timeout of collectives on @p comm in seconds, or -1 if @p comm is NULL,
+ *         destroyed or not a communicator (zsh_last_error() says which). */
 double zsh_comm_get_timeout(const zsh_comm_t *comm);
 
 /**
@@ -216,13 +243,17 @@ double zsh_comm_get_timeout(const zsh_comm_t *comm);
  * fails with ZSH_ERR_INVALID_ARG and the communicator stays usable. When the
  * last communicator of a job is destroyed, the transport is torn down after a
  * fence over all ranks, so this is collective over the ranks of the job.
+ * @return ZSH_ERR_INVALID_ARG for NULL, for requests still out, and for a
+ *         communicator already destroyed (a second destroy changes nothing).
  */
 zsh_status_t zsh_comm_destroy(zsh_comm_t *comm);
 
-/** @brief This process's rank in @p comm, or -1 if @p comm is NULL. */
+/** @brief This process's rank in @p comm, or -1 if @p comm is NULL, destroyed
+ *         or not a communicator (zsh_last_error() says which). */
 int zsh_comm_rank(const zsh_comm_t *comm);
 
-/** @brief Number of ranks in @p comm, or -1 if @p comm is NULL. */
+/** @brief Number of ranks in @p comm, or -1 if @p comm is NULL, destroyed or
+ *         not a communicator (zsh_last_error() says which). */
 int zsh_comm_size(const zsh_comm_t *comm);
 
 /**
@@ -332,7 +363,9 @@ zsh_status_t zsh_request_set_timeout(zsh_request_t *req, double seconds);
 
 /**
  * @brief Release a request. A request still in progress is cancelled first:
- *        its communicator should then be considered broken.
+ *        its communicator should then be considered broken. NULL is ignored;
+ *        a request already freed is left alone, with the reason in
+ *        zsh_last_error().
  */
 void zsh_request_free(zsh_request_t *req);
 

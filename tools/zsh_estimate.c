@@ -7,6 +7,7 @@
 #include <zeroshard/optim.h>
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,39 +19,81 @@ static void zsh_estimate_usage(FILE *out)
             "                    [--precision fp32|bf16|fp16] [--offload none|cpu]\n"
             "Print the bytes per rank that ZeRO stage S holds for PSI parameters trained with\n"
             "Adam on N ranks (buffers excluded), and the bytes each rank moves per step.\n"
-            "PSI takes a suffix: 7.5e9, 7.5B, 340M, 125k.\n");
+            "PSI is a whole number of parameters from 0 to 1e18 and takes a suffix: 7.5e9,\n"
+            "7.5B, 340M, 125k. N is from 1 to 1e9.\n");
 }
 
-/* A positive count with an optional k/M/B (thousand, million, billion) suffix. */
-static int zsh_estimate_count(const char *text, double *out)
+/* The largest --params and --ranks taken: beyond them the model is not a
+ * machine anyone runs, and the doubles would no longer be whole numbers. */
+#define ZSH_ESTIMATE_PARAMS_MAX 1e18
+#define ZSH_ESTIMATE_RANKS_MAX  1e9
+
+/* A whole count in [@min, @max] with an optional k/M/B (thousand, million,
+ * billion) suffix, for option --@name; else a message naming the option, the
+ * text and the range, and -1. */
+static int zsh_estimate_count(const char *name, const char *text, double min, double max,
+                              double *out)
 {
     char *end;
     double v = strtod(text, &end);
 
-    switch (*end) {
+    switch ((end == text) ? '\0' : *end) {
     case 'k': case 'K': v *= 1e3; end++; break;
     case 'm': case 'M': v *= 1e6; end++; break;
     case 'b': case 'B': case 'g': case 'G': v *= 1e9; end++; break;
     default: break;
     }
-    if ((end == text) || (*end != '\0') || !(v >= 0)) {
+    if ((end == text) || (*end != '\0') || !isfinite(v) || (v < min) || (v > max) ||
+        (v != floor(v))) {
+        fprintf(stderr,
+                "zsh_estimate: --%s '%s' is not a whole number in [%.0f, %.0e] "
+                "(a suffix k, M or B is allowed: 7.5B, 340M, 125k)\n",
+                name, text, min, max);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-/* @bytes in the largest binary unit that keeps it at 1 or more. */
+/* Which of @choices (NULL-terminated) @text is; else a message listing them. */
+static int zsh_estimate_choice(const char *name, const char *text, const char *const *choices)
+{
+    int i;
+
+    for (i = 0; choices[i] != NULL; i++) {
+        if (strcmp(text, choices[i]) == 0) {
+            return i;
+        }
+    }
+    fprintf(stderr, "zsh_estimate: --%s '%s' is not one of:", name, text);
+    for (i = 0; choices[i] != NULL; i++) {
+        fprintf(stderr, " %s", choices[i]);
+    }
+    fputc('\n', stderr);
+    return -1;
+}
+
+/* @bytes in the largest binary unit that keeps it at 1 or more, up to YiB;
+ * past that in YiB with an exponent. Below 1 KiB a count of whole bytes:
+ * the layer pads a shard up, so a fraction rounds up. */
 static const char *zsh_estimate_bytes(double bytes, char *buf, size_t len)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB",
+                                        "YiB"};
+    const int last = (int)(sizeof(units) / sizeof(units[0])) - 1;
     int u = 0;
 
-    while ((bytes >= 1024.0) && (u < 4)) {
+    while ((bytes >= 1024.0) && (u < last)) {
         bytes /= 1024.0;
         u++;
     }
-    snprintf(buf, len, "%.2f %s", bytes, units[u]);
+    if (u == 0) {
+        snprintf(buf, len, "%.0f B", ceil(bytes));
+    } else if (bytes >= 1e4) {
+        snprintf(buf, len, "%.3g %s", bytes, units[u]);
+    } else {
+        snprintf(buf, len, "%.2f %s", bytes, units[u]);
+    }
     return buf;
 }
 
@@ -77,41 +120,55 @@ int main(int argc, char **argv)
         {"stage", required_argument, NULL, 's'},  {"precision", required_argument, NULL, 'r'},
         {"offload", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    static const char *const stages[]     = {"0", "1", "2", "3", "all", NULL};
+    static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+    static const zsh_dtype_t dtypes[]     = {ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
+    static const char *const offloads[]   = {"none", "cpu", NULL};
     zsh_optim_estimate_in_t in = {-1, 0, 0, ZSH_FLOAT32, 0};
     double ranks = 0;
-    int opt, all = 1, s;
+    int opt, all = 1, s, c;
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'p': if (zsh_estimate_count(optarg, &in.params)) goto usage; break;
+        case 'p':
+            if (zsh_estimate_count("params", optarg, 0, ZSH_ESTIMATE_PARAMS_MAX, &in.params)) {
+                goto usage;
+            }
+            break;
         case 'n':
-            if (zsh_estimate_count(optarg, &ranks) || (ranks < 1) || (ranks > 1e9)) {
+            if (zsh_estimate_count("ranks", optarg, 1, ZSH_ESTIMATE_RANKS_MAX, &ranks)) {
                 goto usage;
             }
             break;
         case 's':
-            all = strcmp(optarg, "all") == 0;
-            in.stage = atoi(optarg);
-            if (!all && ((strlen(optarg) != 1) || (optarg[0] < '0') || (optarg[0] > '3'))) {
+            if ((c = zsh_estimate_choice("stage", optarg, stages)) < 0) {
                 goto usage;
             }
+            all      = (c == 4);
+            in.stage = all ? 0 : c;
             break;
         case 'r':
-            if (strcmp(optarg, "fp32") == 0) in.precision = ZSH_FLOAT32;
-            else if (strcmp(optarg, "bf16") == 0) in.precision = ZSH_BFLOAT16;
-            else if (strcmp(optarg, "fp16") == 0) in.precision = ZSH_FLOAT16;
-            else goto usage;
+            if ((c = zsh_estimate_choice("precision", optarg, precisions)) < 0) {
+                goto usage;
+            }
+            in.precision = dtypes[c];
             break;
         case 'o':
-            if (strcmp(optarg, "none") == 0) in.offload = 0;
-            else if (strcmp(optarg, "cpu") == 0) in.offload = 1;
-            else goto usage;
+            if ((c = zsh_estimate_choice("offload", optarg, offloads)) < 0) {
+                goto usage;
+            }
+            in.offload = c;
             break;
         case 'h': zsh_estimate_usage(stdout); return 0;
-        default: goto usage;
+        default: goto usage; /* getopt named the option */
         }
     }
-    if ((optind < argc) || (in.params < 0) || (ranks < 1)) {
+    if (optind < argc) {
+        fprintf(stderr, "zsh_estimate: unexpected argument '%s'\n", argv[optind]);
+        goto usage;
+    }
+    if ((in.params < 0) || (ranks < 1)) {
+        fprintf(stderr, "zsh_estimate: --%s is required\n", (in.params < 0) ? "params" : "ranks");
         goto usage;
     }
     in.ranks = (int)ranks;
@@ -125,6 +182,6 @@ int main(int argc, char **argv)
     return 0;
 
 usage:
-    zsh_estimate_usage(stderr);
+    fprintf(stderr, "Try 'zsh_estimate --help'.\n");
     return 2;
 }

@@ -164,8 +164,10 @@ zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
 
 zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
 {
-    if (comm == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_destroy: comm is NULL");
+    zsh_status_t status = zsh_comm_check_live("zsh_comm_destroy", comm);
+
+    if (status != ZSH_OK) {
+        return status;
     }
     if (comm->requests > 0) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
@@ -186,8 +188,10 @@ zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
 
 zsh_status_t zsh_comm_abort(zsh_comm_t *comm)
 {
-    if (comm == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_abort: comm is NULL");
+    zsh_status_t status = zsh_comm_check_live("zsh_comm_abort", comm);
+
+    if (status != ZSH_OK) {
+        return status;
     }
     /* Only atomics here: any thread may call this while another progresses.
      * The next progress pass tells the other members. */
@@ -198,8 +202,10 @@ zsh_status_t zsh_comm_abort(zsh_comm_t *comm)
 
 zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
 {
-    if (comm == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_set_timeout: comm is NULL");
+    zsh_status_t status = zsh_comm_check_live("zsh_comm_set_timeout", comm);
+
+    if (status != ZSH_OK) {
+        return status;
     }
     /* The range ZSH_TIMEOUT takes (api/config.c), so the two agree. */
     if (!(seconds >= ZSH_TIMEOUT_MIN) || (seconds > ZSH_TIMEOUT_MAX)) {
@@ -211,17 +217,31 @@ zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
     return ZSH_OK;
 }
 
+/* The getters answer -1 for a handle that is not a live communicator, with
+ * the reason in zsh_last_error(). */
 double zsh_comm_get_timeout(const zsh_comm_t *comm)
 {
-    return (comm == NULL) ? -1 : comm->timeout;
+    if (!zsh_comm_live(comm)) {
+        zsh_comm_refuse("zsh_comm_get_timeout", comm);
+        return -1;
+    }
+    return comm->timeout;
 }
 
 int zsh_comm_rank(const zsh_comm_t *comm)
 {
-    return (comm == NULL) ? -1 : comm->rank;
+    if (!zsh_comm_live(comm)) {
+        zsh_comm_refuse("zsh_comm_rank", comm);
+        return -1;
+    }
+    return comm->rank;
 }
 
 int zsh_comm_size(const zsh_comm_t *comm)
 {
-    return (comm == NULL) ? -1 : comm->size;
+    if (!zsh_comm_live(comm)) {
+        zsh_comm_refuse("zsh_comm_size", comm);
+        return -1;
+    }
+    return comm->size;
 }

@@ -1,14 +1,38 @@
 /*
- * The public request API over collective tasks.
+ * The public request API over collective tasks. Every entry checks the
+ * handle's magic first (task.h): a request already freed reads
+ * ZSH_REQUEST_FREED in the pool, or ZSH_MAGIC_RETIRED once its job is torn
+ * down, and is refused instead of being waited on or freed twice.
  */
+#include "comm/retire.h"
 #include "core/status.h"
 #include "task/task.h"
 
+/* ZSH_ERR_INVALID_ARG naming @fn and why @req is not a live request. */
+static zsh_status_t zsh_request_refuse(const char *fn, const zsh_request_t *req)
+{
+    if (req == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: req is NULL", fn);
+    }
+    if ((req->magic == ZSH_REQUEST_FREED) || (req->magic == ZSH_MAGIC_RETIRED)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: req %p was already freed", fn,
+                         (const void *)req);
+    }
+    return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %p is not a request", fn, (const void *)req);
+}
+
+static inline zsh_status_t zsh_request_check(const char *fn, const zsh_request_t *req)
+{
+    return ((req != NULL) && (req->magic == ZSH_REQUEST_MAGIC)) ? ZSH_OK
+                                                                : zsh_request_refuse(fn, req);
+}
+
 zsh_status_t zsh_request_test(zsh_request_t *req)
 {
-    if ((req == NULL) || (req->comm == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_request_test: req is %s",
-                         (req == NULL) ? "NULL" : "already freed");
+    zsh_status_t status = zsh_request_check("zsh_request_test", req);
+
+    if (status != ZSH_OK) {
+        return status;
     }
     if (req->run.status == ZSH_INPROGRESS) {
         zsh_ctx_progress(req->comm->ctx);
@@ -18,16 +42,16 @@ zsh_status_t zsh_request_test(zsh_request_t *req)
 
 zsh_status_t zsh_request_wait(zsh_request_t *req)
 {
-    if ((req == NULL) || (req->comm == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_request_wait: req is %s",
-                         (req == NULL) ? "NULL" : "already freed");
-    }
-    return zsh_task_wait(req);
+    zsh_status_t status = zsh_request_check("zsh_request_wait", req);
+
+    return (status == ZSH_OK) ? zsh_task_wait(req) : status;
 }
 
 void zsh_request_free(zsh_request_t *req)
 {
-    if ((req == NULL) || (req->comm == NULL)) {
+    /* NULL is ignored, as free() does; a freed request is refused in
+     * zsh_last_error() and left alone. */
+    if ((req == NULL) || (zsh_request_check("zsh_request_free", req) != ZSH_OK)) {
         return;
     }
     zsh_task_cancel(req);
@@ -36,9 +60,10 @@ void zsh_request_free(zsh_request_t *req)
 
 zsh_status_t zsh_request_set_timeout(zsh_request_t *req, double seconds)
 {
-    if ((req == NULL) || (req->comm == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_request_set_timeout: req is %s",
-                         (req == NULL) ? "NULL" : "already freed");
+    zsh_status_t status = zsh_request_check("zsh_request_set_timeout", req);
+
+    if (status != ZSH_OK) {
+        return status;
     }
     if (!(seconds > 0) || (seconds > ZSH_TIMEOUT_MAX)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,

@@ -111,9 +111,12 @@ zsh_status_t zsh_comm_split(zsh_comm_t *comm, int color, int key, zsh_comm_t **n
     uint32_t seq;
     int id;
 
-    if ((comm == NULL) || (newcomm_p == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_split: %s is NULL",
-                         (comm == NULL) ? "comm" : "newcomm_p");
+    status = zsh_comm_check_live("zsh_comm_split", comm);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (newcomm_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_split: newcomm_p is NULL");
     }
     all = malloc((size_t)comm->size * sizeof(*all));
     if (all == NULL) {

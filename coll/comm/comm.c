@@ -1,6 +1,7 @@
 #include "comm/comm.h"
 
 #include "comm/health.h"
+#include "comm/retire.h"
 #include "core/status.h"
 
 #include <stdlib.h>
@@ -111,6 +112,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
         }
     }
     memcpy(comm->ctx_ranks, ctx_ranks, (size_t)size * sizeof(int));
+    comm->magic   = ZSH_COMM_MAGIC;
     comm->ctx     = ctx;
     comm->id      = id;
     comm->uid     = uid;
@@ -137,9 +139,23 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
 
 void zsh_comm_free(zsh_comm_t *comm)
 {
+    comm->magic = ZSH_MAGIC_RETIRED;
     zsh_list_del(&comm->link);
     zsh_trace_destroy(comm->trace);
     zsh_revoke_clear(&comm->health.revoke);
     free(comm->ctx_ranks);
-    free(comm);
+    zsh_retire(comm);
+}
+
+zsh_status_t zsh_comm_refuse(const char *fn, const zsh_comm_t *comm)
+{
+    if (comm == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    }
+    if (comm->magic == ZSH_MAGIC_RETIRED) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: comm %p was already destroyed", fn,
+                         (const void *)comm);
+    }
+    return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %p is not a communicator", fn,
+                     (const void *)comm);
 }

@@ -50,7 +50,11 @@ typedef struct zsh_comm_health {
     bool         abort_told;  /* the other members heard of our zsh_comm_abort() */
 } zsh_comm_health_t;
 
+/* A live communicator's magic; destroying it writes ZSH_MAGIC_RETIRED. */
+#define ZSH_COMM_MAGIC 0x7a73636du /* "zscm" */
+
 struct zsh_comm {
+    uint32_t          magic;      /* ZSH_COMM_MAGIC while live: checked by every API entry */
     zsh_list_t        link;       /* ctx->comms */
     zsh_ctx_t        *ctx;
     uint32_t          id;
@@ -77,7 +81,26 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
  * context's teardown releases them all). */
 void zsh_comm_lines_close(zsh_comm_t *comm);
 
-/* Take @comm off its context and free it; the caller drops the reference. */
+/* Take @comm off its context and retire it (retire.h); the caller drops
+ * the reference. */
 void         zsh_comm_free(zsh_comm_t *comm);
+
+/* ZSH_ERR_INVALID_ARG naming @fn and why @comm is not live: NULL, already
+ * destroyed, or not a communicator. */
+zsh_status_t zsh_comm_refuse(const char *fn, const zsh_comm_t *comm);
+
+/* Whether @comm is a live communicator: one load and compare. A pointer to
+ * memory that was never a communicator may still fault here; a destroyed
+ * one reads its retired shell (retire.h). */
+static inline bool zsh_comm_live(const zsh_comm_t *comm)
+{
+    return (comm != NULL) && (comm->magic == ZSH_COMM_MAGIC);
+}
+
+/* The check every public entry taking a communicator makes first. */
+static inline zsh_status_t zsh_comm_check_live(const char *fn, const zsh_comm_t *comm)
+{
+    return zsh_comm_live(comm) ? ZSH_OK : zsh_comm_refuse(fn, comm);
+}
 
 #endif

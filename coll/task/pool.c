@@ -5,6 +5,7 @@
  */
 #include "task/task.h"
 
+#include "comm/retire.h"
 #include "core/array.h"
 #include "core/dtype.h"
 #include "core/log.h"
@@ -50,6 +51,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
                                   .timeout  = comm->timeout};
     task->hs   = zsh_hs_init(&task->hs_bufs, comm, name, task->seq);
     task->state = zsh_task_state_zero;
+    task->magic = ZSH_REQUEST_MAGIC;
     ctx->tasks_out++;
     comm->requests++;
     *task_p = task;
@@ -62,7 +64,8 @@ void zsh_task_put(zsh_task_t *task)
 
     task->comm->requests--;
     ctx->tasks_out--;
-    task->comm = NULL;
+    task->magic = ZSH_REQUEST_FREED;
+    task->comm  = NULL;
     zsh_list_push_tail(&ctx->free_tasks, &task->link);
 }
 
@@ -82,7 +85,8 @@ void zsh_task_pool_free(zsh_ctx_t *ctx)
         free(task->hs_bufs.all_in);
         free(task->hs_bufs.held);
         free(task->hs_bufs.xfers);
-        free(task);
+        task->magic = ZSH_MAGIC_RETIRED;
+        zsh_retire(task); /* a freed request's handle stays detectable */
     }
 }
 

@@ -60,7 +60,13 @@ typedef union zsh_task_state {
     unsigned char bytes[ZSH_TASK_STATE_BYTES];
 } zsh_task_state_t;
 
+/* A request's magic while the caller holds it; back in the pool it reads
+ * ZSH_REQUEST_FREED, and ZSH_MAGIC_RETIRED once the pool is gone (retire.h). */
+#define ZSH_REQUEST_MAGIC 0x7a737271u /* "zsrq" */
+#define ZSH_REQUEST_FREED 0x7a737266u /* "zsrf" */
+
 struct zsh_request {
+    uint32_t         magic;     /* checked by every request API entry */
     zsh_list_t       link;      /* ctx->in_flight while posted, else ctx->free_tasks */
     /* The call, set by zsh_task_get(). */
     zsh_comm_t      *comm;

@@ -124,8 +124,9 @@ zsh_status_t zsh_validate(const char *fn, const zsh_comm_t *comm, const zsh_coll
     size_t send_len = 0, recv_len = 0;
     zsh_status_t status;
 
-    if (comm == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    status = zsh_comm_check_live(fn, comm);
+    if (status != ZSH_OK) {
+        return status;
     }
     if (args->type == ZSH_COLL_BARRIER) {
         return ZSH_OK;

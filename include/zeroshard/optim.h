@@ -160,8 +160,12 @@ void zsh_optim_destroy(zsh_optim_t *opt);
  *              and each step updates it in place. At stage 3 it is read when
  *              the layout is built (zsh_optim_setup()) and may be freed after.
  * @param[out] param_p The handle, set only on success.
- * @return ZSH_ERR_INVALID_ARG for a wrong dtype, a zero numel, or a call after
- *         the layout was built (after setup, the first fetch, grad-ready or step).
+ * @return ZSH_ERR_INVALID_ARG for a wrong dtype, a zero numel, a call after
+ *         the layout was built (after setup, the first fetch, grad-ready or step),
+ *         or a numel whose bytes (parameter, gradient and fp32 optimizer states
+ *         per element), alone or summed with the parameters registered before,
+ *         do not fit a size_t; the message names the parameter and its index,
+ *         and the optimizer is left as it was.
  */
 zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel,
                                 zsh_dtype_t dtype, void *buf, zsh_param_t **param_p);
@@ -194,6 +198,10 @@ zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t
 /**
  * @brief Build the layout: buckets, shards and states (collective). Called by
  *        the first fetch, grad-ready or step if not called before.
+ * @return ZSH_ERR_INVALID_ARG when a bucket padded to equal shards on every
+ *         rank no longer fits a size_t, ZSH_ERR_NO_MEMORY when its buffers
+ *         cannot be allocated; either names the bucket's first parameter, and
+ *         the optimizer can still be destroyed.
  */
 zsh_status_t zsh_optim_setup(zsh_optim_t *opt);
 

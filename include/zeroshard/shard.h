@@ -41,6 +41,9 @@ typedef struct zsh_shard zsh_shard_t;
  * @param numel   Elements of the whole tensor (0 is allowed).
  * @param dtype   Element type.
  * @param[out] shard_p The tensor, set only on success.
+ * @return ZSH_ERR_INVALID_ARG when the gathered copy (numel padded to a
+ *         multiple of the ranks, times the element size) does not fit a
+ *         size_t, ZSH_ERR_NO_MEMORY when the shard cannot be allocated.
  */
 zsh_status_t zsh_shard_create(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
                               zsh_shard_t **shard_p);
@@ -156,6 +159,9 @@ typedef struct zsh_tiled zsh_tiled_t;
 /**
  * @brief Split @p numel elements into @p ntiles tiles of ceil(numel / ntiles)
  *        elements (the last may be shorter), each a sharded tensor.
+ * @return ZSH_ERR_INVALID_ARG when ntiles is not in [1, numel] or numel times
+ *         the element size does not fit a size_t; a tile's own error is
+ *         prefixed with its index.
  */
 zsh_status_t zsh_tiled_create(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype, size_t ntiles,
                               zsh_tiled_t **tiled_p);

@@ -13,12 +13,12 @@ static uint8_t zsh_train_token(int c)
     return ((c >= ' ') && (c <= '~')) ? (uint8_t)(c - ' ' + 1) : 1;
 }
 
-int zsh_train_text_load(const char *path, zsh_train_text_t *text)
+int zsh_train_text_load(const char *path, size_t context, zsh_train_text_t *text)
 {
     FILE *f = fopen(path, "rb");
     size_t cap = 1 << 16, len = 0;
     uint8_t *ids, *grown;
-    int c;
+    int c, read_errno;
 
     if (f == NULL) {
         fprintf(stderr, "zsh_train: cannot open %s: %s\n", path, strerror(errno));
@@ -37,9 +37,24 @@ int zsh_train_text_load(const char *path, zsh_train_text_t *text)
         }
         ids[len++] = zsh_train_token(c);
     }
+    /* fopen() takes a directory; the read is what fails. */
+    read_errno = ferror(f) ? errno : 0;
     fclose(f);
     if (ids == NULL) {
         fprintf(stderr, "zsh_train: out of memory reading %s\n", path);
+        return -1;
+    }
+    if (read_errno != 0) {
+        fprintf(stderr, "zsh_train: cannot read %s: %s\n", path, strerror(read_errno));
+        free(ids);
+        return -1;
+    }
+    if (len < zsh_train_text_min(context)) {
+        fprintf(stderr,
+                "zsh_train: %s holds %zu bytes; the training text needs at least %zu "
+                "(a context of %zu tokens plus 2)\n",
+                path, len, zsh_train_text_min(context), context);
+        free(ids);
         return -1;
     }
     text->ids = ids;

@@ -16,9 +16,18 @@ typedef struct zsh_train_text {
     size_t   len;
 } zsh_train_text_t;
 
+/* The fewest bytes a text needs for batches of @context-token windows:
+ * zsh_train_batch() draws starts modulo len - context - 1, which must be at
+ * least 1, and each start reads context + 1 tokens. */
+static inline size_t zsh_train_text_min(size_t context)
+{
+    return context + 2;
+}
+
 /* Read @path as token ids; other bytes become spaces. 0 on success, else -1
- * with a message on stderr. */
-int  zsh_train_text_load(const char *path, zsh_train_text_t *text);
+ * with a message on stderr naming the file: one that cannot be read (a
+ * directory), or that holds fewer than zsh_train_text_min(@context) bytes. */
+int  zsh_train_text_load(const char *path, size_t context, zsh_train_text_t *text);
 void zsh_train_text_free(zsh_train_text_t *text);
 
 /* Start positions of sequences [first, first + n) of the global batch of

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
     if (rc != 0) {
         return (rc == 1) ? 0 : 2;
     }
-    if (zsh_train_text_load(t.o.data, &t.text) != 0) {
+    if (zsh_train_text_load(t.o.data, t.o.context, &t.text) != 0) {
         return 1;
     }
     if ((s = zsh_train_comm_init(&t.comm)) != ZSH_OK) {

@@ -11,8 +11,11 @@
  */
 #include "optim/optim_impl.h"
 
+#include "core/dtype.h"
 #include "core/status.h"
+#include "mem/checked.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,12 +78,31 @@ static void zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b, s
     }
 }
 
+/* Registration bounds the elements (zsh_optim_elem_bytes()); padding to
+ * N equal shards adds up to N - 1 more, so check the padded copy too. */
+static zsh_status_t zsh_optim_layout_check(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    size_t count = zsh_shard_part_count(b->numel, opt->size), bytes;
+
+    if (!zsh_size_mul3(count, (size_t)opt->size, zsh_optim_elem_bytes(opt), &bytes)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_optim_setup: the bucket from parameter '%s' (%zu elements, "
+                         "padded to %zu x %d ranks) is more than %zu bytes",
+                         b->params[0]->name, b->numel, count, opt->size, SIZE_MAX);
+    }
+    return ZSH_OK;
+}
+
 static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     int stage     = opt->cfg.stage;
     size_t region, base, i;
     zsh_status_t status;
 
+    status = zsh_optim_layout_check(opt, b);
+    if (status != ZSH_OK) {
+        return status;
+    }
     b->count = zsh_shard_part_count(b->numel, opt->size);
     zsh_shard_part_range(b->numel, opt->size, opt->rank, &b->lo, &b->hi);
     b->pending = b->nparams;
@@ -126,8 +148,10 @@ static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     return ZSH_OK;
 
 err_nomem:
-    return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: no memory for a bucket of %zu elements",
-                     b->numel);
+    return zsh_error(ZSH_ERR_NO_MEMORY,
+                     "zsh_optim_setup: no memory for the bucket from parameter '%s' "
+                     "(%zu elements of %s)", b->params[0]->name, b->numel,
+                     zsh_dtype_name(opt->cfg.precision));
 }
 
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)

@@ -7,8 +7,10 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "mem/checked.h"
 #include "optim/config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,11 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_create: %s is NULL",
                          (comm == NULL) ? "comm" : "opt_p");
     }
+    if (zsh_comm_size(comm) < 1) {
+        /* The communicator was destroyed or is not one: zsh_comm_size() said which. */
+        zsh_error_prefix("zsh_optim_create: ");
+        return ZSH_ERR_INVALID_ARG;
+    }
     opt = calloc(1, sizeof(*opt));
     if (opt == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_create: out of memory");
@@ -153,6 +160,30 @@ void zsh_optim_destroy(zsh_optim_t *opt)
     free(opt);
 }
 
+/* Refuse a @numel whose bytes, alone or added to the parameters already
+ * registered, do not fit a size_t: every size of the layout derives from
+ * these, and a wrapped one allocates too little. */
+static zsh_status_t zsh_optim_check_numel(const zsh_optim_t *opt, const char *fn,
+                                          const char *name, size_t numel)
+{
+    size_t per = zsh_optim_elem_bytes(opt), total, bytes;
+
+    if (!zsh_size_mul(numel, per, &bytes)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' (index %zu): numel %zu x %zu bytes per element "
+                         "(%s parameter, gradient and optimizer states) is more than %zu bytes",
+                         fn, name, opt->nparams, numel, per,
+                         zsh_dtype_name(opt->cfg.precision), SIZE_MAX);
+    }
+    if (!zsh_size_add(opt->total_numel, numel, &total) || !zsh_size_mul(total, per, &bytes)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' (index %zu) of numel %zu brings the %zu elements "
+                         "registered before it past %zu bytes at %zu bytes per element",
+                         fn, name, opt->nparams, numel, opt->total_numel, SIZE_MAX, per);
+    }
+    return ZSH_OK;
+}
+
 static zsh_status_t zsh_optim_check_register(const zsh_optim_t *opt, const char *name,
                                              size_t numel, zsh_dtype_t dtype, const void *buf)
 {
@@ -177,7 +208,7 @@ static zsh_status_t zsh_optim_check_register(const zsh_optim_t *opt, const char 
     if (buf == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' has a NULL buffer", fn, name);
     }
-    return ZSH_OK;
+    return zsh_optim_check_numel(opt, fn, name, numel);
 }
 
 zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel,
@@ -208,6 +239,7 @@ zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel
     param->numel                 = numel;
     param->buf                   = buf;
     opt->params[opt->nparams++]  = param;
+    opt->total_numel            += numel;
     *param_p                     = param;
     return ZSH_OK;
 }
@@ -230,7 +262,7 @@ zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t
     if (status != ZSH_OK) {
         return status;
     }
-    ntiles    = (numel + tile_numel - 1) / tile_numel;
+    ntiles    = numel / tile_numel + ((numel % tile_numel) != 0); /* ceil, without wrapping */
     len       = strlen(name) + 24;
     tile_name = malloc(len);
     made      = calloc(ntiles, sizeof(*made));
@@ -253,6 +285,7 @@ zsh_status_t zsh_optim_register_tiled(zsh_optim_t *opt, const char *name, size_t
     /* Undo the tiles already in: the parameter is registered whole or not at all. */
     while ((status != ZSH_OK) && (opt->nparams > before)) {
         opt->nparams--;
+        opt->total_numel -= opt->params[opt->nparams]->numel;
         free(opt->params[opt->nparams]->name);
         free(opt->params[opt->nparams]);
     }

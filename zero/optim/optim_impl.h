@@ -60,6 +60,7 @@ struct zsh_optim {
     int                nstates;   /* fp32 states per element: 2 Adam, 1 SGD with momentum, 0 */
     zsh_param_t      **params;
     size_t             nparams, maxparams;
+    size_t             total_numel;     /* elements of every registered parameter */
     zsh_obucket_t     *buckets;
     size_t             nbuckets;
     bool               ready;     /* layout built */
@@ -103,6 +104,15 @@ static inline size_t zsh_obucket_region(const zsh_optim_t *opt, const zsh_obucke
 static inline size_t zsh_obucket_full_bytes(const zsh_optim_t *opt, const zsh_obucket_t *b)
 {
     return b->count * (size_t)opt->size * opt->esize;
+}
+
+/* The most bytes one element can cost across kinds: parameter and gradient
+ * in the precision, and the fp32 states (with the master weight if mixed).
+ * Registration keeps the total elements times this within a size_t, so no
+ * byte count of the layout or its accounting can wrap. */
+static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
+{
+    return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->mixed ? 1 : 0));
 }
 
 /* layout.c: buckets, shards and states. */

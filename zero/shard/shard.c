@@ -7,7 +7,9 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "mem/checked.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,8 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
                                       zsh_account_t *acct, zsh_mem_kind_t local_kind,
                                       zsh_shard_t **shard_p)
 {
+    int nranks = zsh_comm_size(comm);
+    size_t count, full_bytes;
     zsh_shard_t *shard;
 
     if ((comm == NULL) || (shard_p == NULL)) {
@@ -37,6 +41,20 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
     }
     if (!zsh_dtype_valid(dtype)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_shard_create: invalid dtype %d", (int)dtype);
+    }
+    if (nranks < 1) {
+        /* The communicator was destroyed or is not one: zsh_comm_size() said which. */
+        zsh_error_prefix("zsh_shard_create: ");
+        return ZSH_ERR_INVALID_ARG;
+    }
+    /* The gathered copy is the largest buffer the tensor ever needs: if its
+     * size fits, so does every other size computed from numel. */
+    count = zsh_shard_part_count(numel, nranks);
+    if (!zsh_size_mul3(count, (size_t)nranks, zsh_dtype_size(dtype), &full_bytes)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_create: numel %zu of %s, padded to %zu x %d ranks, "
+                         "is more than %zu bytes", numel, zsh_dtype_name(dtype), count, nranks,
+                         SIZE_MAX);
     }
     shard = calloc(1, sizeof(*shard));
     if (shard == NULL) {
@@ -47,8 +65,8 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
     shard->esize      = zsh_dtype_size(dtype);
     shard->numel      = numel;
     shard->rank       = zsh_comm_rank(comm);
-    shard->size       = zsh_comm_size(comm);
-    shard->count      = zsh_shard_part_count(numel, shard->size);
+    shard->size       = nranks;
+    shard->count      = count;
     shard->acct       = acct;
     shard->local_kind = local_kind;
     shard->local      = zsh_account_alloc(acct, local_kind, shard->count * shard->esize);

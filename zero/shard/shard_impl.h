@@ -10,10 +10,11 @@
 
 #include <zeroshard/shard.h>
 
-/* ceil(numel / nranks): elements per rank, padded. */
+/* ceil(numel / nranks): elements per rank, padded. Written without
+ * numel + nranks - 1, which wraps for a numel near SIZE_MAX. */
 static inline size_t zsh_shard_part_count(size_t numel, int nranks)
 {
-    return (numel + (size_t)nranks - 1) / (size_t)nranks;
+    return numel / (size_t)nranks + ((numel % (size_t)nranks) != 0);
 }
 
 /* The global range [*lo_p, *hi_p) rank @rank owns of @numel elements. */

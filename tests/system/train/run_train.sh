@@ -11,8 +11,9 @@ prog="$top_builddir/tools/zsh_train"
 SUITE=zsh_train
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 steps=12
-# The lone process, each stage at 1 and 4 ranks, and five checks at 4 ranks.
-expected=$((1 + 2 * 4 + 5))
+# Three kinds of unusable data, the lone process, each stage at 1 and 4
+# ranks, and five checks at 4 ranks.
+expected=$((3 + 1 + 2 * 4 + 5))
 
 value() { # FILE PREFIX: the number after "PREFIX: "
     sed -n "s/^$2: \([0-9][0-9]*\).*/\1/p" "$1"
@@ -35,6 +36,32 @@ run() { # NP STAGE [ARGS...]: output in $out/np$NP.s$STAGE
     timeout 300 "$MPIRUN" --oversubscribe -np "$np" "$prog" --stage "$stage" --steps $steps "$@" \
         >"$out/np$np.s$stage" 2>"$out/np$np.s$stage.err"
 }
+
+# refused DATA: zsh_train exits 1 (not by a signal) with a message naming
+# DATA and the 10 bytes it needs; prints what is wrong.
+refused() {
+    local rc
+    timeout 60 "$prog" --steps 1 --data "$1" >"$out/data.out" 2>"$out/data.err"
+    rc=$?
+    [ $rc = 1 ] || echo "$1: exit $rc, expected 1: $(tail -2 "$out/data.err")"
+    grep -qF "$1" "$out/data.err" || echo "$1: the message does not name it: $(cat "$out/data.err")"
+    case $1 in
+    "$out") grep -q "Is a directory" "$out/data.err" || echo "$1: $(cat "$out/data.err")" ;;
+    *) grep -q "needs at least 10 " "$out/data.err" || echo "$1: $(cat "$out/data.err")" ;;
+    esac
+}
+
+short_files() { # every length a context of 8 tokens cannot use: 0 to 9 bytes
+    local n
+    for n in 0 1 2 3 4 5 6 7 8 9; do
+        head -c $n /dev/zero | tr '\0' a >"$out/short$n"
+        refused "$out/short$n"
+    done
+}
+
+check data_dev_null_is_refused_naming_the_file_and_the_minimum refused /dev/null
+check data_directory_is_refused_naming_it refused "$out"
+check data_files_of_0_to_9_bytes_are_refused_without_a_crash short_files
 
 # A lone process (no launcher) is a job of one.
 timeout 120 "$prog" --stage 0 --steps $steps >"$out/ref" 2>&1

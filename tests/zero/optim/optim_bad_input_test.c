@@ -5,6 +5,7 @@
 #include "harness/zsh_test.h"
 
 #include <zeroshard/optim.h>
+#include <zeroshard/shard.h>
 
 #include <stdio.h>
 
@@ -90,4 +91,18 @@ ZSH_RANK_TEST(optim_bad_input, bad_settings_are_named)
     cfg.size = 8;
     ZSH_EXPECT_REJECTED(zsh_optim_create(comm, &cfg, &opt), "zsh_optim_config_init");
     ZSH_EXPECT_TRUE(opt == NULL);
+}
+
+ZSH_RANK_TEST(optim_bad_input, destroyed_communicator_is_refused_by_optim_and_shard)
+{
+    zsh_optim_t *opt = NULL;
+    zsh_shard_t *shard = NULL;
+    zsh_comm_t *child;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, 0, 0, &child));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_destroy(child));
+    ZSH_EXPECT_REJECTED(zsh_optim_create(child, NULL, &opt), "was already destroyed");
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "zsh_optim_create: ");
+    ZSH_EXPECT_REJECTED(zsh_shard_create(child, 10, ZSH_FLOAT32, &shard), "was already destroyed");
+    ZSH_EXPECT_TRUE((opt == NULL) && (shard == NULL));
 }
