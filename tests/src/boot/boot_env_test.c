@@ -187,7 +187,7 @@ ZSH_TEST(boot_env, missing_variables_are_named)
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        cfg = boot_config(0, 1, 29500, T_OK);
+        cfg = boot_config(0, 2, 29500, T_OK);
         switch (i) {
         case 0: cfg.rank = -1; break;
         case 1: cfg.world_size = -1; break;
@@ -213,12 +213,12 @@ ZSH_TEST(boot_env, out_of_range_values_are_rejected_before_any_socket)
     cfg = boot_config(0, 0, 29500, T_OK);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "WORLD_SIZE=0");
-    cfg = boot_config(0, 1, 0, T_OK);
+    cfg = boot_config(0, 2, 0, T_OK);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "MASTER_PORT=0 is out of range");
-    cfg = boot_config(0, 1, 65536, T_OK);
+    cfg = boot_config(0, 2, 65536, T_OK);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
-    cfg = boot_config(0, 1, 29500, 0);
+    cfg = boot_config(0, 2, 29500, 0);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "STORE_TIMEOUT");
     ZSH_EXPECT_TRUE(env == NULL);
