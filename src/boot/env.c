@@ -158,9 +158,9 @@ static zsh_status_t zsh_boot_env_missing(zsh_boot_env_t *env, unsigned round, in
     n = zsh_boot_env_list_missing(env, 0, never, sizeof(never));
     if (n > 0) {
         return zsh_error(ZSH_ERR_TIMEOUT, "rank%s %s of %d never joined the bootstrap within "
-                         "%.3g s (ZSH_STORE_TIMEOUT=%g, store at %s); are they running, with the "
-                         "same WORLD_SIZE, MASTER_ADDR and MASTER_PORT?", (n > 1) ? "s" : "",
-                         never, env->size, waited, env->timeout, env->addr);
+                         "%.3g s (ZSH_STORE_TIMEOUT=%g, store at %s); %s running, with the same "
+                         "WORLD_SIZE, MASTER_ADDR and MASTER_PORT?", (n > 1) ? "s" : "", never,
+                         env->size, waited, env->timeout, env->addr, (n > 1) ? "are they" : "is it");
     }
     n = zsh_boot_env_list_missing(env, round, silent, sizeof(silent));
     if (n == 0) {

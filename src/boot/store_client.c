@@ -425,6 +425,14 @@ static zsh_status_t zsh_store_unexpected_reply(zsh_store_client_t *client,
                                                const zsh_store_frame_t *reply)
 {
     client->broken = true;
+    if (reply->op == ZSH_STORE_OP_REFUSED) {
+        /* A bound of the store: it names the bound, and has dropped us. */
+        return zsh_error(ZSH_ERR_INVALID_ARG, "the store at %s refused %s '%.*s' and closed the "
+                         "connection: %.*s", client->addr, zsh_store_op_name(request->op),
+                         (int)((request->key_len < 64) ? request->key_len : 64),
+                         (const char *)request->key, (int)reply->key_len,
+                         (const char *)reply->key);
+    }
     return zsh_error(ZSH_ERR_IO, "store %s answered %s with %s", client->addr,
                      zsh_store_op_name(request->op), zsh_store_op_name(reply->op));
 }

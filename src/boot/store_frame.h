@@ -14,7 +14,8 @@
  *   CHALLENGE 0x84  u32 flags, server nonce    sent by the server on accept
  *   WELCOME   0x85  mac                        reply to a HELLO it admits
  *   REFUSED   0x86  u16 reason length, reason, u32 why (ZSH_STORE_REFUSED_*)
- *                                              reply to a HELLO it refuses
+ *                                              reply to a HELLO or SET it refuses;
+ *                                              the server then closes the connection
  *
  * Nonces and macs are ZSH_STORE_NONCE_SIZE and ZSH_STORE_MAC_SIZE bytes, no
  * length prefix. The handshake (store_auth.h) comes first on every
@@ -52,7 +53,8 @@
 enum {
     ZSH_STORE_REFUSED_AUTH  = 1,  /* the HELLO's mac does not match the key */
     ZSH_STORE_REFUSED_TAKEN = 2,  /* its rank is held by another process */
-    ZSH_STORE_REFUSED_HELLO = 3   /* a malformed or out-of-range HELLO */
+    ZSH_STORE_REFUSED_HELLO = 3,  /* a malformed or out-of-range HELLO */
+    ZSH_STORE_REFUSED_BOUND = 4   /* a SET past a bound of the store, or of a reserved key */
 };
 /* The largest HELLO: all a connection may send before the server admits it. */
 #define ZSH_STORE_HELLO_FRAME_MAX                                                                  \

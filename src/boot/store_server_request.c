@@ -142,7 +142,7 @@ static bool zsh_store_set_allowed(zsh_store_server_t *srv, zsh_store_conn_t *con
     } else {
         return true;
     }
-    zsh_store_conn_drop(srv, conn, ZSH_LOG_WARN, why);
+    zsh_store_refuse(srv, conn, ZSH_STORE_REFUSED_BOUND, why);
     return false;
 }
 
