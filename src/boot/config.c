@@ -42,7 +42,8 @@ static const zsh_config_field_t zsh_boot_config_fields[] = {
      "dropped. 0: 64m + 1m per rank", ZSH_BOOT_OFF(store_max_bytes), ZSH_CONFIG_SIZE, NULL},
     {"STORE_MAX_CONNS", NULL, "0",
      "Most connections the TCP store keeps open; past it a new one evicts the oldest that has "
-     "not completed its handshake. 0: 64 + the number of ranks",
+     "not completed its handshake. 0: 64 + the number of ranks, at most half the open-file limit "
+     "(but room for every rank)",
      ZSH_BOOT_OFF(store_max_conns), ZSH_CONFIG_UINT, NULL},
 };
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -248,6 +249,7 @@ static zsh_status_t zsh_store_listen(zsh_store_server_t *srv, const char *host, 
 static void zsh_store_server_bounds(zsh_store_server_t *srv, const zsh_store_server_opts_t *opts)
 {
     size_t n = opts->world_size;
+    struct rlimit lim;
 
     srv->max_keys  = (opts->max_keys != 0) ? opts->max_keys
                      : (n != 0)            ? 1024 + 64 * n
@@ -258,6 +260,13 @@ static void zsh_store_server_bounds(zsh_store_server_t *srv, const zsh_store_ser
     srv->max_conns = (opts->max_conns != 0) ? opts->max_conns
                      : (n != 0)             ? 64 + n
                                             : 4096;
+    /* By default the store keeps at most half of the process's descriptors,
+     * so idle peers cannot starve what the rank opens after the bootstrap
+     * (UCX), but always room for every rank. */
+    if ((opts->max_conns == 0) && (getrlimit(RLIMIT_NOFILE, &lim) == 0) &&
+        (lim.rlim_cur != RLIM_INFINITY) && (srv->max_conns > lim.rlim_cur / 2)) {
+        srv->max_conns = (lim.rlim_cur / 2 > n + 8) ? (size_t)lim.rlim_cur / 2 : n + 8;
+    }
 }
 
 /* Once per process: a store without a job key admits whoever reaches it. */
