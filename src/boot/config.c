@@ -31,7 +31,7 @@ static const zsh_config_field_t zsh_boot_config_fields[] = {
      "key never crosses the network). Unset: the store admits any client that reaches it",
      ZSH_BOOT_OFF(job_key), ZSH_CONFIG_STRING, NULL},
     {"STORE_BIND", NULL, "",
-     "Address rank 0's TCP store listens on: unset for the address MASTER_ADDR resolves to, * "
+     "Address rank 0's TCP store listens on: unset for the address MASTER_ADDR resolves to, \"*\" "
      "for every interface, or an address or name of this host",
      ZSH_BOOT_OFF(store_bind), ZSH_CONFIG_STRING, NULL},
     {"STORE_MAX_KEYS", NULL, "0",
