@@ -7,6 +7,12 @@
  * The wire format is in store_frame.h. A GET for a key nobody has SET yet is
  * answered once some client SETs it, or with NOT_FOUND when its wait runs out,
  * so ranks can publish and read in any order.
+ *
+ * Every connection starts with a handshake (store_auth.h): with a job key
+ * both sides prove they hold it, and a rank's process claims its rank, so a
+ * second process claiming it is refused by name. The server bounds its keys,
+ * bytes and connections, and drops a connection that has not completed its
+ * handshake in time, or the oldest such one when it runs out of room.
  */
 #ifndef ZSH_BOOT_STORE_H_
 #define ZSH_BOOT_STORE_H_

@@ -1,5 +1,5 @@
 #include "boot/store.h"
-#include "boot/store_auth.h"
+#include "boot/store_client.h"
 #include "boot/store_frame.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -19,32 +19,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ZSH_STORE_READ_CHUNK    (64u << 10)
 /* Retries of a refused connect back off from the first to the last delay. */
 #define ZSH_STORE_RETRY_MIN_MS  10
 #define ZSH_STORE_RETRY_MAX_MS  500
 
-struct zsh_store_client {
-    int             fd;
-    const char     *key;        /* the caller's job key, during connect only */
-    int             rank;       /* claimed in the HELLO, -1 for none */
-    double          timeout;    /* seconds for connect, and for each reply beyond a GET's wait */
-    bool            broken;     /* a reply went missing or was malformed: out of step for good */
-    zsh_store_buf_t in, out;
-    char            addr[300];  /* "host:port", for every message */
-};
 
-static zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double deadline,
-                                          const char *what);
-static zsh_status_t zsh_store_client_recv(zsh_store_client_t *client, double deadline,
-                                          const char *what, zsh_store_frame_t *reply_p,
-                                          size_t *used_p);
 
 /* ---- connecting ---------------------------------------------------------------- */
 
 /* Wait until @fd is ready for @events; 0 if it is, -1 with errno set (ETIMEDOUT
  * when @deadline passed first). */
-static int zsh_store_wait_fd(int fd, short events, double deadline)
+int zsh_store_wait_fd(int fd, short events, double deadline)
 {
     struct pollfd pfd = {.fd = fd, .events = events};
     int rc;
@@ -115,99 +100,6 @@ static int zsh_store_connect_once(const char *host, int port, double deadline, c
     return fd;
 }
 
-/* The server refused the HELLO: say why, for a rank in the words of its
- * variables. */
-static zsh_status_t zsh_store_refused(zsh_store_client_t *client, const zsh_store_frame_t *reply)
-{
-    int len = (int)reply->key_len;
-
-    if (reply->flags == ZSH_STORE_REFUSED_AUTH) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "the store at %s refused this %s's job key "
-                         "(ZSH_JOB_KEY differs from rank 0's?)", client->addr,
-                         (client->rank >= 0) ? "rank" : "client");
-    }
-    return zsh_error(ZSH_ERR_INVALID_ARG, "the store at %s refused %s: %.*s", client->addr,
-                     (client->rank >= 0) ? "this rank" : "this client", len,
-                     (const char *)reply->key);
-}
-
-/* Receive one frame of the handshake; it must be one of @op1, @op2. */
-static zsh_status_t zsh_store_handshake_recv(zsh_store_client_t *client, double deadline,
-                                             const char *what, zsh_store_op_t op1,
-                                             zsh_store_op_t op2, zsh_store_frame_t *frame_p,
-                                             size_t *used_p)
-{
-    zsh_status_t status = zsh_store_client_recv(client, deadline, what, frame_p, used_p);
-
-    if ((status == ZSH_OK) && (frame_p->op != op1) && (frame_p->op != op2)) {
-        return zsh_error(ZSH_ERR_IO, "store %s sent %s where %s was due (is %s a ZeroShard "
-                         "store of this version?)", client->addr, zsh_store_op_name(frame_p->op),
-                         zsh_store_op_name(op1), client->addr);
-    }
-    return status;
-}
-
-/* CHALLENGE, HELLO, WELCOME (store_auth.h). ZSH_ERR_PEER_FAILED when the
- * server closed first (a store that was stopping: the caller retries). */
-static zsh_status_t zsh_store_handshake(zsh_store_client_t *client, double deadline)
-{
-    zsh_store_frame_t challenge, hello = {.op = ZSH_STORE_OP_HELLO}, reply;
-    uint8_t server_nonce[ZSH_STORE_NONCE_SIZE], nonce[ZSH_STORE_NONCE_SIZE];
-    uint8_t mac[ZSH_STORE_MAC_SIZE], hello_mac[ZSH_STORE_MAC_SIZE];
-    bool keyed = zsh_store_auth_keyed(client->key);
-    char host[256] = "";
-    zsh_status_t status;
-    size_t used;
-
-    status = zsh_store_handshake_recv(client, deadline, "the handshake", ZSH_STORE_OP_CHALLENGE,
-                                      ZSH_STORE_OP_CHALLENGE, &challenge, &used);
-    if (status != ZSH_OK) {
-        return status;
-    }
-    memcpy(server_nonce, challenge.nonce, sizeof(server_nonce));
-    zsh_store_buf_consume(&client->in, used);
-    if (keyed != ((challenge.flags & ZSH_STORE_FLAG_KEYED) != 0)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, keyed
-                         ? "the store at %s has no job key but this process has ZSH_JOB_KEY set "
-                           "(set the same ZSH_JOB_KEY on rank 0, or none on any rank)"
-                         : "the store at %s requires a job key and this process has none (set "
-                           "ZSH_JOB_KEY as on rank 0)", client->addr);
-    }
-    status = zsh_store_auth_random(nonce, sizeof(nonce));
-    if (status != ZSH_OK) {
-        return status;
-    }
-    gethostname(host, sizeof(host) - 1);
-    hello.key     = (const uint8_t *)host;
-    hello.key_len = strlen(host);
-    hello.rank    = (client->rank >= 0) ? (uint32_t)client->rank : ZSH_STORE_NO_RANK;
-    hello.pid     = (uint32_t)getpid();
-    hello.nonce   = nonce;
-    zsh_store_auth_hello_mac(client->key, server_nonce, &hello, hello_mac);
-    hello.mac = hello_mac;
-    status    = zsh_store_frame_encode(&hello, &client->out);
-    if (status == ZSH_OK) {
-        status = zsh_store_client_send(client, deadline, "HELLO");
-    }
-    if (status == ZSH_OK) {
-        status = zsh_store_handshake_recv(client, deadline, "HELLO", ZSH_STORE_OP_WELCOME,
-                                          ZSH_STORE_OP_REFUSED, &reply, &used);
-    }
-    if (status != ZSH_OK) {
-        return status;
-    }
-    if (reply.op == ZSH_STORE_OP_REFUSED) {
-        return zsh_store_refused(client, &reply);
-    }
-    zsh_store_auth_welcome_mac(client->key, server_nonce, nonce, mac);
-    if (!zsh_store_auth_mac_equal(mac, reply.mac)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "the store at %s could not prove it holds this "
-                         "job's key (ZSH_JOB_KEY): it is not this job's rank 0", client->addr);
-    }
-    zsh_store_buf_consume(&client->in, used);
-    return ZSH_OK;
-}
-
 /* A socket that the handshake failed on is closed and its buffers emptied. */
 static void zsh_store_client_reset(zsh_store_client_t *client)
 {
@@ -229,7 +121,7 @@ static zsh_status_t zsh_store_connect_retry(zsh_store_client_t *client, const ch
     for (;;) {
         client->fd = zsh_store_connect_once(host, port, deadline, why, sizeof(why), &fatal);
         if (client->fd >= 0) {
-            status = zsh_store_handshake(client, deadline);
+            status = zsh_store_client_handshake(client, deadline);
             if (status != ZSH_ERR_PEER_FAILED) {
                 if (status != ZSH_OK) {
                     zsh_store_client_reset(client);
@@ -328,7 +220,7 @@ static zsh_status_t zsh_store_io_error(zsh_store_client_t *client, int err, cons
     return zsh_error(ZSH_ERR_IO, "store %s: %s %s: %s", client->addr, doing, what, strerror(err));
 }
 
-static zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double deadline,
+zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double deadline,
                                           const char *what)
 {
     zsh_store_buf_t *out = &client->out;
@@ -351,7 +243,7 @@ static zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double dea
 
 /* Read until a whole reply is buffered; *reply_p points into client->in, and
  * the caller consumes *used_p bytes once it is done with it. */
-static zsh_status_t zsh_store_client_recv(zsh_store_client_t *client, double deadline,
+zsh_status_t zsh_store_client_recv(zsh_store_client_t *client, double deadline,
                                           const char *what, zsh_store_frame_t *reply_p,
                                           size_t *used_p)
 {
