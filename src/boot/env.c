@@ -108,16 +108,20 @@ static zsh_status_t zsh_boot_env_check(const zsh_boot_config_t *cfg)
 /* ---- the out-of-band allgather ----------------------------------------------------- */
 
 /* Whether @key is in the store now (a GET that does not wait). */
-static bool zsh_boot_env_has(zsh_boot_env_t *env, const char *key)
+static int zsh_boot_env_has(zsh_boot_env_t *env, const char *key)
 {
     bool has = false;
 
-    return (zsh_store_client_has(env->client, key, &has) == ZSH_OK) && has;
+    if (zsh_store_client_has(env->client, key, &has) != ZSH_OK) {
+        return -1;
+    }
+    return has;
 }
 
 /* List in @list the ranks whose key is missing, up to ZSH_BOOT_LIST_MAX of
  * them, and return how many are: their claim ("rank/R", which the store sets
- * when rank R connects) when @round is 0, else their block of that round. */
+ * when rank R connects) when @round is 0, else their block of that round.
+ * -1 when the store cannot say. */
 static int zsh_boot_env_list_missing(zsh_boot_env_t *env, unsigned round, char *list,
                                      size_t list_len)
 {
@@ -131,8 +135,10 @@ static int zsh_boot_env_list_missing(zsh_boot_env_t *env, unsigned round, char *
         } else {
             snprintf(key, sizeof(key), "ag/%u/%d", round, peer);
         }
-        if (zsh_boot_env_has(env, key)) {
-            continue;
+        switch (zsh_boot_env_has(env, key)) {
+        case 1: continue;
+        case 0: break;
+        default: return -1;
         }
         if ((++missing <= ZSH_BOOT_LIST_MAX) && (used < list_len)) {
             used += (size_t)snprintf(list + used, list_len - used, "%s%d",
@@ -160,17 +166,22 @@ static zsh_status_t zsh_boot_env_missing(zsh_boot_env_t *env, unsigned round, in
         return zsh_error(ZSH_ERR_TIMEOUT, "rank%s %s of %d never joined the bootstrap within "
                          "%.3g s (ZSH_STORE_TIMEOUT=%g, store at %s); %s running, with the same "
                          "WORLD_SIZE, MASTER_ADDR and MASTER_PORT?", (n > 1) ? "s" : "", never,
-                         env->size, waited, env->timeout, env->addr, (n > 1) ? "are they" : "is it");
+                         env->size, waited, env->timeout, env->addr,
+                         (n > 1) ? "are they" : "is it");
     }
-    n = zsh_boot_env_list_missing(env, round, silent, sizeof(silent));
     if (n == 0) {
-        snprintf(silent, sizeof(silent), "%d", peer);
-        n = 1;
+        n = zsh_boot_env_list_missing(env, round, silent, sizeof(silent));
     }
-    return zsh_error(ZSH_ERR_TIMEOUT, "rank%s %s of %d joined the bootstrap but did not take "
-                     "part in out-of-band allgather %u within %.3g s (ZSH_STORE_TIMEOUT=%g, "
-                     "store at %s)", (n > 1) ? "s" : "", silent, env->size, round, waited,
-                     env->timeout, env->addr);
+    if (n > 0) {
+        return zsh_error(ZSH_ERR_TIMEOUT, "rank%s %s of %d joined the bootstrap but did not "
+                         "take part in out-of-band allgather %u within %.3g s "
+                         "(ZSH_STORE_TIMEOUT=%g, store at %s)", (n > 1) ? "s" : "", silent,
+                         env->size, round, waited, env->timeout, env->addr);
+    }
+    /* The store could not say who is missing: name the rank waited for. */
+    return zsh_error(ZSH_ERR_TIMEOUT, "rank %d of %d did not take part in out-of-band allgather "
+                     "%u within %.3g s (ZSH_STORE_TIMEOUT=%g, store at %s)", peer, env->size,
+                     round, waited, env->timeout, env->addr);
 }
 
 /* Fetch rank @peer's contribution to round @round into its block of @recv. */

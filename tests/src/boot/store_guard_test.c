@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KEY   "0123456789abcdef-the-job-key"
@@ -272,6 +274,75 @@ ZSH_TEST(store_guard, a_connection_that_never_completes_the_handshake_is_dropped
     ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
     close(fd);
     zsh_store_server_stop(server);
+}
+
+/* The store of a child process whose descriptors run out at 48: it tells its
+ * port on @report and stops once @stop is readable. */
+static void descriptor_starved_store(int report, int stop)
+{
+    zsh_store_server_opts_t opts = {.host = "127.0.0.1", .timeout = 4 * T_OK, .world_size = 2,
+                                    .owner_rank = -1, .max_conns = 100000};
+    struct rlimit lim;
+    zsh_store_server_t *server;
+    int port = -1;
+    char byte;
+
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = 48;
+    if ((setrlimit(RLIMIT_NOFILE, &lim) == 0) &&
+        (zsh_store_server_start_opts(&opts, &server) == ZSH_OK)) {
+        port = zsh_store_server_port(server);
+    }
+    if ((write(report, &port, sizeof(port)) != sizeof(port)) || (port < 0)) {
+        _exit(1);
+    }
+    if (read(stop, &byte, 1) < 0) {
+        _exit(1);
+    }
+    zsh_store_server_stop(server);
+    _exit(0);
+}
+
+ZSH_TEST(store_guard, out_of_descriptors_the_store_evicts_idle_connections_for_a_rank)
+{
+    enum { IDLE = 100 };
+    int to_parent[2], to_child[2], idle[IDLE], port = -1, i, status = -1;
+    zsh_store_client_t *client;
+    double start;
+    pid_t pid;
+
+    ZSH_ASSERT_TRUE((pipe(to_parent) == 0) && (pipe(to_child) == 0));
+    pid = fork();
+    if (pid == 0) {
+        descriptor_starved_store(to_parent[1], to_child[0]);
+    }
+    ZSH_ASSERT_TRUE(pid > 0);
+    ZSH_ASSERT_TRUE(read(to_parent[0], &port, sizeof(port)) == sizeof(port));
+    ZSH_ASSERT_TRUE(port > 0);
+    for (i = 0; i < IDLE; i++) {
+        idle[i] = raw_connect(port);
+    }
+    /* The handshake deadline is 10 s away: only eviction can let the rank in. */
+    start = zsh_clock_now();
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_connect_opts(
+                                  &(zsh_store_client_opts_t){.host = "127.0.0.1", .port = port,
+                                                             .timeout = T_OK, .rank = 1},
+                                  &client));
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < 2.0);
+    if (zsh_clock_now() - start < T_OK) {
+        expect_set_get(client, "joined", "despite them");
+        zsh_store_client_close(client);
+    }
+    for (i = 0; i < IDLE; i++) {
+        close(idle[i]);
+    }
+    ZSH_EXPECT_EQ(1, write(to_child[1], "x", 1));
+    waitpid(pid, &status, 0);
+    ZSH_EXPECT_EQ(0, status);
+    close(to_parent[0]);
+    close(to_parent[1]);
+    close(to_child[0]);
+    close(to_child[1]);
 }
 
 /* Whether a TCP connection to @addr:@port is accepted. */
