@@ -26,7 +26,8 @@
 #define ZSH_STORE_HANDSHAKE_TIMEOUT 10.0
 
 /* Keys beginning with this are the server's: "rank/R" holds "pid host" of the
- * process that claimed rank R. Clients may read them, never set them. */
+ * process that claimed rank R. Clients may read them, never set them; a claim
+ * wakes no waiting GET, so they are read without waiting. */
 #define ZSH_STORE_RANK_PREFIX "rank/"
 
 typedef struct {

@@ -61,6 +61,10 @@ static void zsh_store_refuse(zsh_store_server_t *srv, zsh_store_conn_t *conn, ui
 
     refused.key     = (const uint8_t *)reason;
     refused.key_len = strlen(reason);
+    /* A reason naming a long host may pass the field's bound: cut it there. */
+    if (refused.key_len > ZSH_STORE_KEY_MAX) {
+        refused.key_len = ZSH_STORE_KEY_MAX;
+    }
     zsh_store_conn_reply(srv, conn, &refused);
     zsh_store_conn_drop(srv, conn, ZSH_LOG_WARN, reason);
 }

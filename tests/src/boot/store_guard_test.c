@@ -180,6 +180,23 @@ ZSH_TEST(store_guard, a_rank_held_by_another_process_is_refused_naming_the_holde
     zsh_store_server_stop(server);
 }
 
+ZSH_TEST(store_guard, a_refusal_naming_hosts_of_the_longest_names_still_reaches_the_client)
+{
+    zsh_store_server_t *server = start_guarded(NULL, 4, -1, 0, 0, 0, T_OK);
+    char host[ZSH_STORE_KEY_MAX + 1], reason[2 * ZSH_STORE_KEY_MAX] = "";
+    int port;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    port = zsh_store_server_port(server);
+    memset(host, 'h', ZSH_STORE_KEY_MAX);
+    host[ZSH_STORE_KEY_MAX] = '\0';
+    ZSH_EXPECT_EQ(ZSH_STORE_OP_WELCOME, raw_hello(port, 1, 1, host, reason, sizeof(reason)));
+    host[0] = 'x';
+    ZSH_EXPECT_EQ(ZSH_STORE_OP_REFUSED, raw_hello(port, 1, 2, host, reason, sizeof(reason)));
+    ZSH_EXPECT_STR_CONTAINS(reason, "rank 1 is already taken by pid 1 on host hhh");
+    zsh_store_server_stop(server);
+}
+
 ZSH_TEST(store_guard, a_set_flood_is_dropped_at_the_byte_bound_naming_it)
 {
     const size_t bound = 1u << 20, value_len = 256u << 10;
