@@ -15,6 +15,9 @@
 #define ZSH_BOOT_KEY_MAX 64
 /* Ranks a missing-rank message lists before it says how many more. */
 #define ZSH_BOOT_LIST_MAX 16
+/* How long rank 0 keeps the store up for the ranks that joined a bootstrap
+ * that failed, so they can still learn which ranks are missing. */
+#define ZSH_BOOT_FAIL_GRACE 2.0
 /* How long a second rank 0 spends asking the store on its port who it is. */
 #define ZSH_BOOT_PROBE_TIMEOUT 5.0
 
@@ -107,12 +110,12 @@ static zsh_status_t zsh_boot_env_check(const zsh_boot_config_t *cfg)
 
 /* ---- the out-of-band allgather ----------------------------------------------------- */
 
-/* Whether @key is in the store now (a GET that does not wait). */
-static int zsh_boot_env_has(zsh_boot_env_t *env, const char *key)
+/* Whether @key is in the store by @deadline: 1 or 0, or -1 if the store cannot say. */
+static int zsh_boot_env_has(zsh_boot_env_t *env, const char *key, double deadline)
 {
     bool has = false;
 
-    if (zsh_store_client_has(env->client, key, &has) != ZSH_OK) {
+    if (zsh_store_client_has(env->client, key, deadline, &has) != ZSH_OK) {
         return -1;
     }
     return has;
@@ -135,7 +138,7 @@ static int zsh_boot_env_list_missing(zsh_boot_env_t *env, unsigned round, char *
         } else {
             snprintf(key, sizeof(key), "ag/%u/%d", round, peer);
         }
-        switch (zsh_boot_env_has(env, key)) {
+        switch (zsh_boot_env_has(env, key, zsh_clock_now())) {
         case 1: continue;
         case 0: break;
         default: return -1;
@@ -411,6 +414,29 @@ static zsh_status_t zsh_boot_env_wait_done(zsh_boot_env_t *env)
     return ZSH_OK;
 }
 
+/*
+ * Rank 0 after a rank never came: the ranks that did join are timing out too,
+ * and then ask the store which ranks are missing. Keep it up until they have
+ * said goodbye, for at most ZSH_BOOT_FAIL_GRACE (they started at about the
+ * same time), not another store timeout: the failure is already known.
+ */
+static zsh_status_t zsh_boot_env_wait_joined(zsh_boot_env_t *env)
+{
+    double grace    = (env->timeout < ZSH_BOOT_FAIL_GRACE) ? env->timeout : ZSH_BOOT_FAIL_GRACE;
+    double deadline = zsh_clock_now() + grace;
+    char key[ZSH_BOOT_KEY_MAX];
+    int peer;
+
+    for (peer = 1; peer < env->size; peer++) {
+        snprintf(key, sizeof(key), "rank/%d", peer);
+        if (zsh_boot_env_has(env, key, zsh_clock_now()) == 1) {
+            snprintf(key, sizeof(key), "done/%d", peer);
+            zsh_boot_env_has(env, key, deadline);
+        }
+    }
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_boot_env_destroy(zsh_boot_env_t *env)
 {
     char key[ZSH_BOOT_KEY_MAX];
@@ -419,16 +445,18 @@ zsh_status_t zsh_boot_env_destroy(zsh_boot_env_t *env)
     if (env == NULL) {
         return ZSH_OK;
     }
-    if ((env->size == 1) || env->failed) {
-        /* Nothing to say goodbye over, or the bootstrap already failed and
-         * every rank reports that on its own: waiting would double the wait. */
-        status = ZSH_OK;
+    if (env->size == 1) {
+        status = ZSH_OK; /* nothing to say goodbye over */
+    } else if ((env->rank == 0) && env->failed) {
+        status = zsh_boot_env_wait_joined(env);
     } else if (env->rank == 0) {
         status = zsh_boot_env_wait_done(env);
     } else {
         /* Acknowledged only once the store holds it, so rank 0 will see it. */
         snprintf(key, sizeof(key), "done/%d", env->rank);
         status = zsh_store_client_set(env->client, key, "", 0);
+        /* After a failed bootstrap the failure is what this rank reports. */
+        status = env->failed ? ZSH_OK : status;
     }
     zsh_store_client_close(env->client);
     zsh_store_server_stop(env->server);

@@ -110,8 +110,10 @@ zsh_status_t zsh_store_client_set(zsh_store_client_t *client, const char *key, c
 zsh_status_t zsh_store_client_get(zsh_store_client_t *client, const char *key, double deadline,
                                   void **value_p, size_t *len_p);
 
-/* Whether @key is set now, without waiting; a key that is not is no error. */
-zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, bool *has_p);
+/* Whether @key is set by @deadline (zsh_clock_now() for: now, without
+ * waiting); unlike a GET, a key that is not is no error, and nothing is logged. */
+zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, double deadline,
+                                  bool *has_p);
 
 /* Close the connection and free the client. NULL is ignored. */
 void zsh_store_client_close(zsh_store_client_t *client);

@@ -379,7 +379,8 @@ static zsh_status_t zsh_store_copy_value(const zsh_store_frame_t *reply, void **
     return ZSH_OK;
 }
 
-zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, bool *has_p)
+zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, double deadline,
+                                  bool *has_p)
 {
     zsh_store_frame_t request = {.op = ZSH_STORE_OP_GET}, reply;
     zsh_status_t status;
@@ -387,8 +388,8 @@ zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, b
 
     request.key     = (const uint8_t *)key;
     request.key_len = strlen(key);
-    status = zsh_store_client_call(client, &request, zsh_clock_now() + client->timeout, &reply,
-                                   &used);
+    request.wait_ms = zsh_store_wait_ms(deadline);
+    status = zsh_store_client_call(client, &request, deadline + client->timeout, &reply, &used);
     if (status != ZSH_OK) {
         return status;
     }

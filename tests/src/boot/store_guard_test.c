@@ -137,7 +137,7 @@ ZSH_TEST(store_guard, forged_set_without_the_key_is_dropped_and_stores_nothing)
                             sizeof(reason)));
     ZSH_EXPECT_STR_CONTAINS(reason, "failed authentication");
     ZSH_ASSERT_STATUS(ZSH_OK, connect_as(server, KEY, 1, &client));
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_has(client, "ag/2/1", &has));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_has(client, "ag/2/1", zsh_clock_now(), &has));
     ZSH_EXPECT_TRUE(!has);
     zsh_store_buf_cleanup(&frame);
     zsh_store_client_close(client);
