@@ -47,8 +47,10 @@ static int probe_raw_set(const char *host, int port, const char *key)
                              .key_len = strlen(key), .value = (const uint8_t *)"forged",
                              .value_len = 6};
     zsh_store_buf_t out = {0};
+    zsh_store_frame_t reply;
     uint8_t in[256];
-    size_t got = 0, i;
+    size_t got = 0, i, used;
+    char err[128];
     ssize_t n;
     int fd = probe_connect(host, port);
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -64,9 +66,12 @@ static int probe_raw_set(const char *host, int port, const char *key)
     }
     close(fd);
     zsh_store_buf_cleanup(&out);
-    /* Today's store answers OK (00 00 00 01 81); a guarded one drops us. */
-    for (i = 0; i + 5 <= got; i++) {
-        if ((memcmp(in + i, "\0\0\0\1", 4) == 0) && (in[i + 4] == ZSH_STORE_OP_OK)) {
+    /* A store without a handshake answers OK; a guarded one sends its
+     * CHALLENGE and drops us. */
+    for (i = 0; zsh_store_frame_decode(in + i, got - i, &reply, &used, err, sizeof(err)) ==
+                ZSH_STORE_DECODE_FRAME;
+         i += used) {
+        if (reply.op == ZSH_STORE_OP_OK) {
             printf("raw SET %s: stored\n", key);
             return 1;
         }
