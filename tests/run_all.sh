@@ -36,7 +36,8 @@ elif [ $rc != 0 ]; then
 fi
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
 # tests/main_job.log: the README's first command, when .ci/run ran it first.
-logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log tests/system/mpi/run.sh.log
+logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
+      tests/system/boot/run_guard.sh.log tests/system/mpi/run.sh.log
       tests/system/install/run_install.sh.log tests/distcheck.log
       tests/system/train/run_train.sh.log tests/zsh_fault_tests.log
       tests/system/perf/run_bench.sh.log tests/system/build/run_vectorized.sh.log

@@ -27,6 +27,26 @@ static const zsh_config_field_t zsh_boot_config_fields[] = {
      "How zsh_comm_init() finds its peers: env (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), "
      "pmix (mpirun, srun), or auto: env if RANK is set, else pmix if a PMIx launcher started us",
      ZSH_BOOT_OFF(bootstrap), ZSH_CONFIG_ENUM, zsh_bootstrap_names, NULL, NULL},
+    {"JOB_KEY", NULL, "",
+     "Secret shared by every rank (at least 16 characters; e.g. `openssl rand -hex 32`): the TCP "
+     "store admits only clients that prove they hold it (HMAC-SHA256 challenge and response; the "
+     "key never crosses the network). Unset: the store admits any client that reaches it",
+     ZSH_BOOT_OFF(job_key), ZSH_CONFIG_SECRET, NULL, NULL, NULL},
+    {"STORE_BIND", NULL, "",
+     "Address rank 0's TCP store listens on: unset for the address MASTER_ADDR resolves to, \"*\" "
+     "for every interface, or an address or name of this host",
+     ZSH_BOOT_OFF(store_bind), ZSH_CONFIG_STRING, NULL, NULL, NULL},
+    {"STORE_MAX_KEYS", NULL, "0",
+     "Most keys the TCP store holds; a client whose SET would pass it is dropped. 0: 1024 + 64 "
+     "per rank", ZSH_BOOT_OFF(store_max_keys), ZSH_CONFIG_UINT, NULL, "0", "16777216"},
+    {"STORE_MAX_BYTES", NULL, "0",
+     "Most bytes of keys and values the TCP store holds; a client whose SET would pass it is "
+     "dropped. 0: 64m + 1m per rank", ZSH_BOOT_OFF(store_max_bytes), ZSH_CONFIG_SIZE, NULL, "0", "1024g"},
+    {"STORE_MAX_CONNS", NULL, "0",
+     "Most connections the TCP store keeps open; past it a new one evicts the oldest that has "
+     "not completed its handshake. 0: 64 + the number of ranks, at most half the open-file limit "
+     "(but room for every rank)",
+     ZSH_BOOT_OFF(store_max_conns), ZSH_CONFIG_UINT, NULL, "0", "1048576"},
 };
 
 zsh_config_table_t zsh_boot_config_table = {

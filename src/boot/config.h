@@ -24,6 +24,11 @@ typedef struct zsh_boot_config {
     int    master_port;    /* -1 when unset */
     double store_timeout;  /* seconds for store connect, accept and replies */
     int    bootstrap;      /* zsh_bootstrap_t */
+    char   job_key[ZSH_CONFIG_STR_MAX];    /* "" for none: the store is unauthenticated */
+    char   store_bind[ZSH_CONFIG_STR_MAX]; /* "" for MASTER_ADDR, "*" for every interface */
+    unsigned store_max_keys;   /* 0: scaled from WORLD_SIZE */
+    size_t   store_max_bytes;  /* 0: scaled from WORLD_SIZE */
+    unsigned store_max_conns;  /* 0: scaled from WORLD_SIZE */
     bool   pmix_launched;  /* derived: a PMIx launcher started this process */
 } zsh_boot_config_t;
 

@@ -1,4 +1,5 @@
 #include "boot/store.h"
+#include "boot/store_client.h"
 #include "boot/store_frame.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -18,24 +19,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ZSH_STORE_READ_CHUNK    (64u << 10)
 /* Retries of a refused connect back off from the first to the last delay. */
 #define ZSH_STORE_RETRY_MIN_MS  10
 #define ZSH_STORE_RETRY_MAX_MS  500
 
-struct zsh_store_client {
-    int             fd;
-    double          timeout;    /* seconds for connect, and for each reply beyond a GET's wait */
-    bool            broken;     /* a reply went missing or was malformed: out of step for good */
-    zsh_store_buf_t in, out;
-    char            addr[300];  /* "host:port", for every message */
-};
+
 
 /* ---- connecting ---------------------------------------------------------------- */
 
 /* Wait until @fd is ready for @events; 0 if it is, -1 with errno set (ETIMEDOUT
  * when @deadline passed first). */
-static int zsh_store_wait_fd(int fd, short events, double deadline)
+int zsh_store_wait_fd(int fd, short events, double deadline)
 {
     struct pollfd pfd = {.fd = fd, .events = events};
     int rc;
@@ -106,18 +100,38 @@ static int zsh_store_connect_once(const char *host, int port, double deadline, c
     return fd;
 }
 
+/* A socket that the handshake failed on is closed and its buffers emptied. */
+static void zsh_store_client_reset(zsh_store_client_t *client)
+{
+    close(client->fd);
+    client->fd = -1;
+    zsh_store_buf_cleanup(&client->in);
+    zsh_store_buf_cleanup(&client->out);
+}
+
 /* torchrun starts ranks in any order: retry until rank 0 listens or the deadline. */
 static zsh_status_t zsh_store_connect_retry(zsh_store_client_t *client, const char *host, int port)
 {
     double start = zsh_clock_now(), deadline = start + client->timeout;
     int delay_ms = ZSH_STORE_RETRY_MIN_MS;
+    zsh_status_t status;
     char why[256];
     bool fatal;
 
     for (;;) {
         client->fd = zsh_store_connect_once(host, port, deadline, why, sizeof(why), &fatal);
         if (client->fd >= 0) {
-            return ZSH_OK;
+            status = zsh_store_client_handshake(client, deadline);
+            if (status != ZSH_ERR_PEER_FAILED) {
+                if (status != ZSH_OK) {
+                    zsh_store_client_reset(client);
+                }
+                return status;
+            }
+            /* Closed before the handshake ended: a store stopping, or one
+             * that evicted us while full; the next try may meet a new one. */
+            snprintf(why, sizeof(why), "%s", zsh_last_error());
+            zsh_store_client_reset(client);
         }
         if (fatal) {
             return zsh_error(ZSH_ERR_IO, "cannot connect to the store at %s: %s", client->addr,
@@ -137,6 +151,17 @@ static zsh_status_t zsh_store_connect_retry(zsh_store_client_t *client, const ch
 zsh_status_t zsh_store_client_connect(const char *host, int port, double timeout,
                                       zsh_store_client_t **client_p)
 {
+    zsh_store_client_opts_t opts = {.host = host, .port = port, .timeout = timeout, .rank = -1};
+
+    return zsh_store_client_connect_opts(&opts, client_p);
+}
+
+zsh_status_t zsh_store_client_connect_opts(const zsh_store_client_opts_t *opts,
+                                           zsh_store_client_t **client_p)
+{
+    const char *host = opts->host;
+    int port         = opts->port;
+    double timeout   = opts->timeout;
     zsh_store_client_t *client;
     zsh_status_t status;
 
@@ -150,9 +175,13 @@ zsh_status_t zsh_store_client_connect(const char *host, int port, double timeout
         return zsh_error(ZSH_ERR_NO_MEMORY, "store: cannot allocate a client");
     }
     client->timeout = timeout;
+    client->key     = opts->key;
+    client->rank    = opts->rank;
+    client->fd      = -1;
     snprintf(client->addr, sizeof(client->addr), (strchr(host, ':') != NULL) ? "[%s]:%d" : "%s:%d",
              host, port);
-    status = zsh_store_connect_retry(client, host, port);
+    status      = zsh_store_connect_retry(client, host, port);
+    client->key = NULL; /* the caller's; not kept past this call */
     if (status != ZSH_OK) {
         free(client);
         return status;
@@ -191,7 +220,7 @@ static zsh_status_t zsh_store_io_error(zsh_store_client_t *client, int err, cons
     return zsh_error(ZSH_ERR_IO, "store %s: %s %s: %s", client->addr, doing, what, strerror(err));
 }
 
-static zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double deadline,
+zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double deadline,
                                           const char *what)
 {
     zsh_store_buf_t *out = &client->out;
@@ -214,7 +243,7 @@ static zsh_status_t zsh_store_client_send(zsh_store_client_t *client, double dea
 
 /* Read until a whole reply is buffered; *reply_p points into client->in, and
  * the caller consumes *used_p bytes once it is done with it. */
-static zsh_status_t zsh_store_client_recv(zsh_store_client_t *client, double deadline,
+zsh_status_t zsh_store_client_recv(zsh_store_client_t *client, double deadline,
                                           const char *what, zsh_store_frame_t *reply_p,
                                           size_t *used_p)
 {
@@ -288,6 +317,14 @@ static zsh_status_t zsh_store_unexpected_reply(zsh_store_client_t *client,
                                                const zsh_store_frame_t *reply)
 {
     client->broken = true;
+    if (reply->op == ZSH_STORE_OP_REFUSED) {
+        /* A bound of the store: it names the bound, and has dropped us. */
+        return zsh_error(ZSH_ERR_INVALID_ARG, "the store at %s refused %s '%.*s' and closed the "
+                         "connection: %.*s", client->addr, zsh_store_op_name(request->op),
+                         (int)((request->key_len < 64) ? request->key_len : 64),
+                         (const char *)request->key, (int)reply->key_len,
+                         (const char *)reply->key);
+    }
     return zsh_error(ZSH_ERR_IO, "store %s answered %s with %s", client->addr,
                      zsh_store_op_name(request->op), zsh_store_op_name(reply->op));
 }
@@ -339,6 +376,28 @@ static zsh_status_t zsh_store_copy_value(const zsh_store_frame_t *reply, void **
     memcpy(value, reply->value, reply->value_len);
     *value_p = value;
     *len_p   = reply->value_len;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, double deadline,
+                                  bool *has_p)
+{
+    zsh_store_frame_t request = {.op = ZSH_STORE_OP_GET}, reply;
+    zsh_status_t status;
+    size_t used;
+
+    request.key     = (const uint8_t *)key;
+    request.key_len = strlen(key);
+    request.wait_ms = zsh_store_wait_ms(deadline);
+    status = zsh_store_client_call(client, &request, deadline + client->timeout, &reply, &used);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if ((reply.op != ZSH_STORE_OP_NOT_FOUND) && (reply.op != ZSH_STORE_OP_VALUE)) {
+        return zsh_store_unexpected_reply(client, &request, &reply);
+    }
+    *has_p = (reply.op == ZSH_STORE_OP_VALUE);
+    zsh_store_buf_consume(&client->in, used);
     return ZSH_OK;
 }
 

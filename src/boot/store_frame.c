@@ -10,6 +10,11 @@
 #define ZSH_STORE_FIELD_KEY   0x1u
 #define ZSH_STORE_FIELD_VALUE 0x2u
 #define ZSH_STORE_FIELD_WAIT  0x4u
+#define ZSH_STORE_FIELD_FLAGS 0x8u
+#define ZSH_STORE_FIELD_RANK  0x10u
+#define ZSH_STORE_FIELD_PID   0x20u
+#define ZSH_STORE_FIELD_NONCE 0x40u
+#define ZSH_STORE_FIELD_MAC   0x80u
 
 typedef struct {
     zsh_store_op_t op;
@@ -20,9 +25,15 @@ typedef struct {
 static const zsh_store_op_info_t zsh_store_ops[] = {
     {ZSH_STORE_OP_SET, "SET", ZSH_STORE_FIELD_KEY | ZSH_STORE_FIELD_VALUE},
     {ZSH_STORE_OP_GET, "GET", ZSH_STORE_FIELD_KEY | ZSH_STORE_FIELD_WAIT},
+    {ZSH_STORE_OP_HELLO, "HELLO",
+     ZSH_STORE_FIELD_KEY | ZSH_STORE_FIELD_RANK | ZSH_STORE_FIELD_PID | ZSH_STORE_FIELD_NONCE |
+         ZSH_STORE_FIELD_MAC},
     {ZSH_STORE_OP_OK, "OK", 0},
     {ZSH_STORE_OP_VALUE, "VALUE", ZSH_STORE_FIELD_VALUE},
     {ZSH_STORE_OP_NOT_FOUND, "NOT_FOUND", 0},
+    {ZSH_STORE_OP_CHALLENGE, "CHALLENGE", ZSH_STORE_FIELD_FLAGS | ZSH_STORE_FIELD_NONCE},
+    {ZSH_STORE_OP_WELCOME, "WELCOME", ZSH_STORE_FIELD_MAC},
+    {ZSH_STORE_OP_REFUSED, "REFUSED", ZSH_STORE_FIELD_KEY | ZSH_STORE_FIELD_FLAGS},
 };
 
 static const zsh_store_op_info_t *zsh_store_op_info(unsigned op)
@@ -52,6 +63,11 @@ static size_t zsh_store_payload_size(unsigned fields, size_t key_len, size_t val
     size += (fields & ZSH_STORE_FIELD_KEY) ? 2 + key_len : 0;
     size += (fields & ZSH_STORE_FIELD_VALUE) ? 4 + value_len : 0;
     size += (fields & ZSH_STORE_FIELD_WAIT) ? 4 : 0;
+    size += (fields & ZSH_STORE_FIELD_FLAGS) ? 4 : 0;
+    size += (fields & ZSH_STORE_FIELD_RANK) ? 4 : 0;
+    size += (fields & ZSH_STORE_FIELD_PID) ? 4 : 0;
+    size += (fields & ZSH_STORE_FIELD_NONCE) ? ZSH_STORE_NONCE_SIZE : 0;
+    size += (fields & ZSH_STORE_FIELD_MAC) ? ZSH_STORE_MAC_SIZE : 0;
     return size;
 }
 
@@ -108,6 +124,37 @@ static bool zsh_store_read_field(zsh_store_reader_t *rd, const char *what, size_
     return true;
 }
 
+/* A u32 field @bit of @info, if the opcode carries it. */
+static bool zsh_store_read_u32_field(zsh_store_reader_t *rd, const zsh_store_op_info_t *info,
+                                     unsigned bit, const char *what, uint32_t *value_p, char *err,
+                                     size_t err_len)
+{
+    if ((info->fields & bit) && !zsh_store_read_uint(rd, 4, value_p)) {
+        snprintf(err, err_len, "the %s of a %s frame is cut off by the end of the frame", what,
+                 info->name);
+        return false;
+    }
+    return true;
+}
+
+/* A fixed-size field @bit of @info, if the opcode carries it. */
+static bool zsh_store_read_fixed_field(zsh_store_reader_t *rd, const zsh_store_op_info_t *info,
+                                       unsigned bit, const char *what, size_t size,
+                                       const uint8_t **bytes_p, char *err, size_t err_len)
+{
+    if (!(info->fields & bit)) {
+        return true;
+    }
+    if (zsh_store_reader_left(rd) < size) {
+        snprintf(err, err_len, "the %s of a %s frame is cut off by the end of the frame", what,
+                 info->name);
+        return false;
+    }
+    *bytes_p = rd->pos;
+    rd->pos += size;
+    return true;
+}
+
 /* @payload holds the whole payload, opcode first, and the opcode is known. */
 static zsh_store_decode_t zsh_store_decode_payload(const uint8_t *payload, size_t len,
                                                    const zsh_store_op_info_t *info,
@@ -128,9 +175,18 @@ static zsh_store_decode_t zsh_store_decode_payload(const uint8_t *payload, size_
                               &frame->value_len, err, err_len)) {
         return ZSH_STORE_DECODE_MALFORMED;
     }
-    if ((info->fields & ZSH_STORE_FIELD_WAIT) && !zsh_store_read_uint(&rd, 4, &frame->wait_ms)) {
-        snprintf(err, err_len, "the wait of a %s frame is cut off by the end of the frame",
-                 info->name);
+    if (!zsh_store_read_u32_field(&rd, info, ZSH_STORE_FIELD_WAIT, "wait", &frame->wait_ms, err,
+                                  err_len) ||
+        !zsh_store_read_u32_field(&rd, info, ZSH_STORE_FIELD_FLAGS, "flags", &frame->flags, err,
+                                  err_len) ||
+        !zsh_store_read_u32_field(&rd, info, ZSH_STORE_FIELD_RANK, "rank", &frame->rank, err,
+                                  err_len) ||
+        !zsh_store_read_u32_field(&rd, info, ZSH_STORE_FIELD_PID, "pid", &frame->pid, err,
+                                  err_len) ||
+        !zsh_store_read_fixed_field(&rd, info, ZSH_STORE_FIELD_NONCE, "nonce",
+                                    ZSH_STORE_NONCE_SIZE, &frame->nonce, err, err_len) ||
+        !zsh_store_read_fixed_field(&rd, info, ZSH_STORE_FIELD_MAC, "mac", ZSH_STORE_MAC_SIZE,
+                                    &frame->mac, err, err_len)) {
         return ZSH_STORE_DECODE_MALFORMED;
     }
     if (zsh_store_reader_left(&rd) != 0) {
@@ -191,6 +247,15 @@ zsh_store_decode_t zsh_store_frame_decode(const uint8_t *buf, size_t len,
         *used_p  = ZSH_STORE_HEADER_SIZE + payload_len;
     }
     return result;
+}
+
+bool zsh_store_frame_peek_op(const uint8_t *buf, size_t len, unsigned *op_p)
+{
+    if (len < ZSH_STORE_HEADER_SIZE + 1) {
+        return false;
+    }
+    *op_p = buf[ZSH_STORE_HEADER_SIZE];
+    return true;
 }
 
 /* ---- byte queue ---------------------------------------------------------------- */
@@ -263,6 +328,16 @@ static uint8_t *zsh_store_put_bytes(uint8_t *p, const uint8_t *bytes, size_t len
     return p + len;
 }
 
+/* A fixed-size field: zeros when @bytes is NULL. */
+static uint8_t *zsh_store_put_fixed(uint8_t *p, const uint8_t *bytes, size_t len)
+{
+    if (bytes == NULL) {
+        memset(p, 0, len);
+        return p + len;
+    }
+    return zsh_store_put_bytes(p, bytes, len);
+}
+
 zsh_status_t zsh_store_frame_encode(const zsh_store_frame_t *frame, zsh_store_buf_t *out)
 {
     const zsh_store_op_info_t *info = zsh_store_op_info((unsigned)frame->op);
@@ -300,6 +375,21 @@ zsh_status_t zsh_store_frame_encode(const zsh_store_frame_t *frame, zsh_store_bu
     }
     if (info->fields & ZSH_STORE_FIELD_WAIT) {
         p = zsh_store_put_uint(p, 4, frame->wait_ms);
+    }
+    if (info->fields & ZSH_STORE_FIELD_FLAGS) {
+        p = zsh_store_put_uint(p, 4, frame->flags);
+    }
+    if (info->fields & ZSH_STORE_FIELD_RANK) {
+        p = zsh_store_put_uint(p, 4, frame->rank);
+    }
+    if (info->fields & ZSH_STORE_FIELD_PID) {
+        p = zsh_store_put_uint(p, 4, frame->pid);
+    }
+    if (info->fields & ZSH_STORE_FIELD_NONCE) {
+        p = zsh_store_put_fixed(p, frame->nonce, ZSH_STORE_NONCE_SIZE);
+    }
+    if (info->fields & ZSH_STORE_FIELD_MAC) {
+        p = zsh_store_put_fixed(p, frame->mac, ZSH_STORE_MAC_SIZE);
     }
     out->tail = (size_t)(p - out->data);
     return ZSH_OK;

@@ -7,9 +7,20 @@
  *
  *   SET       0x01  u16 key length, key, u32 value length, value
  *   GET       0x02  u16 key length, key, u32 wait in milliseconds
+ *   HELLO     0x03  u16 host length, host, u32 rank, u32 pid, client nonce, mac
  *   OK        0x81  (nothing)                  reply to SET
  *   VALUE     0x82  u32 value length, value    reply to GET
  *   NOT_FOUND 0x83  (nothing)                  reply to a GET whose wait ran out
+ *   CHALLENGE 0x84  u32 flags, server nonce    sent by the server on accept
+ *   WELCOME   0x85  mac                        reply to a HELLO it admits
+ *   REFUSED   0x86  u16 reason length, reason, u32 why (ZSH_STORE_REFUSED_*)
+ *                                              reply to a HELLO or SET it refuses;
+ *                                              the server then closes the connection
+ *
+ * Nonces and macs are ZSH_STORE_NONCE_SIZE and ZSH_STORE_MAC_SIZE bytes, no
+ * length prefix. The handshake (store_auth.h) comes first on every
+ * connection: CHALLENGE, HELLO, then WELCOME or REFUSED; the server takes no
+ * other request before it has admitted the HELLO.
  *
  * GET carries its wait so that the server, not the client, gives up on a
  * missing key: every request then gets exactly one reply, and a client whose
@@ -25,12 +36,30 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define ZSH_STORE_KEY_MAX     1024u
 #define ZSH_STORE_VALUE_MAX   (4u << 20)
 #define ZSH_STORE_HEADER_SIZE 4u
+#define ZSH_STORE_NONCE_SIZE  32u
+#define ZSH_STORE_MAC_SIZE    32u
+/* HELLO's rank when the client is no rank of the job (a tool, a test). */
+#define ZSH_STORE_NO_RANK     UINT32_MAX
+/* CHALLENGE's flags: the server holds a job key and wants a mac. */
+#define ZSH_STORE_FLAG_KEYED  0x1u
+/* A REFUSED frame's flags: why. */
+enum {
+    ZSH_STORE_REFUSED_AUTH  = 1,  /* the HELLO's mac does not match the key */
+    ZSH_STORE_REFUSED_TAKEN = 2,  /* its rank is held by another process */
+    ZSH_STORE_REFUSED_HELLO = 3,  /* a malformed or out-of-range HELLO */
+    ZSH_STORE_REFUSED_BOUND = 4   /* a SET past a bound of the store, or of a reserved key */
+};
+/* The largest HELLO: all a connection may send before the server admits it. */
+#define ZSH_STORE_HELLO_FRAME_MAX                                                                  \
+    (ZSH_STORE_HEADER_SIZE + 1u + 2u + ZSH_STORE_KEY_MAX + 4u + 4u + ZSH_STORE_NONCE_SIZE +       \
+     ZSH_STORE_MAC_SIZE)
 /* The largest payload is a SET with the longest key and value. */
 #define ZSH_STORE_PAYLOAD_MAX (1u + 2u + ZSH_STORE_KEY_MAX + 4u + ZSH_STORE_VALUE_MAX)
 #define ZSH_STORE_FRAME_MAX   (ZSH_STORE_HEADER_SIZE + ZSH_STORE_PAYLOAD_MAX)
@@ -38,13 +67,19 @@
 typedef enum {
     ZSH_STORE_OP_SET       = 0x01,
     ZSH_STORE_OP_GET       = 0x02,
+    ZSH_STORE_OP_HELLO     = 0x03,
     ZSH_STORE_OP_OK        = 0x81,
     ZSH_STORE_OP_VALUE     = 0x82,
-    ZSH_STORE_OP_NOT_FOUND = 0x83
+    ZSH_STORE_OP_NOT_FOUND = 0x83,
+    ZSH_STORE_OP_CHALLENGE = 0x84,
+    ZSH_STORE_OP_WELCOME   = 0x85,
+    ZSH_STORE_OP_REFUSED   = 0x86
 } zsh_store_op_t;
 
 /* One frame. Fields the opcode does not carry are ignored by the encoder and
- * zeroed by the decoder. Decoded key and value point into the decoded bytes. */
+ * zeroed by the decoder. Decoded key, value, nonce and mac point into the
+ * decoded bytes; the encoder writes zeros for a NULL nonce or mac. HELLO's
+ * host and REFUSED's reason travel in the key field. */
 typedef struct zsh_store_frame {
     zsh_store_op_t  op;
     const uint8_t  *key;
@@ -52,6 +87,11 @@ typedef struct zsh_store_frame {
     const uint8_t  *value;
     size_t          value_len;
     uint32_t        wait_ms;
+    uint32_t        flags;
+    uint32_t        rank;
+    uint32_t        pid;
+    const uint8_t  *nonce;   /* ZSH_STORE_NONCE_SIZE bytes */
+    const uint8_t  *mac;     /* ZSH_STORE_MAC_SIZE bytes */
 } zsh_store_frame_t;
 
 typedef enum {
@@ -70,6 +110,10 @@ typedef enum {
 zsh_store_decode_t zsh_store_frame_decode(const uint8_t *buf, size_t len,
                                           zsh_store_frame_t *frame_p, size_t *used_p, char *err,
                                           size_t err_len);
+
+/* The opcode of the frame at the start of @buf, once its header and opcode
+ * have arrived (false before); says nothing about the rest of the frame. */
+bool zsh_store_frame_peek_op(const uint8_t *buf, size_t len, unsigned *op_p);
 
 /* "SET", "GET", ... or "unknown". */
 const char *zsh_store_op_name(zsh_store_op_t op);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* pipe2 */
 #endif
 
+#include "boot/store_auth.h"
 #include "boot/store_server.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -18,10 +19,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +40,12 @@ static void zsh_store_drop_stalled(zsh_store_server_t *srv, double now)
 
     for (i = 0; i < srv->nconns; i++) {
         conn = srv->conns[i];
+        if (!conn->dead && !conn->admitted &&
+            (now >= conn->accepted_at + srv->handshake_timeout)) {
+            snprintf(why, sizeof(why), "did not complete the handshake within %.3g s",
+                     srv->handshake_timeout);
+            zsh_store_conn_drop(srv, conn, ZSH_LOG_INFO, why);
+        }
         if (!conn->dead && zsh_store_conn_stuck(conn) && (now >= conn->last_io + srv->timeout)) {
             snprintf(why, sizeof(why), "no progress for %.3g s in the middle of a frame",
                      srv->timeout);
@@ -62,6 +71,10 @@ static int zsh_store_poll_timeout(const zsh_store_server_t *srv)
         }
         if (zsh_store_conn_stuck(conn) && ((next < 0) || (conn->last_io + srv->timeout < next))) {
             next = conn->last_io + srv->timeout;
+        }
+        if (!conn->admitted &&
+            ((next < 0) || (conn->accepted_at + srv->handshake_timeout < next))) {
+            next = conn->accepted_at + srv->handshake_timeout;
         }
     }
     return (next < 0) ? -1 : zsh_clock_ms_left(next, INT_MAX);
@@ -91,7 +104,7 @@ static zsh_status_t zsh_store_build_pollfds(zsh_store_server_t *srv)
     for (i = 0; i < srv->nconns; i++) {
         conn         = srv->conns[i];
         srv->pfds[2 + i] = (struct pollfd){.fd = conn->fd, .events = 0};
-        if (zsh_store_buf_len(&conn->in) < ZSH_STORE_FRAME_MAX) {
+        if (zsh_store_buf_len(&conn->in) < zsh_store_conn_in_max(conn)) {
             srv->pfds[2 + i].events |= POLLIN;
         }
         if (zsh_store_buf_len(&conn->out) != 0) {
@@ -198,6 +211,7 @@ static zsh_status_t zsh_store_listen(zsh_store_server_t *srv, const char *host, 
     struct addrinfo *res, *ai;
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
+    zsh_status_t status;
     int rc, pass, err = EADDRNOTAVAIL;
     char serv[16];
 
@@ -217,8 +231,10 @@ static zsh_status_t zsh_store_listen(zsh_store_server_t *srv, const char *host, 
     }
     freeaddrinfo(res);
     if (srv->listen_fd < 0) {
-        return zsh_error(ZSH_ERR_IO, "store: cannot listen on %s:%d: %s", host ? host : "*", port,
-                         strerror(err));
+        status = zsh_error(ZSH_ERR_IO, "store: cannot listen on %s:%d: %s", host ? host : "*",
+                           port, strerror(err));
+        errno  = err;
+        return status;
     }
     getsockname(srv->listen_fd, (struct sockaddr *)&ss, &len);
     srv->port = ntohs((ss.ss_family == AF_INET6) ? ((struct sockaddr_in6 *)&ss)->sin6_port
@@ -226,26 +242,103 @@ static zsh_status_t zsh_store_listen(zsh_store_server_t *srv, const char *host, 
     return ZSH_OK;
 }
 
+/* The bounds @opts leaves at 0: a job of N ranks holds a few keys per rank per
+ * allgather and a few kilobytes per key, and opens one connection per rank;
+ * the defaults leave ample room over that. Without a world size, room for a
+ * large job. */
+static void zsh_store_server_bounds(zsh_store_server_t *srv, const zsh_store_server_opts_t *opts)
+{
+    size_t n = opts->world_size;
+    struct rlimit lim;
+
+    srv->max_keys  = (opts->max_keys != 0) ? opts->max_keys
+                     : (n != 0)            ? 1024 + 64 * n
+                                           : (1u << 20);
+    srv->max_bytes = (opts->max_bytes != 0) ? opts->max_bytes
+                     : (n != 0)             ? (64u << 20) + n * (1u << 20)
+                                            : ((size_t)1 << 30);
+    srv->max_conns = (opts->max_conns != 0) ? opts->max_conns
+                     : (n != 0)             ? 64 + n
+                                            : 4096;
+    /* By default the store keeps at most half of the process's descriptors,
+     * so idle peers cannot starve what the rank opens after the bootstrap
+     * (UCX), but always room for every rank. */
+    if ((opts->max_conns == 0) && (getrlimit(RLIMIT_NOFILE, &lim) == 0) &&
+        (lim.rlim_cur != RLIM_INFINITY) && (srv->max_conns > lim.rlim_cur / 2)) {
+        srv->max_conns = (lim.rlim_cur / 2 > n + 8) ? (size_t)lim.rlim_cur / 2 : n + 8;
+    }
+}
+
+/* Once per process: a store without a job key admits whoever reaches it. */
+static void zsh_store_warn_unauthenticated(const zsh_store_server_t *srv, const char *host)
+{
+    static atomic_flag logged = ATOMIC_FLAG_INIT;
+
+    if (!atomic_flag_test_and_set(&logged)) {
+        zsh_log(ZSH_LOG_INFO, "store %s:%d: no job key (ZSH_JOB_KEY) is set, so the store is "
+                "unauthenticated: any process that reaches it may join or feed it data",
+                host ? host : "*", srv->port);
+    }
+}
+
 zsh_status_t zsh_store_server_start(const char *host, int port, double timeout,
                                     zsh_store_server_t **server_p)
 {
+    zsh_store_server_opts_t opts = {.host = host, .port = port, .timeout = timeout,
+                                    .owner_rank = -1};
+
+    return zsh_store_server_start_opts(&opts, server_p);
+}
+
+/* The rank of the process starting the server is taken before any client can
+ * connect: a duplicate of it must find it taken, not take it first. */
+static zsh_status_t zsh_store_claim_owner(zsh_store_server_t *srv, int rank)
+{
+    char host[256] = "", err[ZSH_STORE_KEY_MAX + 128];
+
+    if (rank < 0) {
+        return ZSH_OK;
+    }
+    gethostname(host, sizeof(host) - 1);
+    if (!zsh_store_claim_rank(srv, (uint32_t)rank, (uint32_t)getpid(), (const uint8_t *)host,
+                              strlen(host), err, sizeof(err))) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "store :%d: %s", srv->port, err);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_store_server_start_opts(const zsh_store_server_opts_t *opts,
+                                         zsh_store_server_t **server_p)
+{
     zsh_store_server_t *srv;
     zsh_status_t status;
-    int rc;
+    int rc, saved;
 
-    if ((port < 0) || (port > 65535) || !(timeout > 0)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "store: port %d or timeout %g s out of range", port,
-                         timeout);
+    if ((opts->port < 0) || (opts->port > 65535) || !(opts->timeout > 0)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "store: port %d or timeout %g s out of range",
+                         opts->port, opts->timeout);
     }
     srv = calloc(1, sizeof(*srv));
     if (srv == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "store: cannot allocate the server");
     }
-    srv->listen_fd = -1;
-    srv->timeout   = timeout;
-    status         = zsh_store_listen(srv, host, port);
+    srv->listen_fd         = -1;
+    srv->timeout           = opts->timeout;
+    srv->handshake_timeout = (opts->timeout < ZSH_STORE_HANDSHAKE_TIMEOUT)
+                                 ? opts->timeout : ZSH_STORE_HANDSHAKE_TIMEOUT;
+    srv->world_size        = opts->world_size;
+    zsh_store_server_bounds(srv, opts);
+    if (zsh_store_auth_keyed(opts->key) && ((srv->key = strdup(opts->key)) == NULL)) {
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "store: cannot copy the job key");
+        goto err_free_server;
+    }
+    status = zsh_store_listen(srv, opts->host, opts->port);
     if (status != ZSH_OK) {
         goto err_free_server;
+    }
+    status = zsh_store_claim_owner(srv, opts->owner_rank);
+    if (status != ZSH_OK) {
+        goto err_close_listen;
     }
     if (pipe2(srv->wake_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
         status = zsh_error(ZSH_ERR_IO, "store :%d: pipe: %s", srv->port, strerror(errno));
@@ -257,7 +350,11 @@ zsh_status_t zsh_store_server_start(const char *host, int port, double timeout,
                            strerror(rc));
         goto err_close_pipe;
     }
-    zsh_log(ZSH_LOG_DEBUG, "store: listening on %s:%d", host ? host : "*", srv->port);
+    zsh_log(ZSH_LOG_DEBUG, "store: listening on %s:%d", opts->host ? opts->host : "*",
+            srv->port);
+    if (!zsh_store_auth_keyed(srv->key)) {
+        zsh_store_warn_unauthenticated(srv, opts->host);
+    }
     *server_p = srv;
     return ZSH_OK;
 
@@ -267,7 +364,12 @@ err_close_pipe:
 err_close_listen:
     close(srv->listen_fd);
 err_free_server:
+    /* Keep listen()'s errno for the caller (EADDRINUSE: is the port another store's?). */
+    saved = errno;
+    zsh_store_table_cleanup(&srv->table);
+    free(srv->key);
     free(srv);
+    errno = saved;
     return status;
 }
 
@@ -295,6 +397,7 @@ void zsh_store_server_stop(zsh_store_server_t *server)
     free(server->conns);
     free(server->pfds);
     zsh_store_table_cleanup(&server->table);
+    free(server->key);
     close(server->wake_fd[0]);
     close(server->wake_fd[1]);
     close(server->listen_fd);

@@ -20,9 +20,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The handshake of a connection that has not been admitted is this many
+ * seconds at most (or the store timeout if shorter): a peer that connects
+ * and says nothing must not hold a slot. */
+#define ZSH_STORE_HANDSHAKE_TIMEOUT 10.0
+
+/* Keys beginning with this are the server's: "rank/R" holds "pid host" of the
+ * process that claimed rank R. Clients may read them, never set them; a claim
+ * wakes no waiting GET, so they are read without waiting. */
+#define ZSH_STORE_RANK_PREFIX "rank/"
+
 typedef struct {
-    int             fd;
+    int             fd;            /* -1 once closed early (evicted) */
     bool            dead;          /* reaped at the end of the loop iteration */
+    bool            admitted;      /* its HELLO passed the handshake */
+    double          accepted_at;   /* for the handshake deadline and eviction order */
+    uint8_t         nonce[ZSH_STORE_NONCE_SIZE]; /* this connection's challenge */
     bool            waiting;       /* a GET for a missing key is deferred */
     zsh_store_buf_t in, out;
     double          last_io;       /* last byte moved either way, for stall detection */
@@ -38,6 +51,10 @@ struct zsh_store_server {
     int                wake_fd[2];  /* stop() writes a byte to break poll() */
     int                port;
     double             timeout;
+    double             handshake_timeout;
+    char              *key;        /* the job key, or NULL */
+    uint32_t           world_size;
+    size_t             max_keys, max_bytes, max_conns;
     double             accept_resume;
     zsh_store_table_t  table;
     zsh_store_conn_t **conns;
@@ -45,6 +62,13 @@ struct zsh_store_server {
     struct pollfd     *pfds;
     size_t             pfds_cap;
 };
+
+/* Bytes a connection may have buffered unread: before its HELLO is admitted,
+ * only a HELLO. */
+static inline size_t zsh_store_conn_in_max(const zsh_store_conn_t *conn)
+{
+    return conn->admitted ? ZSH_STORE_FRAME_MAX : ZSH_STORE_HELLO_FRAME_MAX;
+}
 
 /* A connection is stuck when it holds half a frame in or unsent bytes out. */
 static inline bool zsh_store_conn_stuck(const zsh_store_conn_t *conn)
@@ -66,6 +90,10 @@ void zsh_store_server_accept(zsh_store_server_t *srv);
 /* ---- store_server_request.c: what the requests mean -------------------------------- */
 
 bool zsh_store_conn_process(zsh_store_server_t *srv, zsh_store_conn_t *conn);
+/* Claim rank @rank for "@pid @host"; fails, with the reason in @err, when
+ * another process holds it. */
+bool zsh_store_claim_rank(zsh_store_server_t *srv, uint32_t rank, uint32_t pid,
+                          const uint8_t *host, size_t host_len, char *err, size_t err_len);
 void zsh_store_server_expire_waits(zsh_store_server_t *srv, double now);
 
 #endif

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* accept4 */
 #endif
 
+#include "boot/store_auth.h"
 #include "boot/store_server.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -43,7 +44,9 @@ void zsh_store_conn_drop(zsh_store_server_t *srv, zsh_store_conn_t *conn, zsh_lo
 
 void zsh_store_conn_free(zsh_store_conn_t *conn)
 {
-    close(conn->fd);
+    if (conn->fd >= 0) {
+        close(conn->fd);
+    }
     zsh_store_buf_cleanup(&conn->in);
     zsh_store_buf_cleanup(&conn->out);
     free(conn);
@@ -90,14 +93,20 @@ static void zsh_store_conn_read(zsh_store_server_t *srv, zsh_store_conn_t *conn)
 {
     zsh_store_buf_t *in = &conn->in;
     char why[128];
+    size_t want;
     ssize_t n;
 
-    while (!conn->dead && (zsh_store_buf_len(in) < ZSH_STORE_FRAME_MAX)) {
+    while (!conn->dead && (zsh_store_buf_len(in) < zsh_store_conn_in_max(conn))) {
         if (zsh_store_buf_reserve(in, ZSH_STORE_READ_CHUNK) != ZSH_OK) {
             zsh_store_conn_drop(srv, conn, ZSH_LOG_WARN, zsh_last_error());
             return;
         }
-        n = recv(conn->fd, in->data + in->tail, in->cap - in->tail, 0);
+        /* Before admission, no byte past a HELLO: the rest is the next read's. */
+        want = in->cap - in->tail;
+        if (want > zsh_store_conn_in_max(conn) - zsh_store_buf_len(in)) {
+            want = zsh_store_conn_in_max(conn) - zsh_store_buf_len(in);
+        }
+        n = recv(conn->fd, in->data + in->tail, want, 0);
         if (n > 0) {
             in->tail += (size_t)n;
             conn->last_io = zsh_clock_now();
@@ -131,12 +140,75 @@ static void zsh_store_peer_name(const struct sockaddr_storage *ss, socklen_t len
     snprintf(buf, buf_len, (strchr(host, ':') != NULL) ? "[%s]:%s" : "%s:%s", host, serv);
 }
 
+static size_t zsh_store_live_conns(const zsh_store_server_t *srv)
+{
+    size_t i, live = 0;
+
+    for (i = 0; i < srv->nconns; i++) {
+        live += !srv->conns[i]->dead;
+    }
+    return live;
+}
+
+/* Drop the oldest connection still in its handshake, closing its socket at
+ * once so its descriptor is free for the next accept. Real ranks complete the
+ * handshake in a round trip, so at a bound this costs only idle peers.
+ * Returns false when every connection is admitted. */
+static bool zsh_store_evict_one(zsh_store_server_t *srv, const char *why)
+{
+    zsh_store_conn_t *oldest = NULL, *conn;
+    size_t i;
+
+    for (i = 0; i < srv->nconns; i++) {
+        conn = srv->conns[i];
+        if (!conn->dead && !conn->admitted &&
+            ((oldest == NULL) || (conn->accepted_at < oldest->accepted_at))) {
+            oldest = conn;
+        }
+    }
+    if (oldest == NULL) {
+        return false;
+    }
+    zsh_store_conn_drop(srv, oldest, ZSH_LOG_INFO, why);
+    close(oldest->fd);
+    oldest->fd = -1;
+    return true;
+}
+
+/* Queue the CHALLENGE that opens the handshake. */
+static zsh_status_t zsh_store_conn_challenge(zsh_store_server_t *srv, zsh_store_conn_t *conn)
+{
+    zsh_store_frame_t challenge = {.op = ZSH_STORE_OP_CHALLENGE};
+    zsh_status_t status = zsh_store_auth_random(conn->nonce, sizeof(conn->nonce));
+
+    if (status != ZSH_OK) {
+        return status;
+    }
+    challenge.flags = zsh_store_auth_keyed(srv->key) ? ZSH_STORE_FLAG_KEYED : 0;
+    challenge.nonce = conn->nonce;
+    return zsh_store_frame_encode(&challenge, &conn->out);
+}
+
 static zsh_status_t zsh_store_conn_add(zsh_store_server_t *srv, int fd,
                                        const struct sockaddr_storage *ss, socklen_t len)
 {
     size_t cap = (srv->conns_cap != 0) ? srv->conns_cap * 2 : 16;
     zsh_store_conn_t *conn, **conns;
+    char peer[sizeof(conn->peer)], why[192];
     int one = 1;
+
+    zsh_store_peer_name(ss, len, peer, sizeof(peer));
+    if (zsh_store_live_conns(srv) >= srv->max_conns) {
+        snprintf(why, sizeof(why), "evicted to admit %s: the store holds its bound of %zu "
+                 "connections (ZSH_STORE_MAX_CONNS) and this one had not completed its handshake",
+                 peer, srv->max_conns);
+        if (!zsh_store_evict_one(srv, why)) {
+            zsh_log(ZSH_LOG_WARN, "store :%d: refusing the connection from %s: the store holds "
+                    "its bound of %zu connections (ZSH_STORE_MAX_CONNS), all of them admitted",
+                    srv->port, peer, srv->max_conns);
+            return ZSH_ERR_INVALID_ARG;
+        }
+    }
 
     if (srv->nconns == srv->conns_cap) {
         conns = realloc(srv->conns, cap * sizeof(*conns));
@@ -152,10 +224,17 @@ static zsh_status_t zsh_store_conn_add(zsh_store_server_t *srv, int fd,
     }
     /* Requests and replies are small and strictly alternate: Nagle would only delay them. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    conn->fd      = fd;
-    conn->last_io = zsh_clock_now();
-    zsh_store_peer_name(ss, len, conn->peer, sizeof(conn->peer));
+    conn->fd          = fd;
+    conn->last_io     = zsh_clock_now();
+    conn->accepted_at = conn->last_io;
+    memcpy(conn->peer, peer, sizeof(peer));
+    if (zsh_store_conn_challenge(srv, conn) != ZSH_OK) {
+        zsh_store_buf_cleanup(&conn->out);
+        free(conn);
+        return ZSH_ERR_NO_MEMORY;
+    }
     srv->conns[srv->nconns++] = conn;
+    zsh_store_conn_flush(srv, conn);
     zsh_log(ZSH_LOG_DEBUG, "store :%d: connection from %s", srv->port, conn->peer);
     return ZSH_OK;
 }
@@ -163,6 +242,7 @@ static zsh_status_t zsh_store_conn_add(zsh_store_server_t *srv, int fd,
 void zsh_store_server_accept(zsh_store_server_t *srv)
 {
     struct sockaddr_storage ss;
+    zsh_status_t status;
     socklen_t len;
     int fd;
 
@@ -170,13 +250,22 @@ void zsh_store_server_accept(zsh_store_server_t *srv)
         len = sizeof(ss);
         fd  = accept4(srv->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            if (zsh_store_conn_add(srv, fd, &ss, len) != ZSH_OK) {
+            status = zsh_store_conn_add(srv, fd, &ss, len);
+            if (status == ZSH_ERR_NO_MEMORY) {
                 zsh_log(ZSH_LOG_WARN, "store :%d: out of memory: refusing a connection", srv->port);
+            }
+            if (status != ZSH_OK) {
                 close(fd);
             }
             continue;
         }
         if ((errno == EINTR) || (errno == ECONNABORTED)) {
+            continue;
+        }
+        /* Out of descriptors: idle peers must not lock the ranks out. */
+        if (((errno == EMFILE) || (errno == ENFILE)) &&
+            zsh_store_evict_one(srv, "evicted: the process ran out of file descriptors and "
+                                     "this connection had not completed its handshake")) {
             continue;
         }
         if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
@@ -190,6 +279,10 @@ void zsh_store_server_accept(zsh_store_server_t *srv)
 
 void zsh_store_conn_events(zsh_store_server_t *srv, zsh_store_conn_t *conn, short revents)
 {
+    /* Evicted during this pass: its descriptor may already name a new socket. */
+    if (conn->dead) {
+        return;
+    }
     /* POLLHUP without POLLIN: the peer is gone and nothing is left to read. */
     if ((revents & (POLLERR | POLLNVAL)) || ((revents & POLLHUP) && !(revents & POLLIN))) {
         zsh_store_conn_drop(srv, conn, ZSH_LOG_DEBUG, "the socket hung up or failed");

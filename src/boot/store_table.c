@@ -84,7 +84,11 @@ zsh_status_t zsh_store_table_put(zsh_store_table_t *table, const zsh_store_frame
         e->next         = table->buckets[b];
         table->buckets[b] = e;
         table->count++;
+        table->bytes += zsh_store_entry_cost(frame->key_len, 0);
+    } else {
+        table->bytes -= e->value_len;
     }
+    table->bytes += frame->value_len;
     memcpy(value, frame->value, frame->value_len);
     free(e->value);
     e->value     = value;

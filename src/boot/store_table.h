@@ -27,7 +27,14 @@ typedef struct zsh_store_entry {
 typedef struct {
     zsh_store_entry_t **buckets;
     size_t              nbuckets, count;
+    size_t              bytes;  /* what the entries hold, as zsh_store_entry_cost counts it */
 } zsh_store_table_t;
+
+/* What an entry of this key and value costs the store: its bytes and header. */
+static inline size_t zsh_store_entry_cost(size_t key_len, size_t value_len)
+{
+    return sizeof(zsh_store_entry_t) + key_len + value_len;
+}
 
 uint64_t zsh_store_hash(const uint8_t *key, size_t len);
 

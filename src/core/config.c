@@ -170,7 +170,8 @@ static int zsh_config_scan(const zsh_config_field_t *field, const char *value,
     case ZSH_CONFIG_UINT:    return zsh_config_parse_uint(value, &v->count);
     case ZSH_CONFIG_INT_OPT: return zsh_config_parse_int_opt(value, &v->opt);
     case ZSH_CONFIG_ENUM:    return zsh_config_parse_enum(value, field->choices, &v->opt);
-    case ZSH_CONFIG_STRING:  break;
+    case ZSH_CONFIG_STRING:
+    case ZSH_CONFIG_SECRET:  break;
     }
     return -1;
 }
@@ -186,7 +187,8 @@ static int zsh_config_compare(zsh_config_type_t type, const zsh_config_value_t *
     case ZSH_CONFIG_UINT:      return (a->count > b->count) - (a->count < b->count);
     case ZSH_CONFIG_INT_OPT:
     case ZSH_CONFIG_ENUM:      return (a->opt > b->opt) - (a->opt < b->opt);
-    case ZSH_CONFIG_STRING:    break;
+    case ZSH_CONFIG_STRING:
+    case ZSH_CONFIG_SECRET:    break;
     }
     return 0;
 }
@@ -267,6 +269,7 @@ static void zsh_config_expected(const zsh_config_field_t *field, char *buf, size
                  (bounds[0] != '\0') ? bounds : " >= 0");
         return;
     case ZSH_CONFIG_STRING:
+    case ZSH_CONFIG_SECRET:
         snprintf(buf, len, "at most %d characters", ZSH_CONFIG_STR_MAX - 1);
         return;
     case ZSH_CONFIG_ENUM:
@@ -291,6 +294,9 @@ void zsh_config_range(const zsh_config_field_t *field, char *buf, size_t len)
     case ZSH_CONFIG_STRING:
         snprintf(buf, len, "up to %d characters", ZSH_CONFIG_STR_MAX - 1);
         return;
+    case ZSH_CONFIG_SECRET:
+        snprintf(buf, len, "up to %d characters, never printed", ZSH_CONFIG_STR_MAX - 1);
+        return;
     case ZSH_CONFIG_ENUM:
         zsh_config_choices(field, choices, sizeof(choices));
         snprintf(buf, len, "one of %s", choices);
@@ -307,10 +313,16 @@ static zsh_status_t zsh_config_parse_var(const zsh_config_field_t *field, const 
     char expected[192];
     zsh_config_value_t v;
 
-    if (field->type == ZSH_CONFIG_STRING) {
+    if ((field->type == ZSH_CONFIG_STRING) || (field->type == ZSH_CONFIG_SECRET)) {
         if (strlen(value) < ZSH_CONFIG_STR_MAX) {
             strcpy((char *)slot, value);
             return ZSH_OK;
+        }
+        if (field->type == ZSH_CONFIG_SECRET) {
+            /* A secret is not echoed, not even a malformed one. */
+            snprintf(err, err_len, "%s (%zu characters) is invalid: expected at most %d",
+                     varname, strlen(value), ZSH_CONFIG_STR_MAX - 1);
+            return ZSH_ERR_INVALID_ARG;
         }
     } else if (zsh_config_scan(field, value, &v) == 0) {
         if (!zsh_config_in_range(field, &v)) {
@@ -326,7 +338,8 @@ static zsh_status_t zsh_config_parse_var(const zsh_config_field_t *field, const 
         case ZSH_CONFIG_UINT:      *(unsigned *)slot = v.count; break;
         case ZSH_CONFIG_INT_OPT:
         case ZSH_CONFIG_ENUM:      *(int *)slot = v.opt; break;
-        case ZSH_CONFIG_STRING:    break;
+        case ZSH_CONFIG_STRING:
+        case ZSH_CONFIG_SECRET:    break;
         }
         return ZSH_OK;
     }
@@ -361,6 +374,9 @@ void zsh_config_format(const zsh_config_field_t *field, const void *opts, char *
         return;
     case ZSH_CONFIG_UINT:   snprintf(buf, len, "%u", *(const unsigned *)slot); return;
     case ZSH_CONFIG_STRING: snprintf(buf, len, "%s", (const char *)slot); return;
+    case ZSH_CONFIG_SECRET:
+        snprintf(buf, len, "%s", (((const char *)slot)[0] != '\0') ? "(set)" : "");
+        return;
     case ZSH_CONFIG_INT_OPT:
         v = *(const int *)slot;
         if (v < 0) {

@@ -25,7 +25,7 @@
  * A row, all nine fields positional:
  *   {"CHUNK_SIZE", NULL, "256k", "Bytes per message ...", offsetof(opts_t, chunk_size),
  *    ZSH_CONFIG_SIZE, NULL, "4k", "64m"},
- * and for ENUM and STRING rows the range is NULL, NULL.
+ * and for ENUM, STRING and SECRET rows the range is NULL, NULL.
  */
 #ifndef ZSH_CORE_CONFIG_H_
 #define ZSH_CORE_CONFIG_H_
@@ -49,6 +49,7 @@ typedef enum {
     ZSH_CONFIG_UINT,   /* unsigned int */
     ZSH_CONFIG_INT_OPT,/* int >= 0, or empty for unset (-1) */
     ZSH_CONFIG_STRING, /* up to ZSH_CONFIG_STR_MAX - 1 bytes */
+    ZSH_CONFIG_SECRET, /* a STRING never printed: formatted as "(set)", left out of errors */
     ZSH_CONFIG_ENUM    /* one of the row's choices, case-insensitive; stored as its index (int) */
 } zsh_config_type_t;
 
@@ -61,7 +62,7 @@ typedef struct zsh_config_field {
     zsh_config_type_t  type;
     const char *const *choices;   /* ZSH_CONFIG_ENUM only, NULL-terminated; "" reserves an index */
     const char        *min;       /* numbers: the smallest value taken, in the variable's syntax */
-    const char        *max;       /* and the largest; both NULL for ENUM and STRING */
+    const char        *max;       /* and the largest; NULL for ENUM, STRING, SECRET */
 } zsh_config_field_t;
 
 /* Where a table lists, lowest first: the layers bottom to top. */

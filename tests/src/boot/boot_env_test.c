@@ -35,6 +35,8 @@ typedef struct {
     size_t       len[3];        /* this rank's block size in each of three allgathers */
     zsh_status_t create, gather[3], destroy;
     int          bad_index;     /* first wrong byte of the results, or -1 */
+    int          rounds;        /* allgathers to run; 0 for all three */
+    char         error[512];    /* the first allgather's error message */
 } rank_job_t;
 
 /* Block @round of rank @rank: a pattern no other rank or round shares. */
@@ -88,8 +90,11 @@ static void *rank_main(void *arg)
     if (job->create != ZSH_OK) {
         return NULL;
     }
-    for (round = 0; round < 3; round++) {
+    for (round = 0; round < ((job->rounds != 0) ? job->rounds : 3); round++) {
         job->gather[round] = rank_gather(job, &oob, round);
+        if ((round == 0) && (job->gather[0] != ZSH_OK)) {
+            snprintf(job->error, sizeof(job->error), "%s", zsh_last_error());
+        }
     }
     job->destroy = zsh_boot_env_destroy(env);
     return NULL;
@@ -187,7 +192,7 @@ ZSH_TEST(boot_env, missing_variables_are_named)
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        cfg = boot_config(0, 1, 29500, T_OK);
+        cfg = boot_config(0, 2, 29500, T_OK);
         switch (i) {
         case 0: cfg.rank = -1; break;
         case 1: cfg.world_size = -1; break;
@@ -213,13 +218,58 @@ ZSH_TEST(boot_env, out_of_range_values_are_rejected_before_any_socket)
     cfg = boot_config(0, 0, 29500, T_OK);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "WORLD_SIZE=0");
-    cfg = boot_config(0, 1, 0, T_OK);
+    cfg = boot_config(0, 2, 0, T_OK);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "MASTER_PORT=0 is out of range");
-    cfg = boot_config(0, 1, 65536, T_OK);
+    cfg = boot_config(0, 2, 65536, T_OK);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
-    cfg = boot_config(0, 1, 29500, 0);
+    cfg = boot_config(0, 2, 29500, 0);
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "STORE_TIMEOUT");
     ZSH_EXPECT_TRUE(env == NULL);
+}
+
+ZSH_TEST(boot_env, one_rank_needs_no_store_no_address_and_no_port)
+{
+    zsh_boot_config_t cfg = boot_config(0, 1, -1, T_OK);
+    zsh_boot_env_t *env   = NULL;
+    int send = 7, recv = 0;
+    zsh_oob_t oob;
+    void *req;
+
+    snprintf(cfg.master_addr, sizeof(cfg.master_addr), "no-such-host.invalid");
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_EQ(1, oob.size);
+    ZSH_ASSERT_STATUS(ZSH_OK, oob.allgather(&send, &recv, sizeof(send), oob.ctx, &req));
+    ZSH_EXPECT_STATUS(ZSH_OK, oob.test(req));
+    oob.free(req);
+    ZSH_EXPECT_EQ(7, recv);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_boot_env_destroy(env));
+}
+
+ZSH_TEST(boot_env, a_missing_rank_fails_the_others_once_after_the_store_timeout_naming_it)
+{
+    /* Long enough for two ranks to join under valgrind, short enough to wait out. */
+    const double timeout = 1.0;
+    rank_job_t jobs[2];
+    int r, port = free_port();
+    double start = zsh_clock_now(), took;
+
+    for (r = 0; r < 2; r++) {
+        memset(&jobs[r], 0, sizeof(jobs[r]));
+        jobs[r].cfg    = boot_config(r, 3, port, timeout);
+        jobs[r].len[0] = 8;
+        jobs[r].rounds = 1;
+    }
+    run_ranks(jobs, 2);
+    took = zsh_clock_now() - start;
+    for (r = 0; r < 2; r++) {
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].create);
+        ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT, jobs[r].gather[0]);
+        ZSH_EXPECT_STR_CONTAINS(jobs[r].error, "rank 2 of 3 never joined the bootstrap within");
+        ZSH_EXPECT_STATUS(ZSH_OK, jobs[r].destroy);
+    }
+    /* Rank 0's goodbye wait is skipped: once the store timeout, not twice. */
+    ZSH_EXPECT_TRUE(took < 2 * timeout);
+    ZSH_EXPECT_TRUE(took >= timeout - 0.05);
 }

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 ZSH_TEST(boot_config, prefixed_variables_win_over_torchrun_names)
 {
@@ -54,4 +55,28 @@ ZSH_TEST(boot_config, values_outside_their_range_are_refused_naming_the_range)
         unsetenv(cases[i].variable);
     }
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_boot_config_read(&cfg));
+}
+
+ZSH_TEST(boot_config, the_job_key_is_read_but_never_printed)
+{
+    const zsh_config_field_t *f = zsh_config_field_find("JOB_KEY", NULL);
+    char value[ZSH_CONFIG_STR_MAX], err[512], long_key[400];
+    zsh_boot_config_t cfg;
+
+    ZSH_ASSERT_TRUE(f != NULL);
+    setenv("ZSH_JOB_KEY", "s3cret-s3cret-s3cret", 1);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_boot_config_read(&cfg));
+    ZSH_EXPECT_EQ(0, strcmp("s3cret-s3cret-s3cret", cfg.job_key));
+    zsh_config_format(f, &cfg, value, sizeof(value));
+    ZSH_EXPECT_EQ(0, strcmp("(set)", value));
+    /* Too long: refused, saying how long, without echoing it. */
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    long_key[sizeof(long_key) - 1] = '\0';
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(f, long_key, &cfg, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "ZSH_JOB_KEY (399 characters) is invalid");
+    ZSH_EXPECT_TRUE(strstr(err, "kkkk") == NULL);
+    unsetenv("ZSH_JOB_KEY");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_boot_config_read(&cfg));
+    zsh_config_format(f, &cfg, value, sizeof(value));
+    ZSH_EXPECT_EQ(0, strcmp("", value));
 }

@@ -10,6 +10,7 @@
 #include "harness/zsh_test.h"
 #include "store_helpers.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -83,8 +84,8 @@ ZSH_TEST(store_fault, silent_and_stalled_clients_do_not_block_others)
     double start;
 
     ZSH_ASSERT_TRUE(server != NULL);
-    silent  = raw_connect(zsh_store_server_port(server));
-    stalled = raw_connect(zsh_store_server_port(server));
+    silent  = raw_connect_admitted(zsh_store_server_port(server));
+    stalled = raw_connect_admitted(zsh_store_server_port(server));
     ZSH_ASSERT_TRUE((silent >= 0) && (stalled >= 0));
     ZSH_EXPECT_EQ(sizeof(half), send(stalled, half, sizeof(half), MSG_NOSIGNAL));
     start = zsh_clock_now();
@@ -103,6 +104,26 @@ ZSH_TEST(store_fault, silent_and_stalled_clients_do_not_block_others)
     zsh_store_server_stop(server);
 }
 
+/* A fake store's first words: an unkeyed CHALLENGE and, without waiting for
+ * the HELLO, a WELCOME (whose mac is zeros without a key). */
+static void *fake_store_accept(void *arg)
+{
+    zsh_store_frame_t challenge = {.op = ZSH_STORE_OP_CHALLENGE};
+    zsh_store_frame_t welcome   = {.op = ZSH_STORE_OP_WELCOME};
+    int *fd_p = arg, fd = accept(fd_p[0], NULL, NULL);
+    zsh_store_buf_t out = {0};
+
+    zsh_store_frame_encode(&challenge, &out);
+    zsh_store_frame_encode(&welcome, &out);
+    if (send(fd, out.data, out.tail, MSG_NOSIGNAL) != (ssize_t)out.tail) {
+        close(fd);
+        fd = -1;
+    }
+    zsh_store_buf_cleanup(&out);
+    fd_p[1] = fd;
+    return NULL;
+}
+
 /* A fake store that answers with @reply whatever is asked: the client must
  * fail with ZSH_ERR_IO, say why, and refuse to go on out of step. */
 static void expect_bad_reply_is_io_error(const char *reply, size_t len, const char *why)
@@ -110,16 +131,20 @@ static void expect_bad_reply_is_io_error(const char *reply, size_t len, const ch
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t sa_len      = sizeof(sa);
     zsh_store_client_t *client;
-    int lfd = socket(AF_INET, SOCK_STREAM, 0), fd;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), fd, fds[2];
+    pthread_t thread;
     size_t got_len;
     void *got;
 
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ZSH_ASSERT_TRUE((bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0) && (listen(lfd, 1) == 0));
     getsockname(lfd, (struct sockaddr *)&sa, &sa_len);
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", ntohs(sa.sin_port), T_OK,
+    fds[0] = lfd;
+    ZSH_ASSERT_TRUE(pthread_create(&thread, NULL, fake_store_accept, fds) == 0);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_connect("127.0.0.1", ntohs(sa.sin_port), T_OK,
                                                        &client));
-    fd = accept(lfd, NULL, NULL);
+    pthread_join(thread, NULL);
+    fd = fds[1];
     ZSH_EXPECT_EQ(len, send(fd, reply, len, MSG_NOSIGNAL));
     ZSH_EXPECT_STATUS(ZSH_ERR_IO,
                       zsh_store_client_get(client, "k", zsh_clock_now() + T_OK, &got, &got_len));

@@ -8,6 +8,7 @@
 #define ZSH_TESTS_UNIT_STORE_HELPERS_H_
 
 #include "boot/store.h"
+#include "boot/store_frame.h"
 #include "core/clock.h"
 #include "harness/zsh_test.h"
 
@@ -53,16 +54,68 @@ static inline int raw_connect(int port)
     return fd;
 }
 
-/* Whether the server closed @fd within @timeout seconds. */
+/* Whether the server closed @fd within @timeout seconds. What it sent before
+ * (its CHALLENGE, a REFUSED) is read and ignored. */
 static inline int closed_within(int fd, double timeout)
 {
+    double deadline   = zsh_clock_now() + timeout;
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    char byte;
+    char bytes[256];
 
-    if (poll(&pfd, 1, (int)(timeout * 1e3)) <= 0) {
-        return 0;
+    for (;;) {
+        if (poll(&pfd, 1, zsh_clock_ms_left(deadline, 60000)) <= 0) {
+            return 0;
+        }
+        if (recv(fd, bytes, sizeof(bytes), MSG_DONTWAIT) <= 0) {
+            return 1;
+        }
     }
-    return recv(fd, &byte, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* The bytes of a CHALLENGE frame, which a server sends first. */
+#define CHALLENGE_BYTES (ZSH_STORE_HEADER_SIZE + 1 + 4 + ZSH_STORE_NONCE_SIZE)
+
+/* Play the client's side of an unkeyed handshake on the raw socket @fd:
+ * read the CHALLENGE, send a HELLO claiming no rank, read the WELCOME.
+ * Returns whether the server admitted it. */
+static inline int raw_handshake(int fd)
+{
+    zsh_store_frame_t hello = {.op = ZSH_STORE_OP_HELLO, .key = (const uint8_t *)"rawhost",
+                               .key_len = 7, .rank = ZSH_STORE_NO_RANK, .pid = 1};
+    uint8_t in[CHALLENGE_BYTES + ZSH_STORE_HEADER_SIZE + 1 + ZSH_STORE_MAC_SIZE];
+    zsh_store_buf_t out = {0};
+    size_t got = 0;
+    ssize_t n;
+    int ok;
+
+    while (got < CHALLENGE_BYTES) {
+        n = recv(fd, in + got, CHALLENGE_BYTES - got, 0);
+        if (n <= 0) {
+            return 0;
+        }
+        got += (size_t)n;
+    }
+    ok = (zsh_store_frame_encode(&hello, &out) == ZSH_OK) &&
+         (send(fd, out.data, out.tail, MSG_NOSIGNAL) == (ssize_t)out.tail);
+    zsh_store_buf_cleanup(&out);
+    while (ok && (got < sizeof(in))) {
+        n = recv(fd, in + got, sizeof(in) - got, 0);
+        ok = (n > 0);
+        got += (ok ? (size_t)n : 0);
+    }
+    return ok && (in[CHALLENGE_BYTES + ZSH_STORE_HEADER_SIZE] == ZSH_STORE_OP_WELCOME);
+}
+
+/* A raw socket connected to 127.0.0.1:@port that passed the handshake, or -1. */
+static inline int raw_connect_admitted(int port)
+{
+    int fd = raw_connect(port);
+
+    if ((fd >= 0) && !raw_handshake(fd)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 static inline zsh_store_server_t *start_loopback_server(double timeout)

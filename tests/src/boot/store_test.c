@@ -225,7 +225,7 @@ ZSH_TEST(store, set_from_a_client_that_closes_at_once_is_still_stored)
 
     ZSH_ASSERT_TRUE(server != NULL);
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_frame_encode(&set, &frame));
-    fd = raw_connect(zsh_store_server_port(server));
+    fd = raw_connect_admitted(zsh_store_server_port(server));
     ZSH_ASSERT_TRUE(fd >= 0);
     ZSH_EXPECT_EQ(frame.tail, send(fd, frame.data, frame.tail, MSG_NOSIGNAL));
     close(fd);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Fuzz the TCP store's frame decoder with libFuzzer for a bounded time:
+# Fuzz the TCP store's frame decoder and handshake with libFuzzer for a bounded time:
 #   bash tests/system/fuzz/run_fuzz.sh [SECONDS]        (default 60)
 # Builds tests/system/fuzz/store_frame_fuzz.c and the sources it needs with clang
 # -fsanitize=fuzzer,address,undefined into $ZSH_FUZZ_DIR (default
@@ -13,7 +13,7 @@ seconds=${1:-60}
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 dir=${ZSH_FUZZ_DIR:-$top/build-fuzz}
 cc=${ZSH_FUZZ_CC:-clang}
-name=fuzz.store_frame_decoder_survives_${seconds}_s_of_libfuzzer
+name=fuzz.store_frame_decoder_and_handshake_survive_${seconds}_s_of_libfuzzer
 
 fail() {
     echo "$*"
@@ -28,14 +28,16 @@ mkdir -p "$dir/include/zeroshard" "$dir/corpus" || fail "cannot create $dir"
 # zeroshard.h includes the configure-generated version header; any version will do.
 sed -e 's/@ZSH_VERSION_[A-Z]*@/0/' -e 's/@PACKAGE_VERSION@/0.0.0/' \
     "$top/include/zeroshard/version.h.in" >"$dir/include/zeroshard/version.h"
-# The decoder and what zsh_error() needs; the decoder is instrumented for
-# coverage, so these are compiled here rather than taken from a build.
+# The decoder, the handshake and what zsh_error() needs; they are instrumented
+# for coverage, so they are compiled here rather than taken from a build. The
+# handshake's HMAC is OpenSSL's libcrypto (Debian: libssl-dev).
 "$cc" -std=gnu11 -g -O1 -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$dir/include" -I"$top/include" -I"$top/src" \
     "$top/tests/system/fuzz/store_frame_fuzz.c" "$top/src/boot/store_frame.c" \
+    "$top/src/boot/store_auth.c" \
     "$top/src/core/status.c" "$top/src/core/log.c" "$top/src/core/config.c" \
-    -lpthread -lm -o "$dir/store_frame_fuzz" >"$dir/build.out" 2>&1 ||
+    $(pkg-config --cflags --libs libcrypto 2>/dev/null || echo -lcrypto) -lpthread -lm -o "$dir/store_frame_fuzz" >"$dir/build.out" 2>&1 ||
     fail "$(cat "$dir/build.out")"
 
 # Seeds: every frame type, and two frames back to back (big-endian lengths).
@@ -46,6 +48,13 @@ seed ok        '\0\0\0\x01\x81'
 seed value     '\0\0\0\x06\x82\0\0\0\x01v'
 seed not_found '\0\0\0\x01\x83'
 seed set_get   '\0\0\0\x0b\x01\0\x02ag\0\0\0\x02xy\0\0\0\x08\x02\0\x01k\0\0\0\0'
+seed refused   '\0\0\0\x09\x86\0\x02no\0\0\0\x01'
+# The handshake's frames: nonces and macs are 32 bytes with no length prefix.
+zeros() { head -c "$1" /dev/zero; }
+{ printf '\0\0\0\x25\x84\0\0\0\x01'; zeros 32; } >"$dir/corpus/seed-challenge"
+{ printf '\0\0\0\x21\x85'; zeros 32; } >"$dir/corpus/seed-welcome"
+{ printf '\0\0\0\x4c\x03\0\x01h\0\0\0\x01\0\0\0\x07'; zeros 64; } >"$dir/corpus/seed-hello"
+{ printf '\0\0\0\x4c\x03\0\x01h\0\0\0\x01\0\0\0\x07'; zeros 65; } >"$dir/corpus/seed-hello-keyed"
 
 start=$SECONDS
 (cd "$dir" && ./store_frame_fuzz -max_total_time="$seconds" -max_len=4096 -timeout=10 \
