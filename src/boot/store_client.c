@@ -379,22 +379,39 @@ static zsh_status_t zsh_store_copy_value(const zsh_store_frame_t *reply, void **
     return ZSH_OK;
 }
 
-zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, double deadline,
-                                  bool *has_p)
+/* A GET of @key that waits until @deadline, into @request (whose key
+ * @reply may point into) and @reply; the caller consumes @used bytes. */
+static zsh_status_t zsh_store_client_lookup(zsh_store_client_t *client, const char *key,
+                                            double deadline, zsh_store_frame_t *request,
+                                            zsh_store_frame_t *reply, size_t *used)
 {
-    zsh_store_frame_t request = {.op = ZSH_STORE_OP_GET}, reply;
     zsh_status_t status;
-    size_t used;
 
-    request.key     = (const uint8_t *)key;
-    request.key_len = strlen(key);
-    request.wait_ms = zsh_store_wait_ms(deadline);
-    status = zsh_store_client_call(client, &request, deadline + client->timeout, &reply, &used);
+    *request         = (zsh_store_frame_t){.op = ZSH_STORE_OP_GET};
+    request->key     = (const uint8_t *)key;
+    request->key_len = strlen(key);
+    request->wait_ms = zsh_store_wait_ms(deadline);
+    /* The server answers by @deadline; the client timeout covers the reply's trip. */
+    status = zsh_store_client_call(client, request, deadline + client->timeout, reply, used);
     if (status != ZSH_OK) {
         return status;
     }
-    if ((reply.op != ZSH_STORE_OP_NOT_FOUND) && (reply.op != ZSH_STORE_OP_VALUE)) {
-        return zsh_store_unexpected_reply(client, &request, &reply);
+    if ((reply->op != ZSH_STORE_OP_NOT_FOUND) && (reply->op != ZSH_STORE_OP_VALUE)) {
+        return zsh_store_unexpected_reply(client, request, reply);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, double deadline,
+                                  bool *has_p)
+{
+    zsh_store_frame_t request, reply;
+    zsh_status_t status;
+    size_t used;
+
+    status = zsh_store_client_lookup(client, key, deadline, &request, &reply, &used);
+    if (status != ZSH_OK) {
+        return status;
     }
     *has_p = (reply.op == ZSH_STORE_OP_VALUE);
     zsh_store_buf_consume(&client->in, used);
@@ -404,26 +421,20 @@ zsh_status_t zsh_store_client_has(zsh_store_client_t *client, const char *key, d
 zsh_status_t zsh_store_client_get(zsh_store_client_t *client, const char *key, double deadline,
                                   void **value_p, size_t *len_p)
 {
-    zsh_store_frame_t request = {.op = ZSH_STORE_OP_GET}, reply;
+    zsh_store_frame_t request, reply;
     double start = zsh_clock_now();
     zsh_status_t status;
     size_t used;
 
-    request.key     = (const uint8_t *)key;
-    request.key_len = strlen(key);
-    request.wait_ms = zsh_store_wait_ms(deadline);
-    /* The server answers by @deadline; the client timeout covers the reply's trip. */
-    status = zsh_store_client_call(client, &request, deadline + client->timeout, &reply, &used);
+    status = zsh_store_client_lookup(client, key, deadline, &request, &reply, &used);
     if (status != ZSH_OK) {
         return status;
     }
     if (reply.op == ZSH_STORE_OP_NOT_FOUND) {
         status = zsh_error(ZSH_ERR_TIMEOUT, "store %s: key '%s' was not set within %.3g s",
                            client->addr, key, zsh_clock_now() - start);
-    } else if (reply.op == ZSH_STORE_OP_VALUE) {
-        status = zsh_store_copy_value(&reply, value_p, len_p);
     } else {
-        return zsh_store_unexpected_reply(client, &request, &reply);
+        status = zsh_store_copy_value(&reply, value_p, len_p);
     }
     zsh_store_buf_consume(&client->in, used);
     return status;
