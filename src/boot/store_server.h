@@ -30,10 +30,16 @@
  * wakes no waiting GET, so they are read without waiting. */
 #define ZSH_STORE_RANK_PREFIX "rank/"
 
+/* Once the job's size is known, a key ending in "/R" (R a rank of the job:
+ * the bootstrap's "ag/<round>/R", "done/R") belongs to rank R, and only the
+ * connection that claimed R may set it, so that no other client, with or
+ * without the job key, can forge a rank's address. */
+
 typedef struct {
     int             fd;            /* -1 once closed early (evicted) */
     bool            dead;          /* reaped at the end of the loop iteration */
     bool            admitted;      /* its HELLO passed the handshake */
+    uint32_t        rank;          /* claimed in its HELLO, else ZSH_STORE_NO_RANK */
     double          accepted_at;   /* for the handshake deadline and eviction order */
     uint8_t         nonce[ZSH_STORE_NONCE_SIZE]; /* this connection's challenge */
     bool            waiting;       /* a GET for a missing key is deferred */

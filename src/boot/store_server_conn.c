@@ -227,6 +227,7 @@ static zsh_status_t zsh_store_conn_add(zsh_store_server_t *srv, int fd,
     conn->fd          = fd;
     conn->last_io     = zsh_clock_now();
     conn->accepted_at = conn->last_io;
+    conn->rank        = ZSH_STORE_NO_RANK;
     memcpy(conn->peer, peer, sizeof(peer));
     if (zsh_store_conn_challenge(srv, conn) != ZSH_OK) {
         zsh_store_buf_cleanup(&conn->out);

@@ -100,6 +100,7 @@ static void zsh_store_handle_hello(zsh_store_server_t *srv, zsh_store_conn_t *co
     zsh_store_auth_welcome_mac(srv->key, conn->nonce, frame->nonce, mac);
     welcome.mac    = mac;
     conn->admitted = true;
+    conn->rank     = frame->rank;
     zsh_store_conn_reply(srv, conn, &welcome);
     if (frame->rank != ZSH_STORE_NO_RANK) {
         zsh_log(ZSH_LOG_DEBUG, "store :%d: %s is rank %u, pid %u on host %.*s", srv->port,
@@ -120,20 +121,53 @@ static void zsh_store_conn_reply_value(zsh_store_server_t *srv, zsh_store_conn_t
     zsh_store_conn_reply(srv, conn, &reply);
 }
 
-/* Whether @frame, a SET, keeps the store within its bounds and out of the
- * server's own keys; if not, @conn is dropped naming what it would break. */
+/* Whether @key ends in "/R" with R a rank of the job; R in *@owner. */
+static bool zsh_store_key_owner(const zsh_store_server_t *srv, const uint8_t *key, size_t len,
+                                uint32_t *owner)
+{
+    uint64_t r = 0;
+    size_t i = len;
+
+    while ((i > 0) && (key[i - 1] >= '0') && (key[i - 1] <= '9') && (len - i < 10)) {
+        i--;
+    }
+    if ((srv->world_size == 0) || (i == len) || (i == 0) || (key[i - 1] != '/') ||
+        ((key[i] == '0') && (len - i > 1)) || (len - i >= 10)) {
+        return false;
+    }
+    for (; i < len; i++) {
+        r = r * 10 + (uint64_t)(key[i] - '0');
+    }
+    *owner = (uint32_t)r;
+    return r < srv->world_size;
+}
+
+/* Whether @frame, a SET, keeps the store within its bounds, out of the
+ * server's own keys and off other ranks' keys; if not, @conn is dropped
+ * naming what it would break. */
 static bool zsh_store_set_allowed(zsh_store_server_t *srv, zsh_store_conn_t *conn,
                                   const zsh_store_frame_t *frame)
 {
     const size_t prefix = sizeof(ZSH_STORE_RANK_PREFIX) - 1;
     const zsh_store_entry_t *old = zsh_store_table_find(&srv->table, frame->key, frame->key_len);
     size_t bytes = srv->table.bytes + frame->value_len;
-    char why[256];
+    char why[256], claimed[32];
+    uint32_t owner;
 
     if ((frame->key_len >= prefix) && (memcmp(frame->key, ZSH_STORE_RANK_PREFIX, prefix) == 0)) {
         snprintf(why, sizeof(why), "SET of '%.*s': keys beginning with '%s' are the store's own",
                  (int)((frame->key_len < 64) ? frame->key_len : 64), (const char *)frame->key,
                  ZSH_STORE_RANK_PREFIX);
+    } else if (zsh_store_key_owner(srv, frame->key, frame->key_len, &owner) &&
+               (owner != conn->rank)) {
+        if (conn->rank == ZSH_STORE_NO_RANK) {
+            snprintf(claimed, sizeof(claimed), "claimed no rank");
+        } else {
+            snprintf(claimed, sizeof(claimed), "is rank %u", conn->rank);
+        }
+        snprintf(why, sizeof(why), "SET of '%.*s' by a client that %s: a key ending in /%u "
+                 "belongs to rank %u", (int)((frame->key_len < 64) ? frame->key_len : 64),
+                 (const char *)frame->key, claimed, owner, owner);
     } else if ((old == NULL) && (srv->table.count >= srv->max_keys)) {
         snprintf(why, sizeof(why), "a new key would pass the store's bound of %zu keys "
                  "(ZSH_STORE_MAX_KEYS)", srv->max_keys);

@@ -413,3 +413,37 @@ ZSH_TEST(store_guard, the_macs_depend_on_key_nonces_and_every_hello_field)
     zsh_store_auth_welcome_mac(KEY, server_nonce, client_nonce, other);
     ZSH_EXPECT_TRUE(!zsh_store_auth_mac_equal(mac, other));
 }
+
+ZSH_TEST(store_guard, a_ranks_keys_are_set_only_by_the_client_that_claimed_it_even_without_a_key)
+{
+    zsh_store_server_t *server = start_guarded(NULL, 3, -1, 0, 0, 0, T_OK);
+    zsh_store_client_t *stranger, *rank1, *rank2;
+    void *value = NULL;
+    size_t len = 0;
+
+    ZSH_ASSERT_TRUE(server != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, connect_as(server, NULL, -1, &stranger));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_store_client_set(stranger, "ag/2/1", "forged", 6));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "SET of 'ag/2/1' by a client that claimed no rank: "
+                                              "a key ending in /1 belongs to rank 1");
+    zsh_store_client_close(stranger);
+    ZSH_ASSERT_STATUS(ZSH_OK, connect_as(server, NULL, 2, &rank2));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_store_client_set(rank2, "done/1", "", 0));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "by a client that is rank 2");
+    zsh_store_client_close(rank2);
+    /* The owner sets its keys; keys that name no rank of the job are anyone's. */
+    ZSH_ASSERT_STATUS(ZSH_OK, connect_as(server, NULL, 1, &rank1));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_set(rank1, "ag/2/1", "real", 4));
+    ZSH_ASSERT_STATUS(ZSH_OK, connect_as(server, NULL, -1, &stranger));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_set(stranger, "ag/2/3", "x", 1));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_set(stranger, "ag/2/01", "x", 1));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_store_client_set(stranger, "plain", "x", 1));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_store_client_get(stranger, "ag/2/1", zsh_clock_now() + T_OK,
+                                                   &value, &len));
+    ZSH_EXPECT_EQ(4, len);
+    ZSH_EXPECT_TRUE(memcmp(value, "real", 4) == 0);
+    free(value);
+    zsh_store_client_close(stranger);
+    zsh_store_client_close(rank1);
+    zsh_store_server_stop(server);
+}

@@ -122,7 +122,7 @@ static int probe_flood(const char *host, int port, int count, int mib)
         return 1;
     }
     for (i = 0; i < count; i++) {
-        snprintf(key, sizeof(key), "flood/%d", i);
+        snprintf(key, sizeof(key), "flood-%d", i);
         if (zsh_store_client_set(client, key, value, len) != ZSH_OK) {
             printf("flood: SET %d of %d refused: %s\n", i + 1, count, zsh_last_error());
             break;
