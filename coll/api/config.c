@@ -24,11 +24,13 @@ static const char *zsh_coll_algo_choices[4][ZSH_ALGO_LAST + 1];
 /* The ring's window is at most a quarter of a collective's tag steps. */
 _Static_assert(ZSH_TAG_STEPS / 4 == 1024, "ZSH_PIPELINE_DEPTH's maximum is the ring's window");
 
-/* ZSH_TIMEOUT takes what zsh_comm_set_timeout() takes. */
+/* ZSH_TIMEOUT takes what zsh_comm_set_timeout() takes (ZSH_TIMEOUT_MIN and
+ * ZSH_TIMEOUT_MAX in comm/comm.h). C has no constant comparison of floating
+ * values that every compiler accepts, so the test
+ * coll_config.zsh_timeout_and_zsh_comm_set_timeout_take_the_same_range holds
+ * the two to each other at both bounds and just past them. */
 #define ZSH_COLL_TIMEOUT_MIN "0.001"
 #define ZSH_COLL_TIMEOUT_MAX "31536000"
-_Static_assert(ZSH_TIMEOUT_MIN == 0.001, "ZSH_TIMEOUT's minimum is zsh_comm_set_timeout()'s");
-_Static_assert(ZSH_TIMEOUT_MAX == 31536000.0, "ZSH_TIMEOUT's maximum is zsh_comm_set_timeout()'s");
 
 #define ZSH_COLL_OFF(_field) offsetof(zsh_coll_config_t, _field)
 
