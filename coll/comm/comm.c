@@ -100,15 +100,13 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     }
     comm->ctx_ranks = malloc((size_t)size * sizeof(int));
     if (comm->ctx_ranks == NULL) {
-        free(comm);
-        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);
+        goto err_free_comm;
     }
     if (ctx->cfg.trace) {
         status = zsh_trace_create(ctx->cfg.trace_depth, &comm->trace);
         if (status != ZSH_OK) {
-            free(comm->ctx_ranks);
-            free(comm);
-            return status;
+            goto err_free_ranks;
         }
     }
     memcpy(comm->ctx_ranks, ctx_ranks, (size_t)size * sizeof(int));
@@ -123,10 +121,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     comm->health  = (zsh_comm_health_t){.failed_rank = -1};
     status        = zsh_comm_lines_open(comm);
     if (status != ZSH_OK) {
-        zsh_trace_destroy(comm->trace);
-        free(comm->ctx_ranks);
-        free(comm);
-        return status;
+        goto err_destroy_trace;
     }
     atomic_init(&comm->aborted, 0);
     zsh_list_push_tail(&ctx->comms, &comm->link);
@@ -135,6 +130,14 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     ctx->refs++;
     *comm_p = comm;
     return ZSH_OK;
+
+err_destroy_trace:
+    zsh_trace_destroy(comm->trace);
+err_free_ranks:
+    free(comm->ctx_ranks);
+err_free_comm:
+    free(comm);
+    return status;
 }
 
 void zsh_comm_free(zsh_comm_t *comm)

@@ -134,7 +134,7 @@ static int zsh_boot_env_list_missing(zsh_boot_env_t *env, unsigned round, char *
 
     for (peer = 0; peer < env->size; peer++) {
         if (round == 0) {
-            snprintf(key, sizeof(key), "rank/%d", peer);
+            snprintf(key, sizeof(key), ZSH_STORE_RANK_PREFIX "%d", peer);
         } else {
             snprintf(key, sizeof(key), "ag/%u/%d", round, peer);
         }
@@ -428,7 +428,7 @@ static zsh_status_t zsh_boot_env_wait_joined(zsh_boot_env_t *env)
     int peer;
 
     for (peer = 1; peer < env->size; peer++) {
-        snprintf(key, sizeof(key), "rank/%d", peer);
+        snprintf(key, sizeof(key), ZSH_STORE_RANK_PREFIX "%d", peer);
         if (zsh_boot_env_has(env, key, zsh_clock_now()) == 1) {
             snprintf(key, sizeof(key), "done/%d", peer);
             zsh_boot_env_has(env, key, deadline);

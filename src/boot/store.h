@@ -23,6 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Keys beginning with this are the server's: "rank/R" holds "pid host" of the
+ * process that claimed rank R. Clients may read them, never set them; a claim
+ * wakes no waiting GET, so they are read without waiting. */
+#define ZSH_STORE_RANK_PREFIX "rank/"
+
 typedef struct zsh_store_server zsh_store_server_t;
 typedef struct zsh_store_client zsh_store_client_t;
 

@@ -25,10 +25,6 @@
  * and says nothing must not hold a slot. */
 #define ZSH_STORE_HANDSHAKE_TIMEOUT 10.0
 
-/* Keys beginning with this are the server's: "rank/R" holds "pid host" of the
- * process that claimed rank R. Clients may read them, never set them; a claim
- * wakes no waiting GET, so they are read without waiting. */
-#define ZSH_STORE_RANK_PREFIX "rank/"
 
 /* Once the job's size is known, a key ending in "/R" (R a rank of the job:
  * the bootstrap's "ag/<round>/R", "done/R") belongs to rank R, and only the

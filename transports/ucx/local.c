@@ -195,7 +195,7 @@ void zsh_ucx_board_release(zsh_tl_ctx_t *ctx, int peer, unsigned box, uint64_t t
 }
 
 /* Unmap line @line of ours and of @peers' segments (those mapped). */
-static void zsh_ucx_lines_unmap(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers)
+void zsh_ucx_lines_close(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers)
 {
     int i;
 
@@ -222,14 +222,9 @@ zsh_status_t zsh_ucx_lines_open(zsh_tl_ctx_t *ctx, unsigned line, const int *pee
     }
     if (status != ZSH_OK) {
         zsh_error_prefix("rank %d: ", ctx->self);
-        zsh_ucx_lines_unmap(ctx, line, peers, npeers);
+        zsh_ucx_lines_close(ctx, line, peers, npeers);
     }
     return status;
-}
-
-void zsh_ucx_lines_close(zsh_tl_ctx_t *ctx, unsigned line, const int *peers, int npeers)
-{
-    zsh_ucx_lines_unmap(ctx, line, peers, npeers);
 }
 
 const zsh_tl_local_ops_t zsh_ucx_local_ops = {

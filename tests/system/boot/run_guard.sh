@@ -217,18 +217,21 @@ result one_rank_needs_no_store $ok a b
 
 # ---- the store listens on what MASTER_ADDR names, or ZSH_STORE_BIND -----------------
 reach() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
-p=$(port)
-run a "RANK=0 $(job $p)"
-wait_listen $p
-reach 127.0.0.2 $p && bound_all=1 || bound_all=0
-run b "RANK=1 $(job $p)"
-wait
-q=$(port)
-run c "RANK=0 $(job $q ZSH_STORE_BIND=*)"
-wait_listen $q
-reach 127.0.0.2 $q && star=1 || star=0
-run d "RANK=1 $(job $q)"
-wait
+# job_reached RUN0 RUN1 'RANK 0 VARS': a two-rank job on a fresh port; sets
+# reached to 1 if 127.0.0.2 reached rank 0's store while it listened, else 0.
+job_reached() {
+    local p
+    p=$(port)
+    run "$1" "RANK=0 $(job $p "$3")"
+    wait_listen $p
+    reach 127.0.0.2 $p && reached=1 || reached=0
+    run "$2" "RANK=1 $(job $p)"
+    wait
+}
+job_reached a b ""
+bound_all=$reached
+job_reached c d "ZSH_STORE_BIND=*"
+star=$reached
 ok=0
 [ $bound_all = 0 ] && [ $star = 1 ] && expect a 0 "of 2: ok" && expect b 0 "of 2: ok" &&
     expect c 0 "of 2: ok" && expect d 0 "of 2: ok" && ok=1
