@@ -114,9 +114,9 @@ static zsh_status_t zsh_store_connect_retry(zsh_store_client_t *client, const ch
 {
     double start = zsh_clock_now(), deadline = start + client->timeout;
     int delay_ms = ZSH_STORE_RETRY_MIN_MS;
+    bool fatal, closed_in_handshake = false;
+    char why[256], hint[160] = "";
     zsh_status_t status;
-    char why[256];
-    bool fatal;
 
     for (;;) {
         client->fd = zsh_store_connect_once(host, port, deadline, why, sizeof(why), &fatal);
@@ -132,16 +132,24 @@ static zsh_status_t zsh_store_connect_retry(zsh_store_client_t *client, const ch
              * that evicted us while full; the next try may meet a new one. */
             snprintf(why, sizeof(why), "%s", zsh_last_error());
             zsh_store_client_reset(client);
+            closed_in_handshake = true;
         }
         if (fatal) {
             return zsh_error(ZSH_ERR_IO, "cannot connect to the store at %s: %s", client->addr,
                              why);
         }
         if (zsh_clock_now() >= deadline) {
+            /* A store stops once every rank of its job has joined: a process
+             * that met it stopping came after them, as a duplicate does. */
+            if (closed_in_handshake && (client->rank >= 0)) {
+                snprintf(hint, sizeof(hint), "; a store there closed during this process's "
+                         "handshake, as it does once every rank of its job has joined: was "
+                         "RANK=%d started twice?", client->rank);
+            }
             return zsh_error(ZSH_ERR_TIMEOUT,
                              "cannot connect to the store at %s within %.3g s: %s (is rank 0 "
-                             "running, and are MASTER_ADDR and MASTER_PORT right?)",
-                             client->addr, client->timeout, why);
+                             "running, and are MASTER_ADDR and MASTER_PORT right?)%s",
+                             client->addr, client->timeout, why, hint);
         }
         poll(NULL, 0, zsh_clock_ms_left(deadline, delay_ms));
         delay_ms = (2 * delay_ms < ZSH_STORE_RETRY_MAX_MS) ? 2 * delay_ms : ZSH_STORE_RETRY_MAX_MS;

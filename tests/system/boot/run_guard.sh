@@ -107,8 +107,14 @@ ok=0
 if expect a 0 "of 2: ok"; then
     for pair in "b c" "c b"; do
         set -- $pair
-        expect "$1" 0 "of 2: ok" && expect "$2" 2 "rank 1 is already taken by pid [0-9]* on host" &&
-            [ "$(cat "$log/ms.$2")" -lt 5000 ] && ok=1
+        # Refused at once while the store is up. A loser slow enough to reach
+        # the store only as the pair's bootstrap ends (seen under ASan) meets
+        # it stopping: it must still get no communicator, and say why.
+        expect "$1" 0 "of 2: ok" &&
+            { { expect "$2" 2 "rank 1 is already taken by pid [0-9]* on host" &&
+                [ "$(cat "$log/ms.$2")" -lt 5000 ]; } ||
+              expect "$2" 2 "closed during this process's handshake.*was RANK=1 started twice"; } &&
+            ok=1
     done
 fi
 result duplicate_rank_1_is_refused_naming_the_holder_and_the_job_goes_on $ok a b c
