@@ -97,6 +97,14 @@ distinct() {
             sed -n 's/^\[ *\(OK\|FAILED\|SKIPPED\) *\] \([A-Za-z0-9_]*\.[A-Za-z0-9_/]*\).*/\2/p'
     } | sed 's|/np[0-9]*$||' | sort -u | grep -c .
 }
+# What failed, from each failing log: GoogleTest's failure lines and the
+# message under each, so that a run whose output is cut to its tail still
+# says why.
+for log in "${logs[@]}"; do
+    [ -f "$log" ] && grep -q '^\[  FAILED  \] [0-9]' "$log" || continue
+    echo "== failures in $log"
+    grep -A8 -E '(: Failure$|^\[  FAILED  \] [A-Za-z])' "$log" | head -60
+done
 passed=$(count PASSED)
 failed=$(count FAILED)
 skipped=$(count SKIPPED)

@@ -25,6 +25,7 @@ struct zsh_watchdog_state {
     std::string             running;  /* the test in progress, or empty */
     zsh_clock::time_point   deadline;
     int                     passed = 0, failed = 0, skipped = 0;
+    bool                    started = false;
 };
 
 zsh_watchdog_state *zsh_watchdog_live;
@@ -52,6 +53,8 @@ void *zsh_watchdog_watch(void *arg)
     zsh_watchdog_state *s = static_cast<zsh_watchdog_state *>(arg);
     std::unique_lock<std::mutex> lock(s->lock);
 
+    s->started = true;
+    s->wake.notify_all();
     for (;;) {
         if (s->running.empty()) {
             s->wake.wait(lock);
@@ -124,5 +127,13 @@ void zsh_watchdog_install()
         std::exit(2);
     }
     pthread_detach(thread);
+    /* Tests fork rank processes. A thread still starting up holds locks
+     * (AddressSanitizer's allocator takes one while it sets up the thread's
+     * stack) that a child forked at that moment inherits held, and its own
+     * threads then deadlock on them: fork only once this one is running. */
+    {
+        std::unique_lock<std::mutex> lock(s->lock);
+        s->wake.wait(lock, [s] { return s->started; });
+    }
     ::testing::UnitTest::GetInstance()->listeners().Append(new zsh_watchdog(s));
 }
