@@ -1,0 +1,338 @@
+/*
+ * zshrun's supervision loop. One poll() waits on every rank's output pipes
+ * and on a pipe that the signal handlers write to (SIGCHLD, and the SIGINT,
+ * SIGTERM or SIGHUP to pass on), so output, exits and signals are handled
+ * in one thread, in order.
+ *
+ * Stopping a job: the first rank to fail (a non-zero exit or a signal) is
+ * reported, every rank's process group gets SIGTERM (or the signal zshrun
+ * got), and whatever is still running after --grace gets SIGKILL. A rank
+ * that has exited is left a zombie until the end (waitid's WNOWAIT): its pid
+ * is then not free for reuse, so signalling its process group still reaches
+ * only what the rank left behind and never a stranger's group.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2 */
+#endif
+#include "run/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long output of a rank's leftovers is still relayed after the last rank
+ * exited; a child the rank left running may hold its pipes open forever. */
+#define ZSH_RUN_DRAIN_SEC 1.0
+
+typedef enum { ZSH_RUN_GOING, ZSH_RUN_TERMINATING, ZSH_RUN_KILLED } zsh_run_phase_t;
+
+typedef struct {
+    zsh_run_opts_t  opts;
+    zsh_run_job_t   job;
+    zsh_run_rank_t *ranks;
+    int             started; /* ranks with a process */
+    int             running; /* of those, not yet exited */
+    zsh_run_phase_t phase;
+    double          deadline; /* TERMINATING: when SIGKILL follows */
+    int             exit_code; /* the first failure's; -1 while none */
+    int             signal;    /* the signal zshrun got first, 0 for none */
+    struct pollfd  *fds;       /* the signal pipe, then two per rank */
+} zsh_run_t;
+
+static int zsh_run_sigfd[2] = {-1, -1};
+
+static void zsh_run_on_signal(int sig)
+{
+    unsigned char b = (unsigned char)sig;
+    int saved = errno;
+
+    /* Non-blocking: a full pipe already holds a wake-up. */
+    if (write(zsh_run_sigfd[1], &b, 1) < 0) {
+        errno = saved;
+    }
+    errno = saved;
+}
+
+static int zsh_run_signals(void)
+{
+    static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = zsh_run_on_signal, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+    size_t i;
+
+    if (pipe2(zsh_run_sigfd, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "zshrun: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    sigemptyset(&sa.sa_mask);
+    for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        sigaction(sigs[i], &sa, NULL);
+    }
+    /* A reader of zshrun's output that goes away must not kill the launcher
+     * and orphan the ranks; the relay drops what it cannot write. */
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static double zsh_run_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* @sig to the process group of every rank, exited ones included (see above). */
+static void zsh_run_kill_all(zsh_run_t *run, int sig)
+{
+    int i;
+
+    for (i = 0; i < run->started; i++) {
+        kill(-run->ranks[i].pid, sig);
+    }
+}
+
+/* The name a user would pass to kill(1), for the signals zshrun sends on. */
+static const char *zsh_run_signame(int sig)
+{
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+    }
+}
+
+static void zsh_run_stop(zsh_run_t *run, int sig)
+{
+    if (run->running > 0) {
+        fprintf(stderr, "zshrun: sending %s to the %d running rank%s; SIGKILL after %g s\n",
+                zsh_run_signame(sig), run->running, (run->running == 1) ? "" : "s",
+                run->opts.grace);
+    }
+    zsh_run_kill_all(run, sig);
+    run->phase    = ZSH_RUN_TERMINATING;
+    run->deadline = zsh_run_now() + run->opts.grace;
+}
+
+static void zsh_run_exited(zsh_run_t *run, zsh_run_rank_t *r, const siginfo_t *info)
+{
+    r->state = ZSH_RUN_RANK_EXITED;
+    run->running--;
+    if (info->si_code == CLD_EXITED) {
+        r->status = info->si_status;
+    } else {
+        r->status = 128 + info->si_status;
+    }
+    /* Only the first failure is the job's; the ranks stopped for it are not. */
+    if ((r->status == 0) || (run->phase != ZSH_RUN_GOING)) {
+        return;
+    }
+    if (info->si_code == CLD_EXITED) {
+        fprintf(stderr, "zshrun: rank %d (pid %ld) exited with status %d\n", r->rank,
+                (long)r->pid, info->si_status);
+    } else {
+        fprintf(stderr, "zshrun: rank %d (pid %ld) was killed by signal %d (%s)\n", r->rank,
+                (long)r->pid, info->si_status, strsignal(info->si_status));
+    }
+    run->exit_code = r->status;
+    zsh_run_stop(run, SIGTERM);
+}
+
+/* Notice the ranks that exited, without reaping them. */
+static void zsh_run_reap(zsh_run_t *run)
+{
+    siginfo_t info;
+    int i;
+
+    for (i = 0; i < run->started; i++) {
+        if (run->ranks[i].state != ZSH_RUN_RANK_RUNNING) {
+            continue;
+        }
+        info.si_pid = 0;
+        if ((waitid(P_PID, (id_t)run->ranks[i].pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0) &&
+            (info.si_pid == run->ranks[i].pid)) {
+            zsh_run_exited(run, &run->ranks[i], &info);
+        }
+    }
+}
+
+static void zsh_run_on_signals(zsh_run_t *run)
+{
+    unsigned char sigs[64];
+    ssize_t n, i;
+
+    while ((n = read(zsh_run_sigfd[0], sigs, sizeof(sigs))) > 0) {
+        for (i = 0; i < n; i++) {
+            if (sigs[i] == SIGCHLD) {
+                zsh_run_reap(run);
+            } else if (run->phase == ZSH_RUN_GOING) {
+                fprintf(stderr, "zshrun: got %s; passing it on\n", zsh_run_signame(sigs[i]));
+                run->signal = sigs[i];
+                zsh_run_stop(run, sigs[i]);
+            } else if (run->phase == ZSH_RUN_TERMINATING) {
+                /* Asked twice: no more grace. */
+                fprintf(stderr, "zshrun: got %s again; sending SIGKILL\n", zsh_run_signame(sigs[i]));
+                zsh_run_kill_all(run, SIGKILL);
+                run->phase = ZSH_RUN_KILLED;
+            }
+        }
+    }
+}
+
+/* The poll set: the signal pipe, then every open stream. Returns its size. */
+static nfds_t zsh_run_poll_set(zsh_run_t *run, zsh_run_stream_t **streams)
+{
+    nfds_t n = 1;
+    int i, k;
+
+    run->fds[0] = (struct pollfd){.fd = zsh_run_sigfd[0], .events = POLLIN};
+    for (i = 0; i < run->started; i++) {
+        for (k = 0; k < 2; k++) {
+            if (run->ranks[i].streams[k].fd >= 0) {
+                streams[n]  = &run->ranks[i].streams[k];
+                run->fds[n] = (struct pollfd){.fd = streams[n]->fd, .events = POLLIN};
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+/* Milliseconds until @when, for poll(); -1 for never. */
+static int zsh_run_wait_ms(double when)
+{
+    double left = when - zsh_run_now();
+
+    if (when <= 0) {
+        return -1;
+    }
+    return (left <= 0) ? 0 : (int)(left * 1e3) + 1;
+}
+
+static void zsh_run_loop(zsh_run_t *run, zsh_run_stream_t **streams)
+{
+    double drain_end = 0, wake;
+    nfds_t n, j;
+    int i, k;
+
+    for (;;) {
+        if ((run->running == 0) && (drain_end == 0)) {
+            drain_end = zsh_run_now() + ZSH_RUN_DRAIN_SEC;
+        }
+        n = zsh_run_poll_set(run, streams);
+        if ((run->running == 0) && ((n == 1) || (zsh_run_now() >= drain_end))) {
+            break;
+        }
+        wake = (run->phase == ZSH_RUN_TERMINATING) ? run->deadline : 0;
+        if ((drain_end > 0) && ((wake == 0) || (drain_end < wake))) {
+            wake = drain_end;
+        }
+        if ((poll(run->fds, n, zsh_run_wait_ms(wake)) < 0) && (errno != EINTR)) {
+            fprintf(stderr, "zshrun: poll: %s\n", strerror(errno));
+            zsh_run_kill_all(run, SIGKILL);
+            run->phase = ZSH_RUN_KILLED;
+            break;
+        }
+        for (j = 1; j < n; j++) {
+            if (run->fds[j].revents != 0) {
+                zsh_run_stream_read(streams[j]);
+            }
+        }
+        if (run->fds[0].revents != 0) {
+            zsh_run_on_signals(run);
+        }
+        if ((run->phase == ZSH_RUN_TERMINATING) && (zsh_run_now() >= run->deadline)) {
+            if (run->running > 0) {
+                fprintf(stderr, "zshrun: %d rank%s still running after %g s; sending SIGKILL\n",
+                        run->running, (run->running == 1) ? "" : "s", run->opts.grace);
+            }
+            zsh_run_kill_all(run, SIGKILL);
+            run->phase = ZSH_RUN_KILLED;
+        }
+    }
+    for (i = 0; i < run->started; i++) {
+        for (k = 0; k < 2; k++) {
+            zsh_run_stream_close(&run->ranks[i].streams[k]);
+        }
+    }
+}
+
+/* The job's exit status, after every rank is reaped: the first failure's,
+ * else the signal zshrun got (raised again, so that a shell running zshrun
+ * sees the interrupt as such), else 0. */
+static int zsh_run_finish(zsh_run_t *run)
+{
+    sigset_t set;
+    int i;
+
+    /* What a failed or interrupted job's ranks left behind goes with them. */
+    if (run->phase != ZSH_RUN_GOING) {
+        zsh_run_kill_all(run, SIGKILL);
+    }
+    for (i = 0; i < run->started; i++) {
+        while ((waitpid(run->ranks[i].pid, NULL, 0) < 0) && (errno == EINTR)) {
+        }
+    }
+    if (run->exit_code >= 0) {
+        return run->exit_code;
+    }
+    if (run->signal != 0) {
+        signal(run->signal, SIG_DFL);
+        sigemptyset(&set);
+        sigaddset(&set, run->signal);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(run->signal);
+        return 128 + run->signal;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    zsh_run_t run = {.phase = ZSH_RUN_GOING, .exit_code = -1};
+    zsh_run_stream_t **streams;
+    int rc, i;
+
+    rc = zsh_run_parse(argc, argv, &run.opts);
+    if (rc != 0) {
+        return (rc == 1) ? 0 : rc;
+    }
+    rc = zsh_run_setup(&run.opts, &run.job);
+    if (rc != 0) {
+        return rc;
+    }
+    run.ranks = calloc((size_t)run.opts.nproc, sizeof(*run.ranks));
+    run.fds   = calloc(2 * (size_t)run.opts.nproc + 1, sizeof(*run.fds));
+    streams   = calloc(2 * (size_t)run.opts.nproc + 1, sizeof(*streams));
+    if ((run.ranks == NULL) || (run.fds == NULL) || (streams == NULL)) {
+        fprintf(stderr, "zshrun: out of memory\n");
+        return 1;
+    }
+    if (zsh_run_signals() != 0) {
+        return 1;
+    }
+    for (i = 0; i < run.opts.nproc; i++) {
+        if (zsh_run_spawn(&run.opts, &run.job, i, &run.ranks[i]) != 0) {
+            /* A job short of a rank cannot work: stop what started. */
+            run.exit_code = 1;
+            zsh_run_stop(&run, SIGTERM);
+            break;
+        }
+        run.started++;
+        run.running++;
+    }
+    zsh_run_loop(&run, streams);
+    rc = zsh_run_finish(&run);
+    free(streams);
+    free(run.fds);
+    free(run.ranks);
+    free(run.opts.path);
+    return rc;
+}

@@ -1,0 +1,92 @@
+/*
+ * zshrun: a torchrun-style launcher for ZeroShard jobs (and any other
+ * program). It starts N local ranks with the torchrun environment, relays
+ * their output line by line with a rank prefix, and stops the job when one
+ * rank fails. The pieces: options.c (the command line and the program to
+ * run), setup.c (job key, master port, descriptor limit), spawn.c (one
+ * rank's process), relay.c (output lines) and main.c (the supervision loop).
+ */
+#ifndef ZSH_RUN_RUN_H_
+#define ZSH_RUN_RUN_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+/* The most local ranks: beyond it the job is a mistake (a typo, a rank count
+ * meant for a whole cluster) rather than something one node runs. */
+#define ZSH_RUN_NPROC_MAX 1024
+/* The most nodes: with ZSH_RUN_NPROC_MAX ranks each, the world stays within
+ * the library's rank limit (2^20). */
+#define ZSH_RUN_NNODES_MAX 1024
+/* The longest --grace, in seconds. */
+#define ZSH_RUN_GRACE_MAX 86400.0
+
+typedef struct zsh_run_opts {
+    int          nproc;       /* local ranks, -n */
+    int          nnodes;      /* --nnodes */
+    int          node_rank;   /* --node-rank */
+    const char  *master_addr; /* NULL: 127.0.0.1 (one node only) */
+    int          master_port; /* 0: a free port is chosen (one node only) */
+    const char  *key_file;    /* --job-key-file, NULL for none */
+    double       grace;       /* seconds between SIGTERM and SIGKILL */
+    bool         prefix;      /* "[rank] " before each output line */
+    char *const *argv;        /* the program and its arguments */
+    char        *path;        /* the program as found on PATH (malloc'd) */
+} zsh_run_opts_t;
+
+/* Parse argv and find the program; 0 to run, 1 to exit successfully
+ * (--help, --version), otherwise the exit status of the error (2 for usage,
+ * 126 or 127 for a program that cannot run), the message printed. */
+int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o);
+
+/* What every rank of the job shares, fixed before the first one starts. */
+typedef struct zsh_run_job {
+    char          master_addr[256];
+    char          master_port[8];
+    const char   *job_key;   /* NULL: none, the store is unauthenticated */
+    char          key_buf[256];
+    struct rlimit nofile;    /* the limit the ranks get back */
+} zsh_run_job_t;
+
+/* Everything that can fail before a rank starts: the descriptors the relay
+ * needs, the key and the port. 0 or an exit status, the message printed. */
+int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job);
+
+/* One stream of one rank (its stdout or its stderr), cut into lines. */
+typedef struct zsh_run_stream {
+    int         fd;     /* read end of the rank's pipe; -1 once at EOF */
+    int         out;    /* where its lines go: 1 or 2 */
+    const char *prefix; /* before each line: "[rank] " or "" */
+    char       *buf;    /* the unfinished line */
+    size_t      len, cap;
+} zsh_run_stream_t;
+
+/* Read what @s has and write every whole line to @s->out behind its
+ * prefix; at EOF write the unfinished rest and close. */
+void zsh_run_stream_read(zsh_run_stream_t *s);
+/* Write @s's unfinished line and close it, as at EOF. */
+void zsh_run_stream_close(zsh_run_stream_t *s);
+
+typedef enum {
+    ZSH_RUN_RANK_RUNNING, /* the rank's process has not exited */
+    ZSH_RUN_RANK_EXITED,  /* it exited but stays a zombie: its pid, and with
+                           * it its process group id, cannot be reused */
+} zsh_run_rank_state_t;
+
+typedef struct zsh_run_rank {
+    int                  rank; /* global: node_rank * nproc + local rank */
+    pid_t                pid;  /* also its process group */
+    zsh_run_rank_state_t state;
+    int                  status; /* wait status once exited */
+    char                 prefix[16];
+    zsh_run_stream_t     streams[2]; /* stdout, stderr */
+} zsh_run_rank_t;
+
+/* Start local rank @local as a process group of its own, its output on
+ * pipes; 0, or -1 with the message printed and nothing left running. */
+int zsh_run_spawn(const zsh_run_opts_t *o, const zsh_run_job_t *job, int local,
+                  zsh_run_rank_t *r);
+
+#endif
