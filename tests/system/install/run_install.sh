@@ -2,8 +2,9 @@
 # ZeroShard installed the way an HPC centre and a framework use it:
 # configure --prefix=<temporary directory> && make install, then the layout,
 # the library's soname and exported symbols, pkg-config, zsh_info and its man
-# page, make docs, --with-modulefiles-dir and the Spack package; then, once with
-# Lmod and once with Environment Modules: module use + module load zeroshard,
+# page, zshrun and its man page, make docs, --with-modulefiles-dir and the
+# Spack package; then, once with Lmod and once with Environment Modules:
+# module use + module load zeroshard,
 # every variable set, an outside program built with only
 # `pkg-config --cflags --libs zeroshard` and run under mpirun at 2 ranks, and
 # module unload restoring the environment exactly.
@@ -22,9 +23,9 @@ trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results
 prefix=$tmp/prefix
 : >"$results"
-# Ten checks of the installed tree, and four in each of the two module
+# Eleven checks of the installed tree, and four in each of the two module
 # sessions (Lmod, Environment Modules); each reports passed, failed or skipped.
-expected=$((10 + 2 * 4))
+expected=$((11 + 2 * 4))
 # Module sessions that died before their end (see session_died).
 died=0
 
@@ -106,8 +107,8 @@ fi
 layout() {
     local f missing=0 prog
     for f in lib/libzeroshard.so lib/libzeroshard.so.0 include/zeroshard.h \
-        include/zeroshard/version.h lib/pkgconfig/zeroshard.pc bin/zsh_info \
-        share/doc/zeroshard/README.md share/man/man1/zsh_info.1 \
+        include/zeroshard/version.h lib/pkgconfig/zeroshard.pc bin/zsh_info bin/zshrun \
+        share/doc/zeroshard/README.md share/man/man1/zsh_info.1 share/man/man1/zshrun.1 \
         "share/modulefiles/zeroshard/$version"; do
         [ -e "$prefix/$f" ] || { echo "missing: $f"; missing=1; }
     done
@@ -206,6 +207,25 @@ man_page() {
     return $ok
 }
 check install.man_page_documents_every_zsh_info_option man_page
+
+# The installed launcher runs ranks, and its page has every section and option.
+zshrun_installed() {
+    local run=$prefix/bin/zshrun page=$prefix/share/man/man1/zshrun.1 out opt opts section ok=0
+    out=$("$run" --version) && [ "$out" = "zshrun (ZeroShard) $version" ] || { echo "zshrun --version: $out"; ok=1; }
+    out=$(timeout 20 "$run" -n 2 sh -c 'echo $RANK/$WORLD_SIZE') &&
+        [ "$(echo "$out" | sort | paste -sd' ')" = "[0] 0/2 [1] 1/2" ] || { echo "zshrun -n 2: $out"; ok=1; }
+    for section in NAME SYNOPSIS DESCRIPTION OPTIONS ENVIRONMENT "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+        grep -q "^\.SH \"\?$section\"\?\$" "$page" || { echo "zshrun.1 lacks the section $section"; ok=1; }
+    done
+    opts=$("$run" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
+    [ "$(echo "$opts" | grep -c .)" -ge 10 ] || { echo "zshrun --help lists too few options: $opts"; ok=1; }
+    for opt in $opts; do
+        # groff spells each dash of an option \-
+        grep -qF -- "$(echo "$opt" | sed 's/-/\\-/g')" "$page" || { echo "zshrun.1 lacks $opt"; ok=1; }
+    done
+    return $ok
+}
+check install.zshrun_runs_ranks_and_its_man_page_has_every_section_and_option zshrun_installed
 
 if command -v doxygen >/dev/null && grep -q '^DOXYGEN = .' "$tmp/build/Makefile"; then
     docs() {

@@ -1,0 +1,313 @@
+#!/bin/bash
+# zshrun as a user runs it: the torchrun environment of every rank and the
+# job key; output lines whole, prefixed and on the right stream; a failing,
+# killed or stubborn rank stopping the job with the right status and nothing
+# left behind; a signal to zshrun passed on; real ZeroShard jobs on one and
+# on two "nodes" through an authenticated store; bad input refused before
+# anything starts. Ends with a GoogleTest-style summary that
+# tests/run_all.sh counts.
+set -u
+top_builddir=${top_builddir:-.}
+zshrun="$top_builddir/tools/zshrun"
+demo="$top_builddir/examples/zsh_demo"
+train="$top_builddir/tools/zsh_train"
+expected=13
+passed=0
+failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
+# so that pgrep finds ours and no one else's.
+mark=60.$$$RANDOM
+
+result() { # NAME DETAIL: DETAIL empty is a pass
+    if [ -z "$2" ]; then
+        echo "[       OK ] zshrun.$1"
+        passed=$((passed + 1))
+    else
+        echo "[  FAILED  ] zshrun.$1"
+        echo "$2" | sed 's/^/    /'
+        failed=$((failed + 1))
+    fi
+}
+
+now_ms() {
+    echo $(($(date +%s%N) / 1000000))
+}
+
+# leftovers: the rank processes of this script still alive.
+leftovers() {
+    local p
+    sleep 0.2
+    p=$(pgrep -f "sleep $mark")
+    [ -z "$p" ] || { echo "rank processes left behind: $p"; pkill_ours; }
+}
+pkill_ours() {
+    local p
+    for p in $(pgrep -f "sleep $mark"); do kill -9 "$p"; done
+}
+
+# A python with socket, to check a port: any will do.
+py=$(command -v python3 || command -v /usr/bin/python3)
+
+env_vars() {
+    local out r line port lo
+    out=$(ZSH_RANK=7 timeout 20 "$zshrun" -n 4 --no-prefix sh -c \
+        'echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $GROUP_WORLD_SIZE $MASTER_ADDR $MASTER_PORT ${ZSH_RANK-unset}') ||
+        { echo "zshrun exited $?: $out"; return; }
+    [ "$(echo "$out" | grep -c .)" = 4 ] || echo "expected 4 lines, got: $out"
+    port=$(echo "$out" | awk 'NR == 1 { print $8 }')
+    for r in 0 1 2 3; do
+        line="$r $r 4 4 0 1 127.0.0.1 $port unset"
+        echo "$out" | grep -qx "$line" || echo "no line '$line' in: $out"
+    done
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    { [ "$port" -ge 1024 ] && [ "$port" -lt "$lo" ]; } 2>/dev/null ||
+        echo "MASTER_PORT '$port' is not between 1024 and the ephemeral range ($lo)"
+    if [ -n "$py" ]; then
+        "$py" -c "import socket,sys; s=socket.socket(); s.bind(('0.0.0.0', int(sys.argv[1])))" "$port" ||
+            echo "MASTER_PORT $port is not free after the job"
+    fi
+    # Multi-node: RANK = node * N + local rank.
+    out=$(ZSH_JOB_KEY=0123456789abcdef0123 timeout 20 "$zshrun" --nnodes 3 --node_rank 2 -n 2 \
+        --master_addr 10.1.2.3 --master_port 29999 --no-prefix sh -c \
+        'echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT')
+    for line in "4 0 6 2 2 10.1.2.3 29999" "5 1 6 2 2 10.1.2.3 29999"; do
+        echo "$out" | grep -qx "$line" || echo "no line '$line' in: $out"
+    done
+}
+result every_rank_gets_the_torchrun_environment_and_a_free_port_below_the_ephemeral_range "$(env_vars)"
+
+job_key() {
+    local a b keys
+    a=$(timeout 20 "$zshrun" -n 4 --no-prefix sh -c 'echo "$ZSH_JOB_KEY"')
+    b=$(timeout 20 "$zshrun" -n 4 --no-prefix sh -c 'echo "$ZSH_JOB_KEY"')
+    keys=$(echo "$a" | sort -u)
+    [ "$(echo "$a" | grep -c .)" = 4 ] && [ "$(echo "$keys" | grep -c .)" = 1 ] ||
+        echo "the 4 ranks do not share one key: $a"
+    echo "$keys" | grep -Eqx '[0-9a-f]{64}' || echo "the key is not 32 bytes in hex: $keys"
+    [ "$(echo "$b" | sort -u)" != "$keys" ] || echo "two runs got the same key: $keys"
+    a=$(ZSH_JOB_KEY=mine-mine-mine-mine timeout 20 "$zshrun" -n 2 --no-prefix sh -c 'echo "$ZSH_JOB_KEY"' | sort -u)
+    [ "$a" = mine-mine-mine-mine ] || echo "ZSH_JOB_KEY set by the user became: $a"
+    printf 'from-the-file-0123\n' >"$tmp/key"
+    a=$(ZSH_JOB_KEY=mine-mine-mine-mine timeout 20 "$zshrun" -n 2 --job-key-file "$tmp/key" \
+        --no-prefix sh -c 'echo "$ZSH_JOB_KEY"' | sort -u)
+    [ "$a" = from-the-file-0123 ] || echo "--job-key-file gave: $a"
+}
+result the_job_key_is_fresh_per_run_the_same_on_every_rank_and_kept_when_set "$(job_key)"
+
+lines() {
+    local n=600 r bad
+    # Each line in three writes, flushed in between: only the relay keeps it whole.
+    timeout 30 "$zshrun" -n 4 awk -v n=$n 'BEGIN {
+        r = ENVIRON["RANK"]; x = sprintf("%080d", 0)
+        for (i = 0; i < n; i++) {
+            printf "r%s-%d-", r, i; fflush(); printf "%s", x; fflush(); printf "-end\n"; fflush()
+        }
+        printf "last-%s", r }' >"$tmp/out" 2>"$tmp/err" || echo "zshrun exited $?"
+    [ "$(grep -c . "$tmp/out")" = $((4 * n + 4)) ] ||
+        echo "$(grep -c . "$tmp/out") lines, expected $((4 * n + 4))"
+    bad=$(grep -Ev '^\[([0-3])\] (r\1-[0-9]+-0{80}-end|last-\1)$' "$tmp/out" | head -3)
+    [ -z "$bad" ] || echo "lines not whole or not behind their rank: $bad"
+    for r in 0 1 2 3; do
+        grep "^\[$r\] r" "$tmp/out" | awk -v r=$r -F- '$2 != NR - 1 { print "rank " r " line " NR " out of order: " $0; exit }'
+        grep -qx "\[$r\] last-$r" "$tmp/out" || echo "rank $r's unfinished last line is missing"
+    done
+    [ -s "$tmp/err" ] && echo "stderr: $(head -3 "$tmp/err")"
+}
+result lines_of_parallel_ranks_come_out_whole_in_order_and_prefixed "$(lines)"
+
+streams() {
+    timeout 20 "$zshrun" -n 2 sh -c 'echo out-$RANK; echo err-$RANK >&2' >"$tmp/out" 2>"$tmp/err"
+    [ "$(sort "$tmp/out" | paste -sd' ')" = "[0] out-0 [1] out-1" ] || echo "stdout: $(cat "$tmp/out")"
+    [ "$(sort "$tmp/err" | paste -sd' ')" = "[0] err-0 [1] err-1" ] || echo "stderr: $(cat "$tmp/err")"
+    timeout 20 "$zshrun" -n 2 --no-prefix sh -c 'echo out-$RANK; echo err-$RANK >&2' >"$tmp/out" 2>"$tmp/err"
+    [ "$(sort "$tmp/out" | paste -sd' ')" = "out-0 out-1" ] || echo "--no-prefix stdout: $(cat "$tmp/out")"
+    [ "$(sort "$tmp/err" | paste -sd' ')" = "err-0 err-1" ] || echo "--no-prefix stderr: $(cat "$tmp/err")"
+}
+result stderr_stays_on_stderr_and_no_prefix_drops_the_rank "$(streams)"
+
+# run_timed RC_FILE MS_FILE ARGS...: zshrun ARGS, its status and milliseconds.
+run_timed() {
+    local rc_file=$1 ms_file=$2 t0
+    shift 2
+    t0=$(now_ms)
+    timeout 30 "$zshrun" "$@" >"$tmp/out" 2>"$tmp/err"
+    echo $? >"$rc_file"
+    echo $(($(now_ms) - t0)) >"$ms_file"
+}
+
+failing() {
+    local rc ms
+    run_timed "$tmp/rc" "$tmp/ms" -n 4 --grace 5 sh -c "if [ \$RANK = 2 ]; then exit 3; fi; sleep $mark"
+    rc=$(cat "$tmp/rc") ms=$(cat "$tmp/ms")
+    [ "$rc" = 3 ] || echo "exit $rc, expected 3"
+    [ "$ms" -lt 8000 ] || echo "took $ms ms, more than the grace period and a little"
+    grep -Eq '^zshrun: rank 2 \(pid [0-9]+\) exited with status 3$' "$tmp/err" ||
+        echo "rank 2 not named: $(cat "$tmp/err")"
+    [ "$(grep -c 'exited with status\|killed by signal' "$tmp/err")" = 1 ] ||
+        echo "the stopped ranks were reported as failures too: $(cat "$tmp/err")"
+    leftovers
+}
+result a_failing_rank_stops_the_job_with_its_status_and_leaves_nothing "$(failing)"
+
+killed() {
+    local rc
+    run_timed "$tmp/rc" "$tmp/ms" -n 3 sh -c "if [ \$RANK = 1 ]; then kill -9 \$\$; fi; sleep $mark"
+    rc=$(cat "$tmp/rc")
+    [ "$rc" = 137 ] || echo "exit $rc, expected 128 + 9"
+    grep -Eq '^zshrun: rank 1 \(pid [0-9]+\) was killed by signal 9 \(Killed\)$' "$tmp/err" ||
+        echo "rank 1's signal not named: $(cat "$tmp/err")"
+    leftovers
+}
+result a_rank_killed_by_a_signal_gives_128_plus_the_signal "$(killed)"
+
+stubborn() {
+    local rc ms
+    # The ignored SIGTERM is inherited by the sleep the shell starts.
+    run_timed "$tmp/rc" "$tmp/ms" -n 2 --grace 1 sh -c \
+        "trap '' TERM; if [ \$RANK = 0 ]; then exit 1; fi; sleep $mark"
+    rc=$(cat "$tmp/rc") ms=$(cat "$tmp/ms")
+    [ "$rc" = 1 ] || echo "exit $rc, expected 1"
+    { [ "$ms" -ge 1000 ] && [ "$ms" -lt 4000 ]; } || echo "took $ms ms, expected about --grace 1"
+    grep -q '^zshrun: 1 rank still running after 1 s; sending SIGKILL$' "$tmp/err" ||
+        echo "no SIGKILL message: $(cat "$tmp/err")"
+    leftovers
+}
+result a_rank_ignoring_sigterm_is_killed_after_the_grace_period "$(stubborn)"
+
+forwarded() {
+    local pid rc i
+    timeout 30 "$zshrun" -n 2 sh -c "trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
+        >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for ((i = 0; i < 100; i++)); do
+        [ "$(pgrep -fc "sleep $mark")" = 2 ] && break
+        sleep 0.05
+    done
+    kill -TERM "$(pgrep -P $pid)" # timeout's child: zshrun
+    wait $pid
+    rc=$?
+    [ "$rc" = 143 ] || echo "exit $rc, expected 128 + SIGTERM"
+    [ "$(sort "$tmp/out" | paste -sd' ')" = "[0] got-term [1] got-term" ] ||
+        echo "the ranks did not get SIGTERM: $(cat "$tmp/out")"
+    grep -q '^zshrun: got SIGTERM; passing it on$' "$tmp/err" || echo "stderr: $(cat "$tmp/err")"
+    leftovers
+}
+result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwarded)"
+
+demo_job() {
+    local out
+    out=$(timeout 60 "$zshrun" -n 4 "$demo" -n 4096 -i 2 2>&1) || echo "exit $?"
+    echo "$out" | grep -q '^\[0\] zsh_demo: ZeRO step in miniature on 4 rank(s)$' &&
+        echo "$out" | grep -q '^\[0\]   verified: yes$' || echo "$out"
+}
+result zsh_demo_runs_as_a_four_rank_job "$(demo_job)"
+
+# At ZSH_LOG_LEVEL=info rank 0's store says when it runs without a key.
+train_job() {
+    local out
+    out=$(ZSH_LOG_LEVEL=info timeout 60 "$zshrun" -n 2 "$train" --steps 2 --hidden 16 --layers 1 \
+        --batch 8 2>&1) || echo "exit $?"
+    echo "$out" | grep -q '^\[0\] step 2 loss ' || echo "no step 2: $out"
+    echo "$out" | grep -q 'unauthenticated' && echo "the store ran without a key: $out"
+    true
+}
+result zsh_train_bootstraps_two_ranks_through_an_authenticated_store "$(train_job)"
+
+# two_nodes KEY0 KEY1: two zshruns of 2 ranks each, one job of 4.
+two_nodes() {
+    local port
+    port=$("$zshrun" --no-prefix sh -c 'echo $MASTER_PORT')
+    for node in 0 1; do
+        eval "key=\$$((node + 1))"
+        ZSH_JOB_KEY=$key ZSH_STORE_TIMEOUT=5 timeout 60 "$zshrun" --nnodes 2 --node-rank $node -n 2 \
+            --master-addr 127.0.0.1 --master-port "$port" "$demo" -n 4096 -i 1 \
+            >"$tmp/node$node" 2>&1 &
+        eval "pid$node=$!"
+    done
+    wait "$pid0"
+    echo $? >"$tmp/rc0"
+    wait "$pid1"
+    echo $? >"$tmp/rc1"
+}
+
+nodes() {
+    two_nodes 0123456789abcdef-shared 0123456789abcdef-shared
+    [ "$(cat "$tmp/rc0") $(cat "$tmp/rc1")" = "0 0" ] ||
+        echo "exits $(cat "$tmp/rc0") $(cat "$tmp/rc1"): $(cat "$tmp/node0" "$tmp/node1")"
+    grep -q '^\[0\] zsh_demo: ZeRO step in miniature on 4 rank(s)$' "$tmp/node0" &&
+        grep -q '^\[0\]   verified: yes$' "$tmp/node0" || echo "node 0: $(cat "$tmp/node0")"
+    grep -q unauthenticated "$tmp/node0" "$tmp/node1" && echo "a node warned of no key"
+    # A node with another key is refused by rank 0's store.
+    two_nodes 0123456789abcdef-shared 0123456789abcdef-OTHER
+    [ "$(cat "$tmp/rc1")" != 0 ] || echo "node 1 with another key joined"
+    grep -q "refused this rank's job key" "$tmp/node1" || echo "node 1: $(cat "$tmp/node1")"
+}
+result two_nodes_with_a_shared_key_form_one_job_and_another_key_is_refused "$(nodes)"
+
+# refused RC NEEDLE ARGS...: exit RC, NEEDLE in the message, no rank started.
+refused() {
+    local want=$1 needle=$2 rc
+    shift 2
+    rm -f "$tmp/started"
+    "$zshrun" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc = "$want" ] || echo "zshrun $*: exit $rc, expected $want"
+    grep -qF -- "$needle" "$tmp/err" || echo "zshrun $*: no '$needle' in: $(cat "$tmp/err")"
+    [ -e "$tmp/started" ] && echo "zshrun $*: a rank started"
+    true
+}
+
+bad_input() {
+    local start=(sh -c "touch $tmp/started") n
+    for n in 0 -1 1025 abc '' ' 2' 2x; do
+        refused 2 "--nproc-per-node '$n' is not a whole number from 1 to 1024" -n "$n" "${start[@]}"
+    done
+    refused 2 "--nproc-per-node '0' is not" --nproc-per-node 0 "${start[@]}"
+    refused 2 "--nnodes '0' is not a whole number from 1 to 1024" --nnodes 0 "${start[@]}"
+    refused 2 "--node-rank 2 is not below --nnodes 2" --nnodes 2 --node-rank 2 \
+        --master-addr h --master-port 1 "${start[@]}"
+    refused 2 "--nnodes 2 needs --master-addr" --nnodes 2 --master-port 29500 "${start[@]}"
+    refused 2 "--nnodes 2 needs --master-port" --nnodes 2 --master-addr h "${start[@]}"
+    refused 2 "--master-port '70000' is not a whole number from 1 to 65535" --master-port 70000 "${start[@]}"
+    refused 2 "--grace '-1' is not a number of seconds from 0 to 86400" --grace -1 "${start[@]}"
+    refused 2 "unrecognized option '--bogus'" --bogus "${start[@]}"
+    refused 2 "no program to run" -n 2
+    refused 127 "zshrun: cannot run 'zsh-no-such-program': No such file or directory" -n 2 zsh-no-such-program
+    refused 127 "cannot run '$tmp/nothing': No such file or directory" "$tmp/nothing"
+    printf '#!/bin/sh\ntouch %s/started\n' "$tmp" >"$tmp/noexec"
+    refused 126 "cannot run '$tmp/noexec': Permission denied" "$tmp/noexec"
+    refused 2 "--job-key-file $tmp/nokey: No such file or directory" --job-key-file "$tmp/nokey" "${start[@]}"
+    echo short >"$tmp/shortkey"
+    refused 2 "the key in $tmp/shortkey has 5 characters, fewer than the 16" --job-key-file "$tmp/shortkey" "${start[@]}"
+    ZSH_JOB_KEY=short refused 2 "ZSH_JOB_KEY has 5 characters, fewer than the 16" "${start[@]}"
+}
+result bad_input_is_refused_with_a_message_before_any_rank_starts "$(bad_input)"
+
+help_version() {
+    local out opt
+    out=$("$zshrun" --help) || echo "--help exited $?"
+    for opt in -n, --nproc-per-node --nnodes --node-rank --master-addr --master-port --job-key-file \
+        --grace --no-prefix --help --version; do
+        echo "$out" | grep -q -- "$opt" || echo "--help lacks $opt"
+    done
+    out=$("$zshrun" --version) || echo "--version exited $?"
+    [ -z "${PACKAGE_VERSION-}" ] || [ "$out" = "zshrun (ZeroShard) $PACKAGE_VERSION" ] ||
+        echo "--version: $out"
+    # Multi-node without a key: one warning, and the ranks still run.
+    out=$(timeout 20 "$zshrun" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port 1 -n 2 true 2>&1) ||
+        echo "multi-node without a key exited $?"
+    [ "$(echo "$out" | grep -c 'is unauthenticated')" = 1 ] || echo "expected one warning: $out"
+}
+result help_version_and_the_keyless_multi_node_warning "$(help_version)"
+
+echo "[  PASSED  ] $passed tests."
+if [ $((passed + failed)) != "$expected" ]; then
+    echo "[  FAILED  ] zshrun: $((passed + failed)) results reported, $expected expected"
+    failed=$((failed + 1))
+fi
+if [ "$failed" -gt 0 ]; then
+    echo "[  FAILED  ] $failed tests, listed above"
+    exit 1
+fi
