@@ -53,9 +53,10 @@ static void zsh_run_on_signal(int sig)
     unsigned char b = (unsigned char)sig;
     int saved = errno;
 
-    /* Non-blocking: a full pipe already holds a wake-up. */
+    /* Non-blocking: a full pipe already holds a wake-up, so a failed write
+     * loses nothing (but a repeated SIGINT, which escalates anyway). */
     if (write(zsh_run_sigfd[1], &b, 1) < 0) {
-        errno = saved;
+        b = 0;
     }
     errno = saved;
 }
