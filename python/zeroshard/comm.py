@@ -14,6 +14,10 @@ kept alive by the job until its last communicator is closed. A Request keeps
 its buffers until it completes. A Request collected while still in flight is
 waited for first (up to its deadline), then freed: buffers are never released
 under a running collective. close() does the same for the requests still out.
+
+Lifetime. A Comm is destroyed by close() (or leaving a with block), never by
+garbage collection: destroying a job's last communicator is collective, and a
+collector running on one rank only would hang it.
 """
 
 import threading

@@ -41,6 +41,8 @@ free_port() {
     "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# No __pycache__ in the source tree (read-only under make distcheck).
+export PYTHONDONTWRITEBYTECODE=1
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 passed=0
