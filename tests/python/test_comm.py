@@ -227,8 +227,8 @@ def test_split_two_colors_ordered_by_key(ctx):
 def test_timeout_raises_timeout_when_a_rank_does_not_join(ctx):
     ctx.need_ranks(2)
     if ctx.rank == 0:
-        ctx.comm.timeout = 1.0
-        assert abs(ctx.comm.timeout - 1.0) < 1e-9
+        ctx.comm.timeout = 2.0
+        assert abs(ctx.comm.timeout - 2.0) < 1e-9
         start = time.monotonic()
         try:
             ctx.comm.barrier()
@@ -238,7 +238,7 @@ def test_timeout_raises_timeout_when_a_rank_does_not_join(ctx):
             assert isinstance(e, ctx.zsh.ZshTimeoutError) and e.status == -5, repr(e)
             assert e.status_name == "timeout" or "time" in e.status_name, e.status_name
             assert str(e) == "%s: %s" % (e.status_name, e.message) and e.message, str(e)
-            assert took < 2.5, "raised after %.2f s for a 1 s timeout" % took
+            assert 1.9 < took < 4.0, "raised after %.2f s for a 2 s timeout" % took
 
 
 @case
