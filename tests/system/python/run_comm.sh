@@ -69,7 +69,7 @@ run_size() {
             case $line in
             "RESULT $name OK"*) ;;
             "RESULT $name SKIPPED"*) [ $status = OK ] && status=SKIPPED && why=${line#RESULT $name SKIPPED } ;;
-            *) status=FAILED; why="$why rank $r: ${line:-no result}" ;;
+            *) status=FAILED; why="$why rank $r: ${line:+${line#RESULT $name }}${line:-no result}" ;;
             esac
         done
         case $status in
