@@ -12,6 +12,8 @@ packages=(build-essential pkg-config autoconf automake libtool
 # The sanitizer builds, the libFuzzer target and make valgrind (tests/run_all.sh
 # runs the first two): clang with its sanitizer and libFuzzer runtimes.
 packages+=(clang libclang-rt-dev valgrind)
+# The Python package zeroshard (python/) and its torch tests.
+packages+=(python3-dev python3-numpy pybind11-dev python3-torch)
 # perf/plot_busbw.sh, which tests/system/perf/run_bench.sh runs.
 packages+=(gnuplot-nox)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its

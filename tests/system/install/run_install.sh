@@ -23,9 +23,9 @@ trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results
 prefix=$tmp/prefix
 : >"$results"
-# Eleven checks of the installed tree, and four in each of the two module
+# Twelve checks of the installed tree, and five in each of the two module
 # sessions (Lmod, Environment Modules); each reports passed, failed or skipped.
-expected=$((11 + 2 * 4))
+expected=$((12 + 2 * 5))
 # Module sessions that died before their end (see session_died).
 died=0
 
@@ -162,6 +162,39 @@ pkgconfig() {
 }
 check install.pkg_config_gives_version_and_flags_of_the_prefix pkgconfig
 
+# The Python package: built when this build tree has it (configure's "Python" line).
+# The interpreter it was built for: $PYTHON from make check, else Debian's.
+python=${PYTHON:-/usr/bin/python3}
+[ "$python" = : ] && python=/usr/bin/python3
+have_python_pkg=no
+[ -f "$builddir/python/zeroshard/_zeroshard.so" ] && have_python_pkg=yes
+# import_zeroshard DIR: the interpreter imports zeroshard from DIR, in a
+# directory with no other copy, and runs a one-rank all_reduce.
+import_zeroshard() {
+    local out
+    out=$(cd "$tmp" && RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) \
+        "$python" -c '
+import numpy as np, zeroshard
+with zeroshard.Comm() as c:
+    x = np.ones(4, np.float32)
+    c.all_reduce(x)
+print(zeroshard.__file__, zeroshard.__version__, x.sum())' 2>&1) || { echo "$out"; return 1; }
+    echo "$out"
+    [[ $out == "$1/zeroshard/__init__.py $version 4.0" ]]
+}
+pkgconfig_python() {
+    local dir
+    dir=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --variable=pythondir zeroshard) || return 1
+    echo "pythondir '$dir'"
+    [[ $dir == "$prefix"/* ]] && [ -f "$dir/zeroshard/__init__.py" ] && [ -f "$dir/zeroshard/_zeroshard.so" ] &&
+        PYTHONPATH=$dir import_zeroshard "$dir"
+}
+if [ $have_python_pkg = yes ]; then
+    check install.pkg_config_pythondir_holds_the_python_package pkgconfig_python
+else
+    skip install.pkg_config_pythondir_holds_the_python_package "the Python package is not built"
+fi
+
 zsh_info_sections() {
     local info=$prefix/bin/zsh_info out feature var documented ok=0
     out=$("$info" -h) || { echo "zsh_info -h failed"; return 1; }
@@ -258,7 +291,7 @@ else
 fi
 
 # ---- module use / load / unload, with Lmod and with Environment Modules ---------
-env_vars="PATH LD_LIBRARY_PATH PKG_CONFIG_PATH CPATH MANPATH ZEROSHARD_ROOT"
+env_vars="PATH LD_LIBRARY_PATH PKG_CONFIG_PATH CPATH MANPATH ZEROSHARD_ROOT PYTHONPATH"
 
 # The environment minus the module systems' own bookkeeping, one NAME=value per line.
 env_snapshot() {
@@ -308,7 +341,8 @@ outside_program() {
 }
 
 # The checks of a module session, in the order module_session reports them.
-session_checks=(module_load_sets_every_variable man_finds_zsh_info_through_manpath
+session_checks=(module_load_sets_every_variable module_load_makes_import_zeroshard_work
+    man_finds_zsh_info_through_manpath
     outside_program_built_with_pkg_config_runs_under_mpirun_np2 module_unload_restores_the_environment)
 
 # skip_session SYSTEM REASON [FIRST]: skips the session's checks from index
@@ -332,7 +366,7 @@ session_died() {
 module_session() {
     local sys=$1 before after
     export CPATH=/opt/zsh-install-test/include
-    unset LD_LIBRARY_PATH PKG_CONFIG_PATH MANPATH ZEROSHARD_ROOT
+    unset LD_LIBRARY_PATH PKG_CONFIG_PATH MANPATH ZEROSHARD_ROOT PYTHONPATH
     if ! module use "$prefix/share/modulefiles"; then
         fail "modules_$sys.module_load_sets_every_variable" "module use failed"
         skip_session "$sys" "module use failed" 1
@@ -345,6 +379,15 @@ module_session() {
         return
     fi
     check "modules_$sys.module_load_sets_every_variable" loaded_vars
+    if [ $have_python_pkg = yes ]; then
+        module_python() {
+            local dir
+            dir=$(pkg-config --variable=pythondir zeroshard) && first_in PYTHONPATH "$dir" && import_zeroshard "$dir"
+        }
+        check "modules_$sys.module_load_makes_import_zeroshard_work" module_python
+    else
+        skip "modules_$sys.module_load_makes_import_zeroshard_work" "the Python package is not built"
+    fi
     if command -v man >/dev/null; then
         check "modules_$sys.man_finds_zsh_info_through_manpath" man_finds
     else

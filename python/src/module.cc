@@ -1,0 +1,182 @@
+// zeroshard._zeroshard: the public C API (include/zeroshard.h) on integer
+// handles and data pointers. Python (python/zeroshard/) validates every
+// argument, owns the buffers and turns statuses into exceptions; this layer
+// only converts, releases the GIL around anything that may wait, and bridges
+// the out-of-band allgather of zsh_comm_init_oob() to a Python callable.
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include <zeroshard.h>
+
+namespace py = pybind11;
+
+namespace {
+
+using handle_t = std::uintptr_t;
+
+zsh_comm_t *comm(handle_t h) { return reinterpret_cast<zsh_comm_t *>(h); }
+zsh_request_t *req(handle_t h) { return reinterpret_cast<zsh_request_t *>(h); }
+void *buf(handle_t p) { return reinterpret_cast<void *>(p); }
+handle_t handle(const void *p) { return reinterpret_cast<handle_t>(p); }
+
+// The OOB allgather: one call of the Python function per round, with the GIL
+// held, finished before it returns. The Python side hands a function that
+// never raises: it returns exactly `size` bytes objects of `len` bytes each,
+// or None after keeping the reason to raise once zsh_comm_init_oob() returns.
+struct oob_ctx {
+    py::object fn;
+    std::size_t size;
+};
+
+zsh_status_t oob_allgather(const void *send, void *recv, std::size_t len, void *ctx, void **req_p)
+{
+    auto *c = static_cast<oob_ctx *>(ctx);
+    py::gil_scoped_acquire gil;
+    try {
+        py::object out = c->fn(py::bytes(static_cast<const char *>(send), len));
+        if (!py::isinstance<py::list>(out))
+            return ZSH_ERR_IO;
+        py::list blocks = out;
+        if (blocks.size() != c->size)
+            return ZSH_ERR_IO;
+        for (std::size_t r = 0; r < c->size; r++) {
+            std::string b = blocks[r].cast<std::string>();
+            if (b.size() != len)
+                return ZSH_ERR_IO;
+            std::memcpy(static_cast<char *>(recv) + r * len, b.data(), len);
+        }
+    } catch (py::error_already_set &e) {
+        e.discard_as_unraisable("zeroshard out-of-band allgather");
+        return ZSH_ERR_IO;
+    } catch (...) {
+        return ZSH_ERR_IO;
+    }
+    *req_p = ctx;
+    return ZSH_OK;
+}
+
+zsh_status_t oob_test(void *) { return ZSH_OK; }
+void oob_free(void *) {}
+
+py::tuple comm_init()
+{
+    zsh_comm_t *c = nullptr;
+    zsh_status_t st;
+    {
+        py::gil_scoped_release nogil;
+        st = zsh_comm_init(&c);
+    }
+    return py::make_tuple(static_cast<int>(st), handle(c));
+}
+
+py::tuple comm_init_oob(int rank, int size, py::object fn)
+{
+    oob_ctx ctx{std::move(fn), static_cast<std::size_t>(size < 0 ? 0 : size)};
+    zsh_oob_t oob{rank, size, &ctx, oob_allgather, oob_test, oob_free};
+    zsh_comm_t *c = nullptr;
+    zsh_status_t st;
+    {
+        py::gil_scoped_release nogil;
+        st = zsh_comm_init_oob(&oob, &c);
+    }
+    return py::make_tuple(static_cast<int>(st), handle(c));
+}
+
+py::tuple comm_split(handle_t h, int color, int key)
+{
+    zsh_comm_t *c = nullptr;
+    zsh_status_t st;
+    {
+        py::gil_scoped_release nogil;
+        st = zsh_comm_split(comm(h), color, key, &c);
+    }
+    return py::make_tuple(static_cast<int>(st), handle(c));
+}
+
+// Runs fn with the GIL released and returns its status as an int.
+template <typename F> int nogil(F fn)
+{
+    py::gil_scoped_release nogil;
+    return static_cast<int>(fn());
+}
+
+// A nonblocking call: (status, request handle, 0 unless status is ZSH_OK).
+template <typename F> py::tuple post(F fn)
+{
+    zsh_request_t *r = nullptr;
+    int st = nogil([&] { return fn(&r); });
+    return py::make_tuple(st, handle(r));
+}
+
+} // namespace
+
+PYBIND11_MODULE(_zeroshard, m)
+{
+    m.doc() = "Raw bindings of libzeroshard's public API; use the zeroshard package instead.";
+
+    m.def("status_string", [](int st) { return std::string(zsh_status_string(static_cast<zsh_status_t>(st))); });
+    m.def("last_error", [] { return std::string(zsh_last_error()); });
+    m.def("version", [] {
+        int major = 0, minor = 0, patch = 0;
+        zsh_get_version(&major, &minor, &patch);
+        return py::make_tuple(major, minor, patch);
+    });
+
+    m.def("comm_init", &comm_init);
+    m.def("comm_init_oob", &comm_init_oob);
+    m.def("comm_split", &comm_split);
+    m.def("comm_abort", [](handle_t h) { return nogil([&] { return zsh_comm_abort(comm(h)); }); });
+    m.def("comm_destroy", [](handle_t h) { return nogil([&] { return zsh_comm_destroy(comm(h)); }); });
+    m.def("comm_rank", [](handle_t h) { return zsh_comm_rank(comm(h)); });
+    m.def("comm_size", [](handle_t h) { return zsh_comm_size(comm(h)); });
+    m.def("comm_get_timeout", [](handle_t h) { return zsh_comm_get_timeout(comm(h)); });
+    m.def("comm_set_timeout", [](handle_t h, double s) { return static_cast<int>(zsh_comm_set_timeout(comm(h), s)); });
+
+    m.def("allgather", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
+        return nogil([&] { return zsh_allgather(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h)); });
+    });
+    m.def("reduce_scatter", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, int op) {
+        return nogil([&] {
+            return zsh_reduce_scatter(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), static_cast<zsh_op_t>(op), comm(h));
+        });
+    });
+    m.def("allreduce", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, int op) {
+        return nogil([&] {
+            return zsh_allreduce(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), static_cast<zsh_op_t>(op), comm(h));
+        });
+    });
+    m.def("broadcast", [](handle_t h, handle_t b, std::size_t n, int dt, int root) {
+        return nogil([&] { return zsh_broadcast(buf(b), n, static_cast<zsh_dtype_t>(dt), root, comm(h)); });
+    });
+    m.def("barrier", [](handle_t h) { return nogil([&] { return zsh_barrier(comm(h)); }); });
+
+    m.def("iallgather", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_iallgather(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h), rp);
+        });
+    });
+    m.def("ireduce_scatter", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, int op) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_ireduce_scatter(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), static_cast<zsh_op_t>(op),
+                                       comm(h), rp);
+        });
+    });
+    m.def("iallreduce", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, int op) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_iallreduce(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), static_cast<zsh_op_t>(op), comm(h),
+                                  rp);
+        });
+    });
+
+    m.def("request_test", [](handle_t r) { return nogil([&] { return zsh_request_test(req(r)); }); });
+    m.def("request_wait", [](handle_t r) { return nogil([&] { return zsh_request_wait(req(r)); }); });
+    m.def("request_set_timeout", [](handle_t r, double s) { return static_cast<int>(zsh_request_set_timeout(req(r), s)); });
+    m.def("request_free", [](handle_t r) {
+        py::gil_scoped_release nogil;
+        zsh_request_free(req(r));
+    });
+}

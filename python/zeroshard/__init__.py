@@ -1,0 +1,26 @@
+"""ZeroShard from Python: collectives on numpy arrays and CPU torch tensors.
+
+    import numpy as np, zeroshard
+    with zeroshard.Comm() as comm:          # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+        x = np.full(4, comm.rank, np.float32)
+        comm.all_reduce(x)                  # in place: the sum over ranks
+
+See zeroshard.comm for threads, buffers and requests.
+"""
+
+from . import _zeroshard
+from .buffers import Op
+from .comm import Comm, Request
+from .errors import (ZshAbortedError, ZshError, ZshMismatchError, ZshPeerFailedError,
+                     ZshTimeoutError)
+
+__all__ = ["Comm", "Request", "Op", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
+           "ZshMismatchError", "ZshAbortedError", "version"]
+
+
+def version():
+    """The library's version at run time: (major, minor, patch)."""
+    return tuple(_zeroshard.version())
+
+
+__version__ = "%d.%d.%d" % version()

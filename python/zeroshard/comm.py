@@ -1,0 +1,331 @@
+"""zeroshard.Comm and zeroshard.Request: the collectives of include/zeroshard.h
+on numpy arrays and CPU torch tensors, zero-copy.
+
+Threads. The communicators of one job (one Comm() or from_allgather() and the
+communicators split from it) share one lock, because the C library wants a job
+used by one thread at a time: calls from several Python threads are
+serialised. abort() takes no part in that lock, so another thread can abort a
+communicator while a call on it waits. The GIL is released while a collective
+runs or waits.
+
+Buffers. A collective that fails may still have transfers in flight that read
+or write its buffers (see zeroshard.h), so the buffers of a failed call are
+kept alive by the job until its last communicator is closed. A Request keeps
+its buffers until it completes. A Request collected while still in flight is
+waited for first (up to its deadline), then freed: buffers are never released
+under a running collective. close() does the same for the requests still out.
+
+Lifetime. A Comm is destroyed by close() (or leaving a with block), never by
+garbage collection: destroying a job's last communicator is collective, and a
+collector running on one rank only would hang it.
+"""
+
+import threading
+import weakref
+
+from . import _zeroshard as _z
+from .buffers import Buffer, reduction, same_dtype
+from .errors import ERR_INVALID_ARG, INPROGRESS, OK, ZshError, error
+
+
+class _Job:
+    """What the communicators of one job share."""
+
+    def __init__(self):
+        # Reentrant: a Request collected (and so waited for) in the middle of
+        # a call on the same thread takes it again.
+        self.lock = threading.RLock()
+        self.open_comms = 0
+        self.kept = []
+
+    def keep(self, buffers):
+        self.kept.append(buffers)
+
+
+class Request:
+    """A nonblocking collective: wait(), test(), set_timeout()."""
+
+    def __init__(self, comm, handle, buffers):
+        self._comm = comm
+        self._handle = handle
+        self._buffers = buffers
+        self._error = None
+        comm._requests.add(self)
+
+    def _finish(self, status):
+        # Called with the job's lock held, once the request is no longer in progress.
+        if status != OK:
+            self._error = error(status)
+            self._comm._job.keep(self._buffers)
+        _z.request_free(self._handle)
+        self._handle = None
+        self._buffers = None
+        self._comm._requests.discard(self)
+
+    def test(self):
+        """True once the collective is done (raises ZshError if it failed), False before."""
+        with self._comm._job.lock:
+            if self._handle is not None:
+                status = _z.request_test(self._handle)
+                if status == INPROGRESS:
+                    return False
+                self._finish(status)
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def wait(self):
+        """Return once the collective is done; raise ZshError if it failed."""
+        with self._comm._job.lock:
+            if self._handle is not None:
+                self._finish(_z.request_wait(self._handle))
+        if self._error is not None:
+            raise self._error
+
+    def set_timeout(self, seconds):
+        """Give this collective its own deadline, seconds after it was posted."""
+        with self._comm._job.lock:
+            if self._handle is None:
+                raise ZshError(ERR_INVALID_ARG, "set_timeout: the request has already completed")
+            status = _z.request_set_timeout(self._handle, float(seconds))
+            if status != OK:
+                raise error(status)
+
+    def _settle(self):
+        """Wait without raising: close() and garbage collection."""
+        with self._comm._job.lock:
+            if self._handle is not None:
+                self._finish(_z.request_wait(self._handle))
+
+    def __del__(self):
+        try:
+            self._settle()
+        except Exception:  # interpreter shutdown: the module may be gone
+            pass
+
+
+class Comm:
+    """A communicator. Comm() bootstraps from the environment (RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT, or a PMIx launcher)."""
+
+    def __init__(self):
+        status, handle = _z.comm_init()
+        if status != OK:
+            raise error(status)
+        self._adopt(handle, _Job())
+
+    def _adopt(self, handle, job):
+        self._handle = handle
+        self._job = job
+        self._state = threading.Lock()  # abort() against close()
+        self._requests = weakref.WeakSet()
+        self._rank = _z.comm_rank(handle)
+        self._size = _z.comm_size(handle)
+        job.open_comms += 1
+
+    @classmethod
+    def _wrap(cls, handle, job):
+        comm = cls.__new__(cls)
+        comm._adopt(handle, job)
+        return comm
+
+    @classmethod
+    def from_allgather(cls, rank, size, allgather):
+        """Bootstrap through allgather(bytes) -> list of `size` bytes objects
+        in rank order; it is called with the GIL held, synchronously."""
+        rank, size = int(rank), int(size)
+        if not 0 <= rank < size:
+            raise ValueError("rank %d is not in [0, size=%d)" % (rank, size))
+        failure = []
+
+        def one_round(data):
+            if failure:
+                return None
+            try:
+                blocks = [bytes(b) for b in allgather(data)]
+                if len(blocks) != size:
+                    raise ValueError("allgather returned %d blocks for %d ranks" % (len(blocks), size))
+                for r, b in enumerate(blocks):
+                    if len(b) != len(data):
+                        raise ValueError("allgather returned %d bytes from rank %d, %d expected"
+                                         % (len(b), r, len(data)))
+                return blocks
+            except BaseException as e:  # re-raised below, as the cause
+                failure.append(e)
+                return None
+
+        status, handle = _z.comm_init_oob(rank, size, one_round)
+        if status != OK:
+            err = error(status)
+            if failure:
+                err = ZshError(status, "%s (the allgather raised %r)" % (err.message, failure[0]))
+                raise err from failure[0]
+            raise err
+        return cls._wrap(handle, _Job())
+
+    @classmethod
+    def from_store(cls, store, rank, size, prefix="zsh"):
+        """Bootstrap through a store with set(key, bytes) and get(key) -> bytes
+        (torch.distributed.Store, or any object like it)."""
+        from .store import store_allgather
+        return store_allgather(cls, store, int(rank), int(size), prefix)
+
+    # ---- state ------------------------------------------------------------------
+    def _live(self):
+        if self._handle is None:
+            raise ZshError(ERR_INVALID_ARG, "the communicator was closed")
+        return self._handle
+
+    @property
+    def rank(self):
+        self._live()
+        return self._rank
+
+    @property
+    def size(self):
+        self._live()
+        return self._size
+
+    @property
+    def timeout(self):
+        """Seconds each later collective may take (zsh_comm_get/set_timeout)."""
+        with self._job.lock:
+            value = _z.comm_get_timeout(self._live())
+            if value < 0:
+                raise error(ERR_INVALID_ARG)
+            return value
+
+    @timeout.setter
+    def timeout(self, seconds):
+        with self._job.lock:
+            status = _z.comm_set_timeout(self._live(), float(seconds))
+            if status != OK:
+                raise error(status)
+
+    def split(self, color, key=0):
+        """A new communicator of the ranks with the same color, or None for a negative color."""
+        with self._job.lock:
+            status, handle = _z.comm_split(self._live(), int(color), int(key))
+            if status != OK:
+                raise error(status)
+            return Comm._wrap(handle, self._job) if handle else None
+
+    def abort(self):
+        """Fail pending and later collectives on this communicator, on every rank."""
+        with self._state:
+            status = _z.comm_abort(self._live())
+        if status != OK:
+            raise error(status)
+
+    def close(self):
+        """Destroy the communicator (collective when it is the job's last). Idempotent."""
+        with self._job.lock:
+            if self._handle is None:
+                return
+            for req in list(self._requests):
+                req._settle()
+            with self._state:
+                status = _z.comm_destroy(self._handle)
+                if status != OK:
+                    raise error(status)
+                self._handle = None
+            self._job.open_comms -= 1
+            if self._job.open_comms == 0:
+                self._job.kept.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self._handle is None:
+            return "<zeroshard.Comm closed>"
+        return "<zeroshard.Comm rank %d of %d>" % (self._rank, self._size)
+
+    # ---- collectives -------------------------------------------------------------
+    def _run(self, fn, buffers, *args):
+        with self._job.lock:
+            status = fn(self._live(), *args)
+            if status != OK:
+                err = error(status)
+                self._job.keep(buffers)
+                raise err
+
+    def _post(self, fn, buffers, *args):
+        with self._job.lock:
+            status, handle = fn(self._live(), *args)
+            if status != OK:
+                err = error(status)
+                self._job.keep(buffers)
+                raise err
+            return Request(self, handle, buffers)
+
+    def _gather_args(self, send, recv):
+        s, r = Buffer(send, "send", False), Buffer(recv, "recv", True)
+        same_dtype(s, r)
+        if r.count != self.size * s.count:
+            raise ValueError("all_gather: recv has %d elements; size * len(send) = %d * %d = %d"
+                             % (r.count, self.size, s.count, self.size * s.count))
+        return (s, r), (s.ptr, r.ptr, s.count, s.dtype)
+
+    def _scatter_args(self, send, recv, op):
+        s, r = Buffer(send, "send", False), Buffer(recv, "recv", True)
+        same_dtype(s, r)
+        if s.count != self.size * r.count:
+            raise ValueError("reduce_scatter: send has %d elements; size * len(recv) = %d * %d = %d"
+                             % (s.count, self.size, r.count, self.size * r.count))
+        return (s, r), (s.ptr, r.ptr, r.count, r.dtype, reduction(op, r))
+
+    def _reduce_args(self, send, recv, op):
+        s = Buffer(send, "send", recv is None)
+        r = s if recv is None else Buffer(recv, "recv", True)
+        same_dtype(s, r)
+        if r.count != s.count:
+            raise ValueError("all_reduce: send has %d elements but recv has %d" % (s.count, r.count))
+        return (s, r), (s.ptr, r.ptr, s.count, s.dtype, reduction(op, s))
+
+    def all_gather(self, send, recv):
+        """recv (size * len(send) elements) gets every rank's send, in rank order."""
+        bufs, args = self._gather_args(send, recv)
+        self._run(_z.allgather, bufs, *args)
+        return recv
+
+    def reduce_scatter(self, send, recv, op="sum"):
+        """recv gets block `rank` of the reduction of every rank's send (size * len(recv))."""
+        bufs, args = self._scatter_args(send, recv, op)
+        self._run(_z.reduce_scatter, bufs, *args)
+        return recv
+
+    def all_reduce(self, send, recv=None, op="sum"):
+        """recv (or send itself when recv is None) gets the reduction of every rank's send."""
+        bufs, args = self._reduce_args(send, recv, op)
+        self._run(_z.allreduce, bufs, *args)
+        return send if recv is None else recv
+
+    def broadcast(self, buf, root):
+        """buf on every rank gets buf of rank root."""
+        b = Buffer(buf, "buf", True)
+        root = int(root)
+        if not 0 <= root < self.size:
+            raise ValueError("broadcast: root %d is not in [0, size=%d)" % (root, self.size))
+        self._run(_z.broadcast, (b,), b.ptr, b.count, b.dtype, root)
+        return buf
+
+    def barrier(self):
+        """Return once every rank has entered the barrier."""
+        self._run(_z.barrier, ())
+
+    def iall_gather(self, send, recv):
+        bufs, args = self._gather_args(send, recv)
+        return self._post(_z.iallgather, bufs, *args)
+
+    def ireduce_scatter(self, send, recv, op="sum"):
+        bufs, args = self._scatter_args(send, recv, op)
+        return self._post(_z.ireduce_scatter, bufs, *args)
+
+    def iall_reduce(self, send, recv=None, op="sum"):
+        bufs, args = self._reduce_args(send, recv, op)
+        return self._post(_z.iallreduce, bufs, *args)

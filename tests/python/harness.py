@@ -1,0 +1,99 @@
+"""A tiny per-rank test runner for the Python package (no pytest needed).
+
+Every rank runs the same cases in the same order. Each case gets a fresh
+communicator split from the world one, so a case that breaks its communicator
+(a timeout, an abort) leaves the others alone; a world barrier follows each
+case. Each rank prints one line per case:
+
+    RESULT <name> OK
+    RESULT <name> FAILED <reason>
+    RESULT <name> SKIPPED <reason>
+
+tests/system/python/run_comm.sh merges the ranks' lines into GoogleTest-style ones.
+"""
+
+import os
+import sys
+import time
+import traceback
+
+CASES = []
+
+
+class Skip(Exception):
+    """Raise in a case to skip it, with the reason."""
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+class Context:
+    def __init__(self, zeroshard, world, torch):
+        self.zsh = zeroshard
+        self.world = world
+        self.rank = world.rank
+        self.size = world.size
+        self.torch = torch
+        self.comm = None
+
+    def need_ranks(self, n):
+        if self.size < n:
+            raise Skip("needs %d ranks, the job has %d" % (n, self.size))
+
+    def need_torch(self):
+        if self.torch is None:
+            raise Skip(TORCH_MISSING)
+
+
+TORCH_MISSING = "torch is not importable by %s" % sys.executable
+
+
+def load_torch():
+    global TORCH_MISSING
+    if os.environ.get("ZSH_PYTEST_NO_TORCH"):
+        TORCH_MISSING = "ZSH_PYTEST_NO_TORCH is set"
+        return None
+    try:
+        import torch
+        return torch
+    except ImportError as e:
+        TORCH_MISSING = "torch is not importable by %s (%s)" % (sys.executable, e)
+        return None
+
+
+def main(argv):
+    import zeroshard
+    torch = load_torch()
+    only = argv[1] if len(argv) > 1 else None
+    world = zeroshard.Comm()
+    # A case that hangs fails instead, well before run_comm.sh's own limit.
+    world.timeout = float(os.environ.get("ZSH_PYTEST_TIMEOUT", "60"))
+    ctx = Context(zeroshard, world, torch)
+    failed = 0
+    for fn in CASES:
+        name = fn.__name__[len("test_"):] if fn.__name__.startswith("test_") else fn.__name__
+        if only and only not in name:
+            continue
+        ctx.comm = world.split(0)
+        start = time.monotonic()
+        try:
+            fn(ctx)
+            line = "OK"
+        except Skip as e:
+            line = "SKIPPED %s" % e
+        except BaseException as e:  # reported, and the next case runs
+            failed += 1
+            line = "FAILED %s: %s" % (type(e).__name__, str(e).replace("\n", " | "))
+            traceback.print_exc()
+        try:
+            ctx.comm.close()
+        except zeroshard.ZshError as e:
+            print("close after %s: %s" % (name, e), file=sys.stderr)
+        if not line.startswith("SKIPPED"):
+            line += " (%.2f s)" % (time.monotonic() - start)
+        print("RESULT %s %s" % (name, line), flush=True)
+        world.barrier()
+    world.close()
+    return 1 if failed else 0
