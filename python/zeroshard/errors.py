@@ -17,8 +17,11 @@ ERR_ABORTED = -9
 ERR_INTERNAL = -10
 
 
-class ZshError(Exception):
-    """A ZeroShard call failed: .status, .status_name and .message."""
+class ZshError(RuntimeError):
+    """A ZeroShard call failed: .status, .status_name and .message.
+
+    A RuntimeError, as torch's own backends raise, so that code written for
+    gloo or NCCL catches it."""
 
     def __init__(self, status, message):
         self.status = int(status)

@@ -63,6 +63,29 @@ def load_torch():
         return None
 
 
+def case_name(fn):
+    return fn.__name__[len("test_"):] if fn.__name__.startswith("test_") else fn.__name__
+
+
+def report_case(fn, ctx):
+    """Run one case and print its RESULT line; True unless it failed."""
+    start = time.monotonic()
+    ok = True
+    try:
+        fn(ctx)
+        line = "OK"
+    except Skip as e:
+        line = "SKIPPED %s" % e
+    except BaseException as e:  # reported, and the next case runs
+        ok = False
+        line = "FAILED %s: %s" % (type(e).__name__, str(e).replace("\n", " | "))
+        traceback.print_exc()
+    if not line.startswith("SKIPPED"):
+        line += " (%.2f s)" % (time.monotonic() - start)
+    print("RESULT %s %s" % (case_name(fn), line), flush=True)
+    return ok
+
+
 def main(argv):
     import zeroshard
     torch = load_torch()
@@ -73,27 +96,14 @@ def main(argv):
     ctx = Context(zeroshard, world, torch)
     failed = 0
     for fn in CASES:
-        name = fn.__name__[len("test_"):] if fn.__name__.startswith("test_") else fn.__name__
-        if only and only not in name:
+        if only and only not in case_name(fn):
             continue
         ctx.comm = world.split(0)
-        start = time.monotonic()
-        try:
-            fn(ctx)
-            line = "OK"
-        except Skip as e:
-            line = "SKIPPED %s" % e
-        except BaseException as e:  # reported, and the next case runs
-            failed += 1
-            line = "FAILED %s: %s" % (type(e).__name__, str(e).replace("\n", " | "))
-            traceback.print_exc()
+        failed += not report_case(fn, ctx)
         try:
             ctx.comm.close()
         except zeroshard.ZshError as e:
-            print("close after %s: %s" % (name, e), file=sys.stderr)
-        if not line.startswith("SKIPPED"):
-            line += " (%.2f s)" % (time.monotonic() - start)
-        print("RESULT %s %s" % (name, line), flush=True)
+            print("close after %s: %s" % (case_name(fn), e), file=sys.stderr)
         world.barrier()
     world.close()
     return 1 if failed else 0

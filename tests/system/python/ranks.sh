@@ -1,0 +1,116 @@
+# Sourced by tests/system/python/run_*.sh: start a Python test script once per
+# rank with the torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR,
+# MASTER_PORT on a free port) and the build tree's package on PYTHONPATH, and
+# merge the ranks' "RESULT <case> OK|FAILED|SKIPPED ..." lines into
+# GoogleTest-style ones that tests/run_all.sh counts: a case passes when every
+# rank reports it passed.
+#
+#   py_setup SUITE MODULES   find the interpreter importing MODULES (and
+#                            zeroshard); exits 77 with a SKIPPED line when the
+#                            package is not built, or when MODULES has torch
+#                            and no interpreter has it
+#   py_job TAG N WANT ARGS   start N ranks of "$python ARGS", each of which must
+#                            print WANT RESULT lines; cases are named SUITE/TAG.case
+#   py_summary               the totals; its status is the script's
+builddir=${abs_top_builddir:-$(pwd)}
+srcdir=${abs_top_srcdir:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
+pkg=$builddir/python
+passed=0
+failed=0
+skipped=0
+
+py_skip_all() { # SUITE WHY
+    echo "[  SKIPPED ] $1.all ($2)"
+    echo "[  PASSED  ] 0 tests."
+    echo "[  SKIPPED ] 1 test, listed above"
+    exit 77
+}
+
+py_setup() { # SUITE MODULES
+    suite=$1
+    local modules=$2 p
+    if [ ! -f "$pkg/zeroshard/_zeroshard.so" ]; then
+        py_skip_all "$suite" "the package zeroshard is not built: see configure's 'Python' line"
+    fi
+    # The interpreter the package was built for: $PYTHON (configure's), then
+    # /usr/bin/python3, then python3.
+    python=
+    for p in ${PYTHON:-} /usr/bin/python3 python3; do
+        [ "$p" = : ] && continue
+        if PYTHONPATH=$pkg "$p" -c "import $modules, zeroshard" >/dev/null 2>&1; then
+            python=$p
+            break
+        fi
+    done
+    if [ -z "$python" ] && [[ ",$modules," == *,torch,* ]]; then
+        py_skip_all "$suite" "no interpreter of \$PYTHON='${PYTHON:-}', /usr/bin/python3, python3 imports torch"
+    fi
+    if [ -z "$python" ]; then
+        echo "[  FAILED  ] $suite.interpreter (no interpreter of \$PYTHON='${PYTHON:-}', /usr/bin/python3, python3 imports $modules and zeroshard from $pkg)"
+        echo "[  PASSED  ] 0 tests."
+        echo "[  FAILED  ] 1 test, listed above"
+        exit 1
+    fi
+    echo "interpreter: $python ($("$python" -c 'import sys; print(sys.version.split()[0])'))," \
+        "torch: $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo 'not importable')"
+    # No __pycache__ in the source tree (read-only under make distcheck).
+    export PYTHONDONTWRITEBYTECODE=1
+    log=$(mktemp -d)
+    trap 'rm -rf "$log"' EXIT
+}
+
+free_port() {
+    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+py_job() { # TAG N WANT ARGS...
+    local tag=$1 n=$2 want=$3 r port store_port name before=$failed
+    shift 3
+    port=$(free_port)
+    store_port=$(free_port)
+    for ((r = 0; r < n; r++)); do
+        RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZSH_PYTEST_STORE_PORT=$store_port \
+            PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} timeout 100 "$python" "$@" \
+            >"$log/out.$tag.$r" 2>&1 &
+    done
+    wait
+    # The cases, in the order the ranks reported them (rank 0's, then any other's).
+    for name in $(cat "$log/out.$tag".* | sed -n 's/^RESULT \([^ ]*\) .*/\1/p' | awk '!seen[$0]++'); do
+        local status=OK why=
+        for ((r = 0; r < n; r++)); do
+            local line
+            line=$(grep -m1 "^RESULT $name " "$log/out.$tag.$r")
+            case $line in
+            "RESULT $name OK"*) ;;
+            "RESULT $name SKIPPED"*) [ $status = OK ] && status=SKIPPED && why=${line#RESULT $name SKIPPED } ;;
+            *) status=FAILED; why="$why rank $r: ${line:+${line#RESULT $name }}${line:-no result}" ;;
+            esac
+        done
+        case $status in
+        OK) echo "[       OK ] $suite/$tag.$name"; passed=$((passed + 1)) ;;
+        SKIPPED) echo "[  SKIPPED ] $suite/$tag.$name ($why)"; skipped=$((skipped + 1)) ;;
+        FAILED) echo "[  FAILED  ] $suite/$tag.$name:$why"; failed=$((failed + 1)) ;;
+        esac
+    done
+    # Every rank ran every case and exited.
+    for ((r = 0; r < n; r++)); do
+        if [ "$(grep -c '^RESULT ' "$log/out.$tag.$r")" != "$want" ]; then
+            echo "[  FAILED  ] $suite/$tag.rank_${r}_reported_every_case ($want expected); its output:"
+            sed 's/^/    /' "$log/out.$tag.$r" | tail -40
+            failed=$((failed + 1))
+        fi
+    done
+    if [ "$failed" -gt "$before" ]; then
+        for ((r = 0; r < n; r++)); do
+            echo "---- $tag rank $r"
+            grep -v '^RESULT .* OK' "$log/out.$tag.$r" | tail -40
+        done
+    fi
+}
+
+py_summary() {
+    echo "[  PASSED  ] $passed tests."
+    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
+    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+    [ "$failed" = 0 ]
+}

@@ -1,0 +1,26 @@
+#!/bin/bash
+# The torch.distributed backend "zsh" (tests/python/test_torch_backend.py),
+# once per rank: every collective, dtype and op against torch's arithmetic,
+# groups, async work, DDP and ZeroRedundancyOptimizer against gloo, at 2 and
+# 3 ranks; init_process_group through env://, file:// and tcp://; a rank that
+# never joins a collective (the others raise after the group's timeout) and a
+# killed rank (the others raise naming it). Skipped, with the reason, when the
+# package or torch is missing. Ends with a GoogleTest-style summary that
+# tests/run_all.sh counts (see ranks.sh).
+set -u
+. "$(dirname "$0")/ranks.sh"
+script=$srcdir/tests/python/test_torch_backend.py
+py_setup python_torch torch
+want=$(PYTHONPATH=$pkg "$python" -c "
+import sys; sys.argv = ['x']; sys.path.insert(0, '$srcdir/tests/python')
+import runpy; runpy.run_path('$script', run_name='cases')
+import harness; print(len(harness.CASES))")
+for n in ${ZSH_PYTEST_SIZES:-2 3}; do
+    py_job "np$n" "$n" "$want" "$script" cases
+done
+py_job init_env 2 1 "$script" init_env
+py_job init_file 2 1 "$script" init_file "$log/init_file"
+py_job init_tcp 2 1 "$script" init_tcp "$(free_port)"
+py_job timeout 3 1 "$script" timeout
+py_job killed 3 1 "$script" killed
+py_summary
