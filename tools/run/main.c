@@ -298,7 +298,7 @@ static int zsh_run_finish(zsh_run_t *run)
 int main(int argc, char **argv)
 {
     zsh_run_t run = {.phase = ZSH_RUN_GOING, .exit_code = -1};
-    zsh_run_stream_t **streams;
+    zsh_run_stream_t **streams = NULL;
     int rc, i;
 
     rc = zsh_run_parse(argc, argv, &run.opts);
@@ -307,17 +307,19 @@ int main(int argc, char **argv)
     }
     rc = zsh_run_setup(&run.opts, &run.job);
     if (rc != 0) {
-        return rc;
+        goto out;
     }
     run.ranks = calloc((size_t)run.opts.nproc, sizeof(*run.ranks));
     run.fds   = calloc(2 * (size_t)run.opts.nproc + 1, sizeof(*run.fds));
     streams   = calloc(2 * (size_t)run.opts.nproc + 1, sizeof(*streams));
     if ((run.ranks == NULL) || (run.fds == NULL) || (streams == NULL)) {
         fprintf(stderr, "zshrun: out of memory\n");
-        return 1;
+        rc = 1;
+        goto out;
     }
     if (zsh_run_signals() != 0) {
-        return 1;
+        rc = 1;
+        goto out;
     }
     for (i = 0; i < run.opts.nproc; i++) {
         if (zsh_run_spawn(&run.opts, &run.job, i, &run.ranks[i]) != 0) {
@@ -331,6 +333,7 @@ int main(int argc, char **argv)
     }
     zsh_run_loop(&run, streams);
     rc = zsh_run_finish(&run);
+out:
     free(streams);
     free(run.fds);
     free(run.ranks);
