@@ -164,9 +164,11 @@ result a_rank_killed_by_a_signal_gives_128_plus_the_signal "$(killed)"
 
 stubborn() {
     local rc ms
-    # The ignored SIGTERM is inherited by the sleep the shell starts.
+    # The ignored SIGTERM is inherited by the sleep the shell starts. Rank 0
+    # fails only once rank 1 ignores SIGTERM: before that, SIGTERM would end it.
+    rm -f "$tmp/ignoring"
     run_timed "$tmp/rc" "$tmp/ms" -n 2 --grace 1 sh -c \
-        "trap '' TERM; if [ \$RANK = 0 ]; then exit 1; fi; sleep $mark"
+        "trap '' TERM; if [ \$RANK = 0 ]; then while [ ! -f $tmp/ignoring ]; do sleep 0.01; done; exit 1; fi; touch $tmp/ignoring; sleep $mark"
     rc=$(cat "$tmp/rc") ms=$(cat "$tmp/ms")
     [ "$rc" = 1 ] || echo "exit $rc, expected 1"
     { [ "$ms" -ge 1000 ] && [ "$ms" -lt 4000 ]; } || echo "took $ms ms, expected about --grace 1"
