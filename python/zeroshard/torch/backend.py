@@ -123,14 +123,11 @@ class ProcessGroupZsh(ProcessGroup):
         if (op == "avg") and any(not t.is_floating_point() for t in tensors):
             raise TypeError("zsh all_reduce: ReduceOp.AVG takes floating tensors only")
         comm = self._comm
-
-        def run():
-            for t in tensors:
-                flat = _flat(t)
-                comm.all_reduce(flat, op=op)
-                _write_back(t, flat)
-            return tensors
-        return _done(run())
+        for t in tensors:
+            flat = _flat(t)
+            comm.all_reduce(flat, op=op)
+            _write_back(t, flat)
+        return _done(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
         _check_cpu(tensors, "all_reduce_coalesced")
@@ -140,30 +137,24 @@ class ProcessGroupZsh(ProcessGroup):
         for t in tensors:
             _check_reducible(t, "all_reduce_coalesced")
         comm = self._comm
-
-        def run():
-            flat = torch.cat([t.reshape(-1) for t in tensors])
-            comm.all_reduce(flat, op=op)
-            offset = 0
-            for t in tensors:
-                t.copy_(flat[offset:offset + t.numel()].view(t.shape))
-                offset += t.numel()
-            return tensors
-        return _done(run())
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        comm.all_reduce(flat, op=op)
+        offset = 0
+        for t in tensors:
+            t.copy_(flat[offset:offset + t.numel()].view(t.shape))
+            offset += t.numel()
+        return _done(tensors)
 
     def broadcast(self, tensors, opts=None):
         _check_cpu(tensors, "broadcast")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "broadcast")
         comm = self._comm
-
-        def run():
-            for t in tensors:
-                flat = _flat(t)
-                comm.broadcast(_bytes(flat), root)
-                _write_back(t, flat)
-            return tensors
-        return _done(run())
+        for t in tensors:
+            flat = _flat(t)
+            comm.broadcast(_bytes(flat), root)
+            _write_back(t, flat)
+        return _done(tensors)
 
     def _allgather_base(self, output, input, opts=None):
         _check_cpu([output, input], "all_gather_into_tensor")
@@ -176,14 +167,11 @@ class ProcessGroupZsh(ProcessGroup):
                                  output.numel(), self._size * input.numel(), self._size,
                                  input.numel()))
         comm = self._comm
-
-        def run():
-            src = _flat(input)
-            dst = _flat(output)
-            comm.all_gather(_bytes(src), _bytes(dst))
-            _write_back(output, dst)
-            return [output]
-        return _done(run())
+        src = _flat(input)
+        dst = _flat(output)
+        comm.all_gather(_bytes(src), _bytes(dst))
+        _write_back(output, dst)
+        return _done([output])
 
     def allgather(self, output_lists, inputs, opts=None):
         _check_cpu(inputs, "all_gather")
@@ -198,16 +186,13 @@ class ProcessGroupZsh(ProcessGroup):
                                      "(%s, %d elements); got %s, %d" % (
                                          inp.dtype, inp.numel(), o.dtype, o.numel()))
         comm = self._comm
-
-        def run():
-            for outs, inp in zip(output_lists, inputs):
-                src = _flat(inp)
-                gathered = torch.empty(self._size * src.numel(), dtype=src.dtype)
-                comm.all_gather(_bytes(src), _bytes(gathered))
-                for r, o in enumerate(outs):
-                    o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
-            return output_lists
-        return _done(run())
+        for outs, inp in zip(output_lists, inputs):
+            src = _flat(inp)
+            gathered = torch.empty(self._size * src.numel(), dtype=src.dtype)
+            comm.all_gather(_bytes(src), _bytes(gathered))
+            for r, o in enumerate(outs):
+                o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
+        return _done(output_lists)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         _check_cpu([output, input], "reduce_scatter_tensor")
@@ -222,13 +207,10 @@ class ProcessGroupZsh(ProcessGroup):
                                  input.numel(), self._size * output.numel(), self._size,
                                  output.numel()))
         comm = self._comm
-
-        def run():
-            dst = _flat(output)
-            comm.reduce_scatter(_flat(input), dst, op=op)
-            _write_back(output, dst)
-            return [output]
-        return _done(run())
+        dst = _flat(output)
+        comm.reduce_scatter(_flat(input), dst, op=op)
+        _write_back(output, dst)
+        return _done([output])
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
         _check_cpu(outputs, "reduce_scatter")
@@ -245,23 +227,17 @@ class ProcessGroupZsh(ProcessGroup):
                                      "(%s, %d elements); got %s, %d" % (
                                          out.dtype, out.numel(), i.dtype, i.numel()))
         comm = self._comm
-
-        def run():
-            for out, ins in zip(outputs, input_lists):
-                src = torch.cat([i.reshape(-1) for i in ins])
-                dst = _flat(out)
-                comm.reduce_scatter(src, dst, op=op)
-                _write_back(out, dst)
-            return outputs
-        return _done(run())
+        for out, ins in zip(outputs, input_lists):
+            src = torch.cat([i.reshape(-1) for i in ins])
+            dst = _flat(out)
+            comm.reduce_scatter(src, dst, op=op)
+            _write_back(out, dst)
+        return _done(outputs)
 
     def barrier(self, opts=None):
         comm = self._comm
-
-        def run():
-            comm.barrier()
-            return []
-        return _done(run())
+        comm.barrier()
+        return _done([])
 
     # ---- rooted collectives, built on the ones above ----------------------------------
 
@@ -273,15 +249,12 @@ class ProcessGroupZsh(ProcessGroup):
         for t in tensors:
             _check_reducible(t, "reduce")
         comm, me = self._comm, self._rank
-
-        def run():
-            for t in tensors:
-                flat = t.reshape(-1).clone()
-                comm.all_reduce(flat, op=op)
-                if me == root:
-                    t.copy_(flat.view(t.shape))
-            return tensors
-        return _done(run())
+        for t in tensors:
+            flat = t.reshape(-1).clone()
+            comm.all_reduce(flat, op=op)
+            if me == root:
+                t.copy_(flat.view(t.shape))
+        return _done(tensors)
 
     def gather(self, output_lists, inputs, opts=None):
         _check_cpu(inputs, "gather")
@@ -293,17 +266,14 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh gather: %d output tensors on the root for a group of %d"
                                      % (len(outs), self._size))
         comm, me = self._comm, self._rank
-
-        def run():
-            for k, inp in enumerate(inputs):
-                src = _flat(inp)
-                gathered = torch.empty(self._size * src.numel(), dtype=src.dtype)
-                comm.all_gather(_bytes(src), _bytes(gathered))
-                if me == root:
-                    for r, o in enumerate(output_lists[k]):
-                        o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
-            return output_lists
-        return _done(run())
+        for k, inp in enumerate(inputs):
+            src = _flat(inp)
+            gathered = torch.empty(self._size * src.numel(), dtype=src.dtype)
+            comm.all_gather(_bytes(src), _bytes(gathered))
+            if me == root:
+                for r, o in enumerate(output_lists[k]):
+                    o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
+        return _done(output_lists)
 
     def scatter(self, outputs, input_lists, opts=None):
         _check_cpu(outputs, "scatter")
@@ -315,18 +285,15 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh scatter: %d input tensors on the root for a group of %d"
                                      % (len(ins), self._size))
         comm, me = self._comm, self._rank
-
-        def run():
-            for k, out in enumerate(outputs):
-                n = out.numel()
-                if me == root:
-                    whole = torch.cat([i.reshape(-1) for i in input_lists[k]])
-                else:
-                    whole = torch.empty(self._size * n, dtype=out.dtype)
-                comm.broadcast(_bytes(whole), root)
-                out.copy_(whole[me * n:(me + 1) * n].view(out.shape))
-            return outputs
-        return _done(run())
+        for k, out in enumerate(outputs):
+            n = out.numel()
+            if me == root:
+                whole = torch.cat([i.reshape(-1) for i in input_lists[k]])
+            else:
+                whole = torch.empty(self._size * n, dtype=out.dtype)
+            comm.broadcast(_bytes(whole), root)
+            out.copy_(whole[me * n:(me + 1) * n].view(out.shape))
+        return _done(outputs)
 
     # ---- what ZeroShard does not have -------------------------------------------------
 
