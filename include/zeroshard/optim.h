@@ -253,6 +253,26 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p);
 
 /**
+ * @brief Replace a parameter's values, as when loading a checkpoint (not
+ *        collective once the layout is built; builds it first if not).
+ *
+ * Every rank calls it with the same values for the same parameters in the
+ * same order. Every copy the layer keeps is rewritten: the framework's buffer
+ * at stages 0-2, this rank's part of the stage 3 shard, and the fp32 master
+ * weights in mixed precision (set from @p values as given). Optimizer states
+ * are kept.
+ * @param opt    The optimizer.
+ * @param param  A parameter of @p opt (or one tile of a tiled parameter).
+ * @param values numel elements of the configured precision; may be the
+ *               parameter's own buffer at stages 0-2 (after the framework
+ *               wrote it, to refresh the master weights).
+ * @return ZSH_ERR_INVALID_ARG if the parameter (at stage 3, any parameter of
+ *         its bucket) is fetched, or it has a gradient pending this step;
+ *         nothing is changed then.
+ */
+zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values);
+
+/**
  * @brief Drop the gradients handed over this step (collective if reductions
  *        are in flight: they are completed and discarded).
  */
