@@ -12,6 +12,8 @@
 
 #include <zeroshard.h>
 
+#include "optim.h"
+
 namespace py = pybind11;
 
 namespace {
@@ -179,4 +181,6 @@ PYBIND11_MODULE(_zeroshard, m)
         py::gil_scoped_release nogil;
         zsh_request_free(req(r));
     });
+
+    zsh_py_bind_optim(m);
 }

@@ -11,10 +11,11 @@ See zeroshard.comm for threads, buffers and requests.
 from . import _zeroshard
 from .buffers import Op
 from .comm import Comm, Request
+from .optim import Optimizer, Param
 from .errors import (ZshAbortedError, ZshError, ZshMismatchError, ZshPeerFailedError,
                      ZshTimeoutError)
 
-__all__ = ["Comm", "Request", "Op", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
+__all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
            "ZshMismatchError", "ZshAbortedError", "version"]
 
 

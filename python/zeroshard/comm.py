@@ -119,6 +119,7 @@ class Comm:
         self._job = job
         self._state = threading.Lock()  # abort() against close()
         self._requests = weakref.WeakSet()
+        self._dependents = weakref.WeakSet()  # optimizers on it, closed first
         self._rank = _z.comm_rank(handle)
         self._size = _z.comm_size(handle)
         job.open_comms += 1
@@ -222,6 +223,8 @@ class Comm:
         with self._job.lock:
             if self._handle is None:
                 return
+            for dep in list(self._dependents):
+                dep.close()
             for req in list(self._requests):
                 req._settle()
             with self._state:
