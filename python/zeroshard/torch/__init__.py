@@ -8,9 +8,11 @@ Importing this module registers the torch.distributed backend ``"zsh"``::
 
 The backend bootstraps through the store torch hands it and runs every
 collective through a ZeroShard communicator (see :mod:`zeroshard.torch.backend`).
+:class:`ZeRO` trains any module with ZeRO stages 0-3 (see :mod:`zeroshard.torch.zero`).
 """
 from .backend import ProcessGroupZsh, create_process_group, register
+from .zero import ZeRO
 
 register()
 
-__all__ = ["ProcessGroupZsh", "create_process_group", "register"]
+__all__ = ["ProcessGroupZsh", "ZeRO", "create_process_group", "register"]

@@ -1,0 +1,447 @@
+"""zeroshard.torch.ZeRO: ZeRO stages 0-3 for any torch.nn.Module, through the
+C optimizer layer (include/zeroshard/optim.h).
+
+    model = GPT(...)
+    zero = ZeRO(model, stage=3, lr=3e-4, weight_decay=0.1)
+    for x, y in batches:
+        loss = F.cross_entropy(model(x), y)
+        zero.backward(loss)                 # loss * loss_scale, then backward
+        zero.step()
+        zero.zero_grad()
+
+The layer keeps the shards, buckets, reductions, update rules, mixed
+precision, loss scaling and clipping; this module only wires it to torch:
+
+- Registration. Every trainable parameter (a tied parameter once) is
+  broadcast from rank 0, as DDP does, and registered in the module's order.
+- Gradients. A hook on each parameter's gradient accumulator hands the
+  gradient to the layer as soon as autograd has summed it over every use in
+  the backward pass; its bucket's reduction starts at once. The gradient is
+  averaged over the ranks first (``average_grads``, like DDP) and ``p.grad``
+  is cleared: the layer has it.
+- Stage 3. The parameters' storage is freed after setup. A forward pre-hook
+  of each module gathers its own parameters, copies them into fresh tensors
+  and a forward hook drops them again; in backward, a hook on the module's
+  outputs gathers them before the module's backward runs, and each one is
+  dropped once its gradient is handed over. A parameter used by several
+  modules (tied) or several times is gathered while any use needs it. The
+  outputs pass through an identity autograd function whose backward does
+  the gathering, so in-place ops on them (ReLU(inplace=True)) still work. Code
+  that reads a parameter outside its own module's forward holds it with
+  ``with zero.gathered(p): ...``.
+
+One backward per step: a parameter whose gradient comes twice before
+step() is refused. A parameter that got no gradient in a step gets zeros at
+step(). Gradient accumulation over micro-batches belongs in the loss.
+
+state_dict() and load_state_dict() carry the module's full parameters and
+buffers (gathered at stage 3); optimizer states stay in the layer.
+"""
+import collections
+import contextlib
+
+import torch
+import torch.distributed as dist
+
+import zeroshard
+
+from .backend import ProcessGroupZsh
+
+_PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+class _PreBackward(torch.autograd.Function):
+    """Identity in forward; in backward, runs a callback before the gradient
+    flows on into the module whose outputs went through it. The outputs are
+    detached aliases, not views, so later in-place ops on them are allowed."""
+
+    @staticmethod
+    def forward(ctx, callback, *tensors):
+        ctx.callback = callback
+        ctx.set_materialize_grads(False)
+        return tuple(t.detach() for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        ctx.callback()
+        return (None,) + grads
+
+
+def _through(obj, callback):
+    """obj with the tensors that need a gradient (in tensors, tuples, lists and
+    dicts) passed through one _PreBackward; None when there are none, or when
+    the structure cannot be rebuilt (then every such tensor gets a hook)."""
+    found = []
+
+    def collect(o):
+        if isinstance(o, torch.Tensor):
+            if o.requires_grad:
+                found.append(o)
+        elif isinstance(o, (tuple, list)):
+            for x in o:
+                collect(x)
+        elif isinstance(o, dict):
+            for x in o.values():
+                collect(x)
+
+    collect(obj)
+    if not found:
+        return None
+    out = iter(_PreBackward.apply(callback, *found))
+
+    def rebuild(o):
+        if isinstance(o, torch.Tensor):
+            return next(out) if o.requires_grad else o
+        if isinstance(o, tuple) and type(o) is not tuple:  # a namedtuple
+            return type(o)(*[rebuild(x) for x in o])
+        if isinstance(o, (tuple, list)):
+            return type(o)(rebuild(x) for x in o)
+        if isinstance(o, dict):
+            return type(o)((k, rebuild(v)) for k, v in o.items())
+        return o
+
+    return rebuild(obj)
+
+
+def _resolve_comm(comm, group):
+    """(communicator, whether ZeRO owns it)."""
+    if comm is not None:
+        return comm, False
+    if group is None and dist.is_available() and dist.is_initialized():
+        group = dist.distributed_c10d._get_default_group()
+        if not isinstance(group, ProcessGroupZsh):
+            raise ValueError("the default process group's backend is %s, not zsh: pass group= "
+                             "a zsh group (dist.new_group(backend=\"zsh\")) or comm="
+                             % dist.get_backend(group))
+    if group is not None:
+        if not isinstance(group, ProcessGroupZsh):
+            raise TypeError("group must be a process group of the zsh backend, not %s"
+                            % type(group).__name__)
+        return group.comm, False
+    return zeroshard.Comm(), True
+
+
+class ZeRO:
+    """ZeRO for a torch module; the settings are zsh_optim_config_t's.
+
+    Args:
+        module: the model; trainable parameters must be dense CPU tensors of
+            one dtype, fp32, bf16 or fp16 (the layer's precision; fp32 master
+            weights are kept for the half types).
+        stage: 0-3.
+        optimizer: "adamw" (default), "adam" or "sgd".
+        lr, betas, eps, weight_decay: as torch.optim.AdamW / Adam.
+        momentum, nesterov: as torch.optim.SGD (no dampening).
+        max_grad_norm: clip to this global norm, as clip_grad_norm_ (0: off).
+        loss_scale, dynamic_loss_scale, loss_scale_window, min_loss_scale:
+            loss scaling (on by default for fp16 only).
+        bucket_size, max_live_bytes, prefetch: buffers (0 / -1: ZSH_* defaults).
+        comm / group: the ranks: a zeroshard.Comm, or a zsh process group;
+            by default the default process group (it must be zsh), else a
+            Comm from the environment that ZeRO owns.
+        average_grads: divide gradients by the number of ranks, as DDP.
+        broadcast_params: start every rank from rank 0's parameters.
+    """
+
+    def __init__(self, module, stage=0, optimizer="adamw", lr=1e-3, betas=(0.9, 0.999),
+                 eps=1e-8, weight_decay=0.0, momentum=0.0, nesterov=False, max_grad_norm=0.0,
+                 loss_scale=None, dynamic_loss_scale=None, loss_scale_window=1000,
+                 min_loss_scale=1.0, bucket_size=0, max_live_bytes=0, prefetch=-1,
+                 comm=None, group=None, average_grads=True, broadcast_params=True):
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise ValueError("the module has no trainable parameters")
+        dtype = named[0][1].dtype
+        for name, p in named:
+            if p.device.type != "cpu" or p.is_sparse:
+                raise ValueError("parameter %s is %s on %s; ZeRO takes dense CPU parameters"
+                                 % (name, "sparse" if p.is_sparse else "dense", p.device))
+            if p.dtype != dtype:
+                raise TypeError("parameter %s is %s but %s is %s; every trainable parameter "
+                                "must have one dtype" % (name, p.dtype, named[0][0], dtype))
+        if dtype not in _PRECISIONS:
+            raise TypeError("parameters are %s; ZeRO trains float32, bfloat16 or float16" % dtype)
+        betas = tuple(betas)
+        if len(betas) != 2:
+            raise ValueError("betas must be a pair, not %r" % (betas,))
+        settings = dict(stage=stage, kind=optimizer, precision=_PRECISIONS[dtype], lr=lr,
+                        beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay,
+                        momentum=momentum, nesterov=int(bool(nesterov)),
+                        max_grad_norm=max_grad_norm, loss_scale_window=loss_scale_window,
+                        min_loss_scale=min_loss_scale, bucket_size=bucket_size,
+                        max_live_bytes=max_live_bytes, prefetch=prefetch)
+        if loss_scale is not None:
+            settings["loss_scale"] = loss_scale
+        if dynamic_loss_scale is not None:
+            settings["dynamic_loss_scale"] = int(bool(dynamic_loss_scale))
+
+        self._comm, self._own_comm = _resolve_comm(comm, group)
+        self._module = module
+        self._dtype = dtype
+        self._grad_mul = 1.0 / self._comm.size if average_grads else 1.0
+        self._opt = zeroshard.Optimizer(self._comm, **settings)
+        self._stage = self._opt.stage
+        self._tensors = []      # the torch parameters, in registration order
+        self._zparams = []      # their zeroshard.Param
+        self._shapes = []
+        self._index = {}        # id(parameter) -> position
+        self._ready = []        # gradient handed over this step
+        self._fw_refs = []      # stage 3: forward uses holding the parameter
+        self._bw_held = []      # stage 3: held for this backward
+        self._hooks = []
+        self._accs = []         # the gradient accumulators, kept so their hooks live
+        self._end_queued = False
+        try:
+            self._register(named, broadcast_params)
+        except BaseException:
+            self._opt.close()
+            raise
+
+    # ---- setup ----------------------------------------------------------------------
+    def _register(self, named, broadcast_params):
+        with torch.no_grad():
+            for name, p in named:
+                if not p.is_contiguous():
+                    p.data = p.data.contiguous()
+                if broadcast_params and self._comm.size > 1:
+                    self._comm.broadcast(p.data, 0)
+                self._index[id(p)] = len(self._tensors)
+                self._tensors.append(p)
+                self._shapes.append(tuple(p.shape))
+                self._zparams.append(self._opt.register(name, p.data))
+        n = len(self._tensors)
+        self._ready = [False] * n
+        self._fw_refs = [0] * n
+        self._bw_held = [False] * n
+        self._opt.setup()
+        with torch.enable_grad():
+            for i, p in enumerate(self._tensors):
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                self._hooks.append(acc.register_hook(self._grad_hook(i)))
+                self._accs.append(acc)
+        if self._stage == 3:
+            for p in self._tensors:
+                p.data = torch.empty(0, dtype=self._dtype)
+            for m in self._module.modules():
+                own = [self._index[id(p)] for p in m.parameters(recurse=False) if id(p) in self._index]
+                if own:
+                    self._hooks.append(m.register_forward_pre_hook(self._pre_forward(own)))
+                    self._hooks.append(m.register_forward_hook(self._post_forward(own)))
+
+    # ---- gradients ------------------------------------------------------------------
+    def _grad_hook(self, i):
+        def hook(*_):
+            p = self._tensors[i]
+            g = p.grad
+            if g is None:
+                return
+            if self._ready[i]:
+                raise RuntimeError("ZeRO: parameter %s got a second gradient before step(); "
+                                   "each parameter's gradient is handed over once per step"
+                                   % self._zparams[i].name)
+            if self._grad_mul != 1.0:
+                g = g.mul(self._grad_mul)
+            self._opt.grad_ready(self._zparams[i], g.contiguous().view(-1))
+            self._ready[i] = True
+            p.grad = None
+            if self._bw_held[i]:
+                self._bw_held[i] = False
+                self._drop(i)
+        return hook
+
+    # ---- stage 3: gathering around each use -----------------------------------------
+    def _hold(self, i):
+        p = self._tensors[i]
+        if p.data.numel() == 0:
+            full = torch.empty(self._shapes[i], dtype=self._dtype)
+            self._opt.gather(self._zparams[i], full.view(-1))
+            p.data = full
+
+    def _drop(self, i):
+        if self._fw_refs[i] == 0 and not self._bw_held[i]:
+            self._tensors[i].data = torch.empty(0, dtype=self._dtype)
+
+    def _pre_forward(self, own):
+        def hook(module, inputs):
+            for i in own:
+                self._hold(i)
+                self._fw_refs[i] += 1
+        return hook
+
+    def _post_forward(self, own):
+        def hook(module, inputs, output):
+            for i in own:
+                self._fw_refs[i] -= 1
+                self._drop(i)
+            if torch.is_grad_enabled():
+                return _through(output, self._pre_backward(own))
+            return None
+        return hook
+
+    def _pre_backward(self, own):
+        def hook():
+            if not self._end_queued:
+                self._end_queued = True
+                torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
+            for i in own:
+                if not self._bw_held[i] and not self._ready[i]:
+                    self._hold(i)
+                    self._bw_held[i] = True
+        return hook
+
+    def _end_backward(self):
+        self._end_queued = False
+        for i, held in enumerate(self._bw_held):
+            if held:
+                self._bw_held[i] = False
+                self._drop(i)
+
+    @contextlib.contextmanager
+    def gathered(self, *params):
+        """Hold parameters gathered (stage 3) for code that uses them outside
+        their module's forward; a no-op at stages 0-2. Collective."""
+        idx = []
+        for p in params:
+            if id(p) not in self._index:
+                raise ValueError("a parameter of shape %s is not trained by this ZeRO"
+                                 % (tuple(p.shape),))
+            idx.append(self._index[id(p)])
+        if self._stage == 3:
+            for i in idx:
+                self._hold(i)
+                self._fw_refs[i] += 1
+        try:
+            yield
+        finally:
+            if self._stage == 3:
+                for i in idx:
+                    self._fw_refs[i] -= 1
+                    self._drop(i)
+
+    # ---- the step -------------------------------------------------------------------
+    @property
+    def loss_scale(self):
+        """The factor the loss is multiplied by before backward (1 unless loss scaling is on)."""
+        return self._opt.loss_scale
+
+    def backward(self, loss):
+        """loss * loss_scale, then backward."""
+        scale = self._opt.loss_scale
+        (loss * scale if scale != 1.0 else loss).backward()
+
+    def step(self):
+        """Reduce the gradients, clip, update the parameters (collective).
+        False if the step was skipped because the gradients overflowed."""
+        for i, ready in enumerate(self._ready):
+            if not ready:
+                self._opt.grad_ready(self._zparams[i],
+                                     torch.zeros(self._zparams[i].numel, dtype=self._dtype))
+        self._ready = [False] * len(self._ready)
+        return self._opt.step()
+
+    def zero_grad(self, set_to_none=True):
+        """Drop the gradients handed over since the last step; p.grad is cleared."""
+        del set_to_none  # gradients live in the layer; p.grad is always None after
+        self._opt.zero_grad()
+        self._ready = [False] * len(self._ready)
+        for p in self._tensors:
+            p.grad = None
+
+    def stats(self):
+        """The layer's memory and traffic counters (zsh_optim_stats_t) as a dict."""
+        return self._opt.stats()
+
+    @property
+    def stage(self):
+        return self._stage
+
+    @property
+    def optimizer(self):
+        """The underlying zeroshard.Optimizer."""
+        return self._opt
+
+    # ---- state ----------------------------------------------------------------------
+    def _full(self, i):
+        if self._stage < 3:
+            return self._tensors[i].detach().clone()
+        full = torch.empty(self._shapes[i], dtype=self._dtype)
+        self._opt.gather(self._zparams[i], full.view(-1))
+        return full
+
+    def state_dict(self):
+        """The module's state_dict with every parameter whole (gathered at stage
+        3: collective). Optimizer states are not in it."""
+        out = collections.OrderedDict()
+        done = {}
+        for key, t in self._module.state_dict(keep_vars=True).items():
+            i = self._index.get(id(t))
+            if i is None:
+                out[key] = t.detach().clone()
+            else:
+                if i not in done:
+                    done[i] = self._full(i)
+                out[key] = done[i]
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Load parameters and buffers into the module and every copy the layer
+        keeps (master weights, shards), on every rank with the same values.
+        Everything is checked before anything changes."""
+        own = self._module.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError("ZeRO.load_state_dict: missing keys %s, unexpected keys %s"
+                               % (missing, unexpected))
+        plan = []
+        for key, t in own.items():
+            if key not in state_dict:
+                continue
+            v = state_dict[key]
+            if not isinstance(v, torch.Tensor):
+                raise TypeError("ZeRO.load_state_dict: %s is %s, not a tensor"
+                                % (key, type(v).__name__))
+            i = self._index.get(id(t))
+            shape = self._shapes[i] if i is not None else tuple(t.shape)
+            if tuple(v.shape) != shape:
+                raise RuntimeError("ZeRO.load_state_dict: size mismatch for %s: the checkpoint "
+                                   "has shape %s, the model %s" % (key, tuple(v.shape), shape))
+            plan.append((i, t, v))
+        done = set()
+        with torch.no_grad():
+            for i, t, v in plan:
+                if i is None:
+                    t.copy_(v)
+                elif i not in done:
+                    done.add(i)
+                    v = v.detach().to(device="cpu", dtype=self._dtype).contiguous().view(-1)
+                    if self._stage < 3:
+                        self._tensors[i].data.view(-1).copy_(v)
+                        v = self._tensors[i].data.view(-1)
+                    self._opt.set_param(self._zparams[i], v)
+        return missing, unexpected
+
+    # ---- lifetime -------------------------------------------------------------------
+    def close(self):
+        """Give the module back whole (stage 3 gathers every parameter: collective),
+        remove the hooks and destroy the layer. Idempotent."""
+        if self._opt is None:
+            return
+        try:
+            if self._stage == 3:
+                for i, p in enumerate(self._tensors):
+                    p.data = self._full(i)
+        finally:
+            for h in self._hooks:
+                h.remove()
+            self._hooks = []
+            self._accs = []
+            self._opt.close()
+            self._opt = None
+            if self._own_comm:
+                self._comm.close()
+
+    def __repr__(self):
+        return "<zeroshard.torch.ZeRO stage %d, %d parameters>" % (self._stage, len(self._tensors))
