@@ -14,6 +14,11 @@ packages=(build-essential pkg-config autoconf automake libtool
 packages+=(clang libclang-rt-dev valgrind)
 # The Python package zeroshard (python/) and its torch tests.
 packages+=(python3-dev python3-numpy pybind11-dev python3-torch)
+# Debian's torch does its fp32 matmuls through the libblas.so.3 alternative;
+# the reference BLAS behind it by default makes examples/torch/train_gpt.py's
+# fp32 steps about 20x slower than OpenBLAS. The OpenMP build follows
+# torch.set_num_threads, so ranks sharing the cores do not oversubscribe them.
+packages+=(libopenblas0-openmp)
 # perf/plot_busbw.sh, which tests/system/perf/run_bench.sh runs.
 packages+=(gnuplot-nox)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its

@@ -160,8 +160,11 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
         return zsh_error(ZSH_ERR_NO_MEMORY, "%s: out of memory recording the fetch order", fn);
     }
     if (noted > 0) {
+        /* Info, not a warning: a state dict, an evaluation pass or a layer
+         * skipped on purpose fetch in another order legitimately; it costs
+         * one step without prefetching, and the stats count it. */
         opt->stats.order_rebuilds++;
-        zsh_log(ZSH_LOG_WARN,
+        zsh_log(ZSH_LOG_INFO,
                 "fetch order changed at step %lu (parameter '%s'): prefetching stops for this "
                 "step and the recorded order is rebuilt", opt->stats.steps + 1, param->name);
     }

@@ -32,7 +32,9 @@ precision, loss scaling and clipping; this module only wires it to torch:
 
 One backward per step: a parameter whose gradient comes twice before
 step() is refused. A parameter that got no gradient in a step gets zeros at
-step(). Gradient accumulation over micro-batches belongs in the loss.
+step(), so weight decay and momentum still move it, where torch.optim skips
+it: freeze what is not trained (requires_grad=False). Gradient accumulation
+over micro-batches belongs in the loss.
 
 state_dict() and load_state_dict() carry the module's full parameters and
 buffers (gathered at stage 3); optimizer states stay in the layer.

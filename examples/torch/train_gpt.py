@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""A small GPT trained with ZeroShard's ZeRO, on a text file Debian ships.
+
+    zshrun -n 4 /usr/bin/python3 examples/torch/train_gpt.py --stage 3 [--precision bf16]
+
+Character-level (bytes: a vocabulary of 256), learned position embeddings, a
+few pre-norm transformer blocks and an output layer tied to the token
+embedding. Every step each rank trains on its own slice of one global batch;
+rank 0 prints the loss averaged over the ranks, the step time and the bytes
+each rank holds for the model (parameters, gradients, optimizer states, as
+the optimizer layer counts them).
+
+--compare-ddp trains a second, identical model in the same job with
+DistributedDataParallel over a gloo group and torch.optim.AdamW, on the same
+batches, and prints both losses and their largest relative difference.
+--json FILE writes the losses and bytes (rank 0) for scripts.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+TEXT = "/usr/share/common-licenses/GPL-3"
+VOCAB = 256
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, dim, heads, seq):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, dim)
+        self.wpe = nn.Embedding(seq, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, VOCAB, bias=False)
+        self.head.weight = self.wte.weight  # tied: one parameter, used twice per step
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m):
+        # GPT-2's: small weights keep the tied output's first logits near uniform.
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1])
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+def load_text(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return torch.tensor(list(data), dtype=torch.long)
+
+
+def batch(data, step, rank, world, per_rank, seq, seed):
+    """This rank's slice of step's global batch: the same draw on every rank."""
+    g = torch.Generator().manual_seed(seed * 1000003 + step)
+    starts = torch.randint(0, len(data) - seq - 1, (world * per_rank,), generator=g)
+    mine = starts[rank * per_rank:(rank + 1) * per_rank]
+    x = torch.stack([data[s:s + seq] for s in mine.tolist()])
+    y = torch.stack([data[s + 1:s + seq + 1] for s in mine.tolist()])
+    return x, y
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--stage", type=int, default=0, choices=range(4))
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--max-grad-norm", type=float, default=0.0)
+    p.add_argument("--bucket-size", type=int, default=0, help="bytes; 0 takes ZSH_BUCKET_SIZE")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--text", default=TEXT)
+    p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    p.add_argument("--compare-ddp", action="store_true",
+                   help="also train DDP(gloo) + torch.optim.AdamW and compare losses")
+    p.add_argument("--json", help="write losses and bytes here (rank 0)")
+    args = p.parse_args(argv)
+    if args.dim % args.heads:
+        p.error("--dim %d is not a multiple of --heads %d" % (args.dim, args.heads))
+    if args.compare_ddp and args.precision != "fp32":
+        p.error("--compare-ddp compares fp32 training")
+    return args
+
+
+def build(args, dtype):
+    torch.manual_seed(args.seed)
+    return GPT(args.layers, args.dim, args.heads, args.seq).to(dtype)
+
+
+def mean_over_ranks(value):
+    t = torch.tensor([value], dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.item() / dist.get_world_size()
+
+
+def train(args, log=print):
+    """Train under an initialised default process group (zsh); the result dict."""
+    import zeroshard.torch
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    data = load_text(args.text)
+
+    model = build(args, dtype)
+    nparams = sum(p.numel() for p in model.parameters())  # a tied parameter counts once
+    zero = zeroshard.torch.ZeRO(model, stage=args.stage, optimizer="adamw", lr=args.lr,
+                                weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
+                                bucket_size=args.bucket_size)
+    ref = None
+    if args.compare_ddp:
+        gloo = dist.new_group(backend="gloo")
+        ref = torch.nn.parallel.DistributedDataParallel(build(args, dtype), process_group=gloo)
+        ref_opt = torch.optim.AdamW(ref.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+
+    losses, ref_losses, times = [], [], []
+    for step in range(args.steps):
+        x, y = batch(data, step, rank, world, args.batch, args.seq, args.seed)
+        start = time.perf_counter()
+        loss = F.cross_entropy(model(x).float().view(-1, VOCAB), y.view(-1))
+        zero.backward(loss)
+        zero.step()
+        zero.zero_grad()
+        times.append(time.perf_counter() - start)
+        losses.append(mean_over_ranks(loss.item()))
+        line = "step %3d loss %.6f step_ms %.1f" % (step, losses[-1], times[-1] * 1e3)
+        if ref is not None:
+            ref_opt.zero_grad()
+            rl = F.cross_entropy(ref(x).view(-1, VOCAB), y.view(-1))
+            rl.backward()
+            if args.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(ref.parameters(), args.max_grad_norm)
+            ref_opt.step()
+            ref_losses.append(mean_over_ranks(rl.item()))
+            line += " ddp_loss %.6f" % ref_losses[-1]
+        if rank == 0:
+            log(line)
+
+    st = zero.stats()
+    held = {k: st[k] for k in ("param_bytes", "grad_bytes", "state_bytes")}
+    result = {"stage": args.stage, "precision": args.precision, "ranks": world,
+              "params": nparams, "losses": losses, "step_ms": [t * 1e3 for t in times], **held}
+    if rank == 0:
+        mid = sorted(times)[len(times) // 2] * 1e3
+        log("stage %d %s on %d ranks: %d parameters; per rank: params %d B, grads %d B, "
+            "optimizer states %d B; median step %.1f ms"
+            % (args.stage, args.precision, world, nparams, held["param_bytes"],
+               held["grad_bytes"], held["state_bytes"], mid))
+    if ref is not None:
+        result["ddp_losses"] = ref_losses
+        result["max_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+        if rank == 0:
+            log("largest relative difference from DDP(gloo) + AdamW: %.3g" % result["max_rel_diff"])
+        dist.destroy_process_group(gloo)
+    zero.close()
+    return result
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    import zeroshard.torch  # noqa: F401  registers "zsh"
+
+    dist.init_process_group("zsh")
+    result = train(args, log=lambda line: print(line, flush=True))
+    if args.json and dist.get_rank() == 0:
+        with open(args.json, "w") as f:
+            json.dump(result, f)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""zeroshard.torch.ZeRO, run once per rank under the "zsh" process group
+(tests/system/python/run_zero.sh starts the ranks).
+
+examples/torch/train_gpt.py at every stage against DistributedDataParallel
+over gloo with torch.optim.AdamW in the same job; stage 3's parameter bytes
+against stage 0's; tied parameters, a module called twice and in-place ops
+at stage 3 against plain torch; state_dict / load_state_dict through every
+copy the layer keeps; mixed precision; and the refusals.
+"""
+
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "torch"))
+from harness import Skip, case, report_case  # noqa: E402
+
+import train_gpt  # noqa: E402
+import zeroshard  # noqa: E402
+from zeroshard.torch import ZeRO  # noqa: E402
+
+STAGES = (0, 1, 2, 3)
+GPT_ARGS = ["--steps", "20", "--layers", "2", "--dim", "32", "--heads", "2", "--seq", "16",
+            "--batch", "2", "--lr", "3e-3", "--bucket-size", "16384"]
+RESULTS = {}
+
+
+def gpt(stage):
+    """train_gpt.py's run at @stage (with its DDP twin), once per job."""
+    if stage not in RESULTS:
+        args = train_gpt.parse_args(GPT_ARGS + ["--stage", str(stage), "--compare-ddp"])
+        RESULTS[stage] = train_gpt.train(args, log=lambda line: None)
+    return RESULTS[stage]
+
+
+def near(a, b, rtol, what):
+    a, b = a.detach().float(), b.detach().float()
+    diff = ((a - b).abs() / b.abs().clamp_min(1e-6)).max().item() if a.numel() else 0.0
+    if a.shape != b.shape or diff > rtol:
+        raise AssertionError("%s: relative difference %.3g > %.3g (shapes %s, %s)"
+                             % (what, diff, rtol, tuple(a.shape), tuple(b.shape)))
+
+
+def raises(fn, text, what):
+    try:
+        fn()
+    except Exception as e:  # the message is what is checked
+        if text not in str(e):
+            raise AssertionError("%s raised %r, without %r" % (what, e, text))
+        return e
+    raise AssertionError("%s did not raise" % what)
+
+
+# ---- train_gpt.py against DDP(gloo) + AdamW ------------------------------------------
+
+def _gpt_case(stage):
+    def fn(ctx):
+        r = gpt(stage)
+        # fp32 throughout; the two differ only in the order ranks' gradients are summed.
+        if not r["max_rel_diff"] <= 1e-5:
+            raise AssertionError("losses differ from DDP by %.3g: %s vs %s"
+                                 % (r["max_rel_diff"], r["losses"], r["ddp_losses"]))
+        if not r["losses"][-1] < r["losses"][0]:
+            raise AssertionError("the loss did not fall: %s" % r["losses"])
+    fn.__name__ = "test_train_gpt_stage_%d_matches_ddp_with_adamw_over_20_steps" % stage
+    return case(fn)
+
+
+for _s in STAGES:
+    _gpt_case(_s)
+
+
+@case
+def test_stage_3_holds_a_world_size_share_of_the_parameter_bytes_of_stage_0(ctx):
+    s0, s3, s2 = gpt(0), gpt(3), gpt(2)
+    share = s3["param_bytes"] / s0["param_bytes"]
+    # Shards are padded to equal sizes per bucket: a little over 1/N, never under.
+    if not 1.0 / ctx.size <= share <= 1.0 / ctx.size + 0.02:
+        raise AssertionError("stage 3 holds %d of stage 0's %d parameter bytes (%.3f), not 1/%d"
+                             % (s3["param_bytes"], s0["param_bytes"], share, ctx.size))
+    if s0["param_bytes"] != 4 * s0["params"]:
+        raise AssertionError("stage 0 counts %d bytes for %d fp32 parameters"
+                             % (s0["param_bytes"], s0["params"]))
+    if not s2["grad_bytes"] <= s0["grad_bytes"] / ctx.size + 0.02 * s0["grad_bytes"]:
+        raise AssertionError("stage 2 keeps %d gradient bytes of %d" % (s2["grad_bytes"],
+                                                                       s0["grad_bytes"]))
+
+
+# ---- stage 3 on awkward modules, against plain torch ---------------------------------
+
+class Awkward(nn.Module):
+    """A tied output, a block called twice per forward, an in-place ReLU on a
+    Linear's output, a child's parameter read by the parent, a parameter of
+    the parent itself, and a module left unused."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 6)
+        self.block = nn.Sequential(nn.Linear(6, 6), nn.ReLU(inplace=True))
+        self.norm = nn.LayerNorm(6)
+        self.out = nn.Linear(6, 11, bias=False)
+        self.out.weight = self.emb.weight
+        self.scale = nn.Parameter(torch.full((6,), 0.5))
+        self.unused = nn.Linear(3, 3)
+
+    def forward(self, idx, zero=None):
+        x = self.emb(idx)
+        x = self.block(x) + self.block(x * 0.5)
+        bias = self.block[0].bias  # a child's parameter, outside the child's forward
+        if zero is not None:
+            with zero.gathered(bias):
+                x = x * self.scale + bias
+        else:
+            x = x * self.scale + bias
+        return self.out(self.norm(x))
+
+
+def awkward(dtype=torch.float32):
+    torch.manual_seed(7)
+    return Awkward().to(dtype)
+
+
+def batch(step):
+    g = torch.Generator().manual_seed(100 + step)
+    x = torch.randint(0, 11, (3, 5), generator=g)
+    y = torch.randint(0, 11, (3, 5), generator=g)
+    return x, y
+
+
+def reference_run(steps, kind=torch.optim.AdamW, **opt):
+    """Plain torch, one process: every rank trains on the same batch, so the
+    averaged gradient equals the local one."""
+    m = awkward()
+    o = kind(m.parameters(), **opt)
+    losses = []
+    for step in range(steps):
+        x, y = batch(step)
+        o.zero_grad()
+        loss = F.cross_entropy(m(x).view(-1, 11), y.view(-1))
+        loss.backward()
+        o.step()
+        losses.append(loss.item())
+    return m, losses
+
+
+@case
+def test_tied_reused_and_in_place_modules_train_as_plain_torch_at_every_stage(ctx):
+    opt = dict(lr=1e-2, weight_decay=0.05)
+    ref, ref_losses = reference_run(6, **opt)
+    for stage in STAGES:
+        m = awkward()
+        zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
+        losses = []
+        for step in range(6):
+            x, y = batch(step)
+            loss = F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1))
+            zero.backward(loss)
+            zero.step()
+            zero.zero_grad()
+            losses.append(loss.item())
+        near(torch.tensor(losses), torch.tensor(ref_losses), 1e-5, "stage %d losses" % stage)
+        sd = zero.state_dict()
+        for k, v in ref.state_dict().items():
+            # torch.optim skips a parameter without a gradient; the layer
+            # updates it with a zero one (weight decay applies), as documented.
+            if not k.startswith("unused."):
+                near(sd[k], v, 1e-4, "stage %d %s" % (stage, k))
+        if stage == 3 and m.emb.weight.numel() != 0:
+            raise AssertionError("stage 3 left the embedding gathered after the step")
+        zero.close()
+        near(m.emb.weight, ref.emb.weight, 1e-4, "stage %d close() gives the module back" % stage)
+
+
+@case
+def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
+    # Adam hardly notices a gradient N times too large; SGD moves N times as far.
+    ref, ref_losses = reference_run(4, torch.optim.SGD, lr=0.1, momentum=0.9)
+    for stage in (0, 3):
+        m = awkward()
+        zero = ZeRO(m, stage=stage, group=ctx.group, optimizer="sgd", lr=0.1, momentum=0.9)
+        for step in range(4):
+            x, y = batch(step)
+            zero.backward(F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1)))
+            zero.step()
+        sd = zero.state_dict()
+        near(sd["emb.weight"], ref.state_dict()["emb.weight"], 1e-4, "stage %d" % stage)
+        zero.close()
+
+
+@case
+def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
+    opt = dict(lr=1e-2)
+    ref, _ = reference_run(3, **opt)
+    want = ref.state_dict()
+    for stage in STAGES:
+        for dtype in (torch.float32, torch.bfloat16):
+            m = awkward(dtype)
+            zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
+            zero.load_state_dict({k: v.to(dtype) for k, v in want.items()})
+            got = zero.state_dict()
+            for k, v in want.items():
+                near(got[k].float(), v.to(dtype).float(), 0, "stage %d %s %s" % (stage, dtype, k))
+            # A step from the loaded values with zero gradients only decays and
+            # keeps them: the masters were loaded too (else it would jump back).
+            zero.step()
+            after = zero.state_dict()
+            for k, v in want.items():
+                near(after[k].float(), v.to(dtype).float(), 0,
+                     "stage %d %s %s after a step" % (stage, dtype, k))
+            zero.close()
+
+
+@case
+def test_load_state_dict_with_a_wrong_shape_changes_nothing(ctx):
+    m = awkward()
+    zero = ZeRO(m, stage=3, group=ctx.group)
+    before = zero.state_dict()
+    bad = dict(before)
+    bad["emb.weight"] = torch.zeros(11, 6)
+    bad["norm.weight"] = torch.zeros(7)
+    raises(lambda: zero.load_state_dict(bad), "size mismatch for norm.weight", "a wrong shape")
+    raises(lambda: zero.load_state_dict({"emb.weight": before["emb.weight"]}), "missing keys",
+           "a partial state dict")
+    after = zero.state_dict()
+    for k, v in before.items():
+        near(after[k], v, 0, k)
+    zero.close()
+
+
+@case
+def test_bf16_training_is_the_same_at_every_stage(ctx):
+    # fp32 master weights and states everywhere: sharding must not change the arithmetic.
+    runs = []
+    for stage in STAGES:
+        m = awkward(torch.bfloat16)
+        zero = ZeRO(m, stage=stage, group=ctx.group, lr=1e-2, bucket_size=256)
+        losses = []
+        for step in range(4):
+            x, y = batch(step)
+            loss = F.cross_entropy(m(x, zero).float().view(-1, 11), y.view(-1))
+            zero.backward(loss)
+            zero.step()
+            losses.append(loss.item())
+        st = zero.stats()
+        if st["state_bytes"] == 0:
+            raise AssertionError("no master weights or states counted: %s" % st)
+        zero.close()
+        runs.append(losses)
+    for stage, losses in zip(STAGES[1:], runs[1:]):
+        near(torch.tensor(losses), torch.tensor(runs[0]), 1e-6, "bf16 stage %d vs 0" % stage)
+
+
+class Bigram(nn.Module):
+    """Embeddings and elementwise ops only: torch 1.13 has no fp16 matmul on CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 11)
+        self.gain = nn.Parameter(torch.ones(11))
+
+    def forward(self, idx):
+        return self.emb(idx) * self.gain
+
+
+@case
+def test_fp16_scales_the_loss_and_trains(ctx):
+    torch.manual_seed(3)
+    m = Bigram().half()
+    zero = ZeRO(m, stage=2, group=ctx.group, lr=1e-2, bucket_size=64, loss_scale=1024.0)
+    if zero.loss_scale != 1024.0:
+        raise AssertionError("loss_scale is %s" % zero.loss_scale)
+    applied = []
+    for step in range(4):
+        x, y = batch(step)
+        loss = F.cross_entropy(m(x).float().view(-1, 11), y.view(-1))
+        zero.backward(loss)
+        applied.append(zero.step())
+    if not all(applied) or zero.stats()["skipped_steps"] != 0:
+        raise AssertionError("steps applied %s, stats %s" % (applied, zero.stats()))
+    zero.close()
+
+
+# ---- refusals and the contract -------------------------------------------------------
+
+@case
+def test_a_second_backward_before_step_is_refused(ctx):
+    m = awkward()
+    zero = ZeRO(m, stage=1, group=ctx.group)
+    x, y = batch(0)
+    F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward()
+    raises(lambda: F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward(),
+           "second gradient before step()", "a second backward")
+    zero.zero_grad()
+    F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward()
+    zero.step()
+    zero.close()
+
+
+@case
+def test_bad_modules_and_groups_are_refused_with_the_reason(ctx):
+    mixed = nn.Linear(2, 2)
+    mixed.bias.data = mixed.bias.data.double()
+    raises(lambda: ZeRO(mixed, group=ctx.group), "must have one dtype", "mixed dtypes")
+    frozen = nn.Linear(2, 2).requires_grad_(False)
+    raises(lambda: ZeRO(frozen, group=ctx.group), "no trainable parameters", "a frozen module")
+    raises(lambda: ZeRO(nn.Linear(2, 2).double(), group=ctx.group), "float32, bfloat16 or float16",
+           "float64")
+    raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.group, stage=4), "stage 4", "stage 4")
+    raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.gloo), "zsh backend", "a gloo group")
+
+
+@case
+def test_stage_3_params_read_outside_their_module_need_gathered(ctx):
+    m = awkward()
+    zero = ZeRO(m, stage=3, group=ctx.group)
+    x, _ = batch(0)
+    bias = m.block[0].bias
+    raises(lambda: m(x), "", "a forward reading block[0].bias without gathered()")
+    with zero.gathered(bias):
+        if bias.shape != (6,):
+            raise AssertionError("gathered() gave shape %s" % (tuple(bias.shape),))
+    if bias.numel() != 0:
+        raise AssertionError("the parameter stayed gathered after the with block")
+    m(x, zero)  # the same forward with gathered() runs
+    zero.close()
+
+
+class Ctx:
+    def __init__(self):
+        self.rank = dist.get_rank()
+        self.size = dist.get_world_size()
+        self.group = dist.distributed_c10d._get_default_group()
+        self.gloo = dist.new_group(backend="gloo")
+
+
+def main(argv):
+    torch.set_num_threads(1)
+    # A case that breaks the job fails the rest within a minute, not torch's 30.
+    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
+    from harness import CASES
+    ctx = Ctx()
+    only = argv[1] if len(argv) > 1 else None
+    failed = 0
+    for fn in CASES:
+        if only and only not in fn.__name__:
+            continue
+        failed += not report_case(fn, ctx)
+        dist.barrier()
+    dist.destroy_process_group()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,21 @@
+#!/bin/bash
+# zeroshard.torch.ZeRO (tests/python/test_zero_torch.py), once per rank at 4
+# and 3 ranks: examples/torch/train_gpt.py at stages 0-3 against
+# DistributedDataParallel over gloo with torch.optim.AdamW (losses within
+# 1e-5 over 20 steps), stage 3's parameter bytes against stage 0's, modules
+# with tied, reused and in-place parts against plain torch, state dicts,
+# mixed precision and the refusals. Skipped, with the reason, when the
+# package or torch is missing. Ends with a GoogleTest-style summary that
+# tests/run_all.sh counts (see ranks.sh).
+set -u
+. "$(dirname "$0")/ranks.sh"
+script=$srcdir/tests/python/test_zero_torch.py
+py_setup python_zero torch
+want=$(PYTHONPATH=$pkg "$python" -c "
+import sys; sys.path.insert(0, '$srcdir/tests/python')
+import runpy; runpy.run_path('$script', run_name='cases')
+import harness; print(len(harness.CASES))")
+for n in ${ZSH_PYTEST_SIZES:-4 3}; do
+    py_job "np$n" "$n" "$want" "$script"
+done
+py_summary
