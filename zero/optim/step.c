@@ -48,7 +48,7 @@ static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *
 {
     float inv_scale = 1.0f / opt->scaler.scale;
     bool need_norm  = opt->scaler.dynamic || (opt->cfg.max_grad_norm > 0.0f);
-    double sumsq, norm;
+    double sumsq, norm, clip;
     zsh_status_t status;
 
     *mul_p  = inv_scale;
@@ -63,9 +63,12 @@ static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *
     norm                       = sqrt(sumsq) * inv_scale;
     opt->stats.last_grad_norm  = norm;
     *skip_p                    = zsh_scaler_update(&opt->scaler, !isfinite(sumsq));
-    if (!*skip_p && (opt->cfg.max_grad_norm > 0.0f) && (norm > opt->cfg.max_grad_norm)) {
-        /* As torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6). */
-        *mul_p = (float)(inv_scale * (opt->cfg.max_grad_norm / (norm + 1e-6)));
+    /* As torch.nn.utils.clip_grad_norm_: the factor max_norm / (norm + 1e-6)
+     * applies whenever it is below 1, which includes norms up to 1e-6 under
+     * max_norm; testing norm > max_norm instead would leave those unclipped. */
+    clip = opt->cfg.max_grad_norm / (norm + 1e-6);
+    if (!*skip_p && (opt->cfg.max_grad_norm > 0.0f) && (clip < 1.0)) {
+        *mul_p = (float)(inv_scale * clip);
     }
     return ZSH_OK;
 }

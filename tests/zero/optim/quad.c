@@ -229,7 +229,7 @@ static double zsh_quad_exact_step(const zsh_optim_config_t *cfg, int step, doubl
     }
     norm                      = sqrt(sumsq);
     run->stats.last_grad_norm = norm;
-    if ((cfg->max_grad_norm > 0.0f) && (norm > cfg->max_grad_norm)) {
+    if ((cfg->max_grad_norm > 0.0f) && (cfg->max_grad_norm / (norm + 1e-6) < 1.0)) {
         mul = cfg->max_grad_norm / (norm + 1e-6);
     }
     for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
