@@ -2,13 +2,14 @@
 """The zsh torch.distributed backend against gloo, in one job, on the same tensors.
 
     zshrun -n 2 /usr/bin/python3 perf/torch_bench.py [--min 8] [--max 64m] [--iters N]
-                                                     [--csv FILE]
+                                                     [--csv FILE] [--train [OPTIONS]]
 
 The default group is "zsh"; a gloo group over the same ranks runs the same
 calls in turn, size by size, so both see the same machine at the same moment.
 Each cell is the median over iterations of the slowest rank's time, and
 bus bandwidth as the OSU and nccl-tests define it. A collective gloo does not
-have prints "unsupported" in gloo's columns.
+have prints "unsupported" in gloo's columns. --train adds one training step
+of examples/torch/train_gpt.py's model (see perf/torch_train_step.py).
 """
 
 import argparse
@@ -97,6 +98,10 @@ def main():
                     help="iterations per size (default: fewer as sizes grow)")
     ap.add_argument("--collectives", default=",".join(COLLECTIVES))
     ap.add_argument("--csv", default=None)
+    ap.add_argument("--train", nargs="?", const="", default=None, metavar="OPTIONS",
+                    help="also time one training step of examples/torch/train_gpt.py's model "
+                         "(OPTIONS: its options, e.g. \"--layers 4 --dim 256 --steps 10\"); "
+                         "--collectives '' times training only")
     args = ap.parse_args()
 
     dist.init_process_group("zsh")
@@ -112,7 +117,7 @@ def main():
     if rank == 0:
         print("# %d ranks, torch %s, float32; time in us (median of the slowest rank), busbw "
               "in GB/s" % (n, torch.__version__))
-    for coll in args.collectives.split(","):
+    for coll in [c for c in args.collectives.split(",") if c]:
         if rank == 0:
             print("\n# %s\n%10s %12s %10s %12s %10s %8s" % (coll, "bytes", "zsh us", "zsh GB/s",
                                                            "gloo us", "gloo GB/s", "ratio"))
@@ -145,6 +150,12 @@ def main():
                 f.write("%s,%d,%.3f,%.4f,%s,%s\n" % (
                     coll, nbytes, z[0] * 1e6, z[1], "%.3f" % (g[0] * 1e6) if g else "unsupported",
                     "%.4f" % g[1] if g else "unsupported"))
+    if args.train is not None:
+        import shlex
+        import torch_train_step
+        torch.set_num_threads(1)
+        torch_train_step.report(gloo, ["--steps", "10"] + shlex.split(args.train),
+                                out=lambda line: print(line, flush=True))
     dist.destroy_process_group(gloo)
     dist.destroy_process_group()
     return 0

@@ -83,7 +83,7 @@ py_job() { # TAG N WANT ARGS...
             case $line in
             "RESULT $name OK"*) ;;
             "RESULT $name SKIPPED"*) [ $status = OK ] && status=SKIPPED && why=${line#RESULT $name SKIPPED } ;;
-            *) status=FAILED; why="$why rank $r: ${line:+${line#RESULT $name }}${line:-no result}" ;;
+            *) status=FAILED; line=${line#RESULT $name }; why="$why rank $r: ${line:-no result}" ;;
             esac
         done
         case $status in
