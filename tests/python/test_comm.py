@@ -2,7 +2,7 @@
 """zeroshard.Comm, run once per rank (tests/system/python/run_comm.sh starts
 the ranks): every collective, blocking and nonblocking, on numpy arrays and
 CPU torch tensors, every dtype and op against numpy's or torch's own result;
-split, timeouts, abort, bad input, from_store and the GIL."""
+split, timeouts, abort, mismatched calls, bad input, from_store and the GIL."""
 
 import functools
 import gc
@@ -291,6 +291,80 @@ def test_abort_from_another_thread_fails_the_waiting_call(ctx):
                 assert e.status == -9 and isinstance(e, zsh.ZshAbortedError), repr(e)
                 return
         raise AssertionError("two barriers after a peer's abort returned")
+
+
+def expect_mismatch(ctx, comm, call, *named):
+    """call() raises ZshMismatchError within a few seconds, naming every string of named;
+    comm is revoked then: its next collective raises the same."""
+    zsh = ctx.zsh
+    comm.timeout = 30.0  # far beyond detection: a timeout would mean a missed mismatch
+    start = time.monotonic()
+    try:
+        call()
+        raise AssertionError("the mismatched call returned")
+    except zsh.ZshError as e:
+        took = time.monotonic() - start
+        assert isinstance(e, zsh.ZshMismatchError) and e.status == -7, repr(e)
+        assert str(e).startswith("ranks disagree about a call: "), str(e)
+        for text in named:
+            assert text in e.message, "%r does not name %r" % (e.message, text)
+        assert took < 10.0, "raised after %.1f s" % took
+    try:
+        comm.barrier()
+        raise AssertionError("a barrier on the revoked communicator returned")
+    except zsh.ZshMismatchError:
+        pass
+
+
+@case
+def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
+    # Two ranks: on three or more, an all-reduce whose handshake goes through
+    # the shared-memory board against broadcasts whose handshake goes through
+    # the transport is not seen as a mismatch by the C layer; every rank
+    # times out instead.
+    ctx.need_ranks(2)
+    pair = ctx.comm.split(0 if ctx.rank < 2 else -1, key=ctx.rank)
+    if pair is None:
+        return
+    try:
+        x = np.ones(8, np.float32)
+        call = (lambda: pair.all_reduce(x)) if ctx.rank == 0 else (lambda: pair.broadcast(x, 0))
+        expect_mismatch(ctx, pair, call, "called allreduce(count=8, fp32, sum)",
+                        "called broadcast(count=8, fp32, root=0)")
+    finally:
+        pair.close()
+
+
+@case
+def test_mismatch_different_counts_raise_on_every_rank(ctx):
+    ctx.need_ranks(2)
+    x = np.ones(9 if ctx.rank == ctx.size - 1 else 8, np.float64)
+    expect_mismatch(ctx, ctx.comm, lambda: ctx.comm.all_reduce(x),
+                    "allreduce(count=8, fp64, sum)", "allreduce(count=9, fp64, sum)")
+
+
+@case
+def test_mismatch_different_ops_raise_on_every_rank(ctx):
+    ctx.need_ranks(2)
+    x = np.ones(8, np.int32)
+    op = "max" if ctx.rank == 1 else "sum"
+    expect_mismatch(ctx, ctx.comm, lambda: ctx.comm.all_reduce(x, op=op),
+                    "allreduce(count=8, int32, max)", "allreduce(count=8, int32, sum)")
+
+
+@case
+def test_mismatch_different_broadcast_roots_raise_by_the_next_call(ctx):
+    ctx.need_ranks(2)
+    x = np.zeros(16, np.float32)
+    root = 1 if ctx.rank == ctx.size - 1 else 0
+
+    def call():
+        # A rank whose path from its root agrees may finish the broadcast
+        # itself (zeroshard.h); it learns of the mismatch at its next call.
+        ctx.comm.broadcast(x, root)
+        ctx.comm.barrier()
+    expect_mismatch(ctx, ctx.comm, call, "broadcast(count=16, fp32, root=0)",
+                    "broadcast(count=16, fp32, root=1)")
 
 
 def expect(exc, fn, *args, **kw):
