@@ -165,11 +165,14 @@ class Comm:
         return cls._wrap(handle, _Job())
 
     @classmethod
-    def from_store(cls, store, rank, size, prefix="zsh"):
+    def from_store(cls, store, rank, size, prefix="zsh", call=None):
         """Bootstrap through a store with set(key, bytes) and get(key) -> bytes
-        (torch.distributed.Store, or any object like it)."""
+        (torch.distributed.Store, or any object like it). call numbers this
+        bootstrap among those with this prefix on this store; by default, the
+        count of this process's from_store calls with the prefix, which is
+        right only when every rank makes the same calls in the same order."""
         from .store import store_allgather
-        return store_allgather(cls, store, int(rank), int(size), prefix)
+        return store_allgather(cls, store, int(rank), int(size), prefix, call)
 
     # ---- state ------------------------------------------------------------------
     def _live(self):

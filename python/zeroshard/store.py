@@ -2,9 +2,9 @@
 key-value store (torch.distributed.Store, or any object with set(key, bytes)
 and get(key) -> bytes).
 
-Each from_store call takes keys of its own, "<prefix>/<n>/...", where n counts
-the calls with that prefix in this process (every rank makes the same calls in
-the same order). Once every rank has read every block, each rank deletes its
+Each from_store call takes keys of its own, "<prefix>/<n>/...", where n is the
+caller's call number or else counts the calls with that prefix in this process
+(then every rank must make the same calls in the same order). Once every rank has read every block, each rank deletes its
 own keys when the store has delete_key.
 """
 
@@ -38,8 +38,8 @@ def _get(store, key):
             time.sleep(0.001)
 
 
-def store_allgather(comm_cls, store, rank, size, prefix):
-    base = "%s/%d" % (prefix, _next_call(prefix))
+def store_allgather(comm_cls, store, rank, size, prefix, call=None):
+    base = "%s/%d" % (prefix, _next_call(prefix) if call is None else int(call))
     rounds = itertools.count()
     mine = []
 

@@ -3,8 +3,8 @@
 run_torch.sh starts the ranks). Every collective torch routes to a process
 group, every dtype and op against torch's own arithmetic, groups, async work
 with futures, DDP and ZeroRedundancyOptimizer against gloo in the same job,
-the init methods, and the failures: a timeout and a killed rank raise in the
-others with ZeroShard's message.
+the init methods, and the failures: mismatched calls raise in every rank, a
+timeout and a killed rank raise in the others, with ZeroShard's message.
 
     test_torch_backend.py cases|init_env|init_file FILE|init_tcp PORT|timeout|killed
 """
@@ -226,6 +226,21 @@ def test_new_group_runs_collectives_among_its_members_only(ctx):
 
 
 @case
+def test_a_group_of_all_ranks_after_a_group_of_some_bootstraps(ctx):
+    # The creator runs on members only: the bootstrap's keys must not depend
+    # on how many groups each process joined before.
+    ctx.need_ranks(3)
+    some = dist.new_group(ranks=[0, 1])
+    every = dist.new_group(timeout=datetime.timedelta(seconds=20))
+    t = torch.ones(3)
+    dist.all_reduce(t, group=every)
+    expect_equal(t, torch.full((3,), float(ctx.size)), "all_reduce on the group of all ranks")
+    dist.destroy_process_group(every)
+    if ctx.rank < 2:
+        dist.destroy_process_group(some)
+
+
+@case
 def test_point_to_point_and_all_to_all_say_they_are_not_supported(ctx):
     t = torch.zeros(4)
     expect_raises(lambda: dist.send(t, dst=(ctx.rank + 1) % ctx.size), "send is not supported by "
@@ -234,6 +249,85 @@ def test_point_to_point_and_all_to_all_say_they_are_not_supported(ctx):
     expect_raises(lambda: dist.all_to_all_single(torch.zeros(ctx.size), torch.zeros(ctx.size)),
                   "all_to_all_single is not supported", "all_to_all_single")
     dist.barrier()
+
+
+def expect_mismatch(group, call, *named):
+    """call() raises, within a few seconds, a RuntimeError with ZeroShard's mismatch message
+    naming every string of named; the group is revoked then: its next barrier raises too.
+    Each case runs on a group of its own, since a mismatch leaves a group unusable."""
+    start = time.monotonic()
+    try:
+        call()
+        raise AssertionError("the mismatched call returned")
+    except RuntimeError as e:
+        took = time.monotonic() - start
+        if not str(e).startswith("ranks disagree about a call: "):
+            raise AssertionError("not ZeroShard's mismatch message: %s" % e)
+        for text in named:
+            if text not in str(e):
+                raise AssertionError("%r does not name %r" % (str(e), text))
+        if took > 10:
+            raise AssertionError("raised after %.1f s" % took)
+    expect_raises(lambda: dist.barrier(group=group), "ranks disagree about a call",
+                  "a barrier on the revoked group")
+    dist.destroy_process_group(group)
+
+
+def mismatch_group(ranks=None):
+    # A timeout far beyond detection: raising after it would mean a missed mismatch.
+    return dist.new_group(ranks=ranks, timeout=datetime.timedelta(seconds=30))
+
+
+@case
+def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
+    # Two ranks: on three or more, the C layer does not see an all-reduce
+    # whose handshake goes through the shared-memory board against broadcasts
+    # whose handshake goes through the transport; every rank times out.
+    ctx.need_ranks(2)
+    group = mismatch_group([0, 1])
+    if ctx.rank > 1:
+        return
+    t = torch.ones(N)
+    call = (lambda: dist.all_reduce(t, group=group)) if ctx.rank == 0 else \
+        (lambda: dist.broadcast(t, src=0, group=group))
+    # The backend broadcasts a tensor as bytes.
+    expect_mismatch(group, call, "called allreduce(count=%d, fp32, sum)" % N,
+                    "called broadcast(count=%d, uint8, root=0)" % (4 * N))
+
+
+@case
+def test_mismatch_different_all_reduce_counts_raise_on_every_rank(ctx):
+    ctx.need_ranks(2)
+    group = mismatch_group()
+    t = torch.ones(N + 1 if ctx.rank == ctx.size - 1 else N, dtype=torch.float64)
+    expect_mismatch(group, lambda: dist.all_reduce(t, group=group),
+                    "allreduce(count=%d, fp64, sum)" % N, "allreduce(count=%d, fp64, sum)" % (N + 1))
+
+
+@case
+def test_mismatch_different_reduce_ops_raise_on_every_rank(ctx):
+    ctx.need_ranks(2)
+    group = mismatch_group()
+    t = torch.ones(N, dtype=torch.int32)
+    op = dist.ReduceOp.MAX if ctx.rank == 1 else dist.ReduceOp.SUM
+    expect_mismatch(group, lambda: dist.all_reduce(t, op=op, group=group),
+                    "allreduce(count=%d, int32, max)" % N, "allreduce(count=%d, int32, sum)" % N)
+
+
+@case
+def test_mismatch_different_broadcast_roots_raise_by_the_next_call(ctx):
+    ctx.need_ranks(2)
+    group = mismatch_group()
+    t = torch.zeros(N)
+    root = 1 if ctx.rank == ctx.size - 1 else 0
+
+    def call():
+        # A rank whose path from its root agrees may finish the broadcast
+        # (zeroshard.h); it learns of the mismatch at its next call.
+        dist.broadcast(t, src=root, group=group)
+        dist.barrier(group=group)
+    expect_mismatch(group, call, "broadcast(count=%d, uint8, root=0)" % (4 * N),
+                    "broadcast(count=%d, uint8, root=1)" % (4 * N))
 
 
 @case

@@ -318,9 +318,22 @@ class ProcessGroupZsh(ProcessGroup):
                              % (what, root, self._size))
 
 
+def _bootstrap_number(store, size):
+    """Which bootstrap of a group on @store this is, the same on every member.
+
+    A process's own count of its bootstraps would not do: torch calls the
+    creator only on a group's members, so after new_group(ranks=[0, 1]) rank 2
+    would count one fewer than ranks 0 and 1 and wait for keys they never set.
+    The store is the group's own (torch prefixes it per group), and every
+    member adds one to a counter on it; no member can finish bootstrap k, let
+    alone start k + 1, before every member has added for k."""
+    return (store.add("zsh/comm/bootstraps", 1) - 1) // size
+
+
 def create_process_group(store, rank, size, timeout):
     """The backend's creator, as torch.distributed.Backend.register_backend calls it."""
-    comm = zeroshard.Comm.from_store(store, rank, size, prefix="zsh/comm")
+    comm = zeroshard.Comm.from_store(store, rank, size, prefix="zsh/comm",
+                                     call=_bootstrap_number(store, size))
     try:
         comm.timeout = timeout.total_seconds()
     except (zeroshard.ZshError, ValueError):
