@@ -6,7 +6,7 @@ with futures, DDP and ZeroRedundancyOptimizer against gloo in the same job,
 the init methods, and the failures: mismatched calls raise in every rank, a
 timeout and a killed rank raise in the others, with ZeroShard's message.
 
-    test_torch_backend.py cases|init_env|init_file FILE|init_tcp PORT|timeout|killed
+    test_torch_backend.py cases|mismatch|init_env|init_file FILE|init_tcp PORT|timeout|killed
 """
 
 import datetime
@@ -273,12 +273,22 @@ def expect_mismatch(group, call, *named):
     dist.destroy_process_group(group)
 
 
+MISMATCH_CASES = []
+
+
+def mismatch_case(fn):
+    """A mismatch case: run in the job "mismatch", away from the other cases,
+    since a mismatch leaves its group revoked."""
+    MISMATCH_CASES.append(fn)
+    return fn
+
+
 def mismatch_group(ranks=None):
     # A timeout far beyond detection: raising after it would mean a missed mismatch.
     return dist.new_group(ranks=ranks, timeout=datetime.timedelta(seconds=30))
 
 
-@case
+@mismatch_case
 def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
     # Two ranks: on three or more, the C layer does not see an all-reduce
     # whose handshake goes through the shared-memory board against broadcasts
@@ -295,7 +305,7 @@ def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
                     "called broadcast(count=%d, uint8, root=0)" % (4 * N))
 
 
-@case
+@mismatch_case
 def test_mismatch_different_all_reduce_counts_raise_on_every_rank(ctx):
     ctx.need_ranks(2)
     group = mismatch_group()
@@ -304,7 +314,7 @@ def test_mismatch_different_all_reduce_counts_raise_on_every_rank(ctx):
                     "allreduce(count=%d, fp64, sum)" % N, "allreduce(count=%d, fp64, sum)" % (N + 1))
 
 
-@case
+@mismatch_case
 def test_mismatch_different_reduce_ops_raise_on_every_rank(ctx):
     ctx.need_ranks(2)
     group = mismatch_group()
@@ -314,7 +324,7 @@ def test_mismatch_different_reduce_ops_raise_on_every_rank(ctx):
                     "allreduce(count=%d, int32, max)" % N, "allreduce(count=%d, int32, sum)" % N)
 
 
-@case
+@mismatch_case
 def test_mismatch_different_broadcast_roots_raise_by_the_next_call(ctx):
     ctx.need_ranks(2)
     group = mismatch_group()
@@ -398,11 +408,11 @@ class Ctx:
             raise Skip("needs %d ranks, the job has %d" % (n, self.size))
 
 
-def run_cases(only=None):
+def run_cases(only=None, cases=None):
     from harness import CASES
     ctx = Ctx()
     failed = 0
-    for fn in CASES:
+    for fn in (CASES if cases is None else cases):
         if only and only not in fn.__name__:
             continue
         failed += not report_case(fn, ctx)
@@ -495,6 +505,11 @@ def main(argv):
         return 1 if failed else 0
     if mode.startswith("init_"):
         return job_init(mode[len("init_"):], argv[2] if len(argv) > 2 else "")
+    if mode == "mismatch":
+        dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
+        failed = run_cases(argv[2] if len(argv) > 2 else None, MISMATCH_CASES)
+        sys.stdout.flush()
+        os._exit(1 if failed else 0)  # revoked groups: no teardown fence
     if mode == "timeout":
         return job_timeout()
     if mode == "killed":

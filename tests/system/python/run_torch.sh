@@ -2,7 +2,9 @@
 # The torch.distributed backend "zsh" (tests/python/test_torch_backend.py),
 # once per rank: every collective, dtype and op against torch's arithmetic,
 # groups, async work, DDP and ZeroRedundancyOptimizer against gloo, at 2 and
-# 3 ranks; init_process_group through env://, file:// and tcp://; a rank that
+# 3 ranks; mismatched calls raising ZeroShard's message on both ranks (a job
+# of their own, since a mismatch revokes its group); init_process_group
+# through env://, file:// and tcp://; a rank that
 # never joins a collective (the others raise after the group's timeout) and a
 # killed rank (the others raise naming it). Skipped, with the reason, when the
 # package or torch is missing. Ends with a GoogleTest-style summary that
@@ -18,6 +20,10 @@ import harness; print(len(harness.CASES))")
 for n in ${ZSH_PYTEST_SIZES:-2 3}; do
     py_job "np$n" "$n" "$want" "$script" cases
 done
+want=$(PYTHONPATH=$pkg "$python" -c "
+import sys; sys.argv = ['x']; sys.path.insert(0, '$srcdir/tests/python')
+import runpy; print(len(runpy.run_path('$script', run_name='cases')['MISMATCH_CASES']))")
+py_job mismatch 2 "$want" "$script" mismatch
 py_job init_env 2 1 "$script" init_env
 py_job init_file 2 1 "$script" init_file "$log/init_file"
 py_job init_tcp 2 1 "$script" init_tcp "$(free_port)"
