@@ -21,6 +21,10 @@ class Zeroshard(AutotoolsPackage):
     variant("pmix", default=True, description="Bootstrap zsh_comm_init() through PMIx launchers (mpirun, srun)")
     variant("cuda", default=False, description="GPU buffers through the CUDA runtime")
     variant("nccl", default=False, description="GPU collectives through NCCL")
+    variant("python", default=True,
+            description="The Python package zeroshard (zeroshard.Comm, zeroshard.Optimizer); "
+                        "with py-torch at run time, the torch.distributed backend zsh and ZeRO "
+                        "for torch modules")
 
     conflicts("+nccl", when="~cuda", msg="NCCL needs CUDA")
 
@@ -37,6 +41,10 @@ class Zeroshard(AutotoolsPackage):
     depends_on("cuda", when="+cuda")
     depends_on("nccl", when="+nccl")
     depends_on("googletest", type="test")
+    extends("python", when="+python")
+    depends_on("python@3.8:", when="+python", type=("build", "run"))
+    depends_on("py-numpy", when="+python", type=("build", "run"))
+    depends_on("py-pybind11", when="+python", type="build")
 
     def autoreconf(self, spec, prefix):
         which("sh")("./autogen.sh")
@@ -48,12 +56,16 @@ class Zeroshard(AutotoolsPackage):
             mpi = self.spec["mpi"]
             env.set("MPI_CFLAGS", mpi.headers.cpp_flags)
             env.set("MPI_LIBS", mpi.libs.ld_flags)
+        # configure takes the interpreter from PYTHON, else /usr/bin/python3.
+        if self.spec.satisfies("+python"):
+            env.set("PYTHON", self.spec["python"].command.path)
 
     def configure_args(self):
         spec = self.spec
         args = []
         args.extend(self.with_or_without("mpi"))
         args.extend(self.with_or_without("pmix"))
+        args.extend(self.enable_or_disable("python"))
         if spec.satisfies("+cuda"):
             args.append("--with-cuda={0}".format(spec["cuda"].prefix))
         else:

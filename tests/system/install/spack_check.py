@@ -1,6 +1,6 @@
 """Check contrib/spack/package.py without Spack: load it against a small
 stand-in for the `spack.package` directives, then check that it declares the
-+cuda, +nccl and +mpi variants and that every configure option it produces,
++cuda, +nccl, +mpi and +python variants and that every configure option it produces,
 for every combination of variants, is one that configure --help lists.
 
 usage: spack_check.py PACKAGE_PY CONFIGURE_HELP_TXT
@@ -33,12 +33,16 @@ def load_package(path):
         def with_or_without(self, name):
             return ["--with-" + name if self.spec.satisfies("+" + name) else "--without-" + name]
 
+        def enable_or_disable(self, name):
+            return ["--enable-" + name if self.spec.satisfies("+" + name) else "--disable-" + name]
+
     shim.AutotoolsPackage = AutotoolsPackage
     shim.version = lambda *a, **k: None
     shim.variant = lambda name, **k: declared["variants"].__setitem__(name, k)
     shim.depends_on = lambda *a, **k: declared["depends_on"].append((a, k))
     shim.conflicts = lambda *a, **k: declared["conflicts"].append((a, k))
     shim.which = lambda *a, **k: None
+    shim.extends = lambda *a, **k: declared["depends_on"].append((a, k))
     spack = types.ModuleType("spack")
     spack.package = shim
     sys.modules["spack"] = spack
@@ -54,8 +58,9 @@ def main(package_py, help_txt):
     with open(help_txt) as f:
         known = set(re.findall(r"--(?:with|without|enable|disable)-[a-z0-9-]+", f.read()))
     known |= {o.replace("--with-", "--without-") for o in known if o.startswith("--with-")}
+    known |= {o.replace("--disable-", "--enable-") for o in known if o.startswith("--disable-")}
     errors = []
-    for name in ("cuda", "nccl", "mpi"):
+    for name in ("cuda", "nccl", "mpi", "python"):
         if name not in declared["variants"]:
             errors.append("no variant +" + name)
     names = sorted(declared["variants"])
