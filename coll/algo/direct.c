@@ -62,11 +62,13 @@ zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, 
  * Reduce elements [first, first + cnt) of every rank's input into @dst.
  * Peers are read in the order rank + 1, rank + 2, ... so that ranks read
  * different peers at once. Where the accumulation type is the element type,
- * dst itself accumulates: the first peer's chunk is read straight into it,
- * and this rank's own input is added there while dst is in cache, so every
- * store hits a line the copy just brought in. Otherwise (half precision,
- * and AVG, which divides at the store) a chunk of acc accumulates, and dst
- * is stored once.
+ * dst itself accumulates. Out of place, the first peer's chunk is read
+ * straight into it, and this rank's own input is added there while dst is
+ * in cache, so every store hits a line the copy just brought in. In place,
+ * dst already holds this rank's input, and each peer's chunk is added to it
+ * from tmp: no copy of the input into acc and back. Otherwise (half
+ * precision, and AVG, which divides at the store) a chunk of acc
+ * accumulates, and dst is stored once.
  */
 static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size_t cnt,
                                             char *dst)
@@ -76,7 +78,8 @@ static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size
     int n = task->comm->size, rank = task->comm->rank, k, p;
     size_t esize = zsh_task_esize(task);
     const char *own = (const char *)a->sendbuf + first * esize;
-    bool in_dst = (zsh_dtype_acc(a->dtype) == a->dtype) && (a->op != ZSH_AVG) && (dst != own);
+    bool in_dst = (zsh_dtype_acc(a->dtype) == a->dtype) && (a->op != ZSH_AVG);
+    bool first_into_dst = in_dst && (dst != own);
     zsh_status_t status;
 
     if (!in_dst) {
@@ -84,12 +87,12 @@ static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size
     }
     for (k = 1; k < n; k++) {
         p      = (rank + k) % n;
-        status = zsh_direct_copy(task, p, (in_dst && (k == 1)) ? dst : d->tmp,
+        status = zsh_direct_copy(task, p, (first_into_dst && (k == 1)) ? dst : d->tmp,
                                  d->peers[p].src + first * esize, cnt * esize, false);
         if (status != ZSH_OK) {
             return status;
         }
-        if (in_dst && (k == 1)) {
+        if (first_into_dst && (k == 1)) {
             zsh_reduce_acc(dst, own, cnt, a->dtype, a->op);
         } else if (in_dst) {
             zsh_reduce_acc(dst, d->tmp, cnt, a->dtype, a->op);
