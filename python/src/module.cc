@@ -12,18 +12,16 @@
 
 #include <zeroshard.h>
 
+#include "handles.h"
 #include "optim.h"
 
 namespace py = pybind11;
 
 namespace {
 
-using handle_t = std::uintptr_t;
+using namespace zsh_py;
 
-zsh_comm_t *comm(handle_t h) { return reinterpret_cast<zsh_comm_t *>(h); }
 zsh_request_t *req(handle_t h) { return reinterpret_cast<zsh_request_t *>(h); }
-void *buf(handle_t p) { return reinterpret_cast<void *>(p); }
-handle_t handle(const void *p) { return reinterpret_cast<handle_t>(p); }
 
 // The OOB allgather: one call of the Python function per round, with the GIL
 // held, finished before it returns. The Python side hands a function that
@@ -97,13 +95,6 @@ py::tuple comm_split(handle_t h, int color, int key)
         st = zsh_comm_split(comm(h), color, key, &c);
     }
     return py::make_tuple(static_cast<int>(st), handle(c));
-}
-
-// Runs fn with the GIL released and returns its status as an int.
-template <typename F> int nogil(F fn)
-{
-    py::gil_scoped_release nogil;
-    return static_cast<int>(fn());
 }
 
 // A nonblocking call: (status, request handle, 0 unless status is ZSH_OK).

@@ -4,7 +4,8 @@
 // its layout; python/zeroshard/optim.py checks every value first.
 #include "optim.h"
 
-#include <cstdint>
+#include "handles.h"
+
 #include <cstring>
 #include <string>
 
@@ -14,19 +15,10 @@ namespace py = pybind11;
 
 namespace {
 
-using handle_t = std::uintptr_t;
+using namespace zsh_py;
 
-zsh_comm_t *comm(handle_t h) { return reinterpret_cast<zsh_comm_t *>(h); }
 zsh_optim_t *opt(handle_t h) { return reinterpret_cast<zsh_optim_t *>(h); }
 zsh_param_t *param(handle_t h) { return reinterpret_cast<zsh_param_t *>(h); }
-void *buf(handle_t p) { return reinterpret_cast<void *>(p); }
-handle_t handle(const void *p) { return reinterpret_cast<handle_t>(p); }
-
-template <typename F> int nogil(F fn)
-{
-    py::gil_scoped_release nogil;
-    return static_cast<int>(fn());
-}
 
 py::dict config_dict(const zsh_optim_config_t &c)
 {

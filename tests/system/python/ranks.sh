@@ -9,6 +9,9 @@
 #                            zeroshard); exits 77 with a SKIPPED line when the
 #                            package is not built, or when MODULES has torch
 #                            and no interpreter has it
+#   py_count_cases SCRIPT [LIST]
+#                            the number of cases SCRIPT registers: harness.CASES,
+#                            or the module-level list LIST
 #   py_job TAG N WANT ARGS   start N ranks of "$python ARGS", each of which must
 #                            print WANT RESULT lines; cases are named SUITE/TAG.case
 #   py_summary               the totals; its status is the script's
@@ -57,6 +60,13 @@ py_setup() { # SUITE MODULES
     export PYTHONDONTWRITEBYTECODE=1
     log=$(mktemp -d)
     trap 'rm -rf "$log"' EXIT
+}
+
+py_count_cases() { # SCRIPT [LIST]
+    PYTHONPATH=$pkg "$python" -c "
+import sys; sys.argv = ['x']; sys.path.insert(0, '$srcdir/tests/python')
+import runpy; names = runpy.run_path('$1', run_name='cases')
+import harness; print(len(names['${2:-}'] if '${2:-}' else harness.CASES))"
 }
 
 free_port() {

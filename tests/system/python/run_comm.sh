@@ -8,10 +8,7 @@ set -u
 . "$(dirname "$0")/ranks.sh"
 script=$srcdir/tests/python/test_comm.py
 py_setup python_comm numpy
-want=$(PYTHONPATH=$pkg "$python" -c "
-import sys; sys.argv = ['x']; sys.path.insert(0, '$srcdir/tests/python')
-import runpy; runpy.run_path('$script', run_name='cases')
-import harness; print(len(harness.CASES))")
+want=$(py_count_cases "$script")
 for n in ${ZSH_PYTEST_SIZES:-1 2 4}; do
     py_job "np$n" "$n" "$want" "$script"
 done

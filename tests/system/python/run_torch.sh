@@ -13,16 +13,11 @@ set -u
 . "$(dirname "$0")/ranks.sh"
 script=$srcdir/tests/python/test_torch_backend.py
 py_setup python_torch torch
-want=$(PYTHONPATH=$pkg "$python" -c "
-import sys; sys.argv = ['x']; sys.path.insert(0, '$srcdir/tests/python')
-import runpy; runpy.run_path('$script', run_name='cases')
-import harness; print(len(harness.CASES))")
+want=$(py_count_cases "$script")
 for n in ${ZSH_PYTEST_SIZES:-2 3}; do
     py_job "np$n" "$n" "$want" "$script" cases
 done
-want=$(PYTHONPATH=$pkg "$python" -c "
-import sys; sys.argv = ['x']; sys.path.insert(0, '$srcdir/tests/python')
-import runpy; print(len(runpy.run_path('$script', run_name='cases')['MISMATCH_CASES']))")
+want=$(py_count_cases "$script" MISMATCH_CASES)
 py_job mismatch 2 "$want" "$script" mismatch
 py_job init_env 2 1 "$script" init_env
 py_job init_file 2 1 "$script" init_file "$log/init_file"

@@ -11,10 +11,7 @@ set -u
 . "$(dirname "$0")/ranks.sh"
 script=$srcdir/tests/python/test_zero_torch.py
 py_setup python_zero torch
-want=$(PYTHONPATH=$pkg "$python" -c "
-import sys; sys.path.insert(0, '$srcdir/tests/python')
-import runpy; runpy.run_path('$script', run_name='cases')
-import harness; print(len(harness.CASES))")
+want=$(py_count_cases "$script")
 for n in ${ZSH_PYTEST_SIZES:-4 3}; do
     py_job "np$n" "$n" "$want" "$script"
 done
