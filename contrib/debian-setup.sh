@@ -17,7 +17,8 @@ packages+=(python3-dev python3-numpy pybind11-dev python3-torch)
 # Debian's torch does its fp32 matmuls through the libblas.so.3 alternative;
 # the reference BLAS behind it by default makes examples/torch/train_gpt.py's
 # fp32 steps far slower than OpenBLAS (the README has the measurement). The
-# OpenMP build follows torch.set_num_threads, so ranks sharing the cores do not oversubscribe them.
+# OpenMP build follows torch.set_num_threads, so ranks sharing the cores do
+# not oversubscribe them.
 packages+=(libopenblas0-openmp)
 # perf/plot_busbw.sh, which tests/system/perf/run_bench.sh runs.
 packages+=(gnuplot-nox)
