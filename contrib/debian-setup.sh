@@ -20,6 +20,9 @@ packages+=(python3-dev python3-numpy pybind11-dev python3-torch)
 # OpenMP build follows torch.set_num_threads, so ranks sharing the cores do
 # not oversubscribe them.
 packages+=(libopenblas0-openmp)
+# The NVMe tier's I/O engine (io_uring, then libaio), zsh_train's matrix
+# products, and fio, which measures the disk the offload benchmark is held to.
+packages+=(liburing-dev libaio-dev libopenblas-dev fio)
 # perf/plot_busbw.sh, which tests/system/perf/run_bench.sh runs.
 packages+=(gnuplot-nox)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its

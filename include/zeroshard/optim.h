@@ -63,6 +63,20 @@ typedef enum {
 } zsh_optim_kind_t;
 
 /**
+ * Where a kind of model state lives (the Infinity tiers). Compute memory is
+ * host memory in a build without a device; the host tier is memory the
+ * layer allocates apart from it (pinned, once model state can live on a
+ * device); the NVMe tier is files under a directory, moved through a
+ * bounded pool of host buffers by the asynchronous I/O engine.
+ */
+typedef enum {
+    ZSH_OFFLOAD_DEFAULT = -1, /**< Take the ZSH_OFFLOAD_* variable. */
+    ZSH_OFFLOAD_NONE    = 0,  /**< Compute memory. */
+    ZSH_OFFLOAD_CPU     = 1,  /**< Host memory. */
+    ZSH_OFFLOAD_NVME    = 2   /**< Files under the NVMe directory. */
+} zsh_offload_t;
+
+/**
  * Settings of an optimizer. Fill it with zsh_optim_config_init() first, then
  * change what you need. zsh_optim_config_t::size records the layout the caller
  * was built with, so a caller built against other headers is refused instead
@@ -99,6 +113,23 @@ typedef struct zsh_optim_config {
                                          0 takes ZSH_MAX_LIVE_BYTES. */
     int              prefetch;      /**< Stage 3: buckets to prefetch ahead of use (at most 16
                                          are used); -1 takes ZSH_PREFETCH (default -1). */
+    /* The offload tiers. A caller built before these fields existed passes
+     * the shorter size and gets every tier's default. */
+    zsh_offload_t    offload_optimizer; /**< Tier of the optimizer states and fp32 master
+                                             weights; at stages 2-3 the reduced gradient
+                                             shards follow it (default ZSH_OFFLOAD_DEFAULT:
+                                             ZSH_OFFLOAD_OPTIMIZER). */
+    zsh_offload_t    offload_params;    /**< Tier of the parameter shards, stage 3 only
+                                             (default ZSH_OFFLOAD_DEFAULT: ZSH_OFFLOAD_PARAMS). */
+    const char      *nvme_dir;      /**< Directory of the NVMe tier's files; NULL takes
+                                         ZSH_NVME_DIR. Copied at create. */
+    size_t           host_mem_limit;/**< Bytes of host buffers the NVMe tier may hold at once
+                                         (swap buffers of the step, gradient shards on their
+                                         way to disk); 0 takes ZSH_HOST_MEM_LIMIT. */
+    size_t           sub_group_size;/**< Elements of this rank's state updated per sub-group:
+                                         the step reads, updates and writes back the NVMe
+                                         tier one sub-group at a time; 0 takes
+                                         ZSH_SUB_GROUP_SIZE. */
 } zsh_optim_config_t;
 
 /** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */
@@ -131,6 +162,23 @@ typedef struct zsh_optim_stats {
     size_t   nbuckets;          /**< Flat buckets the parameters were coalesced into. */
     unsigned long prefetch_hits;   /**< Stage 3 fetches served by a prefetched bucket. */
     unsigned long order_rebuilds;  /**< Stage 3 times the recorded fetch order was rebuilt. */
+    /* The offload tiers. Filled only for a caller whose config carried these
+     * fields' size (zsh_optim_config_t::size); an older caller's shorter
+     * struct is never written past. */
+    size_t   compute_bytes;     /**< Model state (params + grads + states) in compute memory. */
+    size_t   host_bytes;        /**< Model state in the host tier. */
+    size_t   nvme_bytes;        /**< Model state in the NVMe tier's files. */
+    size_t   host_buffer_bytes; /**< Host buffers of the NVMe tier held now. */
+    size_t   host_buffer_peak_bytes; /**< The most held at once so far; never above
+                                          zsh_optim_config_t::host_mem_limit. */
+    unsigned long long io_read_bytes;  /**< Bytes read from the NVMe tier so far. */
+    unsigned long long io_write_bytes; /**< Bytes written to the NVMe tier so far. */
+    double   io_wait_s;         /**< Seconds the caller was blocked waiting for I/O so far. */
+    double   io_busy_s;         /**< Seconds with any I/O of the tier in flight so far. */
+    double   io_overlap_s;      /**< Of io_busy_s, the seconds the caller was not waiting:
+                                     I/O hidden behind compute or communication. */
+    const char *io_engine;      /**< The I/O engine in use ("io_uring", "libaio",
+                                     "threads"), or NULL without an NVMe tier. */
 } zsh_optim_stats_t;
 
 /**
@@ -315,6 +363,40 @@ typedef struct zsh_optim_estimate_out {
 
 /** @brief Expected memory and traffic per rank for a model of Ψ parameters. */
 zsh_status_t zsh_optim_estimate(const zsh_optim_estimate_in_t *in, zsh_optim_estimate_out_t *out);
+
+/** The offload tiers and the disk, for zsh_optim_estimate_offload(). */
+typedef struct zsh_offload_estimate_in {
+    zsh_offload_t optimizer;     /**< Tier of optimizer states and master weights (and, at
+                                      stages 2-3, gradient shards). */
+    zsh_offload_t params;        /**< Tier of parameter shards (stage 3 only). */
+    double        read_bw;       /**< Disk read bandwidth, bytes/s, shared by the ranks on it;
+                                      0: no time estimate. */
+    double        write_bw;      /**< Disk write bandwidth, bytes/s; 0: no time estimate. */
+    int           ranks_per_disk;/**< Ranks sharing one disk; 0 takes all the ranks. */
+} zsh_offload_estimate_in_t;
+
+/** Bytes per rank in each tier, disk traffic per step, and the disk bound. */
+typedef struct zsh_offload_estimate_out {
+    double compute_bytes;  /**< Model state per rank in compute memory. */
+    double host_bytes;     /**< Model state per rank in the host tier. */
+    double nvme_bytes;     /**< Model state per rank in the NVMe tier. */
+    double read_bytes;     /**< Bytes a rank reads from disk per step. */
+    double write_bytes;    /**< Bytes a rank writes to disk per step. */
+    double disk_bound_s;   /**< Seconds per step if the disk were the only limit: the bytes of
+                                the ranks sharing a disk over its bandwidths; 0 without them. */
+} zsh_offload_estimate_out_t;
+
+/**
+ * @brief Memory per tier, disk traffic and the disk-bound step time for a
+ *        model of Ψ parameters trained with Adam (the model of
+ *        zsh_optim_estimate(), its offload field ignored).
+ * @return ZSH_ERR_INVALID_ARG for a bad model (as zsh_optim_estimate()), a tier
+ *         that is not none, cpu or nvme, parameters offloaded below stage 3, or
+ *         a negative bandwidth.
+ */
+zsh_status_t zsh_optim_estimate_offload(const zsh_optim_estimate_in_t *in,
+                                        const zsh_offload_estimate_in_t *tiers,
+                                        zsh_offload_estimate_out_t *out);
 
 #ifdef __cplusplus
 }

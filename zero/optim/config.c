@@ -2,6 +2,8 @@
 
 #define ZSH_ZERO_OFF(_field) offsetof(zsh_zero_config_t, _field)
 
+const char *const zsh_offload_names[] = {"none", "cpu", "nvme", NULL};
+
 static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"BUCKET_SIZE", NULL, "16m",
      "Bytes per flat bucket: parameters coalesced so one collective moves them all",
@@ -14,6 +16,31 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
      "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order "
      "(0: none, at most 16)",
      ZSH_ZERO_OFF(prefetch), ZSH_CONFIG_UINT, NULL, "0", "16"}, /* fetch.c's window */
+    {"OFFLOAD_OPTIMIZER", NULL, "none",
+     "Tier of the optimizer states and fp32 master weights, and at stages 2-3 of the reduced "
+     "gradient shards: none (compute memory), cpu (host memory) or nvme (files under "
+     "ZSH_NVME_DIR)",
+     ZSH_ZERO_OFF(offload_optimizer), ZSH_CONFIG_ENUM, zsh_offload_names, NULL, NULL},
+    {"OFFLOAD_PARAMS", NULL, "none",
+     "ZeRO stage 3: tier of the parameter shards: none, cpu or nvme",
+     ZSH_ZERO_OFF(offload_params), ZSH_CONFIG_ENUM, zsh_offload_names, NULL, NULL},
+    {"NVME_DIR", NULL, "",
+     "Directory of the NVMe tier's files (each job and rank gets a subdirectory of its own); "
+     "needed by an nvme tier",
+     ZSH_ZERO_OFF(nvme_dir), ZSH_CONFIG_STRING, NULL, NULL, NULL},
+    {"HOST_MEM_LIMIT", NULL, "1g",
+     "Bytes of host buffers the NVMe tier may hold at once: the step's swap buffers and "
+     "gradient shards on their way to disk",
+     ZSH_ZERO_OFF(host_mem_limit), ZSH_CONFIG_SIZE, NULL, "64k", "1024g"},
+    {"SUB_GROUP_SIZE", NULL, "16m",
+     "Elements of a rank's optimizer state updated per sub-group: the NVMe tier is read, "
+     "updated and written back one sub-group at a time, the next read and the previous "
+     "written while one is updated",
+     ZSH_ZERO_OFF(sub_group_size), ZSH_CONFIG_SIZE, NULL, "4k", "64g"},
+    {"JOB_ID", "SLURM_JOB_ID", "default",
+     "Names the job's directory of NVMe files; a job sweeps the files a killed job of the same "
+     "id left",
+     ZSH_ZERO_OFF(job_id), ZSH_CONFIG_STRING, NULL, NULL, NULL},
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

@@ -15,7 +15,16 @@ typedef struct zsh_zero_config {
     size_t   bucket_size;     /* bytes per flat bucket */
     size_t   max_live_bytes;  /* stage 3: gathered bucket bytes kept live */
     unsigned prefetch;        /* stage 3: buckets gathered ahead of use */
+    int      offload_optimizer; /* zsh_offload_t: none, cpu, nvme */
+    int      offload_params;    /* zsh_offload_t, stage 3 */
+    char     nvme_dir[ZSH_CONFIG_STR_MAX];
+    size_t   host_mem_limit;  /* bytes of the NVMe tier's host buffers */
+    size_t   sub_group_size;  /* elements per sub-group of the step */
+    char     job_id[ZSH_CONFIG_STR_MAX]; /* names the job's directory of NVMe files */
 } zsh_zero_config_t;
+
+/* The names of zsh_offload_t's values, as ZSH_OFFLOAD_* take them. */
+extern const char *const zsh_offload_names[];
 
 /* Defaults, then the environment: only these variables, so a malformed one
  * of another layer never fails an optimizer. */

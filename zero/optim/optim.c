@@ -38,7 +38,7 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 {
     const char *fn = "zsh_optim_create";
 
-    if (cfg->size != sizeof(*cfg)) {
+    if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: config.size is %zu, expected %zu: fill it with "
                          "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
@@ -70,9 +70,50 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
     return ZSH_OK;
 }
 
-/* Fill the settings left to the environment or to the precision. */
-static zsh_status_t zsh_optim_resolve(zsh_optim_config_t *cfg)
+/* Give a caller built before the tiers existed their defaults. */
+static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
+    if (cfg->size == ZSH_OPTIM_CONFIG_SIZE_0) {
+        cfg->offload_optimizer = ZSH_OFFLOAD_DEFAULT;
+        cfg->offload_params    = ZSH_OFFLOAD_DEFAULT;
+        cfg->nvme_dir          = NULL;
+        cfg->host_mem_limit    = 0;
+        cfg->sub_group_size    = 0;
+    }
+}
+
+/* The tiers this build and stage can honour, named when not. */
+static zsh_status_t zsh_optim_check_tiers(const zsh_optim_config_t *cfg)
+{
+    const char *fn = "zsh_optim_create";
+
+    if ((cfg->offload_optimizer < ZSH_OFFLOAD_NONE) || (cfg->offload_optimizer > ZSH_OFFLOAD_NVME) ||
+        (cfg->offload_params < ZSH_OFFLOAD_NONE) || (cfg->offload_params > ZSH_OFFLOAD_NVME)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: offload_optimizer %d or offload_params %d is not none (0), cpu (1) "
+                         "or nvme (2)", fn, (int)cfg->offload_optimizer, (int)cfg->offload_params);
+    }
+    if ((cfg->offload_params != ZSH_OFFLOAD_NONE) && (cfg->stage != 3)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: offload_params=%s (ZSH_OFFLOAD_PARAMS) needs stage 3, and the stage "
+                         "is %d: below stage 3 the parameters are the framework's own buffers",
+                         fn, zsh_offload_names[cfg->offload_params], cfg->stage);
+    }
+    if (((cfg->offload_optimizer == ZSH_OFFLOAD_NVME) ||
+         (cfg->offload_params == ZSH_OFFLOAD_NVME)) &&
+        ((cfg->nvme_dir == NULL) || (cfg->nvme_dir[0] == '\0'))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: offload_%s=nvme needs a directory: set nvme_dir or ZSH_NVME_DIR", fn,
+                         (cfg->offload_optimizer == ZSH_OFFLOAD_NVME) ? "optimizer" : "params");
+    }
+    return ZSH_OK;
+}
+
+/* Fill the settings left to the environment or to the precision. The
+ * directory and the job id are copied into @opt, which owns them. */
+static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
+{
+    zsh_optim_config_t *cfg = &opt->cfg;
     zsh_zero_config_t env;
     zsh_status_t status;
     bool fp16 = cfg->precision == ZSH_FLOAT16;
@@ -81,6 +122,24 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_config_t *cfg)
     if (status != ZSH_OK) {
         return status;
     }
+    if (cfg->offload_optimizer == ZSH_OFFLOAD_DEFAULT) {
+        cfg->offload_optimizer = (zsh_offload_t)env.offload_optimizer;
+    }
+    if (cfg->offload_params == ZSH_OFFLOAD_DEFAULT) {
+        cfg->offload_params = (zsh_offload_t)env.offload_params;
+    }
+    if (cfg->host_mem_limit == 0) {
+        cfg->host_mem_limit = env.host_mem_limit;
+    }
+    if (cfg->sub_group_size == 0) {
+        cfg->sub_group_size = env.sub_group_size;
+    }
+    opt->nvme_dir = strdup((cfg->nvme_dir != NULL) ? cfg->nvme_dir : env.nvme_dir);
+    opt->job_id   = strdup(env.job_id);
+    if ((opt->nvme_dir == NULL) || (opt->job_id == NULL)) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_create: out of memory");
+    }
+    cfg->nvme_dir = opt->nvme_dir;
     if (cfg->bucket_size == 0) {
         cfg->bucket_size = env.bucket_size;
     }
@@ -96,7 +155,7 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_config_t *cfg)
     if (cfg->loss_scale <= 0.0f) {
         cfg->loss_scale = fp16 ? 65536.0f : 1.0f;
     }
-    return ZSH_OK;
+    return zsh_optim_check_tiers(cfg);
 }
 
 zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
@@ -118,16 +177,22 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
     if (opt == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_create: out of memory");
     }
-    if (cfg == NULL) {
-        zsh_optim_config_init(&opt->cfg);
-    } else {
-        opt->cfg = *cfg;
+    zsh_optim_config_init(&opt->cfg);
+    if (cfg != NULL) {
+        /* Only the caller's own bytes are read: an older caller's struct is shorter. */
+        memcpy(&opt->cfg, cfg,
+               ((cfg->size == ZSH_OPTIM_CONFIG_SIZE_0) ? ZSH_OPTIM_CONFIG_SIZE_0 : sizeof(*cfg)));
     }
     status = zsh_optim_check_config(&opt->cfg);
     if (status == ZSH_OK) {
-        status = zsh_optim_resolve(&opt->cfg);
+        opt->caller_cfg_size = opt->cfg.size;
+        zsh_optim_config_upgrade(&opt->cfg);
+        opt->cfg.size = sizeof(opt->cfg);
+        status = zsh_optim_resolve(opt);
     }
     if (status != ZSH_OK) {
+        free(opt->nvme_dir);
+        free(opt->job_id);
         free(opt);
         return status;
     }
@@ -157,6 +222,8 @@ void zsh_optim_destroy(zsh_optim_t *opt)
     }
     free(opt->params);
     zsh_prefetch_free(&opt->prefetch);
+    free(opt->nvme_dir);
+    free(opt->job_id);
     free(opt);
 }
 
@@ -302,12 +369,8 @@ float zsh_optim_loss_scale(const zsh_optim_t *opt)
     return opt->scaler.scale;
 }
 
-zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
+static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
 {
-    if ((opt == NULL) || (stats == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_get_stats: %s is NULL",
-                         (opt == NULL) ? "opt" : "stats");
-    }
     *stats                   = opt->stats;
     stats->param_bytes       = opt->acct.cur[ZSH_MEM_PARAMS];
     stats->grad_bytes        = opt->acct.cur[ZSH_MEM_GRADS];
@@ -316,6 +379,23 @@ zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     stats->buffer_peak_bytes = opt->acct.peak[ZSH_MEM_BUFFERS];
     stats->loss_scale        = opt->scaler.scale;
     stats->nbuckets          = opt->nbuckets;
+    zsh_optim_tier_stats(opt, stats);
+}
+
+zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
+{
+    zsh_optim_stats_t full;
+
+    if ((opt == NULL) || (stats == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_get_stats: %s is NULL",
+                         (opt == NULL) ? "opt" : "stats");
+    }
+    zsh_optim_fill_stats(opt, &full);
+    /* A caller built against the headers before the tiers has a struct that
+     * ends before them. */
+    memcpy(stats, &full,
+           (opt->caller_cfg_size == ZSH_OPTIM_CONFIG_SIZE_0) ? ZSH_OPTIM_STATS_SIZE_0
+                                                             : sizeof(full));
     return ZSH_OK;
 }
 

@@ -20,6 +20,7 @@
 #include <zeroshard/optim.h>
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct zsh_obucket {
     zsh_bucket_t   *layout;      /* the views */
@@ -51,8 +52,16 @@ struct zsh_param {
     bool    has_grad;
 };
 
+/* The sizes of zsh_optim_config_t and zsh_optim_stats_t before the offload
+ * tiers: a caller built then passes the first and reads the second. */
+#define ZSH_OPTIM_CONFIG_SIZE_0 offsetof(zsh_optim_config_t, offload_optimizer)
+#define ZSH_OPTIM_STATS_SIZE_0  offsetof(zsh_optim_stats_t, compute_bytes)
+
 struct zsh_optim {
     zsh_comm_t        *comm;
+    size_t             caller_cfg_size; /* the config size the caller was built with */
+    char              *nvme_dir;  /* owned copies of the resolved directory and job id */
+    char              *job_id;
     int                rank, size;
     zsh_optim_config_t cfg;       /* defaults resolved */
     size_t             esize;     /* bytes per parameter element */
@@ -115,6 +124,9 @@ static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
     return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->mixed ? 1 : 0));
 }
 
+/* tier.c: the offload tiers' share of the stats. */
+void zsh_optim_tier_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
+
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
 void         zsh_optim_layout_free(zsh_optim_t *opt);
@@ -132,6 +144,11 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p);
 /* update.c: apply the rule to the owned region and publish the parameters. */
 void         zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u);
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
+
+/* apply.c: the rule on @n elements; @p and the states are fp32, @g is in
+ * the layer's precision (widened a chunk at a time when mixed). */
+void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                     size_t n, const zsh_update_t *u);
 
 /* Convert @n elements between fp32 and the layer's half precision @dtype. */
 void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);

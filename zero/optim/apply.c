@@ -1,0 +1,78 @@
+/*
+ * The update rule on a run of elements in the layer's precision, and the
+ * conversions between that precision and fp32.
+ *
+ * Mixed precision runs the rule on the fp32 master weights, reading the
+ * half-precision gradients through a small fp32 chunk on the stack (no
+ * buffer proportional to the model).
+ */
+#include "optim/optim_impl.h"
+
+#include "core/half.h"
+
+#include <string.h>
+
+#define ZSH_UPDATE_CHUNK 512
+
+void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n)
+{
+    const uint16_t *h = src;
+    size_t i;
+
+    if (dtype == ZSH_FLOAT16) {
+        for (i = 0; i < n; i++) {
+            dst[i] = zsh_fp16_to_float(h[i]);
+        }
+    } else if (dtype == ZSH_BFLOAT16) {
+        for (i = 0; i < n; i++) {
+            dst[i] = zsh_bf16_to_float(h[i]);
+        }
+    } else {
+        memcpy(dst, src, n * sizeof(float));
+    }
+}
+
+void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n)
+{
+    uint16_t *h = dst;
+    size_t i;
+
+    if (dtype == ZSH_FLOAT16) {
+        for (i = 0; i < n; i++) {
+            h[i] = zsh_float_to_fp16(src[i]);
+        }
+    } else if (dtype == ZSH_BFLOAT16) {
+        for (i = 0; i < n; i++) {
+            h[i] = zsh_float_to_bf16(src[i]);
+        }
+    } else {
+        memcpy(dst, src, n * sizeof(float));
+    }
+}
+
+/* The rule on @n elements; @g is in the layer's precision. */
+void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                            size_t n, const zsh_update_t *u)
+{
+    float chunk[ZSH_UPDATE_CHUNK];
+    size_t i, c;
+
+    if (!opt->mixed) {
+        if (opt->cfg.kind == ZSH_OPTIM_SGD) {
+            zsh_sgd_update(p, g, m, n, u);
+        } else {
+            zsh_adam_update(p, g, m, v, n, u);
+        }
+        return;
+    }
+    for (i = 0; i < n; i += c) {
+        c = (n - i < ZSH_UPDATE_CHUNK) ? n - i : ZSH_UPDATE_CHUNK;
+        zsh_optim_to_float(opt->cfg.precision, (const uint16_t *)g + i, chunk, c);
+        if (opt->cfg.kind == ZSH_OPTIM_SGD) {
+            zsh_sgd_update(p + i, chunk, (m != NULL) ? m + i : NULL, c, u);
+        } else {
+            zsh_adam_update(p + i, chunk, m + i, v + i, c, u);
+        }
+    }
+}
+
