@@ -27,6 +27,85 @@ static bool zsh_optim_in(const size_t *list, size_t n, size_t x)
     return false;
 }
 
+/* NVMe parameters: a gather sends this rank's shard from a host buffer the
+ * shard was read into, possibly well ahead of use (prefetch reads twice as
+ * far ahead as it gathers). The buffer goes back once the gather is done. */
+static size_t zsh_optim_bounce_bytes(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return zsh_pool_round(b->count * opt->esize);
+}
+
+static void zsh_optim_bounce_put(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_tier_wait(opt, &b->pread);
+    zsh_pool_put(&opt->tiers.pool, b->pbounce, zsh_optim_bounce_bytes(opt, b));
+    b->pbounce = NULL;
+}
+
+/* Start reading @b's shard; ZSH_ERR_NO_MEMORY when the budget has no room. */
+static zsh_status_t zsh_optim_param_read_start(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_status_t status;
+
+    if (b->pbounce != NULL) {
+        return ZSH_OK;
+    }
+    b->pbounce = zsh_pool_get(&opt->tiers.pool, zsh_optim_bounce_bytes(opt, b));
+    if (b->pbounce == NULL) {
+        return ZSH_ERR_NO_MEMORY;
+    }
+    status = zsh_tier_io(opt, ZSH_TK_PARAMS, false, b->foff, b->pbounce, b->count, &b->pread);
+    if (status != ZSH_OK) {
+        zsh_optim_bounce_put(opt, b);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_param_reads_drop(zsh_optim_t *opt)
+{
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        if ((opt->buckets[i].pbounce != NULL) && !zsh_shard_is_gathered(opt->buckets[i].pshard)) {
+            zsh_optim_bounce_put(opt, &opt->buckets[i]);
+        }
+    }
+    return ZSH_OK;
+}
+
+/* Have @b's shard in its host buffer: read it now if it was not read ahead
+ * (waiting for the gradient writes to leave room when the budget is full).
+ * A shard that cannot be read aborts the communicator, so the other ranks'
+ * gathers fail, naming this rank, instead of waiting for it. */
+static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_status_t status = zsh_optim_param_read_start(opt, b);
+
+    if (status == ZSH_ERR_NO_MEMORY) {
+        zsh_optim_grad_writes_wait(opt);
+        zsh_optim_param_reads_drop(opt);
+        status = zsh_optim_param_read_start(opt, b);
+        if (status == ZSH_ERR_NO_MEMORY) {
+            status = zsh_error(ZSH_ERR_NO_MEMORY,
+                               "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) to read "
+                               "a parameter shard of %zu bytes", opt->cfg.host_mem_limit,
+                               zsh_optim_bounce_bytes(opt, b));
+        }
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_wait(opt, &b->pread);
+    }
+    if (status != ZSH_OK) {
+        if (b->pbounce != NULL) {
+            zsh_optim_bounce_put(opt, b);
+        }
+        zsh_comm_abort(opt->comm);
+        return (opt->tiers.failed != ZSH_OK) ? zsh_tier_check(opt, "reading a parameter shard")
+                                             : status;
+    }
+    return ZSH_OK;
+}
+
 static void zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     opt->live_bytes -= zsh_shard_gathered_bytes(b->pshard);
@@ -39,7 +118,14 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
     zsh_obucket_t *b = &opt->buckets[bucket];
     zsh_status_t status;
 
-    status = zsh_shard_gather_start(b->pshard);
+    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
+        status = zsh_optim_param_read_wait(opt, b);
+        if (status == ZSH_OK) {
+            status = zsh_shard_gather_start_from(b->pshard, b->pbounce);
+        }
+    } else {
+        status = zsh_shard_gather_start(b->pshard);
+    }
     if (status != ZSH_OK) {
         return status;
     }
@@ -89,6 +175,16 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
     for (i = 0; ((int)i < depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
         window[n++] = c;
     }
+    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
+        /* Reads are local: issue them twice as far ahead, while the budget
+         * has room, so the disk is busy before the gathers need them. */
+        for (i = 0; ((int)i < 2 * depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
+            if (!zsh_shard_is_gathered(opt->buckets[c].pshard) &&
+                (zsh_optim_param_read_start(opt, &opt->buckets[c]) != ZSH_OK)) {
+                break;
+            }
+        }
+    }
     for (i = 0; i < n; i++) {
         if (zsh_shard_is_gathered(opt->buckets[window[i]].pshard)) {
             continue;
@@ -124,6 +220,9 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
         b->prefetched = false;
     }
     status = zsh_shard_gather_wait(b->pshard, full_p);
+    if (b->pbounce != NULL) {
+        zsh_optim_bounce_put(opt, b);
+    }
     if (status != ZSH_OK) {
         opt->live_bytes -= zsh_obucket_full_bytes(opt, b); /* the shard released it */
     }
@@ -203,25 +302,32 @@ zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param)
     return ZSH_OK;
 }
 
+zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_status_t status;
+    void *full;
+
+    if ((b->pshard == NULL) || !zsh_shard_is_gathered(b->pshard)) {
+        return ZSH_OK;
+    }
+    status = zsh_shard_gather_wait(b->pshard, &full);
+    if (b->pbounce != NULL) {
+        zsh_optim_bounce_put(opt, b);
+    }
+    opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
+    zsh_shard_release(b->pshard); /* a failed wait released it already */
+    b->prefetched = false;
+    return status;
+}
+
 zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt)
 {
     zsh_status_t status, first = ZSH_OK;
-    zsh_obucket_t *b;
-    void *full;
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        b = &opt->buckets[i];
-        if ((b->pshard == NULL) || !zsh_shard_is_gathered(b->pshard)) {
-            continue;
-        }
-        status = zsh_shard_gather_wait(b->pshard, &full);
-        if ((status != ZSH_OK) && (first == ZSH_OK)) {
-            first = status;
-        }
-        opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
-        zsh_shard_release(b->pshard);
-        b->prefetched = false;
+        status = zsh_optim_drop_gather(opt, &opt->buckets[i]);
+        first  = (first == ZSH_OK) ? status : first;
     }
     return first;
 }

@@ -21,11 +21,55 @@ static size_t zsh_obucket_staging_bytes(const zsh_optim_t *opt, const zsh_obucke
     return zsh_obucket_full_bytes(opt, b);
 }
 
-/* The reduction of @b finished (or failed): release what it held. */
-static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b)
+/* Put a finished gradient write's buffer back; a failure becomes the tier's. */
+static zsh_status_t zsh_optim_grad_write_done(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_status_t status = zsh_tier_wait(opt, &b->gwrite);
+
+    zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
+    b->gtransit = NULL;
+    return status;
+}
+
+zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
+{
+    zsh_status_t status, first = ZSH_OK;
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        if (opt->buckets[i].gtransit != NULL) {
+            status = zsh_optim_grad_write_done(opt, &opt->buckets[i]);
+            first  = (first == ZSH_OK) ? status : first;
+        }
+    }
+    return first;
+}
+
+/* A reduced shard bound for the NVMe tier: note its sum of squares (the
+ * step's norm must not read it back) and start writing it. */
+static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    b->gsumsq = zsh_optim_sumsq(opt, b->gtransit, b->hi - b->lo);
+    if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->foff, b->gtransit, b->count, &b->gwrite) !=
+        ZSH_OK) {
+        zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
+        b->gtransit = NULL;
+    }
+}
+
+/* The reduction of @b finished with @status: release what it held. */
+static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_status_t status)
 {
     zsh_request_free(b->req);
     b->req = NULL;
+    if ((b->gtransit != NULL) && (b->gwrite == NULL)) {
+        if (status == ZSH_OK) {
+            zsh_optim_grad_to_file(opt, b);
+        } else {
+            zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
+            b->gtransit = NULL;
+        }
+    }
     if (b->staging != NULL) {
         zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
                          zsh_obucket_staging_bytes(opt, b));
@@ -41,6 +85,10 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
+        if ((opt->buckets[i].gwrite != NULL) &&
+            (zsh_aio_test(opt->buckets[i].gwrite) != ZSH_INPROGRESS)) {
+            zsh_optim_grad_write_done(opt, &opt->buckets[i]); /* a failure is the tier's */
+        }
         if (opt->buckets[i].req == NULL) {
             continue;
         }
@@ -48,7 +96,7 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
         if (status == ZSH_INPROGRESS) {
             continue;
         }
-        zsh_optim_reduction_done(opt, &opt->buckets[i]);
+        zsh_optim_reduction_done(opt, &opt->buckets[i], status);
         if ((status != ZSH_OK) && (first == ZSH_OK)) {
             first = status;
         }
@@ -66,7 +114,7 @@ static zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
     for (i = opt->nbuckets; (i-- > 0) && (opt->staging_bytes + bytes > opt->cfg.max_live_bytes);) {
         if (opt->buckets[i].req != NULL) {
             status = zsh_request_wait(opt->buckets[i].req);
-            zsh_optim_reduction_done(opt, &opt->buckets[i]);
+            zsh_optim_reduction_done(opt, &opt->buckets[i], status);
             if (status != ZSH_OK) {
                 return status;
             }
@@ -75,12 +123,39 @@ static zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
     return status;
 }
 
+/* A host buffer for @b's reduced shard on its way to disk, within the
+ * budget: when it is full, the gradient writes in flight are waited for. */
+static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    size_t bytes = zsh_pool_round(b->count * opt->esize), used = b->count * opt->esize;
+
+    b->gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
+    if (b->gtransit == NULL) {
+        zsh_optim_grad_writes_wait(opt);
+        b->gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
+    }
+    if (b->gtransit == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY,
+                         "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) for a "
+                         "gradient shard of %zu bytes", opt->cfg.host_mem_limit, bytes);
+    }
+    memset((char *)b->gtransit + used, 0, bytes - used); /* the file gets no stale bytes */
+    return ZSH_OK;
+}
+
 static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     size_t full = zsh_obucket_full_bytes(opt, b);
     zsh_dtype_t dt = opt->cfg.precision;
     char *grads    = b->grad_full;
 
+    if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
+        zsh_status_t status = zsh_optim_grad_transit(opt, b);
+
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
     switch (opt->cfg.stage) {
     case 0:
         opt->comm_bytes += 2 * b->numel * opt->esize;
@@ -91,8 +166,8 @@ static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
                                    b->count, dt, ZSH_SUM, opt->comm, &b->req);
     default:
         opt->comm_bytes += full;
-        return zsh_ireduce_scatter(b->staging, b->grad_shard, b->count, dt, ZSH_SUM, opt->comm,
-                                   &b->req);
+        return zsh_ireduce_scatter(b->staging, (b->gtransit != NULL) ? b->gtransit : b->grad_shard,
+                                   b->count, dt, ZSH_SUM, opt->comm, &b->req);
     }
 }
 
@@ -160,8 +235,10 @@ zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt)
             if ((status != ZSH_OK) && (first == ZSH_OK)) {
                 first = status;
             }
+            zsh_optim_reduction_done(opt, b, status);
+        } else {
+            zsh_optim_reduction_done(opt, b, ZSH_OK); /* a staging buffer never reduced */
         }
-        zsh_optim_reduction_done(opt, b);
     }
     return first;
 }
@@ -186,6 +263,9 @@ zsh_status_t zsh_optim_zero_grad(zsh_optim_t *opt)
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_zero_grad: opt is NULL");
     }
     status = zsh_optim_grads_wait(opt);
+    /* A failed write of a gradient being dropped loses nothing; the tier
+     * keeps the failure and the next step reports it. */
+    (void)zsh_optim_grad_writes_wait(opt);
     zsh_optim_grads_reset(opt);
     return status;
 }

@@ -93,52 +93,92 @@ static zsh_status_t zsh_optim_layout_check(const zsh_optim_t *opt, const zsh_obu
     return ZSH_OK;
 }
 
+/* Allocate the master weights (@kind MASTER, into *@mem_p) or the stage 3
+ * shard (PARAMS) of @b's @region elements from @base in their tier, and
+ * fill them with the initial values: in memory directly, or through a
+ * temporary buffer into the kind's file. */
+static zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkind_t kind,
+                                           size_t base, size_t region, void **mem_p)
+{
+    bool to_float = kind == ZSH_TK_MASTER, in_file = zsh_tier_in_file(opt, kind);
+    size_t es     = zsh_tier_esize(opt, kind);
+    zsh_status_t status;
+    void *dst;
+
+    if (kind == ZSH_TK_PARAMS) {
+        status = zsh_bucket_seal_counted(b->layout, &opt->acct, zsh_tier_acct(opt, kind),
+                                         in_file ? ZSH_MEM_KINDS : ZSH_MEM_PARAMS, &b->pshard);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        dst = in_file ? NULL : zsh_shard_local(b->pshard);
+    } else {
+        dst = in_file ? NULL
+                      : zsh_account_alloc(zsh_tier_acct(opt, kind), ZSH_MEM_STATES, region * es);
+        if (!in_file && (dst == NULL)) {
+            return zsh_error(ZSH_ERR_NO_MEMORY,
+                             "zsh_optim_setup: no memory for the master weights of the bucket "
+                             "from parameter '%s'", b->params[0]->name);
+        }
+        *mem_p = dst;
+    }
+    if (!in_file) {
+        zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
+        return ZSH_OK;
+    }
+    dst = calloc(region, es);
+    if (dst == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: out of memory");
+    }
+    zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
+    status = zsh_tier_patch(opt, kind, b, base, base + region, dst);
+    free(dst);
+    return status;
+}
+
 static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     int stage     = opt->cfg.stage;
     size_t region, base, i;
     zsh_status_t status;
 
-    status = zsh_optim_layout_check(opt, b);
-    if (status != ZSH_OK) {
-        return status;
-    }
-    b->count = zsh_shard_part_count(b->numel, opt->size);
-    zsh_shard_part_range(b->numel, opt->size, opt->rank, &b->lo, &b->hi);
-    b->pending = b->nparams;
-    region     = zsh_obucket_region(opt, b);
-    base       = zsh_obucket_base(opt, b);
+    region = zsh_obucket_region(opt, b);
+    base   = zsh_obucket_base(opt, b);
     if (stage <= 1) {
         b->grad_full = zsh_account_alloc(&opt->acct, ZSH_MEM_GRADS,
                                          ((stage == 0) ? b->numel : b->count * (size_t)opt->size) *
                                              opt->esize);
-    } else {
-        b->grad_shard = zsh_account_alloc(&opt->acct, ZSH_MEM_GRADS, b->count * opt->esize);
+    } else if (!zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
+        b->grad_shard = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS,
+                                          b->count * opt->esize);
+        if (b->grad_shard == NULL) {
+            goto err_nomem;
+        }
     }
-    if ((opt->nstates >= 1) &&
-        ((b->m = zsh_account_alloc(&opt->acct, ZSH_MEM_STATES, region * sizeof(float))) == NULL)) {
+    if ((stage <= 1) && (b->grad_full == NULL)) {
         goto err_nomem;
     }
-    if ((opt->nstates >= 2) &&
-        ((b->v = zsh_account_alloc(&opt->acct, ZSH_MEM_STATES, region * sizeof(float))) == NULL)) {
+    if ((opt->nstates >= 1) && !zsh_tier_in_file(opt, ZSH_TK_EXP_AVG) &&
+        ((b->m = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_EXP_AVG), ZSH_MEM_STATES,
+                                   region * sizeof(float))) == NULL)) {
         goto err_nomem;
     }
-    if ((b->grad_full == NULL) && (b->grad_shard == NULL)) {
+    if ((opt->nstates >= 2) && !zsh_tier_in_file(opt, ZSH_TK_EXP_AVG_SQ) &&
+        ((b->v = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_EXP_AVG_SQ), ZSH_MEM_STATES,
+                                   region * sizeof(float))) == NULL)) {
         goto err_nomem;
     }
     if (opt->mixed) {
-        b->master = zsh_account_alloc(&opt->acct, ZSH_MEM_STATES, region * sizeof(float));
-        if (b->master == NULL) {
-            goto err_nomem;
-        }
-        zsh_optim_layout_copy_in(opt, b, base, base + region, base, b->master, true);
-    }
-    if (stage == 3) {
-        status = zsh_bucket_seal_counted(b->layout, &opt->acct, ZSH_MEM_PARAMS, &b->pshard);
+        status = zsh_optim_layout_place(opt, b, ZSH_TK_MASTER, base, region, (void **)&b->master);
         if (status != ZSH_OK) {
             return status;
         }
-        zsh_optim_layout_copy_in(opt, b, b->lo, b->hi, b->lo, zsh_shard_local(b->pshard), false);
+    }
+    if (stage == 3) {
+        status = zsh_optim_layout_place(opt, b, ZSH_TK_PARAMS, b->lo, b->count, NULL);
+        if (status != ZSH_OK) {
+            return status;
+        }
     } else {
         /* The framework's buffers hold the parameters: count them as held. */
         for (i = 0; i < b->nparams; i++) {
@@ -157,9 +197,20 @@ err_nomem:
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
 {
     size_t capacity = opt->cfg.bucket_size / opt->esize, i;
+    zsh_obucket_t *b;
     zsh_status_t status;
 
     status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
+    for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
+        b      = &opt->buckets[i];
+        status = zsh_optim_layout_check(opt, b);
+        b->count   = zsh_shard_part_count(b->numel, opt->size);
+        b->pending = b->nparams;
+        zsh_shard_part_range(b->numel, opt->size, opt->rank, &b->lo, &b->hi);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_setup(opt);
+    }
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         status = zsh_optim_layout_bucket(opt, &opt->buckets[i]);
     }
@@ -177,6 +228,8 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
     size_t i, region;
 
     zsh_optim_grads_wait(opt);
+    zsh_optim_grad_writes_wait(opt);
+    zsh_optim_param_reads_drop(opt);
     zsh_optim_drop_gathers(opt);
     for (i = 0; i < opt->nbuckets; i++) {
         b      = &opt->buckets[i];
@@ -184,13 +237,18 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
         zsh_account_free(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
                          ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
                              opt->esize);
-        zsh_account_free(&opt->acct, ZSH_MEM_GRADS, b->grad_shard, b->count * opt->esize);
-        zsh_account_free(&opt->acct, ZSH_MEM_STATES, b->m, region * sizeof(float));
-        zsh_account_free(&opt->acct, ZSH_MEM_STATES, b->v, region * sizeof(float));
-        zsh_account_free(&opt->acct, ZSH_MEM_STATES, b->master, region * sizeof(float));
+        zsh_account_free(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS, b->grad_shard,
+                         b->count * opt->esize);
+        zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG), ZSH_MEM_STATES, b->m,
+                         region * sizeof(float));
+        zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG_SQ), ZSH_MEM_STATES, b->v,
+                         region * sizeof(float));
+        zsh_account_free(zsh_tier_acct(opt, ZSH_TK_MASTER), ZSH_MEM_STATES, b->master,
+                         region * sizeof(float));
         zsh_bucket_destroy(b->layout); /* and the stage 3 shard it sealed */
         free(b->params);
     }
+    zsh_tier_teardown(opt);
     free(opt->buckets);
     opt->buckets  = NULL;
     opt->nbuckets = 0;

@@ -10,23 +10,31 @@
 
 #include "core/status.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* Drop bucket @b's gathered copy (cached or prefetched, not fetched). */
-static zsh_status_t zsh_optim_drop_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
+/* The master weights of [s, e) of @param from @values, into @b's memory or
+ * the master file. */
+static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
+                                         const zsh_param_t *param, const void *values, size_t s,
+                                         size_t e)
 {
+    const char *src = (const char *)values + (s - param->offset) * opt->esize;
+    size_t base     = zsh_obucket_base(opt, b);
     zsh_status_t status;
-    void *full;
+    float *tmp;
 
-    if ((b->pshard == NULL) || !zsh_shard_is_gathered(b->pshard)) {
+    if (!zsh_tier_in_file(opt, ZSH_TK_MASTER)) {
+        zsh_optim_to_float(opt->cfg.precision, src, b->master + (s - base), e - s);
         return ZSH_OK;
     }
-    status = zsh_shard_gather_wait(b->pshard, &full);
-    opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
-    if (status == ZSH_OK) {
-        zsh_shard_release(b->pshard);
+    tmp = malloc((e - s) * sizeof(*tmp));
+    if (tmp == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "out of memory");
     }
-    b->prefetched = false;
+    zsh_optim_to_float(opt->cfg.precision, src, tmp, e - s);
+    status = zsh_tier_patch(opt, ZSH_TK_MASTER, b, s, e, tmp);
+    free(tmp);
     return status;
 }
 
@@ -36,6 +44,7 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
     zsh_obucket_t *b;
     zsh_status_t status;
     size_t base, hi, s, e;
+    const char *src;
 
     if ((opt == NULL) || (param == NULL) || (values == NULL)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
@@ -58,26 +67,29 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
                          param->name);
     }
     if (opt->cfg.stage == 3) {
-        status = zsh_optim_drop_bucket(opt, b);
-        if (status != ZSH_OK) {
-            zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
-            return status;
-        }
-        if (zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
-            memcpy((char *)zsh_shard_local(b->pshard) + (s - b->lo) * opt->esize,
-                   (const char *)values + (s - param->offset) * opt->esize, (e - s) * opt->esize);
+        zsh_optim_param_reads_drop(opt); /* a shard read ahead would be stale */
+        status = zsh_optim_drop_gather(opt, b);
+        if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
+            src = (const char *)values + (s - param->offset) * opt->esize;
+            if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
+                status = zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
+            } else {
+                memcpy((char *)zsh_shard_local(b->pshard) + (s - b->lo) * opt->esize, src,
+                       (e - s) * opt->esize);
+            }
         }
     } else if (values != param->buf) {
         memmove(param->buf, values, param->numel * opt->esize);
     }
-    if (opt->mixed) {
+    if ((status == ZSH_OK) && opt->mixed) {
         base = zsh_obucket_base(opt, b);
         hi   = (opt->cfg.stage == 0) ? b->numel : b->hi;
         if (zsh_param_overlap(param, base, hi, &s, &e)) {
-            zsh_optim_to_float(opt->cfg.precision,
-                               (const char *)values + (s - param->offset) * opt->esize,
-                               b->master + (s - base), e - s);
+            status = zsh_optim_set_master(opt, b, param, values, s, e);
         }
     }
-    return ZSH_OK;
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+    }
+    return status;
 }

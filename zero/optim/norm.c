@@ -13,7 +13,7 @@
 
 #define ZSH_NORM_CHUNK 512
 
-static double zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n)
+double zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n)
 {
     float chunk[ZSH_NORM_CHUNK];
     const float *f;
@@ -46,6 +46,8 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
         b = &opt->buckets[i];
         if (opt->cfg.stage == 0) {
             sum += zsh_optim_sumsq(opt, b->grad_full, b->numel);
+        } else if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
+            sum += b->gsumsq; /* taken as the shard left for disk: the same sum */
         } else if (b->grad_full != NULL) {
             sum += zsh_optim_sumsq(opt, (const char *)b->grad_full + b->lo * opt->esize,
                                    b->hi - b->lo);

@@ -15,6 +15,7 @@
 #include "optim/prefetch.h"
 #include "optim/rule.h"
 #include "optim/scaler.h"
+#include "optim/tier.h"
 #include "shard/shard_impl.h"
 
 #include <zeroshard/optim.h>
@@ -40,6 +41,12 @@ typedef struct zsh_obucket {
     int             refs;        /* stage 3: parameters fetched and not released */
     bool            prefetched;  /* stage 3: gathered ahead of use, not fetched yet */
     unsigned long   last_use;    /* stage 3: tick of the last fetch, for eviction */
+    size_t          foff;        /* NVMe tier: the region's first element in every file */
+    double          gsumsq;      /* NVMe gradients: sum of squares of the owned shard */
+    void           *gtransit;    /* NVMe gradients: the reduced shard on its way to disk */
+    zsh_aio_req_t  *gwrite;      /* its write */
+    void           *pbounce;     /* NVMe parameters: this rank's shard read for a gather */
+    zsh_aio_req_t  *pread;       /* its read */
 } zsh_obucket_t;
 
 struct zsh_param {
@@ -82,6 +89,7 @@ struct zsh_optim {
     zsh_prefetch_t     prefetch;
     unsigned long      updates;         /* steps applied (Adam's t) */
     zsh_optim_stats_t  stats;           /* counters; bytes are filled in on request */
+    zsh_tiers_t        tiers;           /* the offload tiers */
 };
 
 /* The part of @param's view that falls in the flat range [lo, hi), as
@@ -124,8 +132,41 @@ static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
     return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->mixed ? 1 : 0));
 }
 
-/* tier.c: the offload tiers' share of the stats. */
-void zsh_optim_tier_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
+/* tier.c: the offload tiers. */
+size_t         zsh_tier_esize(const zsh_optim_t *opt, zsh_tkind_t kind);
+static inline bool zsh_tier_in_file(const zsh_optim_t *opt, zsh_tkind_t kind)
+{
+    return opt->tiers.file[kind] != NULL;
+}
+zsh_account_t *zsh_tier_acct(zsh_optim_t *opt, zsh_tkind_t kind); /* memory kinds only */
+zsh_status_t   zsh_tier_setup(zsh_optim_t *opt);   /* after the buckets, before their buffers */
+void           zsh_tier_teardown(zsh_optim_t *opt);
+/* Start a read or write of @nelem elements of @kind's file from element @felem. */
+zsh_status_t   zsh_tier_io(zsh_optim_t *opt, zsh_tkind_t kind, bool write, size_t felem,
+                           void *buf, size_t nelem, zsh_aio_req_t **req_p);
+/* Wait for @*req_p, free it and set it to NULL; a failure is recorded as the
+ * tier's (sticky) failure. */
+zsh_status_t   zsh_tier_wait(zsh_optim_t *opt, zsh_aio_req_t **req_p);
+/* The sticky failure, re-raised with its message: ZSH_OK if none. */
+zsh_status_t   zsh_tier_check(zsh_optim_t *opt, const char *fn);
+/* Collective when an NVMe tier exists: whether any rank's tier failed, so
+ * that every rank stops at the same step instead of waiting on the one that
+ * stopped. The failure is raised on every rank (sticky). */
+zsh_status_t   zsh_tier_agree(zsh_optim_t *opt, const char *fn);
+/* Write elements [s, e) of bucket @b's region (flat positions) of @kind from
+ * @src, reading the edge blocks first where they are partial. */
+zsh_status_t   zsh_tier_patch(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *b, size_t s,
+                              size_t e, const void *src);
+void           zsh_optim_tier_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
+
+/* grads.c: NVMe gradients: writes still in flight are completed. */
+zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
+
+/* swap.c: the step over sub-groups when any state lives in files. */
+zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
+
+/* fetch.c: NVMe parameters: reads in flight are completed and dropped. */
+zsh_status_t zsh_optim_param_reads_drop(zsh_optim_t *opt);
 
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
@@ -135,14 +176,29 @@ void         zsh_optim_layout_free(zsh_optim_t *opt);
 zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt);
 void         zsh_optim_grads_reset(zsh_optim_t *opt);
 
-/* fetch.c: stage 3 gathers. */
+/* fetch.c: stage 3 gathers: drop one bucket's gathered copy (cached or
+ * prefetched, not fetched), or every bucket's. */
+zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b);
 zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt);
 
-/* norm.c: the global gradient norm and overflow check. */
+/* norm.c: the global gradient norm and overflow check; the sum of squares
+ * of @n gradient elements in the layer's precision. */
+double       zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n);
 zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p);
 
-/* update.c: apply the rule to the owned region and publish the parameters. */
+/* Where one sub-group's swapped kinds sit in host buffers: element e of
+ * the files' space [lo, hi) is at buf[kind] + (e - lo) * element size. */
+typedef struct zsh_swap_view {
+    size_t  lo, hi;
+    char   *buf[ZSH_TK_KINDS];
+} zsh_swap_view_t;
+
+/* update.c: apply the rule to the owned region and publish the parameters.
+ * zsh_optim_update_bucket() updates the whole owned region in memory;
+ * zsh_optim_update_view() the part of it in a swapped sub-group. */
 void         zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u);
+void         zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                   const zsh_swap_view_t *view);
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
 
 /* apply.c: the rule on @n elements; @p and the states are fp32, @g is in

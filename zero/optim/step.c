@@ -91,9 +91,17 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     if (status != ZSH_OK) {
         return status;
     }
+    /* A failed write of a gradient is the tier's failure, which every rank
+     * learns at the agreement below: a rank returning early here would leave
+     * the others waiting in it. */
     status = zsh_optim_grads_wait(opt);
+    zsh_optim_grad_writes_wait(opt);
     if ((status == ZSH_OK) && (opt->cfg.stage == 3)) {
+        zsh_optim_param_reads_drop(opt);
         status = zsh_optim_drop_gathers(opt); /* the update would make them stale */
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_agree(opt, "zsh_optim_step");
     }
     if (status == ZSH_OK) {
         status = zsh_optim_grad_factor(opt, &mul, &skip);
@@ -106,8 +114,18 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         opt->stats.skipped_steps++;
     } else {
         u = zsh_update_make(&opt->cfg, ++opt->updates, mul);
+        if (opt->tiers.aio != NULL) {
+            zsh_optim_swap_step(opt, &u); /* a failure is the tier's: */
+            status = zsh_tier_agree(opt, "zsh_optim_step");
+            if (status != ZSH_OK) {
+                zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+                return status;
+            }
+        }
         for (i = 0; i < opt->nbuckets; i++) {
-            zsh_optim_update_bucket(opt, &opt->buckets[i], &u);
+            if (opt->tiers.aio == NULL) {
+                zsh_optim_update_bucket(opt, &opt->buckets[i], &u);
+            }
             if ((opt->cfg.stage == 1) || (opt->cfg.stage == 2)) {
                 status = zsh_optim_publish_bucket(opt, &opt->buckets[i]);
                 if (status != ZSH_OK) {

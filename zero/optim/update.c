@@ -23,30 +23,79 @@ static void *zsh_optim_param_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t 
     return (char *)param->buf + (s - param->offset) * opt->esize;
 }
 
-void zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u)
+/* Where flat element @s of @kind for @param lives: in a swapped sub-group's
+ * host buffer (@view), or in memory. NULL for a state the rule lacks. */
+static void *zsh_optim_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param,
+                          zsh_tkind_t kind, size_t s, const zsh_swap_view_t *view)
 {
     size_t base = zsh_obucket_base(opt, b);
-    size_t hi = (opt->cfg.stage == 0) ? b->numel : b->hi;
+
+    if ((view != NULL) && (view->buf[kind] != NULL)) {
+        return view->buf[kind] + (b->foff + (s - base) - view->lo) * zsh_tier_esize(opt, kind);
+    }
+    switch (kind) {
+    case ZSH_TK_PARAMS:
+        return zsh_optim_param_at(opt, b, param, s);
+    case ZSH_TK_GRADS:
+        return (b->grad_full != NULL) ? (char *)b->grad_full + s * opt->esize
+                                      : (char *)b->grad_shard + (s - b->lo) * opt->esize;
+    case ZSH_TK_MASTER:
+        return b->master + (s - base);
+    case ZSH_TK_EXP_AVG:
+        return (b->m != NULL) ? b->m + (s - base) : NULL;
+    default:
+        return (b->v != NULL) ? b->v + (s - base) : NULL;
+    }
+}
+
+/* The rule over the owned flat elements [s0, e0) of @b. */
+static void zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                   size_t s0, size_t e0, const zsh_swap_view_t *view)
+{
     size_t i, s, e;
-    const char *g;
-    float *p;
     zsh_param_t *param;
+    float *p;
 
     for (i = 0; i < b->nparams; i++) {
         param = b->params[i];
-        if (!zsh_param_overlap(param, base, hi, &s, &e)) {
+        if (!zsh_param_overlap(param, s0, e0, &s, &e)) {
             continue;
         }
-        g = (b->grad_full != NULL) ? (const char *)b->grad_full + s * opt->esize
-                                   : (const char *)b->grad_shard + (s - b->lo) * opt->esize;
-        p = opt->mixed ? b->master + (s - base) : zsh_optim_param_at(opt, b, param, s);
-        zsh_optim_apply(opt, p, g, (b->m != NULL) ? b->m + (s - base) : NULL,
-                        (b->v != NULL) ? b->v + (s - base) : NULL, e - s, u);
+        p = zsh_optim_at(opt, b, param, opt->mixed ? ZSH_TK_MASTER : ZSH_TK_PARAMS, s, view);
+        zsh_optim_apply(opt, p, zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                        zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                        zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), e - s, u);
         if (opt->mixed) {
-            zsh_optim_from_float(opt->cfg.precision, p, zsh_optim_param_at(opt, b, param, s),
-                                 e - s);
+            zsh_optim_from_float(opt->cfg.precision, p,
+                                 zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view), e - s);
         }
     }
+}
+
+/* The end of the owned flat range: the whole bucket at stage 0. */
+static size_t zsh_optim_owned_end(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return (opt->cfg.stage == 0) ? b->numel : b->hi;
+}
+
+void zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u)
+{
+    zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b), zsh_optim_owned_end(opt, b),
+                           NULL);
+}
+
+void zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                           const zsh_swap_view_t *view)
+{
+    size_t base = zsh_obucket_base(opt, b), region = zsh_obucket_region(opt, b);
+    size_t end = zsh_optim_owned_end(opt, b), s0, e0;
+
+    if ((view->hi <= b->foff) || (view->lo >= b->foff + region)) {
+        return;
+    }
+    s0 = base + ((view->lo > b->foff) ? view->lo - b->foff : 0);
+    e0 = base + ((view->hi - b->foff < region) ? view->hi - b->foff : region);
+    zsh_optim_update_range(opt, b, u, s0, (e0 < end) ? e0 : end, view);
 }
 
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)

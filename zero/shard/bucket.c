@@ -103,13 +103,14 @@ zsh_status_t zsh_bucket_view(const zsh_bucket_t *bucket, size_t i, size_t *offse
 }
 
 zsh_status_t zsh_bucket_seal_counted(zsh_bucket_t *bucket, zsh_account_t *acct,
-                                     zsh_mem_kind_t local_kind, zsh_shard_t **shard_p)
+                                     zsh_account_t *local_acct, zsh_mem_kind_t local_kind,
+                                     zsh_shard_t **shard_p)
 {
     zsh_status_t status;
 
     if (bucket->shard == NULL) {
         status = zsh_shard_create_counted(bucket->comm, bucket->total, bucket->dtype, acct,
-                                          local_kind, &bucket->shard);
+                                          local_acct, local_kind, &bucket->shard);
         if (status != ZSH_OK) {
             return status;
         }
@@ -120,5 +121,5 @@ zsh_status_t zsh_bucket_seal_counted(zsh_bucket_t *bucket, zsh_account_t *acct,
 
 zsh_status_t zsh_bucket_seal(zsh_bucket_t *bucket, zsh_shard_t **shard_p)
 {
-    return zsh_bucket_seal_counted(bucket, NULL, ZSH_MEM_PARAMS, shard_p);
+    return zsh_bucket_seal_counted(bucket, NULL, NULL, ZSH_MEM_PARAMS, shard_p);
 }

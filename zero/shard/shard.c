@@ -20,16 +20,17 @@ struct zsh_shard {
     size_t         numel;
     size_t         count;      /* ceil(numel / N) */
     int            rank, size;
-    zsh_account_t *acct;
-    zsh_mem_kind_t local_kind;
+    zsh_account_t *acct;       /* counts the gathered buffer */
+    zsh_account_t *local_acct; /* counts the local shard */
+    zsh_mem_kind_t local_kind; /* ZSH_MEM_KINDS: no local shard */
     void          *local;      /* count elements */
     void          *full;       /* N * count elements while gathered */
     zsh_request_t *req;        /* the gather in flight, if any */
 };
 
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
-                                      zsh_account_t *acct, zsh_mem_kind_t local_kind,
-                                      zsh_shard_t **shard_p)
+                                      zsh_account_t *acct, zsh_account_t *local_acct,
+                                      zsh_mem_kind_t local_kind, zsh_shard_t **shard_p)
 {
     int nranks = zsh_comm_size(comm);
     size_t count, full_bytes;
@@ -68,8 +69,13 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
     shard->size       = nranks;
     shard->count      = count;
     shard->acct       = acct;
+    shard->local_acct = local_acct;
     shard->local_kind = local_kind;
-    shard->local      = zsh_account_alloc(acct, local_kind, shard->count * shard->esize);
+    if (local_kind == ZSH_MEM_KINDS) {
+        *shard_p = shard;
+        return ZSH_OK;
+    }
+    shard->local = zsh_account_alloc(local_acct, local_kind, shard->count * shard->esize);
     if (shard->local == NULL) {
         free(shard);
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_create: no memory for a shard of %zu %s",
@@ -82,7 +88,7 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
 zsh_status_t zsh_shard_create(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
                               zsh_shard_t **shard_p)
 {
-    return zsh_shard_create_counted(comm, numel, dtype, NULL, ZSH_MEM_PARAMS, shard_p);
+    return zsh_shard_create_counted(comm, numel, dtype, NULL, NULL, ZSH_MEM_PARAMS, shard_p);
 }
 
 void zsh_shard_destroy(zsh_shard_t *shard)
@@ -95,7 +101,10 @@ void zsh_shard_destroy(zsh_shard_t *shard)
         zsh_request_free(shard->req);
     }
     zsh_shard_release(shard);
-    zsh_account_free(shard->acct, shard->local_kind, shard->local, shard->count * shard->esize);
+    if (shard->local_kind != ZSH_MEM_KINDS) {
+        zsh_account_free(shard->local_acct, shard->local_kind, shard->local,
+                         shard->count * shard->esize);
+    }
     free(shard);
 }
 
@@ -147,6 +156,16 @@ int zsh_shard_is_gathered(const zsh_shard_t *shard)
 
 zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
 {
+    if (shard->local == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: the tensor of %zu elements keeps its shard "
+                         "elsewhere", shard->numel);
+    }
+    return zsh_shard_gather_start_from(shard, shard->local);
+}
+
+zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local)
+{
     zsh_status_t status;
 
     if (shard->full != NULL) {
@@ -159,7 +178,7 @@ zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
                          zsh_shard_full_bytes(shard));
     }
-    status = zsh_iallgather(shard->local, shard->full, shard->count, shard->dtype, shard->comm,
+    status = zsh_iallgather(local, shard->full, shard->count, shard->dtype, shard->comm,
                             &shard->req);
     if (status != ZSH_OK) {
         zsh_shard_release(shard);

@@ -28,17 +28,26 @@ static inline void zsh_shard_part_range(size_t numel, int nranks, int rank, size
     *hi_p = (lo + count < numel) ? lo + count : numel;
 }
 
-/* zsh_shard_create() with the local shard counted as @local_kind and the
- * gathered buffer as ZSH_MEM_BUFFERS in @acct (which may be NULL). */
+/* zsh_shard_create() with the local shard counted as @local_kind in
+ * @local_acct and the gathered buffer as ZSH_MEM_BUFFERS in @acct (either
+ * may be NULL). A @local_kind of ZSH_MEM_KINDS makes no local shard: the
+ * owner keeps it elsewhere (in a file) and gathers with
+ * zsh_shard_gather_start_from(). */
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
-                                      zsh_account_t *acct, zsh_mem_kind_t local_kind,
-                                      zsh_shard_t **shard_p);
+                                      zsh_account_t *acct, zsh_account_t *local_acct,
+                                      zsh_mem_kind_t local_kind, zsh_shard_t **shard_p);
+
+/* zsh_shard_gather_start() from @local (count elements, untouched until the
+ * gather is waited for) instead of the tensor's local shard. */
+zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local);
 
 /* Whether the tensor has a gathered buffer or a gather in flight. */
 int zsh_shard_is_gathered(const zsh_shard_t *shard);
 
-/* zsh_bucket_seal() with the flat shard counted as @local_kind in @acct. */
+/* zsh_bucket_seal() with the flat shard counted as zsh_shard_create_counted()
+ * counts it. */
 zsh_status_t zsh_bucket_seal_counted(zsh_bucket_t *bucket, zsh_account_t *acct,
-                                     zsh_mem_kind_t local_kind, zsh_shard_t **shard_p);
+                                     zsh_account_t *local_acct, zsh_mem_kind_t local_kind,
+                                     zsh_shard_t **shard_p);
 
 #endif

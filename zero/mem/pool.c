@@ -1,0 +1,83 @@
+#include "mem/pool.h"
+
+#include <stdlib.h>
+
+struct zsh_pool_block {
+    zsh_pool_block_t *next;
+    void             *ptr;
+    size_t            bytes;
+};
+
+void zsh_pool_init(zsh_pool_t *pool, size_t limit)
+{
+    pool->limit = limit;
+    pool->held  = 0;
+    pool->peak  = 0;
+    pool->free  = NULL;
+}
+
+static void zsh_pool_drop(zsh_pool_t *pool, zsh_pool_block_t **link)
+{
+    zsh_pool_block_t *blk = *link;
+
+    *link       = blk->next;
+    pool->held -= blk->bytes;
+    free(blk->ptr);
+    free(blk);
+}
+
+void zsh_pool_fini(zsh_pool_t *pool)
+{
+    while (pool->free != NULL) {
+        zsh_pool_drop(pool, &pool->free);
+    }
+}
+
+void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
+{
+    zsh_pool_block_t **link;
+    void *ptr;
+
+    for (link = &pool->free; *link != NULL; link = &(*link)->next) {
+        if ((*link)->bytes == bytes) {
+            zsh_pool_block_t *blk = *link;
+
+            ptr   = blk->ptr;
+            *link = blk->next;
+            free(blk);
+            return ptr;
+        }
+    }
+    while ((pool->held + bytes > pool->limit) && (pool->free != NULL)) {
+        zsh_pool_drop(pool, &pool->free);
+    }
+    if ((bytes > pool->limit) || (pool->held + bytes > pool->limit) ||
+        (posix_memalign(&ptr, ZSH_POOL_ALIGN, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0)) {
+        return NULL;
+    }
+    pool->held += bytes;
+    if (pool->held > pool->peak) {
+        pool->peak = pool->held;
+    }
+    return ptr;
+}
+
+void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes)
+{
+    zsh_pool_block_t *blk;
+
+    if (ptr == NULL) {
+        return;
+    }
+    blk = malloc(sizeof(*blk));
+    if (blk == NULL) {
+        /* Cannot keep it: give it back to the system instead. */
+        pool->held -= bytes;
+        free(ptr);
+        return;
+    }
+    blk->ptr    = ptr;
+    blk->bytes  = bytes;
+    blk->next   = pool->free;
+    pool->free  = blk;
+}

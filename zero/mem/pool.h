@@ -1,0 +1,44 @@
+/*
+ * A bounded pool of host buffers: the NVMe tier's swap buffers and the
+ * gradient shards on their way to disk. The pool never holds more than its
+ * limit, counting the blocks it keeps for reuse, so the limit a user gives
+ * is the most host memory these buffers ever take; the peak is reported.
+ * Blocks are aligned for O_DIRECT and freed ones are kept for a request of
+ * the same size, since the step asks for the same sizes again and again.
+ */
+#ifndef ZSH_MEM_POOL_H_
+#define ZSH_MEM_POOL_H_
+
+#include <stddef.h>
+
+#define ZSH_POOL_ALIGN 4096
+
+typedef struct zsh_pool_block zsh_pool_block_t;
+
+typedef struct zsh_pool {
+    size_t            limit;  /* the most bytes held, in use or kept */
+    size_t            held;   /* bytes held now */
+    size_t            peak;   /* the most held at once */
+    zsh_pool_block_t *free;   /* kept blocks */
+} zsh_pool_t;
+
+void zsh_pool_init(zsh_pool_t *pool, size_t limit);
+
+/* Free every kept block; blocks in use must have been put back. */
+void zsh_pool_fini(zsh_pool_t *pool);
+
+/* @bytes (a multiple of ZSH_POOL_ALIGN) aligned to ZSH_POOL_ALIGN, or NULL
+ * when they do not fit in the limit even after dropping the kept blocks, or
+ * the system has no memory. */
+void *zsh_pool_get(zsh_pool_t *pool, size_t bytes);
+
+/* Give back a block zsh_pool_get() returned for @bytes; NULL is ignored. */
+void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes);
+
+/* Round @bytes up to ZSH_POOL_ALIGN. */
+static inline size_t zsh_pool_round(size_t bytes)
+{
+    return (bytes + ZSH_POOL_ALIGN - 1) / ZSH_POOL_ALIGN * ZSH_POOL_ALIGN;
+}
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * The step when state lives in files: the rank's state is walked in
+ * sub-groups (contiguous ranges of every file, see tier.h). Each sub-group
+ * is read into host buffers, updated, and written back; with S slots of
+ * buffers, sub-group k is updated while k + 1 .. k + S - 2 are read and
+ * k - 1 is written, so the disk is kept busy in both directions while the
+ * rule runs. A slot is reused only once its previous sub-group is written.
+ *
+ * What is read and written per kind:
+ *   grads       read (the shard the reduce-scatter left), never written
+ *   master, m, v read (states never written yet are zeros, not read), written
+ *   params      fp32: read and written (the shard is the weight updated);
+ *               mixed precision: written only, rounded from the master
+ */
+#include "optim/optim_impl.h"
+
+#include "core/status.h"
+
+#include <string.h>
+
+typedef struct zsh_swap_slot {
+    size_t         sg;                       /* the sub-group it holds */
+    bool           busy;                     /* holds a sub-group not yet written */
+    char          *buf[ZSH_TK_KINDS];
+    zsh_aio_req_t *req[ZSH_TK_KINDS];
+} zsh_swap_slot_t;
+
+#define ZSH_SWAP_SLOTS_MAX 4
+
+static size_t zsh_swap_bytes(const zsh_optim_t *opt, zsh_tkind_t kind)
+{
+    return opt->tiers.sg_elems * zsh_tier_esize(opt, kind);
+}
+
+static void zsh_swap_range(const zsh_optim_t *opt, size_t sg, size_t *lo_p, size_t *hi_p)
+{
+    size_t lo = sg * opt->tiers.sg_elems, hi = lo + opt->tiers.sg_elems;
+
+    *lo_p = lo;
+    *hi_p = (hi < opt->tiers.felems) ? hi : opt->tiers.felems;
+}
+
+/* Wait for every request of @slot; the first failure is the tier's. */
+static zsh_status_t zsh_swap_wait(zsh_optim_t *opt, zsh_swap_slot_t *slot)
+{
+    zsh_status_t status, first = ZSH_OK;
+    int k;
+
+    for (k = 0; k < ZSH_TK_KINDS; k++) {
+        status = zsh_tier_wait(opt, &slot->req[k]);
+        first  = (first == ZSH_OK) ? status : first;
+    }
+    return first;
+}
+
+static zsh_status_t zsh_swap_read(zsh_optim_t *opt, zsh_swap_slot_t *slot, size_t sg)
+{
+    size_t lo, hi;
+    zsh_status_t status = ZSH_OK;
+    bool zero;
+    int k;
+
+    zsh_swap_range(opt, sg, &lo, &hi);
+    slot->sg   = sg;
+    slot->busy = true;
+    for (k = 0; (status == ZSH_OK) && (k < ZSH_TK_KINDS); k++) {
+        if (slot->buf[k] == NULL) {
+            continue;
+        }
+        zero = ((k == ZSH_TK_EXP_AVG) || (k == ZSH_TK_EXP_AVG_SQ)) ? opt->tiers.fresh[sg]
+               : (k == ZSH_TK_PARAMS)                             ? opt->mixed
+                                                                   : false;
+        if (zero) {
+            memset(slot->buf[k], 0, (hi - lo) * zsh_tier_esize(opt, (zsh_tkind_t)k));
+        } else {
+            status = zsh_tier_io(opt, (zsh_tkind_t)k, false, lo, slot->buf[k], hi - lo,
+                                 &slot->req[k]);
+        }
+    }
+    return status;
+}
+
+static zsh_status_t zsh_swap_write(zsh_optim_t *opt, zsh_swap_slot_t *slot)
+{
+    size_t lo, hi;
+    zsh_status_t status = ZSH_OK;
+    int k;
+
+    zsh_swap_range(opt, slot->sg, &lo, &hi);
+    for (k = 0; (status == ZSH_OK) && (k < ZSH_TK_KINDS); k++) {
+        if ((slot->buf[k] != NULL) && (k != ZSH_TK_GRADS)) {
+            status = zsh_tier_io(opt, (zsh_tkind_t)k, true, lo, slot->buf[k], hi - lo,
+                                 &slot->req[k]);
+        }
+    }
+    return status;
+}
+
+static void zsh_swap_update(zsh_optim_t *opt, zsh_swap_slot_t *slot, const zsh_update_t *u)
+{
+    zsh_swap_view_t view;
+    size_t i;
+
+    zsh_swap_range(opt, slot->sg, &view.lo, &view.hi);
+    memcpy(view.buf, slot->buf, sizeof(view.buf));
+    for (i = 0; i < opt->nbuckets; i++) {
+        zsh_optim_update_view(opt, &opt->buckets[i], u, &view);
+    }
+}
+
+static void zsh_swap_free(zsh_optim_t *opt, zsh_swap_slot_t *slots, size_t n)
+{
+    size_t i;
+    int k;
+
+    for (i = 0; i < n; i++) {
+        zsh_swap_wait(opt, &slots[i]);
+        for (k = 0; k < ZSH_TK_KINDS; k++) {
+            zsh_pool_put(&opt->tiers.pool, slots[i].buf[k], zsh_swap_bytes(opt, (zsh_tkind_t)k));
+        }
+    }
+}
+
+static zsh_status_t zsh_swap_alloc(zsh_optim_t *opt, zsh_swap_slot_t *slots, size_t n)
+{
+    size_t i;
+    int k;
+
+    memset(slots, 0, n * sizeof(*slots));
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < ZSH_TK_KINDS; k++) {
+            if (!zsh_tier_in_file(opt, (zsh_tkind_t)k)) {
+                continue;
+            }
+            slots[i].buf[k] = zsh_pool_get(&opt->tiers.pool, zsh_swap_bytes(opt, (zsh_tkind_t)k));
+            if (slots[i].buf[k] == NULL) {
+                zsh_swap_free(opt, slots, n);
+                return zsh_error(ZSH_ERR_NO_MEMORY,
+                                 "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) for "
+                                 "the step's sub-group buffers", opt->cfg.host_mem_limit);
+            }
+        }
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
+{
+    zsh_swap_slot_t slots[ZSH_SWAP_SLOTS_MAX];
+    size_t nslots = opt->tiers.slots, nsg = opt->tiers.nsg, next = 0, ahead, k;
+    zsh_swap_slot_t *slot;
+    zsh_status_t status;
+
+    nslots = (nslots > ZSH_SWAP_SLOTS_MAX) ? ZSH_SWAP_SLOTS_MAX : (nslots < 1) ? 1 : nslots;
+    status = zsh_swap_alloc(opt, slots, nslots);
+    for (k = 0; (status == ZSH_OK) && (k < nsg); k++) {
+        ahead = k + ((nslots >= 3) ? nslots - 2 : 0);
+        ahead = (ahead < nsg) ? ahead : nsg - 1;
+        for (; (status == ZSH_OK) && (next <= ahead); next++) {
+            slot = &slots[next % nslots];
+            status = zsh_swap_wait(opt, slot); /* its sub-group's writes */
+            if (status == ZSH_OK) {
+                status = zsh_swap_read(opt, slot, next);
+            }
+        }
+        slot = &slots[k % nslots];
+        if (status == ZSH_OK) {
+            status = zsh_swap_wait(opt, slot); /* its reads */
+        }
+        if (status == ZSH_OK) {
+            zsh_swap_update(opt, slot, u);
+            status = zsh_swap_write(opt, slot);
+        }
+    }
+    zsh_swap_free(opt, slots, nslots); /* waits for the last writes */
+    status = zsh_tier_check(opt, NULL);
+    if (status == ZSH_OK) {
+        for (k = 0; k < nsg; k++) {
+            opt->tiers.fresh[k] = false;
+        }
+    }
+    return status;
+}
