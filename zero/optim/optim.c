@@ -31,6 +31,8 @@ void zsh_optim_config_init(zsh_optim_config_t *cfg)
     cfg->loss_scale_window  = 1000;
     cfg->min_loss_scale     = 1.0f;
     cfg->prefetch           = -1;
+    cfg->offload_optimizer  = ZSH_OFFLOAD_DEFAULT;
+    cfg->offload_params     = ZSH_OFFLOAD_DEFAULT;
 }
 
 /* Reject settings that cannot work, naming the field. */
