@@ -14,6 +14,7 @@
  */
 #include "core/half.h"
 #include "train/boot.h"
+#include "train/gemm.h"
 #include "train/train.h"
 
 #include <stdio.h>
@@ -44,19 +45,48 @@ static const float *zsh_train_widen(const zsh_train_t *t, const void *p, size_t 
     return tmp;
 }
 
+/* The layer's calls, timed: what they block for is communication (or I/O,
+ * which the split takes out again from the stats). */
+static zsh_status_t zsh_train_fetch(zsh_train_t *t, zsh_param_t *param, void **data_p)
+{
+    double t0 = zsh_train_now();
+    zsh_status_t s = zsh_optim_fetch(t->opt, param, data_p);
+
+    t->split.blocked += zsh_train_now() - t0;
+    return s;
+}
+
+static zsh_status_t zsh_train_release(zsh_train_t *t, zsh_param_t *param)
+{
+    double t0 = zsh_train_now();
+    zsh_status_t s = zsh_optim_release(t->opt, param);
+
+    t->split.blocked += zsh_train_now() - t0;
+    return s;
+}
+
+static zsh_status_t zsh_train_grad_ready(zsh_train_t *t, zsh_param_t *param, const void *g)
+{
+    double t0 = zsh_train_now();
+    zsh_status_t s = zsh_optim_grad_ready(t->opt, param, g);
+
+    t->split.blocked += zsh_train_now() - t0;
+    return s;
+}
+
 /* Hand over the gradient @g of @n elements for @param. */
 static zsh_status_t zsh_train_grad(zsh_train_t *t, zsh_param_t *param, const float *g, size_t n)
 {
     size_t k;
 
     if (t->o.precision == ZSH_FLOAT32) {
-        return zsh_optim_grad_ready(t->opt, param, g);
+        return zsh_train_grad_ready(t, param, g);
     }
     for (k = 0; k < n; k++) {
         t->g16[k] = (t->o.precision == ZSH_BFLOAT16) ? zsh_float_to_bf16(g[k])
                                                      : zsh_float_to_fp16(g[k]);
     }
-    return zsh_optim_grad_ready(t->opt, param, t->g16);
+    return zsh_train_grad_ready(t, param, t->g16);
 }
 
 /* Output rows [r0, r0 + *cnt_p) of layer weight @wi that tile @k holds. */
@@ -78,22 +108,22 @@ static zsh_status_t zsh_train_layer_forward(zsh_train_t *t, size_t l)
     zsh_status_t s;
     void *w, *b;
 
-    if ((s = zsh_optim_fetch(t->opt, zsh_train_param(t, wi + 1, 0), &b)) != ZSH_OK) {
+    if ((s = zsh_train_fetch(t, zsh_train_param(t, wi + 1, 0), &b)) != ZSH_OK) {
         return s;
     }
     bias = zsh_train_widen(t, b, out, t->b32);
     for (k = 0; k < t->ntiles[wi]; k++) {
         r0 = zsh_train_tile_rows(t, wi, k, out, &cnt);
-        if ((s = zsh_optim_fetch(t->opt, zsh_train_param(t, wi, k), &w)) != ZSH_OK) {
+        if ((s = zsh_train_fetch(t, zsh_train_param(t, wi, k), &w)) != ZSH_OK) {
             return s;
         }
         zsh_train_linear(zsh_train_widen(t, w, cnt * in, t->w32), bias + r0, t->acts[l], t->rows,
                          in, cnt, out, l < t->d.layers, t->acts[l + 1] + r0);
-        if ((s = zsh_optim_release(t->opt, zsh_train_param(t, wi, k))) != ZSH_OK) {
+        if ((s = zsh_train_release(t, zsh_train_param(t, wi, k))) != ZSH_OK) {
             return s;
         }
     }
-    return zsh_optim_release(t->opt, zsh_train_param(t, wi + 1, 0));
+    return zsh_train_release(t, zsh_train_param(t, wi + 1, 0));
 }
 
 static zsh_status_t zsh_train_forward(zsh_train_t *t)
@@ -103,12 +133,12 @@ static zsh_status_t zsh_train_forward(zsh_train_t *t)
     size_t l;
     void *w;
 
-    if ((s = zsh_optim_fetch(t->opt, emb, &w)) != ZSH_OK) {
+    if ((s = zsh_train_fetch(t, emb, &w)) != ZSH_OK) {
         return s;
     }
     zsh_train_embed(&t->d, zsh_train_widen(t, w, zsh_train_param_numel(&t->d, 0), t->w32),
                     t->tokens, t->rows, t->acts[0]);
-    if ((s = zsh_optim_release(t->opt, emb)) != ZSH_OK) {
+    if ((s = zsh_train_release(t, emb)) != ZSH_OK) {
         return s;
     }
     for (l = 0; (s == ZSH_OK) && (l <= t->d.layers); l++) {
@@ -131,13 +161,13 @@ static zsh_status_t zsh_train_layer_backward(zsh_train_t *t, size_t l, float *dy
     for (k = t->ntiles[wi]; k-- > 0;) {
         r0   = zsh_train_tile_rows(t, wi, k, out, &cnt);
         tile = zsh_train_param(t, wi, k);
-        if ((s = zsh_optim_fetch(t->opt, tile, &w)) != ZSH_OK) {
+        if ((s = zsh_train_fetch(t, tile, &w)) != ZSH_OK) {
             return s;
         }
         zsh_train_linear_back(zsh_train_widen(t, w, cnt * in, t->w32), t->acts[l],
                               t->acts[l + 1] + r0, dy + r0, t->rows, in, cnt, out,
                               l < t->d.layers, t->g32, t->b32 + r0, dx);
-        if (((s = zsh_optim_release(t->opt, tile)) != ZSH_OK) ||
+        if (((s = zsh_train_release(t, tile)) != ZSH_OK) ||
             ((s = zsh_train_grad(t, tile, t->g32, cnt * in)) != ZSH_OK)) {
             return s;
         }
@@ -168,7 +198,7 @@ static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *l
 {
     size_t starts[t->rows + 1], r, c;
     float gscale = zsh_optim_loss_scale(t->opt) / (float)t->o.batch;
-    double loss;
+    double loss, t0;
     zsh_status_t s;
 
     zsh_train_batch(&t->text, t->o.seed, step, t->d.context, t->first, t->rows, starts);
@@ -178,17 +208,25 @@ static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *l
         }
         t->targets[r] = t->text.ids[starts[r] + t->d.context];
     }
+    zsh_train_split_start(&t->split, t->opt);
     if ((s = zsh_train_forward(t)) != ZSH_OK) {
         return s;
     }
     loss = zsh_train_xent(t->acts[t->d.layers + 1], t->targets, t->rows, t->d.vocab, gscale);
-    if (((s = zsh_train_backward(t)) != ZSH_OK) ||
-        ((s = zsh_optim_step(t->opt, applied_p)) != ZSH_OK)) {
+    if ((s = zsh_train_backward(t)) != ZSH_OK) {
+        return s;
+    }
+    zsh_train_split_step_begin(&t->split, t->opt);
+    s = zsh_optim_step(t->opt, applied_p);
+    zsh_train_split_step_end(&t->split, t->opt);
+    if (s != ZSH_OK) {
         return s;
     }
     /* The framework's own metric: the mean over the global batch. */
+    t0      = zsh_train_now();
     s       = zsh_allreduce(&loss, &loss, 1, ZSH_FLOAT64, ZSH_SUM, t->comm);
     *loss_p = loss / (double)t->o.batch;
+    t->split.blocked += zsh_train_now() - t0;
     return s;
 }
 
@@ -197,13 +235,14 @@ int main(int argc, char **argv)
     zsh_train_t t = {0};
     unsigned long k;
     zsh_status_t s;
-    double loss;
+    double loss = 0.0;
     int rc, applied, tty;
 
     rc = zsh_train_parse(argc, argv, &t.o);
     if (rc != 0) {
         return (rc == 1) ? 0 : 2;
     }
+    zsh_train_gemm_select(t.o.loops ? ZSH_TRAIN_GEMM_LOOPS : ZSH_TRAIN_GEMM_BLAS);
     if (zsh_train_text_load(t.o.data, t.o.context, &t.text) != 0) {
         return 1;
     }
@@ -222,6 +261,9 @@ int main(int argc, char **argv)
             printf("step %lu loss %.6f%s\n", k, loss, applied ? "" : " (skipped: overflow)");
             fflush(stdout);
         }
+        if (zsh_train_split_end(&t.split, t.comm, k) != 0) {
+            return 1;
+        }
         if (tty) {
             fprintf(stderr, "\r[%-30.*s] %lu/%lu loss %.4f", (int)(30 * k / t.o.steps),
                     "##############################", k, t.o.steps, loss);
@@ -231,6 +273,9 @@ int main(int argc, char **argv)
         fputc('\n', stderr);
     }
     rc = zsh_train_report(&t);
+    /* Every rank's own word that it finished, with the loss it holds. */
+    printf("rank %d: last loss %.9g, peak rss %llu KiB\n", t.rank, loss,
+           zsh_train_peak_rss_kib());
     zsh_train_teardown(&t);
     return rc;
 }

@@ -1,6 +1,7 @@
 #include "train/model.h"
 
 #include "train/data.h"
+#include "train/gemm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,11 +45,15 @@ void zsh_train_param_name(const zsh_train_dims_t *d, size_t i, char *buf, size_t
     }
 }
 
-void zsh_train_param_init(const zsh_train_dims_t *d, size_t i, uint64_t seed, float *w)
+void zsh_train_param_init(const zsh_train_dims_t *d, size_t i, uint64_t seed, size_t first,
+                          size_t n, float *w)
 {
-    size_t n = zsh_train_param_numel(d, i), k;
-    uint64_t state = seed * 0x9e3779b97f4a7c15ull + i + 1;
+    /* splitmix64 steps its state by a constant before each draw, so element
+     * k's draw starts from state0 + k steps: any range is generated alone,
+     * with the values the whole parameter would have there. */
+    uint64_t state0 = seed * 0x9e3779b97f4a7c15ull + i + 1, state;
     double bound;
+    size_t k;
 
     if ((i > 0) && ((i - 1) % 2 == 1)) {
         memset(w, 0, n * sizeof(*w)); /* biases start at zero */
@@ -56,7 +61,8 @@ void zsh_train_param_init(const zsh_train_dims_t *d, size_t i, uint64_t seed, fl
     }
     bound = (i == 0) ? 1.0 : 1.0 / sqrt((double)zsh_train_layer_in(d, (i - 1) / 2));
     for (k = 0; k < n; k++) {
-        w[k] = (float)((2.0 * zsh_train_uniform(&state) - 1.0) * bound);
+        state = state0 + (uint64_t)(first + k) * 0x9e3779b97f4a7c15ull;
+        w[k]  = (float)((2.0 * zsh_train_uniform(&state) - 1.0) * bound);
     }
 }
 
@@ -76,17 +82,15 @@ void zsh_train_embed(const zsh_train_dims_t *d, const float *emb, const uint8_t 
 void zsh_train_linear(const float *w, const float *bias, const float *x, size_t rows, size_t in,
                       size_t out, size_t ldy, int act, float *y)
 {
-    size_t r, o, i;
+    size_t r, o;
 
     for (r = 0; r < rows; r++) {
+        memcpy(y + r * ldy, bias, out * sizeof(*y));
+    }
+    zsh_train_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 1.0f, y, ldy);
+    for (r = 0; act && (r < rows); r++) {
         for (o = 0; o < out; o++) {
-            const float *wo = w + o * in, *xr = x + r * in;
-            float s         = bias[o];
-
-            for (i = 0; i < in; i++) {
-                s += wo[i] * xr[i];
-            }
-            y[r * ldy + o] = act ? tanhf(s) : s;
+            y[r * ldy + o] = tanhf(y[r * ldy + o]);
         }
     }
 }
@@ -122,9 +126,8 @@ void zsh_train_linear_back(const float *w, const float *x, const float *y, float
                            size_t rows, size_t in, size_t out, size_t ldy, int act, float *dw,
                            float *db, float *dx)
 {
-    size_t r, o, i;
+    size_t r, o;
 
-    memset(dw, 0, in * out * sizeof(*dw));
     memset(db, 0, out * sizeof(*db));
     for (r = 0; r < rows; r++) {
         for (o = 0; o < out; o++) {
@@ -135,20 +138,10 @@ void zsh_train_linear_back(const float *w, const float *x, const float *y, float
                 dy[r * ldy + o] = g;
             }
             db[o] += g;
-            for (i = 0; i < in; i++) {
-                dw[o * in + i] += g * x[r * in + i];
-            }
         }
     }
-    for (r = 0; r < rows; r++) {
-        for (o = 0; o < out; o++) {
-            const float g = dy[r * ldy + o], *wo = w + o * in;
-
-            for (i = 0; i < in; i++) {
-                dx[r * in + i] += g * wo[i];
-            }
-        }
-    }
+    zsh_train_gemm(1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 0.0f, dw, in); /* dy^T x */
+    zsh_train_gemm(0, 0, rows, in, out, 1.0f, dy, ldy, w, in, 1.0f, dx, in); /* dx += dy W */
 }
 
 void zsh_train_embed_back(const zsh_train_dims_t *d, const float *dx, const uint8_t *tokens,

@@ -1,5 +1,6 @@
 /*
- * A character-level MLP language model, forward and backward in plain C:
+ * A character-level MLP language model, forward and backward in C (its matrix
+ * products through train/gemm.h):
  * the embeddings of `context` characters, concatenated, go through `layers`
  * tanh layers of `hidden` units and a linear layer to logits over the
  * vocabulary; the loss is the cross-entropy of the next character.
@@ -28,8 +29,11 @@ void   zsh_train_param_name(const zsh_train_dims_t *d, size_t i, char *buf, size
 size_t zsh_train_layer_in(const zsh_train_dims_t *d, size_t l);
 size_t zsh_train_layer_out(const zsh_train_dims_t *d, size_t l);
 
-/* Deterministic initial values of parameter @i from @seed. */
-void zsh_train_param_init(const zsh_train_dims_t *d, size_t i, uint64_t seed, float *w);
+/* Deterministic initial values of elements [first, first + n) of parameter
+ * @i from @seed: the same values whatever range they are generated in, so a
+ * tile is initialised alone, alike on every rank and at every tiling. */
+void zsh_train_param_init(const zsh_train_dims_t *d, size_t i, uint64_t seed, size_t first,
+                          size_t n, float *w);
 
 /* x[b][c * embed + e] = emb[tokens[b][c]][e]; tokens has context ids per row. */
 void zsh_train_embed(const zsh_train_dims_t *d, const float *emb, const uint8_t *tokens,

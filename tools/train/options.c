@@ -1,6 +1,10 @@
 #include "train/options.h"
 
+#include "train/size.h"
+
+#include <ctype.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,29 +19,53 @@ static void zsh_train_usage(FILE *out)
             "  --precision P      fp32, bf16 or fp16 (default fp32)\n"
             "  --optimizer O      adamw, adam or sgd (default adamw)\n"
             "  --seed S           initial weights and batch order (default 1)\n"
+            "  --params N         about N parameters (2e9, 125m, 1.5g): chooses --layers and\n"
+            "                     --hidden, and tiles the weights by the live budget\n"
             "  --hidden H         units per hidden layer (default 128)\n"
             "  --layers L         hidden layers (default 2)\n"
             "  --batch B          global batch in sequences, split across ranks (default 64)\n"
             "  --lr X             learning rate (default 3e-3 for Adam, 0.1 for SGD)\n"
             "  --clip X           clip gradients to this global norm, 0: off (default 1)\n"
-            "  --bucket-size N    bytes per flat bucket (default 32768)\n"
-            "  --max-live N       stage 3: bytes of gathered buckets kept live (default 163840)\n"
+            "  --bucket-size N    bytes per flat bucket, k/m/g suffixes (default 32768)\n"
+            "  --max-live N       stage 3: bytes of gathered buckets kept live, k/m/g suffixes\n"
+            "                     (default 163840; 256m with --params)\n"
             "  --tiles K          register each layer's weight as K row blocks, computed one at a\n"
-            "                     time, so one block is gathered at a time (default 1)\n"
+            "                     time, so one block is gathered at a time (default 1; with\n"
+            "                     --params, blocks of at most a quarter of --max-live)\n"
+            "  --offload-optimizer T  tier of optimizer states and master weights: none, cpu\n"
+            "                     or nvme (default: ZSH_OFFLOAD_OPTIMIZER)\n"
+            "  --offload-params T stage 3: tier of the parameter shards: none, cpu or nvme\n"
+            "                     (default: ZSH_OFFLOAD_PARAMS)\n"
+            "  --nvme-dir DIR     directory of the nvme tier's files (default: ZSH_NVME_DIR)\n"
+            "  --host-mem-limit N bytes of host buffers of the nvme tier, k/m/g suffixes\n"
+            "                     (default: ZSH_HOST_MEM_LIMIT)\n"
+            "  --matmul M         blas or loops: the model's matrix products (default blas\n"
+            "                     where the build has one)\n"
             "  --data FILE        training text (default /usr/share/common-licenses/GPL-3)\n"
             "  --help             this text\n");
 }
 
-/* A whole number in [min, max]; 0 on success. */
+/* A number in [min, max], with an optional suffix k, m, g or t scaling it by
+ * powers of @base (0: no suffix); 0 on success. */
 static int zsh_train_number(const char *name, const char *text, double min, double max,
-                            double *out)
+                            double base, double *out)
 {
+    static const char suffixes[] = "kmgt";
+    const char *at;
     char *end;
     double v = strtod(text, &end);
+    ptrdiff_t i;
 
+    if ((base > 0) && (end != text) && (*end != '\0') && (end[1] == '\0') &&
+        ((at = strchr(suffixes, tolower((unsigned char)*end))) != NULL)) {
+        for (i = 0; i <= at - suffixes; i++) {
+            v *= base;
+        }
+        end++;
+    }
     if ((end == text) || (*end != '\0') || !(v >= min) || !(v <= max)) {
-        fprintf(stderr, "zsh_train: --%s '%s' must be a number in [%g, %g]\n", name, text, min,
-                max);
+        fprintf(stderr, "zsh_train: --%s '%s' must be a number in [%g, %g]%s\n", name, text, min,
+                max, (base > 0) ? " (suffixes k, m, g, t)" : "");
         return -1;
     }
     *out = v;
@@ -55,15 +83,20 @@ static int zsh_train_choice(const char *name, const char *text, const char *cons
             return 0;
         }
     }
-    fprintf(stderr, "zsh_train: --%s '%s' is not one of the choices (see --help)\n", name, text);
+    fprintf(stderr, "zsh_train: --%s '%s' is not one of", name, text);
+    for (i = 0; choices[i] != NULL; i++) {
+        fprintf(stderr, "%s %s", (i == 0) ? "" : ",", choices[i]);
+    }
+    fputc('\n', stderr);
     return -1;
 }
 
-/* The numeric options: letter, name, range, and how to store the value. */
+/* The numeric options: letter, name, range, suffix base, and how to store
+ * the value. */
 typedef struct zsh_train_numeric {
     int         opt;
     const char *name;
-    double      min, max;
+    double      min, max, base;
     void      (*store)(zsh_train_opts_t *o, double v);
 } zsh_train_numeric_t;
 
@@ -78,21 +111,38 @@ static void zsh_train_clip(zsh_train_opts_t *o, double v) { o->clip = (float)v; 
 static void zsh_train_bucket(zsh_train_opts_t *o, double v) { o->bucket_size = (size_t)v; }
 static void zsh_train_live(zsh_train_opts_t *o, double v) { o->max_live = (size_t)v; }
 static void zsh_train_tiles(zsh_train_opts_t *o, double v) { o->tiles = (size_t)v; }
+static void zsh_train_params(zsh_train_opts_t *o, double v) { o->params = v; }
+static void zsh_train_host(zsh_train_opts_t *o, double v) { o->host_mem_limit = (size_t)v; }
 
 static const zsh_train_numeric_t zsh_train_numerics[] = {
-    {'s', "stage", 0, 3, zsh_train_stage},          {'k', "steps", 1, 1e9, zsh_train_steps},
-    {'S', "seed", 0, 1e15, zsh_train_seed},         {'H', "hidden", 1, 1e5, zsh_train_hidden},
-    {'L', "layers", 1, 64, zsh_train_layers},       {'B', "batch", 1, 1e6, zsh_train_batch_size},
-    {'r', "lr", 0, 10, zsh_train_lr},               {'c', "clip", 0, 1e9, zsh_train_clip},
-    {'b', "bucket-size", 4, 1e12, zsh_train_bucket}, {'m', "max-live", 0, 1e12, zsh_train_live},
-    {'t', "tiles", 1, 1e5, zsh_train_tiles},
+    {'s', "stage", 0, 3, 0, zsh_train_stage},
+    {'k', "steps", 1, 1e9, 0, zsh_train_steps},
+    {'S', "seed", 0, 1e15, 0, zsh_train_seed},
+    {'H', "hidden", 1, 1e5, 0, zsh_train_hidden},
+    {'L', "layers", 1, 64, 0, zsh_train_layers},
+    {'B', "batch", 1, 1e6, 0, zsh_train_batch_size},
+    {'r', "lr", 0, 10, 0, zsh_train_lr},
+    {'c', "clip", 0, 1e9, 0, zsh_train_clip},
+    {'b', "bucket-size", 4, 1e12, 1024, zsh_train_bucket},
+    {'m', "max-live", 0, 1e12, 1024, zsh_train_live},
+    {'t', "tiles", 1, 1e5, 0, zsh_train_tiles},
+    {'P', "params", ZSH_TRAIN_PARAMS_MIN, ZSH_TRAIN_PARAMS_MAX, 1000, zsh_train_params},
+    {'M', "host-mem-limit", 1, 1e15, 1024, zsh_train_host},
 };
+
+/* Options given on the command line, by letter, for the checks between them. */
+typedef struct zsh_train_given {
+    int hidden, layers, live, tiles;
+} zsh_train_given_t;
 
 static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
 {
     static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
     static const zsh_dtype_t dtypes[]     = {ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
     static const char *const kinds[]      = {"sgd", "adam", "adamw", NULL};
+    /* In zsh_offload_t's order. */
+    static const char *const tiers[]      = {"none", "cpu", "nvme", NULL};
+    static const char *const matmuls[]    = {"blas", "loops", NULL};
     const zsh_train_numeric_t *num;
     double v;
     size_t i;
@@ -101,7 +151,7 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
     for (i = 0; i < sizeof(zsh_train_numerics) / sizeof(zsh_train_numerics[0]); i++) {
         num = &zsh_train_numerics[i];
         if (num->opt == opt) {
-            if (zsh_train_number(num->name, arg, num->min, num->max, &v) != 0) {
+            if (zsh_train_number(num->name, arg, num->min, num->max, num->base, &v) != 0) {
                 return -1;
             }
             num->store(o, v);
@@ -121,12 +171,52 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
         }
         o->kind = (zsh_optim_kind_t)c;
         return 0;
+    case 'O':
+    case 'A':
+        if (zsh_train_choice((opt == 'O') ? "offload-optimizer" : "offload-params", arg, tiers,
+                             &c) != 0) {
+            return -1;
+        }
+        *((opt == 'O') ? &o->offload_optimizer : &o->offload_params) = (zsh_offload_t)c;
+        return 0;
+    case 'N':
+        if (*arg == '\0') {
+            fprintf(stderr, "zsh_train: --nvme-dir needs a directory\n");
+            return -1;
+        }
+        o->nvme_dir = arg;
+        return 0;
+    case 'x':
+        if (zsh_train_choice("matmul", arg, matmuls, &c) != 0) {
+            return -1;
+        }
+        o->loops = c;
+        return 0;
     case 'd':
         o->data = arg;
         return 0;
     default:
         return -1;
     }
+}
+
+/* What the options say together: --params chooses the sizes it conflicts
+ * with, and sets the defaults of the budget and the tiles. */
+static int zsh_train_combine(zsh_train_opts_t *o, const zsh_train_given_t *given)
+{
+    if ((o->params > 0) && (given->hidden || given->layers)) {
+        fprintf(stderr, "zsh_train: --params chooses --hidden and --layers; give --params or "
+                        "them, not both\n");
+        return -1;
+    }
+    if (o->params > 0) {
+        o->max_live = given->live ? o->max_live : ZSH_TRAIN_PARAMS_MAX_LIVE;
+        o->tiles    = given->tiles ? o->tiles : 0;
+    }
+    if (o->lr == 0.0f) {
+        o->lr = (o->kind == ZSH_OPTIM_SGD) ? 0.1f : 3e-3f;
+    }
+    return 0;
 }
 
 int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
@@ -139,15 +229,24 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"lr", required_argument, NULL, 'r'},     {"clip", required_argument, NULL, 'c'},
         {"bucket-size", required_argument, NULL, 'b'}, {"max-live", required_argument, NULL, 'm'},
         {"data", required_argument, NULL, 'd'},   {"tiles", required_argument, NULL, 't'},
+        {"params", required_argument, NULL, 'P'},
+        {"offload-optimizer", required_argument, NULL, 'O'},
+        {"offload-params", required_argument, NULL, 'A'},
+        {"nvme-dir", required_argument, NULL, 'N'},
+        {"host-mem-limit", required_argument, NULL, 'M'},
+        {"matmul", required_argument, NULL, 'x'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    zsh_train_given_t given = {0};
     int opt;
 
     *o = (zsh_train_opts_t){.stage = 3, .steps = 30, .precision = ZSH_FLOAT32,
                             .kind = ZSH_OPTIM_ADAMW, .seed = 1, .hidden = 128, .layers = 2,
                             .embed = 16, .context = 8, .batch = 64, .tiles = 1, .clip = 1.0f,
                             .bucket_size = 32768, .max_live = 163840,
-                            .data = "/usr/share/common-licenses/GPL-3"};
+                            .data = "/usr/share/common-licenses/GPL-3",
+                            .offload_optimizer = ZSH_OFFLOAD_DEFAULT,
+                            .offload_params = ZSH_OFFLOAD_DEFAULT};
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt == 'h') {
             zsh_train_usage(stdout);
@@ -157,14 +256,15 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
             zsh_train_usage(stderr);
             return 2;
         }
+        given.hidden |= (opt == 'H');
+        given.layers |= (opt == 'L');
+        given.live   |= (opt == 'm');
+        given.tiles  |= (opt == 't');
     }
     if (optind < argc) {
         fprintf(stderr, "zsh_train: unexpected argument '%s'\n", argv[optind]);
         zsh_train_usage(stderr);
         return 2;
     }
-    if (o->lr == 0.0f) {
-        o->lr = (o->kind == ZSH_OPTIM_SGD) ? 0.1f : 3e-3f;
-    }
-    return 0;
+    return (zsh_train_combine(o, &given) == 0) ? 0 : 2;
 }

@@ -13,13 +13,23 @@ typedef struct zsh_train_opts {
     zsh_optim_kind_t kind;
     uint64_t         seed;
     size_t           hidden, layers, embed, context, batch;
-    size_t           tiles;       /* row blocks per linear weight */
+    size_t           tiles;       /* row blocks per linear weight; 0: by the live budget */
+    double           params;      /* --params: about this many parameters; 0: not given */
     float            lr;          /* 0: the optimizer's default for zsh_train */
     float            clip;        /* max global gradient norm, 0: none */
     size_t           bucket_size; /* bytes */
     size_t           max_live;    /* bytes */
     const char      *data;
+    zsh_offload_t    offload_optimizer; /* ZSH_OFFLOAD_DEFAULT: not given */
+    zsh_offload_t    offload_params;
+    const char      *nvme_dir;    /* NULL: not given */
+    size_t           host_mem_limit; /* bytes; 0: not given */
+    int              loops;       /* --matmul loops: the model's products without the BLAS */
 } zsh_train_opts_t;
+
+/* The live budget --params sizes its tiles for when --max-live is not given:
+ * the optimizer layer's own default (ZSH_MAX_LIVE_BYTES). */
+#define ZSH_TRAIN_PARAMS_MAX_LIVE ((size_t)256 << 20)
 
 /* Parse argv; 0 to run, 1 to exit successfully (--help), 2 on a usage error. */
 int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o);

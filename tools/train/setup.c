@@ -4,6 +4,8 @@
  * the closing bytes lines.
  */
 #include "core/half.h"
+#include "train/gemm.h"
+#include "train/size.h"
 #include "train/train.h"
 
 #include <stdio.h>
@@ -16,27 +18,31 @@ static zsh_status_t zsh_train_nomem(void)
     return ZSH_ERR_NO_MEMORY;
 }
 
-/* Initial values of parameter @i in the run's precision, in a new buffer. */
-static void *zsh_train_initial(const zsh_train_t *t, size_t i, float *tmp)
+static size_t zsh_train_esize(const zsh_train_t *t)
 {
-    size_t n = zsh_train_param_numel(&t->d, i), k;
-    uint16_t *h;
+    return (t->o.precision == ZSH_FLOAT32) ? sizeof(float) : sizeof(uint16_t);
+}
 
-    zsh_train_param_init(&t->d, i, t->o.seed, tmp);
+/* Initial values of elements [first, first + n) of parameter @i, in the
+ * run's precision, into @dst; half precision is narrowed a tile at a time
+ * through w32. */
+static void zsh_train_fill(const zsh_train_t *t, size_t i, size_t first, size_t n, void *dst)
+{
+    size_t done, c, k;
+    uint16_t *h = dst;
+
     if (t->o.precision == ZSH_FLOAT32) {
-        float *f = malloc(n * sizeof(*f));
-
-        if (f != NULL) {
-            memcpy(f, tmp, n * sizeof(*f));
+        zsh_train_param_init(&t->d, i, t->o.seed, first, n, dst);
+        return;
+    }
+    for (done = 0; done < n; done += c) {
+        c = (n - done < t->maxtile) ? n - done : t->maxtile;
+        zsh_train_param_init(&t->d, i, t->o.seed, first + done, c, t->w32);
+        for (k = 0; k < c; k++) {
+            h[done + k] = (t->o.precision == ZSH_BFLOAT16) ? zsh_float_to_bf16(t->w32[k])
+                                                           : zsh_float_to_fp16(t->w32[k]);
         }
-        return f;
     }
-    h = malloc(n * sizeof(*h));
-    for (k = 0; (h != NULL) && (k < n); k++) {
-        h[k] = (t->o.precision == ZSH_BFLOAT16) ? zsh_float_to_bf16(tmp[k])
-                                                : zsh_float_to_fp16(tmp[k]);
-    }
-    return h;
 }
 
 /* Whether parameter @i is a layer's weight, and that layer. */
@@ -46,37 +52,114 @@ static int zsh_train_is_weight(size_t i, size_t *layer_p)
     return (i > 0) && ((i - 1) % 2 == 0);
 }
 
-/* Register parameter @i, a weight as row blocks of rpt rows each. */
-static zsh_status_t zsh_train_register_one(zsh_train_t *t, size_t i, size_t *next)
+/* Elements of tile @k of parameter @i (its whole numel when untiled). */
+static size_t zsh_train_tile_numel(const zsh_train_t *t, size_t i, size_t k, size_t *first_p)
 {
-    size_t n = zsh_train_param_numel(&t->d, i), l, out, k;
-    zsh_status_t s;
-    char name[64];
+    size_t n = zsh_train_param_numel(&t->d, i), l, per;
 
-    zsh_train_param_name(&t->d, i, name, sizeof(name));
-    t->first_handle[i] = *next;
-    t->ntiles[i] = 1;
-    if (zsh_train_is_weight(i, &l) && (t->o.tiles > 1)) {
-        out          = zsh_train_layer_out(&t->d, l);
-        t->rpt[i]    = (out + t->o.tiles - 1) / t->o.tiles;
-        t->ntiles[i] = (out + t->rpt[i] - 1) / t->rpt[i];
-        s = zsh_optim_register_tiled(t->opt, name, n, t->o.precision, t->init[i],
-                                     t->rpt[i] * zsh_train_layer_in(&t->d, l), &t->handles[*next]);
-    } else {
-        t->rpt[i] = (i > 0) ? zsh_train_layer_out(&t->d, (i - 1) / 2) : 0;
-        s = zsh_optim_register(t->opt, name, n, t->o.precision, t->init[i], &t->handles[*next]);
+    if (t->ntiles[i] == 1) {
+        *first_p = 0;
+        return n;
     }
-    for (k = 0; (s == ZSH_OK) && (k < t->ntiles[i]); k++) {
-        (*next)++;
-    }
-    return s;
+    (void)zsh_train_is_weight(i, &l);
+    per      = t->rpt[i] * zsh_train_layer_in(&t->d, l);
+    *first_p = k * per;
+    return (*first_p + per < n) ? per : n - *first_p;
 }
 
-static zsh_status_t zsh_train_register(zsh_train_t *t)
+/* The model's sizes, and how each weight is tiled: --tiles row blocks, or
+ * (tiles 0) blocks of at most a quarter of the live budget. */
+static void zsh_train_plan(zsh_train_t *t)
+{
+    size_t i, k, l, out, first;
+
+    t->d = (zsh_train_dims_t){ZSH_TRAIN_VOCAB, t->o.context, t->o.embed, t->o.hidden,
+                              t->o.layers};
+    if (t->o.params > 0) {
+        zsh_train_size_for(t->o.params, &t->d);
+    }
+    t->np = zsh_train_nparams(&t->d);
+    for (i = 0; i < t->np; i++) {
+        t->ntiles[i] = 1;
+        t->rpt[i]    = (i > 0) ? zsh_train_layer_out(&t->d, (i - 1) / 2) : 0;
+        if (zsh_train_is_weight(i, &l)) {
+            out = zsh_train_layer_out(&t->d, l);
+            t->rpt[i] = (t->o.tiles == 0)
+                            ? zsh_train_tile_rows_for(&t->d, l, zsh_train_esize(t), t->o.max_live)
+                            : (out + t->o.tiles - 1) / t->o.tiles;
+            t->ntiles[i] = (out + t->rpt[i] - 1) / t->rpt[i];
+            t->maxout    = (out > t->maxout) ? out : t->maxout;
+        }
+        t->first_handle[i] = t->nhandles;
+        t->nhandles += t->ntiles[i];
+        for (k = 0; k < t->ntiles[i]; k++) {
+            size_t n = zsh_train_tile_numel(t, i, k, &first);
+
+            t->maxtile = (n > t->maxtile) ? n : t->maxtile;
+        }
+    }
+}
+
+/* Register parameter @i. At stages 0-2 its buffer is the framework's copy
+ * of the parameter, tiled as row blocks by zsh_optim_register_tiled(). At
+ * stage 3 the layer keeps only its shard and reads the buffer once, at
+ * setup: every tile is registered alone (as register_tiled does, under the
+ * same names) over the one zeroed @scratch tile, and gets its values with
+ * zsh_optim_set_param() after setup, so no full copy of a weight is ever
+ * allocated. */
+static zsh_status_t zsh_train_register_one(zsh_train_t *t, size_t i, void *scratch)
+{
+    size_t n = zsh_train_param_numel(&t->d, i), l, k, first;
+    zsh_param_t **at = &t->handles[t->first_handle[i]];
+    zsh_status_t s = ZSH_OK;
+    char name[64], tile[96];
+
+    zsh_train_param_name(&t->d, i, name, sizeof(name));
+    if (scratch != NULL) {
+        for (k = 0; (s == ZSH_OK) && (k < t->ntiles[i]); k++) {
+            if (t->ntiles[i] > 1) {
+                snprintf(tile, sizeof(tile), "%s[%zu]", name, k);
+            }
+            s = zsh_optim_register(t->opt, (t->ntiles[i] > 1) ? tile : name,
+                                   zsh_train_tile_numel(t, i, k, &first), t->o.precision, scratch,
+                                   &at[k]);
+        }
+        return s;
+    }
+    if ((t->init[i] = malloc(n * zsh_train_esize(t))) == NULL) {
+        return zsh_train_nomem();
+    }
+    zsh_train_fill(t, i, 0, n, t->init[i]);
+    if (t->ntiles[i] > 1) {
+        (void)zsh_train_is_weight(i, &l);
+        return zsh_optim_register_tiled(t->opt, name, n, t->o.precision, t->init[i],
+                                        t->rpt[i] * zsh_train_layer_in(&t->d, l), at);
+    }
+    return zsh_optim_register(t->opt, name, n, t->o.precision, t->init[i], at);
+}
+
+/* Stage 3: each tile's initial values, generated alone into @scratch, the
+ * same on every rank; set_param keeps this rank's part. */
+static zsh_status_t zsh_train_init_shards(zsh_train_t *t, void *scratch)
+{
+    size_t i, k, n, first;
+    zsh_status_t s;
+
+    for (i = 0; i < t->np; i++) {
+        for (k = 0; k < t->ntiles[i]; k++) {
+            n = zsh_train_tile_numel(t, i, k, &first);
+            zsh_train_fill(t, i, first, n, scratch);
+            if ((s = zsh_optim_set_param(t->opt, zsh_train_param(t, i, k), scratch)) != ZSH_OK) {
+                return s;
+            }
+        }
+    }
+    return ZSH_OK;
+}
+
+static zsh_status_t zsh_train_create(zsh_train_t *t)
 {
     zsh_optim_config_t cfg;
-    size_t i, next = 0;
-    zsh_status_t s;
 
     zsh_optim_config_init(&cfg);
     cfg.stage          = t->o.stage;
@@ -88,64 +171,77 @@ static zsh_status_t zsh_train_register(zsh_train_t *t)
     cfg.max_grad_norm  = t->o.clip;
     cfg.bucket_size    = t->o.bucket_size;
     cfg.max_live_bytes = t->o.max_live;
-    if ((s = zsh_optim_create(t->comm, &cfg, &t->opt)) != ZSH_OK) {
+    /* The tiers: what was not given stays at the config's default. */
+    if (t->o.offload_optimizer != ZSH_OFFLOAD_DEFAULT) {
+        cfg.offload_optimizer = t->o.offload_optimizer;
+    }
+    if (t->o.offload_params != ZSH_OFFLOAD_DEFAULT) {
+        cfg.offload_params = t->o.offload_params;
+    }
+    if (t->o.nvme_dir != NULL) {
+        cfg.nvme_dir = t->o.nvme_dir;
+    }
+    if (t->o.host_mem_limit != 0) {
+        cfg.host_mem_limit = t->o.host_mem_limit;
+    }
+    return zsh_optim_create(t->comm, &cfg, &t->opt);
+}
+
+static zsh_status_t zsh_train_register(zsh_train_t *t)
+{
+    void *scratch = NULL;
+    zsh_status_t s;
+    size_t i;
+
+    if ((s = zsh_train_create(t)) != ZSH_OK) {
         return s;
     }
-    for (i = 0; i < t->np; i++) {
-        t->init[i] = zsh_train_initial(t, i, t->w32);
-        if (t->init[i] == NULL) {
-            return zsh_train_nomem();
-        }
-        if ((s = zsh_train_register_one(t, i, &next)) != ZSH_OK) {
-            return s;
-        }
+    if ((t->o.stage == 3) && ((scratch = calloc(t->maxtile, zsh_train_esize(t))) == NULL)) {
+        return zsh_train_nomem();
     }
-    if ((s = zsh_optim_setup(t->opt)) != ZSH_OK) {
-        return s;
+    for (i = 0; (s == ZSH_OK) && (i < t->np); i++) {
+        s = zsh_train_register_one(t, i, scratch);
     }
-    /* At stage 3 the layer owns the (sharded) parameters: the full copies go. */
-    for (i = 0; (t->o.stage == 3) && (i < t->np); i++) {
-        free(t->init[i]);
-        t->init[i] = NULL;
+    if ((s == ZSH_OK) && ((s = zsh_optim_setup(t->opt)) == ZSH_OK) && (scratch != NULL)) {
+        s = zsh_train_init_shards(t, scratch);
     }
-    return ZSH_OK;
+    free(scratch);
+    return s;
 }
 
 zsh_status_t zsh_train_setup(zsh_train_t *t)
 {
-    size_t maxn = 0, width = t->d.context, i;
+    size_t width, i, most;
 
-    t->d    = (zsh_train_dims_t){ZSH_TRAIN_VOCAB, t->o.context, t->o.embed, t->o.hidden,
-                                  t->o.layers};
     t->rank  = zsh_comm_rank(t->comm);
     t->size  = zsh_comm_size(t->comm);
     t->first = t->o.batch * (size_t)t->rank / (size_t)t->size;
     t->rows  = t->o.batch * (size_t)(t->rank + 1) / (size_t)t->size - t->first;
-    t->np    = zsh_train_nparams(&t->d);
-    width    = t->d.context * t->d.embed;
-    width    = (t->d.hidden > width) ? t->d.hidden : width;
-    width    = (t->d.vocab > width) ? t->d.vocab : width;
-    for (i = 0; i < t->np; i++) {
-        maxn = (zsh_train_param_numel(&t->d, i) > maxn) ? zsh_train_param_numel(&t->d, i) : maxn;
+    /* Per parameter; at most 1 + 2 * (64 + 1) of them (--layers, or --params's rule). */
+    most            = 1 + 2 * (64 + 1);
+    t->first_handle = calloc(most, sizeof(*t->first_handle));
+    t->ntiles       = calloc(most, sizeof(*t->ntiles));
+    t->rpt          = calloc(most, sizeof(*t->rpt));
+    t->init         = calloc(most, sizeof(*t->init));
+    if (!t->first_handle || !t->ntiles || !t->rpt || !t->init) {
+        return zsh_train_nomem();
     }
-    /* At most one handle per output row of a weight, one per other parameter. */
-    t->handles = calloc(t->np * (width + 1), sizeof(*t->handles));
-    t->first_handle = calloc(t->np, sizeof(*t->first_handle));
-    t->ntiles  = calloc(t->np, sizeof(*t->ntiles));
-    t->rpt     = calloc(t->np, sizeof(*t->rpt));
-    t->init    = calloc(t->np, sizeof(*t->init));
+    zsh_train_plan(t);
+    width = t->d.context * t->d.embed;
+    width = (t->d.hidden > width) ? t->d.hidden : width;
+    width = (t->d.vocab > width) ? t->d.vocab : width;
+    t->handles = calloc(t->nhandles, sizeof(*t->handles));
     t->acts    = calloc(t->d.layers + 2, sizeof(*t->acts));
     t->tokens  = malloc(t->rows * t->d.context + 1);
     t->targets = malloc(t->rows + 1);
-    t->w32     = malloc(maxn * sizeof(float));
-    t->b32     = malloc(maxn * sizeof(float));
-    t->g32     = malloc(maxn * sizeof(float));
-    t->g16     = malloc(maxn * sizeof(uint16_t));
+    t->w32     = malloc(t->maxtile * sizeof(float));
+    t->b32     = malloc(t->maxout * sizeof(float));
+    t->g32     = malloc(t->maxtile * sizeof(float));
+    t->g16     = malloc(t->maxtile * sizeof(uint16_t));
     t->dbuf[0] = malloc((t->rows + 1) * width * sizeof(float));
     t->dbuf[1] = malloc((t->rows + 1) * width * sizeof(float));
-    if (!t->handles || !t->first_handle || !t->ntiles || !t->rpt || !t->init || !t->acts ||
-        !t->tokens || !t->targets || !t->w32 || !t->b32 || !t->g32 || !t->g16 || !t->dbuf[0] ||
-        !t->dbuf[1]) {
+    if (!t->handles || !t->acts || !t->tokens || !t->targets || !t->w32 || !t->b32 || !t->g32 ||
+        !t->g16 || !t->dbuf[0] || !t->dbuf[1]) {
         return zsh_train_nomem();
     }
     for (i = 0; i < t->d.layers + 2; i++) {
@@ -180,6 +276,9 @@ int zsh_train_report(zsh_train_t *t)
         return 1;
     }
     if (t->rank == 0) {
+        printf("model: %zu hidden layers of %zu units, %zu weight tiles, matmul %s\n",
+               t->d.layers, t->d.hidden, t->nhandles - (t->np - t->d.layers - 1),
+               zsh_train_gemm_name());
         printf("parameters: %zu in %zu buckets; stage %d, %d ranks, %s\n", psi, st.nbuckets,
                t->o.stage, t->size,
                (t->o.precision == ZSH_FLOAT32)    ? "fp32"

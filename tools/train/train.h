@@ -7,6 +7,7 @@
 #include "train/data.h"
 #include "train/model.h"
 #include "train/options.h"
+#include "train/split.h"
 
 #include <zeroshard/optim.h>
 
@@ -22,13 +23,17 @@ typedef struct zsh_train {
     size_t           *first_handle; /* per parameter: its first handle */
     size_t           *ntiles;   /* per parameter: its handles */
     size_t           *rpt;      /* per parameter: output rows per tile (weights) */
-    void            **init;     /* initial values handed to register */
+    size_t            nhandles;
+    size_t            maxtile;  /* elements of the largest handle */
+    size_t            maxout;   /* the widest layer's outputs */
+    void            **init;     /* stages 0-2: the framework's parameter buffers */
     size_t            rows, first;  /* this rank's slice of the global batch */
     uint8_t          *tokens, *targets;
     float           **acts;     /* acts[0]: embeddings; acts[l + 1]: output of layer l */
     float            *dbuf[2];  /* ping-pong gradients of the activations */
     float            *w32, *b32, *g32; /* widened weights, bias; fp32 gradient */
     uint16_t         *g16;      /* narrowed gradient (mixed precision) */
+    zsh_train_split_t split;    /* where this step's time went */
 } zsh_train_t;
 
 /* Handle of tile @k of parameter @i (k = 0 for an untiled one). */

@@ -12,8 +12,9 @@ SUITE=zsh_train
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 steps=12
 # Three kinds of unusable data, the lone process, each stage at 1 and 4
-# ranks, and five checks at 4 ranks.
-expected=$((3 + 1 + 2 * 4 + 5))
+# ranks, five checks at 4 ranks, and six of the sized model, the options
+# and the step's split.
+expected=$((3 + 1 + 2 * 4 + 5 + 6))
 
 value() { # FILE PREFIX: the number after "PREFIX: "
     sed -n "s/^$2: \([0-9][0-9]*\).*/\1/p" "$1"
@@ -157,6 +158,102 @@ if run 4 3 $tiny --tiles 4 && cp "$out/np4.s3" "$out/tiled" && run 4 3 $tiny; th
 else
     result np4_stage3_tiled_layers_stay_within_the_live_budget_and_train_the_same 0 \
         "$(tail -5 "$out/np4.s3.err")"
+fi
+
+# --params N: the count is within 5% of N, at two sizes.
+params_within_5_percent() {
+    local n got
+    for n in 1e5 3e6; do
+        timeout 120 "$prog" --stage 0 --steps 1 --params $n >"$out/params.out" 2>&1 ||
+            { echo "--params $n: $(tail -3 "$out/params.out")"; continue; }
+        got=$(sed -n 's/^parameters: \([0-9]*\) .*/\1/p' "$out/params.out")
+        need_int "parameter count of --params $n" "$got" || continue
+        echo "--params $n: $got parameters ($(sed -n 's/^model: //p' "$out/params.out"))" >>"$out/sizes"
+        awk -v n=$n -v g=$got 'BEGIN { d = (g - n) / n; if (d < -0.05 || d > 0.05) print "--params " n ": " g " parameters, off by more than 5%" }'
+    done
+}
+check params_builds_a_model_within_5_percent_of_n params_within_5_percent
+sed 's/^/    /' "$out/sizes" 2>/dev/null
+
+# refused_option ARGS...: exit 2, and a message that names the option.
+refused_option() {
+    local rc
+    timeout 20 "$prog" --steps 1 "$@" >"$out/opt.out" 2>"$out/opt.err"
+    rc=$?
+    [ $rc = 2 ] || echo "$*: exit $rc, expected 2: $(head -2 "$out/opt.err")"
+    grep -q -- "${1#--}" "$out/opt.err" || echo "$*: the message does not name ${1}: $(head -2 "$out/opt.err")"
+}
+
+bad_options() {
+    refused_option --params 2e6 --hidden 64
+    refused_option --params 2e6 --layers 3
+    refused_option --params 12x
+    refused_option --params 10
+    refused_option --offload-optimizer disk
+    refused_option --offload-params ram
+    refused_option --host-mem-limit 1q
+    refused_option --nvme-dir ""
+    refused_option --matmul gpu
+}
+check bad_size_tier_and_matmul_values_are_refused_naming_the_option bad_options
+
+# An nvme tier without a directory: the optimizer layer's message, exit 1.
+nvme_without_dir() {
+    local rc
+    env -u ZSH_NVME_DIR timeout 20 "$prog" --steps 1 --stage 3 --offload-optimizer nvme \
+        >"$out/nvme.out" 2>"$out/nvme.err"
+    rc=$?
+    [ $rc = 1 ] || echo "exit $rc, expected 1: $(tail -2 "$out/nvme.err")"
+    grep -q "zsh_optim_create: .*nvme.*director" "$out/nvme.err" ||
+        echo "no message from zsh_optim_create: $(cat "$out/nvme.err")"
+}
+check nvme_tier_without_a_directory_fails_with_the_layers_message nvme_without_dir
+
+# The split line follows every step, and its parts sum to the step's time.
+split_lines() {
+    awk -v n=$steps '
+        $1 == "step" { k++ }
+        $1 == "split" { s++
+            for (i = 3; i < NF; i += 2) v[$i] = $(i + 1)
+            sum = v["compute_s"] + v["comm_s"] + v["io_wait_s"] + v["optimizer_s"]
+            if (!(v["total_s"] > 0) || sum > v["total_s"] + 1e-5 || sum < v["total_s"] - 1e-5)
+                print "split " s ": parts " sum " against total " v["total_s"]
+            if (!(v["rss_max_kib"] > 0) || !(v["rss_sum_kib"] >= v["rss_max_kib"]) ||
+                v["io_read_bytes"] == "" || v["io_write_bytes"] == "")
+                print "split " s ": memory or I/O fields missing: " $0 }
+        END { if (k != n || s != n) print k + 0 " steps, " s + 0 " split lines, expected " n }' "$1"
+}
+check every_step_prints_its_split_into_compute_comm_io_and_optimizer split_lines "$out/np4.s0"
+
+# The BLAS path trains as the loops do (float tolerance): both are built in.
+blas_vs_loops() {
+    timeout 120 "$prog" --stage 0 --steps $steps --matmul loops >"$out/loops" 2>&1 ||
+        { echo "loops run: $(tail -3 "$out/loops")"; return; }
+    paste <(losses "$out/ref") <(losses "$out/loops") | awk -F'\t' -v n=$steps '
+        { k++; if ($1 == "" || $2 == "" || ($1 - $2) > 1e-4 * (1 + $1) || ($2 - $1) > 1e-4 * (1 + $1)) print "step " NR ": " $1 " against " $2 }
+        END { if (k != n) print k + 0 " steps" }'
+    grep -q "^model: .*matmul loops" "$out/loops" || echo "the loops run does not say so"
+}
+check matmul_blas_trains_as_the_loops_within_float_tolerance blas_vs_loops
+
+# --params with a small live budget tiles every weight; stage 3 over the
+# tiles gives stage 0's losses on 2 ranks, bit for bit (two operands sum
+# alike in any order), and keeps the gathered bytes within the budget.
+small="--params 3e5 --max-live 64k"
+if run 2 0 $small && run 2 3 $small; then
+    tiles=$(sed -n 's/^model: .*, \([0-9]*\) weight tiles.*/\1/p' "$out/np2.s3")
+    peak=$(sed -n 's/.*gathered parameters peak \([0-9]*\) bytes.*/\1/p' "$out/np2.s3")
+    l0=$(grep -h -e '^step ' -e '^rank [0-9]*: last loss' "$out/np2.s0" | sed 's/, peak rss.*//' | sort)
+    l3=$(grep -h -e '^step ' -e '^rank [0-9]*: last loss' "$out/np2.s3" | sed 's/, peak rss.*//' | sort)
+    ok=0
+    need_int "weight tiles" "$tiles" && need_int "gathered peak" "$peak" && [ "$tiles" -gt 3 ] &&
+        [ "$peak" -le 65536 ] && [ "$(losses "$out/np2.s3" | wc -l)" = $steps ] && [ "$l0" = "$l3" ] &&
+        ok=1
+    result np2_params_stage3_tiled_matches_stage0_bit_for_bit_within_the_live_budget $ok \
+        "$tiles tiles, gathered peak $peak; stage 0 / stage 3: $(diff <(echo "$l0") <(echo "$l3") | head -4)"
+else
+    result np2_params_stage3_tiled_matches_stage0_bit_for_bit_within_the_live_budget 0 \
+        "$(tail -5 "$out/np2.s0.err" "$out/np2.s3.err")"
 fi
 
 summary
