@@ -154,6 +154,7 @@ void zsh_aio_destroy(zsh_aio_t *aio)
         return;
     }
     zsh_aio_progress_stop(aio);
+    zsh_aio_req_orphan_all(aio);
     aio->ops->fini(aio->be);
     while ((file = aio->files) != NULL) {
         aio->files = file->next;

@@ -31,7 +31,8 @@ struct zsh_aio_file {
 
 struct zsh_aio_req {
     struct zsh_aio_req *next;     /* the queue of requests with pieces not yet carved */
-    zsh_aio_t          *aio;
+    struct zsh_aio_req *live_prev, *live_next; /* the engine's requests not yet freed */
+    zsh_aio_t          *aio;      /* NULL once the engine is destroyed */
     zsh_aio_file_t     *file;
     int                 write;
     uint64_t            offset;
@@ -70,6 +71,7 @@ struct zsh_aio {
     pthread_mutex_t              lock;
     pthread_cond_t               done_cv;  /* a request finished */
     zsh_aio_req_t               *head, *tail; /* requests with pieces to carve */
+    zsh_aio_req_t               *live;     /* requests not yet freed: orphaned at destroy */
     bool                         stop;
     unsigned                     inflight; /* pieces carved and not finished */
     zsh_aio_fault_state_t        inject;
@@ -93,6 +95,10 @@ zsh_status_t zsh_aio_progress_start(zsh_aio_t *aio);
 void zsh_aio_progress_stop(zsh_aio_t *aio);
 /* Wake the progress thread: work was queued or the engine stops. */
 void zsh_aio_progress_wake(zsh_aio_t *aio);
+
+/* request.c: after the progress thread stopped, let the requests not yet
+ * freed outlive the engine (their test, wait and free need it no more). */
+void zsh_aio_req_orphan_all(zsh_aio_t *aio);
 
 /* config.c: the engine's variables, with @fault parsed from ZSH_AIO_FAULT. */
 typedef struct zsh_aio_config {

@@ -41,8 +41,13 @@ static zsh_status_t zsh_aio_submit(zsh_aio_t *aio, zsh_aio_file_t *file, uint64_
     req->offset = offset;
     req->buf    = (char *)buf;
     req->len    = len;
+    pthread_mutex_lock(&aio->lock);
+    req->live_next = aio->live;
+    if (aio->live != NULL) {
+        aio->live->live_prev = req;
+    }
+    aio->live = req;
     if (len > 0) {
-        pthread_mutex_lock(&aio->lock);
         req->queued = true;
         if (aio->tail == NULL) {
             aio->head = req;
@@ -50,7 +55,9 @@ static zsh_status_t zsh_aio_submit(zsh_aio_t *aio, zsh_aio_file_t *file, uint64_
             aio->tail->next = req;
         }
         aio->tail = req;
-        pthread_mutex_unlock(&aio->lock);
+    }
+    pthread_mutex_unlock(&aio->lock);
+    if (len > 0) {
         zsh_aio_progress_wake(aio);
     }
     *req_p = req;
@@ -87,6 +94,9 @@ zsh_status_t zsh_aio_test(zsh_aio_req_t *req)
     if (req == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_test: NULL request");
     }
+    if (req->aio == NULL) { /* finished before its engine was destroyed */
+        return zsh_aio_req_status(req, req->failed);
+    }
     pthread_mutex_lock(&req->aio->lock);
     done   = zsh_aio_req_done(req);
     failed = req->failed;
@@ -101,6 +111,9 @@ static bool zsh_aio_req_block(zsh_aio_req_t *req)
     double start   = zsh_clock_now();
     bool failed;
 
+    if (aio == NULL) {
+        return req->failed;
+    }
     pthread_mutex_lock(&aio->lock);
     while (!zsh_aio_req_done(req)) {
         pthread_cond_wait(&aio->done_cv, &aio->lock);
@@ -125,7 +138,31 @@ void zsh_aio_req_free(zsh_aio_req_t *req)
         return;
     }
     (void)zsh_aio_req_block(req);
+    if (req->aio != NULL) {
+        pthread_mutex_lock(&req->aio->lock);
+        if (req->live_prev != NULL) {
+            req->live_prev->live_next = req->live_next;
+        } else {
+            req->aio->live = req->live_next;
+        }
+        if (req->live_next != NULL) {
+            req->live_next->live_prev = req->live_prev;
+        }
+        pthread_mutex_unlock(&req->aio->lock);
+    }
     free(req);
+}
+
+void zsh_aio_req_orphan_all(zsh_aio_t *aio)
+{
+    zsh_aio_req_t *req;
+
+    pthread_mutex_lock(&aio->lock);
+    for (req = aio->live; req != NULL; req = req->live_next) {
+        req->aio = NULL;
+    }
+    aio->live = NULL;
+    pthread_mutex_unlock(&aio->lock);
 }
 
 void zsh_aio_inject(zsh_aio_t *aio, zsh_aio_fault_t fault, int writes, unsigned long after)

@@ -189,3 +189,36 @@ ZSH_TEST(aio, misaligned_buffer_offset_or_length_is_refused)
     zsh_aio_test_rmtree(dir);
     free(dir);
 }
+
+/* Destroy waits for what is in flight; the request is still the caller's to
+ * wait on and free afterwards, as an error path may do it in that order. */
+ZSH_TEST(aio, a_request_outlives_its_engine_until_freed)
+{
+    const size_t len = 1u << 20;
+    zsh_aio_params_t params;
+    zsh_aio_req_t *ok, *bad;
+    zsh_aio_file_t *file;
+    zsh_aio_t *aio;
+    void *buf;
+    char *dir = zsh_aio_test_tmpdir("/dev/shm");
+
+    ZSH_ASSERT_TRUE(dir != NULL);
+    params = zsh_aio_test_params(dir, NULL, ZSH_AIO_AUTO, 2, 4096);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_aio_create(&params, &aio));
+    buf = zsh_aio_buf_alloc(len);
+    memset(buf, 9, len);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_aio_open(aio, "f", &file));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_aio_write(aio, file, 0, buf, len, &ok));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_aio_read(aio, file, 2 * len, buf, len, &bad)); /* past EOF */
+    zsh_aio_destroy(aio);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_aio_test(ok));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_aio_wait(ok));
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_aio_wait(bad));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "short read of ");
+    zsh_aio_req_free(ok);
+    zsh_aio_req_free(bad);
+    ZSH_EXPECT_EQ(0, zsh_aio_test_entries(dir));
+    free(buf);
+    zsh_aio_test_rmtree(dir);
+    free(dir);
+}
