@@ -8,6 +8,7 @@
  */
 #include <config.h>
 
+#include "aio/backend.h"
 #include "core/config.h"
 #include "select/select.h"
 #include "topo/topo.h"
@@ -104,6 +105,23 @@ static const char *zsh_info_on_off(const char *configured)
     return (configured[0] == 'y') ? "on" : "off";
 }
 
+/* The NVMe tier's I/O backends this build has, and the one ZSH_AIO=auto takes
+ * on this machine: the kernel (or a container's seccomp profile) may refuse
+ * io_uring or libaio that the build has. */
+static void zsh_info_print_aio(void)
+{
+    char why[512];
+    zsh_aio_kind_t kind;
+
+    printf("#   liburing: %s (io_uring backend of the NVMe I/O engine)\n",
+           zsh_info_on_off(ZSH_FEATURE_LIBURING));
+    printf("#   libaio: %s (libaio backend of the NVMe I/O engine; threads always built)\n",
+           zsh_info_on_off(ZSH_FEATURE_LIBAIO));
+    kind = zsh_aio_probe_auto(why, sizeof(why));
+    printf("#   NVMe I/O: %s (taken by ZSH_AIO=auto here%s%s)\n",
+           zsh_aio_backend_ops(kind)->name, (why[0] != '\0') ? "; passed over " : "", why);
+}
+
 /* Build time (configure) next to run time, since the two may disagree. UCX
  * and hwloc are required, so they are always on. */
 static int zsh_info_print_features(void)
@@ -123,6 +141,7 @@ static int zsh_info_print_features(void)
            zsh_info_on_off(ZSH_FEATURE_MPI));
     printf("#   CUDA:   %s\n", zsh_info_on_off(ZSH_FEATURE_CUDA));
     printf("#   NCCL:   %s\n", zsh_info_on_off(ZSH_FEATURE_NCCL));
+    zsh_info_print_aio();
     return 0;
 }
 

@@ -63,7 +63,8 @@ typedef struct zsh_aio_params {
 zsh_status_t zsh_aio_create(const zsh_aio_params_t *params, zsh_aio_t **aio_p);
 
 /* Wait for every request in flight, close and remove the files and the
- * directory. NULL is ignored. */
+ * directory. NULL is ignored. Requests not yet freed outlive the engine:
+ * zsh_aio_test(), zsh_aio_wait() and zsh_aio_req_free() still take them. */
 void zsh_aio_destroy(zsh_aio_t *aio);
 
 /* "io_uring", "libaio" or "threads". */

@@ -53,7 +53,7 @@ ROOTS = {
     "transports": ["include", "src", "transports"],
     "coll": ["include", "src", "transports", "coll"],
     "zero": ["include", "src", "zero"],
-    "tools": ["include", "src", "transports", "coll", "tools"],
+    "tools": ["include", "src", "transports", "coll", "zero", "tools"],
     "perf": ["include", "src", "perf"],
     "examples": ["include", "perf"],
     "tests": ["include", "src", "transports", "coll", "zero", "tests"],
