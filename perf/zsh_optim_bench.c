@@ -403,7 +403,7 @@ int main(int argc, char **argv)
                o.iters);
         printf("# bound = triad GB/s / bytes per element; ratio = Gparam/s / bound\n");
         printf("%-6s %-5s %11s %10s %9s %7s %9s %9s %6s\n", "# rule", "prec", "elements",
-               "step_ms", "Gparam/s", "B/elem", "triadGB/s", "bound", "ratio");
+               "step_us", "Gparam/s", "B/elem", "triadGB/s", "bound", "ratio");
     }
     for (s = 0; s < o.nsizes; s++) {
         triad = zsh_ob_triad(o.sizes[s], (o.sizes[s] < ((size_t)1 << 22)) ? 50 : 10);
@@ -433,7 +433,7 @@ int main(int argc, char **argv)
                 } else {
                     printf("%-6s %-5s %11zu %10.3f %9.4f %7.0f %9.2f %9.4f %6.3f\n",
                            zsh_ob_rule_name(o.rules[r]),
-                           (o.precs[p] == ZSH_FLOAT32) ? "fp32" : "bf16", o.sizes[s], sec * 1e3,
+                           (o.precs[p] == ZSH_FLOAT32) ? "fp32" : "bf16", o.sizes[s], sec * 1e6,
                            rate, bytes, triad * 1e-9, bound, rate / bound);
                 }
                 fflush(stdout);
