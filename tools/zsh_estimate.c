@@ -2,7 +2,10 @@
  * zsh_estimate: the memory and traffic per rank that ZeRO's formulas predict
  * for a model of Ψ parameters on N ranks, per stage, with or without
  * mixed precision and offload. zsh_optim_estimate() does the arithmetic; the
- * optimizer layer's accounting follows the same model, up to padding.
+ * optimizer layer's accounting follows the same model, up to padding. With
+ * the Infinity tiers' options, zsh_optim_estimate_offload() adds a line per
+ * stage: model state per tier, the disk bytes a step reads and writes, and
+ * the step time the disk alone would allow.
  */
 #include <zeroshard/optim.h>
 
@@ -17,10 +20,16 @@ static void zsh_estimate_usage(FILE *out)
     fprintf(out,
             "Usage: zsh_estimate --params PSI --ranks N [--stage 0|1|2|3|all]\n"
             "                    [--precision fp32|bf16|fp16] [--offload none|cpu]\n"
+            "                    [--offload-optimizer none|cpu|nvme] [--offload-params none|cpu|nvme]\n"
+            "                    [--disk-read GB/s] [--disk-write GB/s] [--ranks-per-disk N]\n"
             "Print the bytes per rank that ZeRO stage S holds for PSI parameters trained with\n"
             "Adam on N ranks (buffers excluded), and the bytes each rank moves per step.\n"
             "PSI is a whole number of parameters from 0 to 1e18 and takes a suffix: 7.5e9,\n"
-            "7.5B, 340M, 125k. N is from 1 to 1e9.\n");
+            "7.5B, 340M, 125k. N is from 1 to 1e9.\n"
+            "Any of the tier options adds a line per stage: model state per tier (compute,\n"
+            "host, nvme), the disk bytes a rank reads and writes per step, and the step time\n"
+            "the disk alone allows for the ranks sharing it (--ranks-per-disk, default all;\n"
+            "bandwidths in GB/s, 1e9 bytes/s). --offload-params needs --stage 3.\n");
 }
 
 /* The largest --params and --ranks taken: beyond them the model is not a
@@ -97,6 +106,43 @@ static const char *zsh_estimate_bytes(double bytes, char *buf, size_t len)
     return buf;
 }
 
+/* A bandwidth in GB/s (>= 0, finite) for option --@name, in bytes/s. */
+static int zsh_estimate_bw(const char *name, const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+
+    if ((end == text) || (*end != '\0') || !isfinite(v) || (v < 0) || (v > 1e6)) {
+        fprintf(stderr, "zsh_estimate: --%s '%s' is not a bandwidth in GB/s in [0, 1e6]\n",
+                name, text);
+        return -1;
+    }
+    *out = v * 1e9;
+    return 0;
+}
+
+static void zsh_estimate_print_tiers(const zsh_optim_estimate_in_t *in,
+                                     const zsh_offload_estimate_in_t *tiers)
+{
+    char b[5][32], bound[32];
+    zsh_offload_estimate_out_t o;
+
+    if (zsh_optim_estimate_offload(in, tiers, &o) != ZSH_OK) {
+        fprintf(stderr, "zsh_estimate: %s\n", zsh_last_error());
+        exit(1);
+    }
+    if ((tiers->read_bw > 0) && (tiers->write_bw > 0)) {
+        snprintf(bound, sizeof(bound), "%.4g s", o.disk_bound_s);
+    } else {
+        snprintf(bound, sizeof(bound), "-");
+    }
+    printf("  tiers   compute %12s  host %12s  nvme %12s  disk read/step %12s  "
+           "write/step %12s  disk-bound step %s\n",
+           zsh_estimate_bytes(o.compute_bytes, b[0], 32), zsh_estimate_bytes(o.host_bytes, b[1], 32),
+           zsh_estimate_bytes(o.nvme_bytes, b[2], 32), zsh_estimate_bytes(o.read_bytes, b[3], 32),
+           zsh_estimate_bytes(o.write_bytes, b[4], 32), bound);
+}
+
 static void zsh_estimate_print(const zsh_optim_estimate_in_t *in)
 {
     char b[6][32];
@@ -119,14 +165,20 @@ int main(int argc, char **argv)
         {"params", required_argument, NULL, 'p'}, {"ranks", required_argument, NULL, 'n'},
         {"stage", required_argument, NULL, 's'},  {"precision", required_argument, NULL, 'r'},
         {"offload", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"offload-optimizer", required_argument, NULL, 'O'},
+        {"offload-params", required_argument, NULL, 'P'},
+        {"disk-read", required_argument, NULL, 'R'}, {"disk-write", required_argument, NULL, 'W'},
+        {"ranks-per-disk", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0}};
     static const char *const stages[]     = {"0", "1", "2", "3", "all", NULL};
     static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
     static const zsh_dtype_t dtypes[]     = {ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
     static const char *const offloads[]   = {"none", "cpu", NULL};
+    static const char *const tier_names[] = {"none", "cpu", "nvme", NULL};
+    static const zsh_offload_t tier_of[]  = {ZSH_OFFLOAD_NONE, ZSH_OFFLOAD_CPU, ZSH_OFFLOAD_NVME};
     zsh_optim_estimate_in_t in = {-1, 0, 0, ZSH_FLOAT32, 0};
-    double ranks = 0;
-    int opt, all = 1, s, c;
+    zsh_offload_estimate_in_t tiers = {ZSH_OFFLOAD_NONE, ZSH_OFFLOAD_NONE, 0, 0, 0};
+    double ranks = 0, per_disk = 0;
+    int opt, all = 1, s, c, show_tiers = 0;
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -159,6 +211,31 @@ int main(int argc, char **argv)
             }
             in.offload = c;
             break;
+        case 'O':
+        case 'P':
+            if ((c = zsh_estimate_choice((opt == 'O') ? "offload-optimizer" : "offload-params",
+                                         optarg, tier_names)) < 0) {
+                goto usage;
+            }
+            *((opt == 'O') ? &tiers.optimizer : &tiers.params) = tier_of[c];
+            show_tiers = 1;
+            break;
+        case 'R':
+        case 'W':
+            if (zsh_estimate_bw((opt == 'R') ? "disk-read" : "disk-write", optarg,
+                                (opt == 'R') ? &tiers.read_bw : &tiers.write_bw)) {
+                goto usage;
+            }
+            show_tiers = 1;
+            break;
+        case 'D':
+            if (zsh_estimate_count("ranks-per-disk", optarg, 0, ZSH_ESTIMATE_RANKS_MAX,
+                                   &per_disk)) {
+                goto usage;
+            }
+            tiers.ranks_per_disk = (int)per_disk;
+            show_tiers = 1;
+            break;
         case 'h': zsh_estimate_usage(stdout); return 0;
         default: goto usage; /* getopt named the option */
         }
@@ -171,6 +248,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "zsh_estimate: --%s is required\n", (in.params < 0) ? "params" : "ranks");
         goto usage;
     }
+    if ((tiers.params != ZSH_OFFLOAD_NONE) && (all || (in.stage != 3))) {
+        fprintf(stderr, "zsh_estimate: --offload-params %s needs --stage 3 (parameters are "
+                        "offloaded at stage 3 only)\n", tier_names[tiers.params]);
+        goto usage;
+    }
     in.ranks = (int)ranks;
     printf("# %.4g parameters, %d ranks, %s Adam%s\n", in.params, in.ranks,
            (in.precision == ZSH_FLOAT32) ? "fp32" : "mixed-precision",
@@ -178,6 +260,9 @@ int main(int argc, char **argv)
     for (s = all ? 0 : in.stage; s <= (all ? 3 : in.stage); s++) {
         in.stage = s;
         zsh_estimate_print(&in);
+        if (show_tiers) {
+            zsh_estimate_print_tiers(&in, &tiers);
+        }
     }
     return 0;
 

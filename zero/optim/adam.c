@@ -4,10 +4,13 @@
  *   AdamW: p  = p * (1 - lr * wd)
  *   m = b1 m + (1 - b1) g',  v = b2 v + (1 - b2) g'^2
  *   p -= (lr / bc1) * m / (sqrt(v / bc2) + eps)
- * The loop vectorizes because this file is built without math-errno (see
- * libzsh_kernels in Makefile.am): the square root becomes one instruction.
+ * The loops vectorize because this file is built without math-errno (see
+ * libzsh_zero_kernels in Makefile.am): the square root becomes one
+ * instruction.
  */
 #include "optim/rule.h"
+
+#include "core/half.h"
 
 #include <math.h>
 
@@ -21,23 +24,62 @@ zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, flo
     return u;
 }
 
+/* The step's scalars, folded once per call. */
+typedef struct {
+    float b1, b2, gm, eps, step, inv_bc2, l2, decay;
+} zsh_adam_k_t;
+
+static inline zsh_adam_k_t zsh_adam_k(const zsh_update_t *u)
+{
+    zsh_adam_k_t k = {u->beta1, u->beta2, u->grad_mul, u->eps, u->lr / u->bc1, 1.0f / u->bc2,
+                      (u->kind == ZSH_OPTIM_ADAM) ? u->weight_decay : 0.0f,
+                      (u->kind == ZSH_OPTIM_ADAMW) ? 1.0f - u->lr * u->weight_decay : 1.0f};
+
+    return k;
+}
+
+/* One element: updates *m and *v, returns the new parameter. */
+static inline float zsh_adam_elem(const zsh_adam_k_t *k, float p, float g, float *m, float *v)
+{
+    float gi = g * k->gm + k->l2 * p;
+    float mi = k->b1 * *m + (1.0f - k->b1) * gi;
+    float vi = k->b2 * *v + (1.0f - k->b2) * gi * gi;
+
+    *m = mi;
+    *v = vi;
+    return p * k->decay - k->step * mi / (sqrtf(vi * k->inv_bc2) + k->eps);
+}
+
+ZSH_KERNEL_CLONES
 void zsh_adam_update(float *restrict p, const float *restrict g, float *restrict m,
                      float *restrict v, size_t n, const zsh_update_t *u)
 {
-    const float b1 = u->beta1, b2 = u->beta2, gm = u->grad_mul, eps = u->eps;
-    const float step    = u->lr / u->bc1;
-    const float inv_bc2 = 1.0f / u->bc2;
-    const float l2      = (u->kind == ZSH_OPTIM_ADAM) ? u->weight_decay : 0.0f;
-    const float decay   = (u->kind == ZSH_OPTIM_ADAMW) ? 1.0f - u->lr * u->weight_decay : 1.0f;
+    const zsh_adam_k_t k = zsh_adam_k(u);
     size_t i;
 
     for (i = 0; i < n; i++) {
-        float gi = g[i] * gm + l2 * p[i];
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        p[i] = zsh_adam_elem(&k, p[i], g[i], &m[i], &v[i]);
+    }
+}
 
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi * inv_bc2) + eps);
+ZSH_KERNEL_CLONES
+void zsh_adam_update_bf16(float *restrict p, const uint16_t *restrict g, float *restrict m,
+                          float *restrict v, uint16_t *restrict out, size_t n,
+                          const zsh_update_t *u)
+{
+    const zsh_adam_k_t k = zsh_adam_k(u);
+    float pi;
+    size_t i;
+
+    if (out == NULL) {
+        for (i = 0; i < n; i++) {
+            p[i] = zsh_adam_elem(&k, p[i], zsh_bf16_to_float(g[i]), &m[i], &v[i]);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        pi     = zsh_adam_elem(&k, p[i], zsh_bf16_to_float(g[i]), &m[i], &v[i]);
+        p[i]   = pi;
+        out[i] = zsh_float_to_bf16(pi);
     }
 }

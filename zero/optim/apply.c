@@ -2,9 +2,11 @@
  * The update rule on a run of elements in the layer's precision, and the
  * conversions between that precision and fp32.
  *
- * Mixed precision runs the rule on the fp32 master weights, reading the
- * half-precision gradients through a small fp32 chunk on the stack (no
- * buffer proportional to the model).
+ * Mixed precision runs the rule on the fp32 master weights. bf16 gradients
+ * go straight into the rule's bf16 kernels, which can also round the result
+ * into the bf16 parameters in the same pass (zsh_optim_apply_out); fp16
+ * ones are widened through a small fp32 chunk on the stack (no buffer
+ * proportional to the model).
  */
 #include "optim/optim_impl.h"
 
@@ -14,6 +16,7 @@
 
 #define ZSH_UPDATE_CHUNK 512
 
+ZSH_KERNEL_CLONES
 void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n)
 {
     const uint16_t *h = src;
@@ -32,6 +35,7 @@ void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n
     }
 }
 
+ZSH_KERNEL_CLONES
 void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n)
 {
     uint16_t *h = dst;
@@ -50,9 +54,11 @@ void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t
     }
 }
 
-/* The rule on @n elements; @g is in the layer's precision. */
-void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                            size_t n, const zsh_update_t *u)
+/* The rule on @n elements; @g is in the layer's precision. In mixed
+ * precision, @out (unless NULL) receives the updated master weights rounded
+ * to the layer's precision. */
+void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                         void *out, size_t n, const zsh_update_t *u)
 {
     float chunk[ZSH_UPDATE_CHUNK];
     size_t i, c;
@@ -65,6 +71,14 @@ void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, 
         }
         return;
     }
+    if (opt->cfg.precision == ZSH_BFLOAT16) {
+        if (opt->cfg.kind == ZSH_OPTIM_SGD) {
+            zsh_sgd_update_bf16(p, g, m, out, n, u);
+        } else {
+            zsh_adam_update_bf16(p, g, m, v, out, n, u);
+        }
+        return;
+    }
     for (i = 0; i < n; i += c) {
         c = (n - i < ZSH_UPDATE_CHUNK) ? n - i : ZSH_UPDATE_CHUNK;
         zsh_optim_to_float(opt->cfg.precision, (const uint16_t *)g + i, chunk, c);
@@ -73,6 +87,14 @@ void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, 
         } else {
             zsh_adam_update(p + i, chunk, m + i, v + i, c, u);
         }
+        if (out != NULL) {
+            zsh_optim_from_float(opt->cfg.precision, p + i, (uint16_t *)out + i, c);
+        }
     }
 }
 
+void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                     size_t n, const zsh_update_t *u)
+{
+    zsh_optim_apply_out(opt, p, g, m, v, NULL, n, u);
+}

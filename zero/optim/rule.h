@@ -5,6 +5,11 @@
  * same kernel serves a full replica, a shard or a slice of a framework
  * buffer. The loops are plain element-wise code over restrict pointers that
  * gcc -O3 vectorizes; per-step scalars are folded into zsh_update_t first.
+ *
+ * The bf16 variants read the gradient as bf16 and, given @out, round the
+ * updated master weights into the bf16 parameters in the same pass, so
+ * mixed precision reads and writes each array once. Every variant computes
+ * each element exactly as the fp32 kernel does on the widened gradient.
  */
 #ifndef ZSH_OPTIM_RULE_H_
 #define ZSH_OPTIM_RULE_H_
@@ -12,6 +17,27 @@
 #include <zeroshard/optim.h>
 
 #include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The kernels are built for the x86-64 baseline (SSE2) and again for AVX2
+ * and AVX-512, and the loader picks the widest the CPU has (an ifunc, so
+ * glibc on x86-64 only). Without FMA contraction (-ffp-contract=off on the
+ * kernels) and with correctly rounded vector sqrt and division, every width
+ * gives the same bits. The update is compute-bound at SSE2 width.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && defined(__GLIBC__) && \
+    !defined(ZSH_NO_KERNEL_CLONES)
+#define ZSH_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ZSH_KERNEL_CLONES
+/* The rule on @n elements in @opt's precision (apply.c); @out, unless NULL,
+ * receives the updated master weights in the half precision of a mixed
+ * precision optimizer. zsh_optim_apply() is this with @out NULL. */
+void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                         void *out, size_t n, const zsh_update_t *u);
+
+#endif
 
 typedef struct zsh_update {
     zsh_optim_kind_t kind;
@@ -28,8 +54,24 @@ zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, flo
 void zsh_adam_update(float *restrict p, const float *restrict g, float *restrict m,
                      float *restrict v, size_t n, const zsh_update_t *u);
 
+/* Adam or AdamW on fp32 master weights @p with bf16 gradients @g; @out,
+ * unless NULL, receives @p rounded to bf16. */
+void zsh_adam_update_bf16(float *restrict p, const uint16_t *restrict g, float *restrict m,
+                          float *restrict v, uint16_t *restrict out, size_t n,
+                          const zsh_update_t *u);
+
 /* SGD over @n elements; @buf is the momentum buffer (unused without momentum). */
 void zsh_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
                     const zsh_update_t *u);
+
+/* SGD on fp32 master weights with bf16 gradients; @out as for zsh_adam_update_bf16(). */
+void zsh_sgd_update_bf16(float *restrict p, const uint16_t *restrict g, float *restrict buf,
+                         uint16_t *restrict out, size_t n, const zsh_update_t *u);
+
+/* The rule on @n elements in @opt's precision (apply.c); @out, unless NULL,
+ * receives the updated master weights in the half precision of a mixed
+ * precision optimizer. zsh_optim_apply() is this with @out NULL. */
+void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                         void *out, size_t n, const zsh_update_t *u);
 
 #endif

@@ -6,24 +6,71 @@
  */
 #include "optim/rule.h"
 
+#include "core/half.h"
+
+/* One element with momentum: updates *buf, returns the new parameter. */
+static inline float zsh_sgd_elem(const zsh_update_t *u, float nest, float keep, float p, float g,
+                                 float *buf)
+{
+    float gi = g * u->grad_mul + u->weight_decay * p;
+    float bi = u->momentum * *buf + gi;
+
+    *buf = bi;
+    return p - u->lr * (keep * gi + (1.0f - keep) * bi + nest * bi);
+}
+
+static inline float zsh_sgd_plain(const zsh_update_t *u, float p, float g)
+{
+    return p - u->lr * (g * u->grad_mul + u->weight_decay * p);
+}
+
+ZSH_KERNEL_CLONES
 void zsh_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
                     const zsh_update_t *u)
 {
-    const float gm = u->grad_mul, wd = u->weight_decay, lr = u->lr, mu = u->momentum;
-    const float nest = u->nesterov ? mu : 0.0f, keep = u->nesterov ? 1.0f : 0.0f;
+    const zsh_update_t k = *u; /* a local copy: the loops need no alias check against it */
+    const float nest = k.nesterov ? k.momentum : 0.0f, keep = k.nesterov ? 1.0f : 0.0f;
     size_t i;
 
-    if (mu == 0.0f) {
+    if (k.momentum == 0.0f) {
         for (i = 0; i < n; i++) {
-            p[i] -= lr * (g[i] * gm + wd * p[i]);
+            p[i] = zsh_sgd_plain(&k, p[i], g[i]);
         }
         return;
     }
     for (i = 0; i < n; i++) {
-        float gi = g[i] * gm + wd * p[i];
-        float bi = mu * buf[i] + gi;
+        p[i] = zsh_sgd_elem(&k, nest, keep, p[i], g[i], &buf[i]);
+    }
+}
 
-        buf[i] = bi;
-        p[i] -= lr * (keep * gi + (1.0f - keep) * bi + nest * bi);
+ZSH_KERNEL_CLONES
+void zsh_sgd_update_bf16(float *restrict p, const uint16_t *restrict g, float *restrict buf,
+                         uint16_t *restrict out, size_t n, const zsh_update_t *u)
+{
+    const zsh_update_t k = *u;
+    const float nest = k.nesterov ? k.momentum : 0.0f, keep = k.nesterov ? 1.0f : 0.0f;
+    float pi;
+    size_t i;
+
+    if ((k.momentum == 0.0f) && (out == NULL)) {
+        for (i = 0; i < n; i++) {
+            p[i] = zsh_sgd_plain(&k, p[i], zsh_bf16_to_float(g[i]));
+        }
+    } else if (k.momentum == 0.0f) {
+        for (i = 0; i < n; i++) {
+            pi     = zsh_sgd_plain(&k, p[i], zsh_bf16_to_float(g[i]));
+            p[i]   = pi;
+            out[i] = zsh_float_to_bf16(pi);
+        }
+    } else if (out == NULL) {
+        for (i = 0; i < n; i++) {
+            p[i] = zsh_sgd_elem(&k, nest, keep, p[i], zsh_bf16_to_float(g[i]), &buf[i]);
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            pi     = zsh_sgd_elem(&k, nest, keep, p[i], zsh_bf16_to_float(g[i]), &buf[i]);
+            p[i]   = pi;
+            out[i] = zsh_float_to_bf16(pi);
+        }
     }
 }

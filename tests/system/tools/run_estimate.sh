@@ -1,12 +1,14 @@
 #!/bin/bash
 # zsh_estimate as a user runs it: every bad argument is refused with exit 2
 # and a message naming the option, the text given and what it takes; sizes
-# print with a unit at every magnitude and in whole bytes below a KiB. Ends
+# print with a unit at every magnitude and in whole bytes below a KiB; the
+# offload tiers' options add a line per stage with bytes per tier, disk bytes
+# per step and the disk-bound step time, and nothing without them. Ends
 # with a GoogleTest-style summary that tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/tools/zsh_estimate"
-expected=5
+expected=7
 passed=0
 failed=0
 tmp=$(mktemp -d)
@@ -89,6 +91,45 @@ whole() {
     true
 }
 result bytes_below_a_kib_are_whole "$(whole)"
+
+tier_choices() {
+    refused "--offload-optimizer 'gpu' is not one of: none cpu nvme" --params 7B --ranks 8 --offload-optimizer gpu
+    refused "--offload-params 'disk' is not one of: none cpu nvme" --params 7B --ranks 8 --stage 3 --offload-params disk
+    refused "--offload-params nvme needs --stage 3" --params 7B --ranks 8 --offload-params nvme
+    refused "--offload-params cpu needs --stage 3" --params 7B --ranks 8 --stage 2 --offload-params cpu
+    local b
+    for b in -1 x inf nan '' 2e6; do
+        refused "--disk-read '$b' is not a bandwidth in GB/s in [0, 1e6]" --params 7B --ranks 8 --disk-read "$b"
+        refused "--disk-write '$b' is not a bandwidth in GB/s in [0, 1e6]" --params 7B --ranks 8 --disk-write "$b"
+    done
+    for b in -1 1.5 x; do
+        refused "--ranks-per-disk '$b' is not a whole number in [0, 1e+09]" --params 7B --ranks 8 --ranks-per-disk "$b"
+    done
+}
+result tier_options_refuse_bad_values_naming_them "$(tier_choices)"
+
+# 1200 parameters on 4 ranks at stage 3, fp32, both tiers on NVMe: 4800 B on
+# disk, a step reads 7200 B and writes 4800 B; 2 ranks on a disk of 1000 B/s
+# read and 500 B/s write take 7200*2/1000 + 4800*2/500 = 33.6 s.
+tier_lines() {
+    local out line
+    out=$("$prog" --params 1200 --ranks 4 --stage 3 --offload-optimizer nvme --offload-params nvme \
+        --disk-read 1e-6 --disk-write 5e-7 --ranks-per-disk 2) || echo "exit $?"
+    line=$(echo "$out" | grep '^  tiers')
+    echo "$line" | grep -qE 'compute +0 B +host +0 B +nvme +4\.69 KiB +disk read/step +7\.03 KiB +write/step +4\.69 KiB +disk-bound step 33\.6 s$' ||
+        echo "stage 3 tiers: '$line'"
+    [ "$(echo "$out" | grep -c '^stage 3 ')" = 1 ] || echo "no stage 3 line: $out"
+    # every stage gets its line; no bandwidth, no time
+    out=$("$prog" --params 1200 --ranks 4 --precision bf16 --offload-optimizer cpu) || echo "exit $?"
+    [ "$(echo "$out" | grep -c '^  tiers .*disk-bound step -$')" = 4 ] || echo "bf16 cpu: $out"
+    echo "$out" | grep -A1 '^stage 2 ' | grep -qE 'compute +2\.34 KiB +host +4\.10 KiB +nvme +0 B' ||
+        echo "bf16 stage 2 on cpu: $out"
+    # without the tier options the table is what it was
+    out=$("$prog" --params 1200 --ranks 4)
+    echo "$out" | grep -q 'tiers' && echo "a tiers line without the options: $out"
+    true
+}
+result tier_lines_give_bytes_per_tier_and_the_disk_bound "$(tier_lines)"
 
 echo "[  PASSED  ] $passed tests."
 if [ $((passed + failed)) != "$expected" ]; then
