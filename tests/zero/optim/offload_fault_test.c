@@ -227,6 +227,7 @@ ZSH_RANK_TEST(optim_offload_fault, a_caller_built_before_the_tiers_keeps_working
     cfg.nvme_dir          = (const char *)1;
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_register(opt, "w", 8, ZSH_FLOAT32, w, &p));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_setup(opt));
     memset(stats, 0xab, sizeof(stats));
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_get_stats(opt, (zsh_optim_stats_t *)stats));
     for (i = ZSH_OPTIM_STATS_SIZE_0; i < sizeof(stats); i++) {
