@@ -14,6 +14,13 @@ the optimizer layer counts them).
 DistributedDataParallel over a gloo group and torch.optim.AdamW, on the same
 batches, and prints both losses and their largest relative difference.
 --json FILE writes the losses and bytes (rank 0) for scripts.
+
+--offload-optimizer and --offload-params move the optimizer states (with the
+master weights and, at stages 2-3, the gradient shards) and the stage 3
+parameter shards to host memory (cpu) or to files under --nvme-dir (nvme),
+swapped through at most --host-mem-limit bytes of host buffers. The losses
+do not change; the summary line adds the bytes per tier and the bytes read
+and written.
 """
 import argparse
 import json
@@ -105,6 +112,23 @@ def batch(data, step, rank, world, per_rank, seq, seed):
     return x, y
 
 
+TIERS = ["none", "cpu", "nvme"]
+
+
+def size_arg(text):
+    """Bytes, with an optional k, m, g or t suffix (powers of 1024), as zsh_train takes."""
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower()
+    mul = scale.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if mul > 1 else t) * mul
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a byte count (k/m/g/t suffixes)" % text)
+    if value < 0 or value != int(value):
+        raise argparse.ArgumentTypeError("%r is not a whole number of bytes >= 0" % text)
+    return int(value)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--stage", type=int, default=0, choices=range(4))
@@ -119,6 +143,19 @@ def parse_args(argv=None):
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--max-grad-norm", type=float, default=0.0)
     p.add_argument("--bucket-size", type=int, default=0, help="bytes; 0 takes ZSH_BUCKET_SIZE")
+    p.add_argument("--offload-optimizer", choices=TIERS, default=None,
+                   help="tier of the optimizer states and master weights, and at stages 2-3 "
+                        "of the gradient shards (default: ZSH_OFFLOAD_OPTIMIZER)")
+    p.add_argument("--offload-params", choices=TIERS, default=None,
+                   help="stage 3: tier of the parameter shards (default: ZSH_OFFLOAD_PARAMS)")
+    p.add_argument("--nvme-dir", default=None,
+                   help="directory of the nvme tier's files (default: ZSH_NVME_DIR)")
+    p.add_argument("--host-mem-limit", type=size_arg, default=0,
+                   help="bytes of host buffers of the nvme tier, k/m/g suffixes "
+                        "(default: ZSH_HOST_MEM_LIMIT)")
+    p.add_argument("--sub-group-size", type=size_arg, default=0,
+                   help="elements of state the step updates at a time "
+                        "(default: ZSH_SUB_GROUP_SIZE)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--text", default=TEXT)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
@@ -156,7 +193,11 @@ def train(args, log=print):
     nparams = sum(p.numel() for p in model.parameters())  # a tied parameter counts once
     zero = zeroshard.torch.ZeRO(model, stage=args.stage, optimizer="adamw", lr=args.lr,
                                 weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
-                                bucket_size=args.bucket_size)
+                                bucket_size=args.bucket_size,
+                                offload_optimizer=args.offload_optimizer,
+                                offload_params=args.offload_params, nvme_dir=args.nvme_dir,
+                                host_mem_limit=args.host_mem_limit,
+                                sub_group_size=args.sub_group_size)
     ref = None
     if args.compare_ddp:
         gloo = dist.new_group(backend="gloo")
@@ -188,14 +229,25 @@ def train(args, log=print):
 
     st = zero.stats()
     held = {k: st[k] for k in ("param_bytes", "grad_bytes", "state_bytes")}
+    tiers = {k: st[k] for k in ("compute_bytes", "host_bytes", "nvme_bytes",
+                                "host_buffer_peak_bytes", "io_read_bytes", "io_write_bytes",
+                                "io_wait_s", "io_overlap_s", "io_engine")}
     result = {"stage": args.stage, "precision": args.precision, "ranks": world,
-              "params": nparams, "losses": losses, "step_ms": [t * 1e3 for t in times], **held}
+              "params": nparams, "losses": losses, "step_ms": [t * 1e3 for t in times],
+              "offload_optimizer": args.offload_optimizer,
+              "offload_params": args.offload_params, **held, **tiers}
     if rank == 0:
         mid = sorted(times)[len(times) // 2] * 1e3
         log("stage %d %s on %d ranks: %d parameters; per rank: params %d B, grads %d B, "
             "optimizer states %d B; median step %.1f ms"
             % (args.stage, args.precision, world, nparams, held["param_bytes"],
                held["grad_bytes"], held["state_bytes"], mid))
+        if st["host_bytes"] or st["nvme_bytes"]:
+            log("tiers per rank: compute %d B, host %d B, nvme %d B; host buffers peak %d B; "
+                "read %d B, written %d B, I/O wait %.3f s (%s)"
+                % (st["compute_bytes"], st["host_bytes"], st["nvme_bytes"],
+                   st["host_buffer_peak_bytes"], st["io_read_bytes"], st["io_write_bytes"],
+                   st["io_wait_s"], st["io_engine"] or "no I/O engine"))
     if ref is not None:
         result["ddp_losses"] = ref_losses
         result["max_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))

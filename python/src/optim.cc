@@ -41,11 +41,22 @@ py::dict config_dict(const zsh_optim_config_t &c)
     d["bucket_size"] = c.bucket_size;
     d["max_live_bytes"] = c.max_live_bytes;
     d["prefetch"] = c.prefetch;
+    d["offload_optimizer"] = static_cast<int>(c.offload_optimizer);
+    d["offload_params"] = static_cast<int>(c.offload_params);
+    if (c.nvme_dir != nullptr)
+        d["nvme_dir"] = std::string(c.nvme_dir);
+    else
+        d["nvme_dir"] = py::none();
+    d["host_mem_limit"] = c.host_mem_limit;
+    d["sub_group_size"] = c.sub_group_size;
     return d;
 }
 
 // Sets the fields named in d; raises KeyError for a name the struct lacks.
-void config_apply(zsh_optim_config_t &c, const py::dict &d)
+// c.nvme_dir points into *nvme_dir, which the caller keeps alive until
+// zsh_optim_create has copied it; None or "" leave it NULL, so ZSH_NVME_DIR
+// applies.
+void config_apply(zsh_optim_config_t &c, const py::dict &d, std::string *nvme_dir)
 {
     for (auto item : d) {
         std::string k = item.first.cast<std::string>();
@@ -68,6 +79,14 @@ void config_apply(zsh_optim_config_t &c, const py::dict &d)
         else if (k == "bucket_size") c.bucket_size = v.cast<std::size_t>();
         else if (k == "max_live_bytes") c.max_live_bytes = v.cast<std::size_t>();
         else if (k == "prefetch") c.prefetch = v.cast<int>();
+        else if (k == "offload_optimizer") c.offload_optimizer = static_cast<zsh_offload_t>(v.cast<int>());
+        else if (k == "offload_params") c.offload_params = static_cast<zsh_offload_t>(v.cast<int>());
+        else if (k == "nvme_dir") {
+            *nvme_dir = v.is_none() ? std::string() : v.cast<std::string>();
+            c.nvme_dir = nvme_dir->empty() ? nullptr : nvme_dir->c_str();
+        }
+        else if (k == "host_mem_limit") c.host_mem_limit = v.cast<std::size_t>();
+        else if (k == "sub_group_size") c.sub_group_size = v.cast<std::size_t>();
         else throw py::key_error("zsh_optim_config_t has no field " + k);
     }
 }
@@ -89,6 +108,20 @@ py::dict stats_dict(const zsh_optim_stats_t &s)
     d["nbuckets"] = s.nbuckets;
     d["prefetch_hits"] = s.prefetch_hits;
     d["order_rebuilds"] = s.order_rebuilds;
+    d["compute_bytes"] = s.compute_bytes;
+    d["host_bytes"] = s.host_bytes;
+    d["nvme_bytes"] = s.nvme_bytes;
+    d["host_buffer_bytes"] = s.host_buffer_bytes;
+    d["host_buffer_peak_bytes"] = s.host_buffer_peak_bytes;
+    d["io_read_bytes"] = s.io_read_bytes;
+    d["io_write_bytes"] = s.io_write_bytes;
+    d["io_wait_s"] = s.io_wait_s;
+    d["io_busy_s"] = s.io_busy_s;
+    d["io_overlap_s"] = s.io_overlap_s;
+    if (s.io_engine != nullptr)
+        d["io_engine"] = std::string(s.io_engine);
+    else
+        d["io_engine"] = py::none();
     return d;
 }
 
@@ -104,7 +137,8 @@ void zsh_py_bind_optim(py::module_ &m)
     m.def("optim_create", [](handle_t h, const py::dict &d) {
         zsh_optim_config_t c;
         zsh_optim_config_init(&c);
-        config_apply(c, d);
+        std::string nvme_dir;
+        config_apply(c, d, &nvme_dir);
         zsh_optim_t *o = nullptr;
         int st = nogil([&] { return zsh_optim_create(comm(h), &c, &o); });
         return py::make_tuple(st, handle(o));

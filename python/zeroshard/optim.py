@@ -9,16 +9,33 @@ on numpy arrays and CPU torch tensors.
 
 The keyword arguments are the fields of zsh_optim_config_t, with the same
 names, meanings and defaults; kind and precision also take names ("sgd",
-"adam", "adamw"; "fp32", "bf16", "fp16"). At stages 0-2 the registered
-buffer is the parameter: each step updates it in place, so it is kept alive
-here. At stage 3 the layer owns the values after setup(); gather() copies
-them out.
+"adam", "adamw"; "fp32", "bf16", "fp16"). The offload tiers:
+
+- offload_optimizer: "none" (compute memory), "cpu" (host memory) or "nvme"
+  (files under nvme_dir) for the optimizer states and fp32 master weights,
+  and at stages 2-3 the reduced gradient shards; None (the default) takes
+  ZSH_OFFLOAD_OPTIMIZER.
+- offload_params: the same names for the parameter shards, stage 3 only;
+  None takes ZSH_OFFLOAD_PARAMS.
+- nvme_dir: the directory of the nvme tier's files (a subdirectory per job
+  and rank, removed at close()); None or "" takes ZSH_NVME_DIR.
+- host_mem_limit: bytes of host buffers the nvme tier may hold at once;
+  0 takes ZSH_HOST_MEM_LIMIT.
+- sub_group_size: elements of the rank's state the step updates at a time;
+  0 takes ZSH_SUB_GROUP_SIZE.
+
+At stages 0-2 the registered buffer is the parameter: each step updates it
+in place, so it is kept alive here. At stage 3 the layer owns the values
+after setup(); gather() copies them out.
 
 The layer is used by one thread at a time: every call holds the lock of the
 communicator's job, like the collectives. close() (or comm.close(), which
 closes the optimizers on it first) destroys it; garbage collection does not,
 since a destroy waits for reductions that need the other ranks.
 """
+
+import operator
+import os
 
 from . import _zeroshard as _z
 from .buffers import BFLOAT16, FLOAT16, FLOAT32, Buffer
@@ -28,19 +45,52 @@ KINDS = {"sgd": 0, "adam": 1, "adamw": 2}
 PRECISIONS = {"fp32": FLOAT32, "float32": FLOAT32, "bf16": BFLOAT16, "bfloat16": BFLOAT16,
               "fp16": FLOAT16, "float16": FLOAT16}
 _PRECISION_NAMES = {FLOAT32: "fp32", BFLOAT16: "bf16", FLOAT16: "fp16"}
+# zsh_offload_t; None is ZSH_OFFLOAD_DEFAULT: the ZSH_OFFLOAD_* variable decides.
+TIERS = {"none": 0, "cpu": 1, "nvme": 2}
+_TIER_DEFAULT = -1
 
 _FLOATS = ("lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "max_grad_norm",
            "loss_scale", "min_loss_scale")
 _INTS = ("stage", "nesterov", "dynamic_loss_scale", "loss_scale_window", "bucket_size",
-         "max_live_bytes", "prefetch")
+         "max_live_bytes", "prefetch", "host_mem_limit", "sub_group_size")
+_TIER_KEYS = ("offload_optimizer", "offload_params")
+_SIZES = ("bucket_size", "max_live_bytes", "loss_scale_window", "host_mem_limit",
+          "sub_group_size")
 
 
 def config_defaults():
-    """zsh_optim_config_init()'s settings, by field name (kind and precision as names)."""
+    """zsh_optim_config_init()'s settings, by field name: kind, precision and
+    the tiers as names (a tier left to its ZSH_OFFLOAD_* variable is None)."""
     cfg = _z.optim_config_defaults()
     cfg["kind"] = {v: k for k, v in KINDS.items()}[cfg["kind"]]
     cfg["precision"] = _PRECISION_NAMES[cfg["precision"]]
+    for key in _TIER_KEYS:
+        cfg[key] = _tier_name(cfg[key])
     return cfg
+
+
+def _tier_name(code):
+    if code == _TIER_DEFAULT:
+        return None
+    return {v: k for k, v in TIERS.items()}[code]
+
+
+def _tier(key, value):
+    """A tier setting as zsh_offload_t: a name of TIERS, or None for the default."""
+    if value is None:
+        return _TIER_DEFAULT
+    if isinstance(value, str):
+        if value.lower() not in TIERS:
+            raise ValueError("%s %r is not one of %s" % (key, value, ", ".join(TIERS)))
+        return TIERS[value.lower()]
+    try:
+        code = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        code = None
+    if code not in tuple(TIERS.values()) + (_TIER_DEFAULT,):
+        raise ValueError("%s %r is not one of %s (or None: ZSH_%s)"
+                         % (key, value, ", ".join(TIERS), key.upper()))
+    return code
 
 
 def _config(settings):
@@ -59,6 +109,14 @@ def _config(settings):
                     raise ValueError("precision %r is not one of fp32, bf16, fp16" % value)
                 value = PRECISIONS[value.lower()]
             out[key] = int(value)
+        elif key in _TIER_KEYS:
+            out[key] = _tier(key, value)
+        elif key == "nvme_dir":
+            if value is not None:
+                value = os.fspath(value)
+                if not isinstance(value, str):
+                    raise TypeError("nvme_dir must be a path, not %r" % (value,))
+            out[key] = value
         elif key in _FLOATS:
             out[key] = float(value)
         elif key in _INTS:
@@ -67,8 +125,9 @@ def _config(settings):
             out[key] = int(value)
         else:
             raise TypeError("unknown setting %r; zsh_optim_config_t has %s"
-                            % (key, ", ".join(("kind", "precision") + _FLOATS + _INTS)))
-        if key in ("bucket_size", "max_live_bytes", "loss_scale_window") and out[key] < 0:
+                            % (key, ", ".join(("kind", "precision") + _TIER_KEYS +
+                                              ("nvme_dir",) + _FLOATS + _INTS)))
+        if key in _SIZES and out[key] < 0:
             raise ValueError("%s must be >= 0, not %d" % (key, out[key]))
     return out
 
@@ -229,7 +288,12 @@ class Optimizer:
             return _z.optim_loss_scale(self._live())
 
     def stats(self):
-        """zsh_optim_stats_t as a dict: bytes held and moved, step counters."""
+        """zsh_optim_stats_t as a dict: bytes held and moved, step counters,
+        and the offload tiers: compute_bytes, host_bytes, nvme_bytes (model
+        state per tier), host_buffer_bytes, host_buffer_peak_bytes (the nvme
+        tier's host buffers, never above host_mem_limit), io_read_bytes,
+        io_write_bytes, io_wait_s, io_busy_s, io_overlap_s, and io_engine
+        ("io_uring", "libaio", "threads", or None without an nvme tier)."""
         with self._lock:
             status, st = _z.optim_stats(self._live())
             if status != OK:

@@ -6,12 +6,17 @@ examples/torch/train_gpt.py at every stage against DistributedDataParallel
 over gloo with torch.optim.AdamW in the same job; stage 3's parameter bytes
 against stage 0's; tied parameters, a module called twice and in-place ops
 at stage 3 against plain torch; state_dict / load_state_dict through every
-copy the layer keeps; mixed precision; and the refusals.
+copy the layer keeps; mixed precision; the offload tiers (train_gpt.py with
+the optimizer states in host memory or with states and parameter shards in
+files, bit for bit the in-memory run, inside its host buffer budget, its
+files gone after close); and the refusals.
 """
 
 import datetime
 import os
+import shutil
 import sys
+import tempfile
 
 import torch
 import torch.distributed as dist
@@ -92,6 +97,107 @@ def test_stage_3_holds_a_world_size_share_of_the_parameter_bytes_of_stage_0(ctx)
     if not s2["grad_bytes"] <= s0["grad_bytes"] / ctx.size + 0.02 * s0["grad_bytes"]:
         raise AssertionError("stage 2 keeps %d gradient bytes of %d" % (s2["grad_bytes"],
                                                                        s0["grad_bytes"]))
+
+
+# ---- the offload tiers -----------------------------------------------------------------
+
+# Small sub-groups and a small host budget, so the step swaps several
+# sub-groups through the pool and the budget is what bounds it.
+OFFLOAD_ARGS = GPT_ARGS + ["--steps", "6", "--sub-group-size", "2048"]
+HOST_MEM_LIMIT = 128 * 1024
+TIERED = {}
+
+
+def tiered(stage, optimizer, params):
+    """train_gpt.py at @stage with the given tiers (nvme ones in a fresh
+    directory of this rank under /var/tmp, checked empty after the run and
+    removed); its result and the files left behind, once per job."""
+    key = (stage, optimizer, params)
+    if key not in TIERED:
+        args = ["--stage", str(stage), "--offload-optimizer", optimizer,
+                "--offload-params", params]
+        tmp = None
+        if "nvme" in (optimizer, params):
+            tmp = tempfile.mkdtemp(prefix="zsh-pytest-", dir="/var/tmp")
+            args += ["--nvme-dir", tmp, "--host-mem-limit", str(HOST_MEM_LIMIT)]
+        try:
+            result = train_gpt.train(train_gpt.parse_args(OFFLOAD_ARGS + args),
+                                     log=lambda line: None)
+            left = []
+            if tmp is not None:
+                for root, dirs, files in os.walk(tmp):
+                    left += [os.path.join(root, n) for n in dirs + files]
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        TIERED[key] = (result, left)
+    return TIERED[key]
+
+
+def same_losses(got, want, what):
+    # Offloading moves state, never changes the arithmetic: equal floats, not near ones.
+    if got["losses"] != want["losses"]:
+        raise AssertionError("%s: losses %s differ from the in-memory run's %s"
+                             % (what, got["losses"], want["losses"]))
+
+
+@case
+def test_stage_3_with_states_and_parameters_in_files_trains_bit_for_bit_as_in_memory(ctx):
+    ref, _ = tiered(3, "none", "none")
+    got, left = tiered(3, "nvme", "nvme")
+    same_losses(got, ref, "stage 3, optimizer and parameters on nvme")
+    if not (got["nvme_bytes"] > 0 and got["io_read_bytes"] > 0 and got["io_write_bytes"] > 0):
+        raise AssertionError("no state in files or no I/O counted: nvme %d B, read %d B, "
+                             "written %d B" % (got["nvme_bytes"], got["io_read_bytes"],
+                                               got["io_write_bytes"]))
+    if not 0 < got["host_buffer_peak_bytes"] <= HOST_MEM_LIMIT:
+        raise AssertionError("host buffers peaked at %d B, the budget is %d B"
+                             % (got["host_buffer_peak_bytes"], HOST_MEM_LIMIT))
+    if not isinstance(got["io_engine"], str):
+        raise AssertionError("io_engine is %r with an nvme tier" % (got["io_engine"],))
+    if ref["nvme_bytes"] or ref["host_bytes"] or ref["io_read_bytes"] or ref["io_engine"]:
+        raise AssertionError("the in-memory run counts tiers: %s" % ref)
+    if left:
+        raise AssertionError("files left after close: %s" % left)
+
+
+@case
+def test_stage_2_with_optimizer_states_in_host_memory_trains_bit_for_bit_as_in_memory(ctx):
+    ref, _ = tiered(2, "none", "none")
+    got, _ = tiered(2, "cpu", "none")
+    same_losses(got, ref, "stage 2, optimizer on cpu")
+    # The states, master weights and gradient shards move; the parameters stay.
+    if not (got["host_bytes"] > 0 and got["compute_bytes"] < ref["compute_bytes"]):
+        raise AssertionError("host tier %d B, compute %d B (in memory: %d B)"
+                             % (got["host_bytes"], got["compute_bytes"], ref["compute_bytes"]))
+    if got["nvme_bytes"] or got["io_read_bytes"] or got["io_write_bytes"]:
+        raise AssertionError("a cpu tier counted files or I/O: %s" % got)
+
+
+@case
+def test_bad_tiers_and_nvme_without_a_directory_are_refused_by_name(ctx):
+    for bad in ("disk", "NVMe0", 3):
+        e = raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.group, offload_optimizer=bad),
+                   "none, cpu, nvme", "offload_optimizer=%r" % (bad,))
+        if not isinstance(e, ValueError):
+            raise AssertionError("offload_optimizer=%r raised %r, not a ValueError" % (bad, e))
+    e = raises(lambda: zeroshard.Optimizer(ctx.comm, stage=3, offload_params="tape"),
+               "offload_params 'tape' is not one of none, cpu, nvme", "offload_params='tape'")
+    if not isinstance(e, ValueError):
+        raise AssertionError("offload_params='tape' raised %r, not a ValueError" % e)
+    if zeroshard.optim.config_defaults()["offload_optimizer"] is not None:
+        raise AssertionError("the default tier is %r, not None (ZSH_OFFLOAD_OPTIMIZER)"
+                             % zeroshard.optim.config_defaults()["offload_optimizer"])
+    saved = os.environ.pop("ZSH_NVME_DIR", None)
+    try:
+        for where in (dict(offload_optimizer="nvme"), dict(offload_params="nvme", nvme_dir="")):
+            e = raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.group, stage=3, **where),
+                       "ZSH_NVME_DIR", "%s without a directory" % where)
+            if not isinstance(e, zeroshard.ZshError):
+                raise AssertionError("%s raised %r, not a ZshError" % (where, e))
+    finally:
+        if saved is not None:
+            os.environ["ZSH_NVME_DIR"] = saved
 
 
 # ---- stage 3 on awkward modules, against plain torch ---------------------------------
@@ -339,6 +445,7 @@ class Ctx:
         self.size = dist.get_world_size()
         self.group = dist.distributed_c10d._get_default_group()
         self.gloo = dist.new_group(backend="gloo")
+        self.comm = self.group.comm
 
 
 def main(argv):

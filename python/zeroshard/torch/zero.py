@@ -138,6 +138,20 @@ class ZeRO:
         loss_scale, dynamic_loss_scale, loss_scale_window, min_loss_scale:
             loss scaling (on by default for fp16 only).
         bucket_size, max_live_bytes, prefetch: buffers (0 / -1: ZSH_* defaults).
+        offload_optimizer: where the optimizer states and fp32 master weights
+            live, and at stages 2-3 the reduced gradient shards: "none"
+            (compute memory), "cpu" (host memory) or "nvme" (files under
+            nvme_dir); None takes ZSH_OFFLOAD_OPTIMIZER.
+        offload_params: the same for the parameter shards, stage 3 only;
+            None takes ZSH_OFFLOAD_PARAMS.
+        nvme_dir: directory of the nvme tier's files (removed at close());
+            None takes ZSH_NVME_DIR.
+        host_mem_limit: bytes of host buffers the nvme tier may hold at once
+            (0: ZSH_HOST_MEM_LIMIT).
+        sub_group_size: elements of this rank's state the step updates at a
+            time (0: ZSH_SUB_GROUP_SIZE).
+            Offloading changes where state lives, not the arithmetic: the
+            losses are the same bit for bit as without it.
         comm / group: the ranks: a zeroshard.Comm, or a zsh process group;
             by default the default process group (it must be zsh), else a
             Comm from the environment that ZeRO owns.
@@ -149,7 +163,9 @@ class ZeRO:
                  eps=1e-8, weight_decay=0.0, momentum=0.0, nesterov=False, max_grad_norm=0.0,
                  loss_scale=None, dynamic_loss_scale=None, loss_scale_window=1000,
                  min_loss_scale=1.0, bucket_size=0, max_live_bytes=0, prefetch=-1,
-                 comm=None, group=None, average_grads=True, broadcast_params=True):
+                 offload_optimizer=None, offload_params=None, nvme_dir=None, host_mem_limit=0,
+                 sub_group_size=0, comm=None, group=None, average_grads=True,
+                 broadcast_params=True):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -173,7 +189,10 @@ class ZeRO:
                         momentum=momentum, nesterov=int(bool(nesterov)),
                         max_grad_norm=max_grad_norm, loss_scale_window=loss_scale_window,
                         min_loss_scale=min_loss_scale, bucket_size=bucket_size,
-                        max_live_bytes=max_live_bytes, prefetch=prefetch)
+                        max_live_bytes=max_live_bytes, prefetch=prefetch,
+                        offload_optimizer=offload_optimizer, offload_params=offload_params,
+                        nvme_dir=nvme_dir, host_mem_limit=host_mem_limit,
+                        sub_group_size=sub_group_size)
         if loss_scale is not None:
             settings["loss_scale"] = loss_scale
         if dynamic_loss_scale is not None:
@@ -352,7 +371,9 @@ class ZeRO:
             p.grad = None
 
     def stats(self):
-        """The layer's memory and traffic counters (zsh_optim_stats_t) as a dict."""
+        """The layer's memory and traffic counters (zsh_optim_stats_t) as a
+        dict, the bytes per tier and the nvme tier's I/O included (see
+        zeroshard.Optimizer.stats)."""
         return self._opt.stats()
 
     @property

@@ -4,9 +4,11 @@
 # DistributedDataParallel over gloo with torch.optim.AdamW (losses within
 # 1e-5 over 20 steps), stage 3's parameter bytes against stage 0's, modules
 # with tied, reused and in-place parts against plain torch, state dicts,
-# mixed precision and the refusals. Skipped, with the reason, when the
-# package or torch is missing. Ends with a GoogleTest-style summary that
-# tests/run_all.sh counts (see ranks.sh).
+# mixed precision, the offload tiers (stage 3 with states and parameters in
+# files under /var/tmp, stage 2 with states in host memory: the same losses
+# bit for bit, the host buffer budget kept, no files left) and the refusals.
+# Skipped, with the reason, when the package or torch is missing. Ends with
+# a GoogleTest-style summary that tests/run_all.sh counts (see ranks.sh).
 set -u
 . "$(dirname "$0")/ranks.sh"
 script=$srcdir/tests/python/test_zero_torch.py
