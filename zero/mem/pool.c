@@ -1,6 +1,7 @@
 #include "mem/pool.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct zsh_pool_block {
     zsh_pool_block_t *next;
@@ -55,6 +56,10 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
         (posix_memalign(&ptr, ZSH_POOL_ALIGN, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0)) {
         return NULL;
     }
+    /* Zeroed once: a block filled later by the kernel (a read, another
+     * rank's cross-memory write) is then never seen as uninitialised by
+     * valgrind, and costs only the page faults its first use takes anyway. */
+    memset(ptr, 0, bytes);
     pool->held += bytes;
     if (pool->held > pool->peak) {
         pool->peak = pool->held;
