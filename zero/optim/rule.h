@@ -22,21 +22,16 @@
 /*
  * The kernels are built for the x86-64 baseline (SSE2) and again for AVX2
  * and AVX-512, and the loader picks the widest the CPU has (an ifunc, so
- * glibc on x86-64 only). Without FMA contraction (-ffp-contract=off on the
- * kernels) and with correctly rounded vector sqrt and division, every width
+ * glibc on x86-64 only, and gcc only: clang's clones of these do not
+ * link). Without FMA contraction (-ffp-contract=off on the kernels) and
+ * with correctly rounded vector sqrt and division, every width
  * gives the same bits. The update is compute-bound at SSE2 width.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && defined(__GLIBC__) && \
-    !defined(ZSH_NO_KERNEL_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    defined(__GLIBC__) && !defined(ZSH_NO_KERNEL_CLONES)
 #define ZSH_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ZSH_KERNEL_CLONES
-/* The rule on @n elements in @opt's precision (apply.c); @out, unless NULL,
- * receives the updated master weights in the half precision of a mixed
- * precision optimizer. zsh_optim_apply() is this with @out NULL. */
-void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                         void *out, size_t n, const zsh_update_t *u);
-
 #endif
 
 typedef struct zsh_update {
