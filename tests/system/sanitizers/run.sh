@@ -32,7 +32,7 @@ address)
 thread)
     build=${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}
     flags="-g -O1"
-    export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
+    export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:suppressions=$top/contrib/tsan.supp
     ;;
 *)
     echo "usage: $0 [address|thread]" >&2
