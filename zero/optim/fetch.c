@@ -61,7 +61,7 @@ static zsh_status_t zsh_optim_param_read_start(zsh_optim_t *opt, zsh_obucket_t *
     return status;
 }
 
-zsh_status_t zsh_optim_param_reads_drop(zsh_optim_t *opt)
+void zsh_optim_param_reads_drop(zsh_optim_t *opt)
 {
     size_t i;
 
@@ -70,7 +70,6 @@ zsh_status_t zsh_optim_param_reads_drop(zsh_optim_t *opt)
             zsh_optim_bounce_put(opt, &opt->buckets[i]);
         }
     }
-    return ZSH_OK;
 }
 
 /* Have @b's shard in its host buffer: read it now if it was not read ahead

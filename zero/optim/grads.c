@@ -21,13 +21,18 @@ static size_t zsh_obucket_staging_bytes(const zsh_optim_t *opt, const zsh_obucke
     return zsh_obucket_full_bytes(opt, b);
 }
 
+static void zsh_optim_grad_transit_put(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
+    b->gtransit = NULL;
+}
+
 /* Put a finished gradient write's buffer back; a failure becomes the tier's. */
 static zsh_status_t zsh_optim_grad_write_done(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_status_t status = zsh_tier_wait(opt, &b->gwrite);
 
-    zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
-    b->gtransit = NULL;
+    zsh_optim_grad_transit_put(opt, b);
     return status;
 }
 
@@ -52,8 +57,7 @@ static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
     b->gsumsq = zsh_optim_sumsq(opt, b->gtransit, b->hi - b->lo);
     if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->foff, b->gtransit, b->count, &b->gwrite) !=
         ZSH_OK) {
-        zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
-        b->gtransit = NULL;
+        zsh_optim_grad_transit_put(opt, b);
     }
 }
 
@@ -66,8 +70,7 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
         if (status == ZSH_OK) {
             zsh_optim_grad_to_file(opt, b);
         } else {
-            zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
-            b->gtransit = NULL;
+            zsh_optim_grad_transit_put(opt, b);
         }
     }
     if (b->staging != NULL) {

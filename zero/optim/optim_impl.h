@@ -165,8 +165,9 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
 /* swap.c: the step over sub-groups when any state lives in files. */
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
 
-/* fetch.c: NVMe parameters: reads in flight are completed and dropped. */
-zsh_status_t zsh_optim_param_reads_drop(zsh_optim_t *opt);
+/* fetch.c: NVMe parameters: reads in flight are completed and dropped (a
+ * failure is the tier's). */
+void zsh_optim_param_reads_drop(zsh_optim_t *opt);
 
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);

@@ -25,8 +25,6 @@ typedef struct zsh_swap_slot {
     zsh_aio_req_t *req[ZSH_TK_KINDS];
 } zsh_swap_slot_t;
 
-#define ZSH_SWAP_SLOTS_MAX 4
-
 static size_t zsh_swap_bytes(const zsh_optim_t *opt, zsh_tkind_t kind)
 {
     return opt->tiers.sg_elems * zsh_tier_esize(opt, kind);
@@ -146,13 +144,12 @@ static zsh_status_t zsh_swap_alloc(zsh_optim_t *opt, zsh_swap_slot_t *slots, siz
 
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
 {
-    zsh_swap_slot_t slots[ZSH_SWAP_SLOTS_MAX];
+    zsh_swap_slot_t slots[ZSH_TIER_SLOTS_MAX];
     size_t nslots = opt->tiers.slots, nsg = opt->tiers.nsg, next = 0, ahead, k;
     zsh_swap_slot_t *slot;
     zsh_status_t status;
 
-    nslots = (nslots > ZSH_SWAP_SLOTS_MAX) ? ZSH_SWAP_SLOTS_MAX : (nslots < 1) ? 1 : nslots;
-    status = zsh_swap_alloc(opt, slots, nslots);
+    status = zsh_swap_alloc(opt, slots, nslots); /* tier.c planned 1..ZSH_TIER_SLOTS_MAX */
     for (k = 0; (status == ZSH_OK) && (k < nsg); k++) {
         ahead = k + ((nslots >= 3) ? nslots - 2 : 0);
         ahead = (ahead < nsg) ? ahead : nsg - 1;

@@ -109,8 +109,8 @@ static zsh_status_t zsh_tier_plan(zsh_optim_t *opt)
     }
     t->nsg   = (t->felems + t->sg_elems - 1) / t->sg_elems;
     t->slots = (sg_bytes == 0) ? 1 : opt->cfg.host_mem_limit / sg_bytes;
-    if (t->slots > 4) {
-        t->slots = 4; /* read ahead, update, write behind: more only deepens the queue */
+    if (t->slots > ZSH_TIER_SLOTS_MAX) {
+        t->slots = ZSH_TIER_SLOTS_MAX;
     }
     t->fresh = malloc(t->nsg * sizeof(*t->fresh));
     if (t->fresh == NULL) {

@@ -21,6 +21,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The most sub-groups in host buffers at once: one read ahead, one being
+ * updated, one written behind, and one more read ahead; more only deepens
+ * the disk's queue. */
+#define ZSH_TIER_SLOTS_MAX 4
+
 /* Elements whose bytes are a multiple of ZSH_AIO_ALIGN at 2 and 4 bytes each. */
 #define ZSH_TIER_ALIGN_ELEMS (ZSH_AIO_ALIGN / 2)
 
