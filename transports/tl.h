@@ -26,6 +26,12 @@
  *       (transports/ucx/cma) and shared-memory segments (transports/ucx/shm),
  *       whose identities ride in its address.
  *
+ * Device memory has a table of its own kind, zsh_tl_dev_ops_t below: a
+ * library that runs whole collectives on GPU buffers (NCCL,
+ * transports/nccl). It is the one place a transport knows collectives, as
+ * NCCL does; the collective layer still checks and describes each call and
+ * exchanges its descriptor over the host transport before it enqueues it.
+ *
  * A new transport is a folder here with an ops table of typed functions,
  * declared below and chosen in tl.c; nothing above this folder changes.
  */
@@ -195,5 +201,75 @@ extern const zsh_tl_ops_t zsh_tl_ucx_ops;
 
 /* The transport for host memory. */
 const zsh_tl_ops_t *zsh_tl_host(void);
+
+/*
+ * Device memory: collectives run whole by a device library on a stream.
+ *
+ * A device communicator is created by every member from one id, made on one
+ * member and carried to the others by the caller (over the host transport);
+ * creation is nonblocking: dev_test() says when it is ready. Calls are
+ * posted in the same order on every member, one at a time: post() answers
+ * ZSH_INPROGRESS, having done nothing, while the previous call is still
+ * being enqueued. A posted call is an op: op_test() says when it has been
+ * enqueued (@done false) or when its stream work has completed (@done true),
+ * and reports the device library's asynchronous errors. abort() may be
+ * called from any thread at any time: it stops the device library's work
+ * of the communicator, after which its ops complete (their stream work
+ * killed) and every call fails with ZSH_ERR_ABORTED. Errors carry the device
+ * library's own text.
+ */
+typedef struct zsh_tl_dev    zsh_tl_dev_t;     /* a device communicator */
+typedef struct zsh_tl_dev_op zsh_tl_dev_op_t;  /* one posted call */
+
+typedef enum {
+    ZSH_TL_DEV_ALLGATHER,
+    ZSH_TL_DEV_REDUCE_SCATTER,
+    ZSH_TL_DEV_ALLREDUCE,
+    ZSH_TL_DEV_BROADCAST
+} zsh_tl_dev_coll_t;
+
+/* One call, in NCCL's conventions (counts per rank for allgather and
+ * reduce-scatter; broadcast in place in recvbuf). */
+typedef struct zsh_tl_dev_call {
+    zsh_tl_dev_coll_t coll;
+    const void       *sendbuf;
+    void             *recvbuf;
+    size_t            count;
+    zsh_dtype_t       dtype;
+    zsh_op_t          op;
+    int               root;
+    void             *stream;   /* a cudaStream_t; NULL for the default stream */
+} zsh_tl_dev_call_t;
+
+typedef struct zsh_tl_dev_ops {
+    const char *name;
+    size_t      id_len;          /* bytes of a communicator id */
+    /* Whether a device can be used in this process: asked once, then
+     * remembered; the error says what is missing. */
+    zsh_status_t (*probe)(void);
+    /* Whether @ptr is device memory, and of which device. Host memory,
+     * pinned or not, and every pointer in a process without a device, is not. */
+    zsh_status_t (*mem_query)(const void *ptr, bool *device_p, int *dev_p);
+    /* The calling thread's current device. */
+    zsh_status_t (*current)(int *dev_p);
+    /* A stream that is not one of the device's: ZSH_ERR_INVALID_ARG. */
+    zsh_status_t (*stream_check)(void *stream, int dev);
+
+    zsh_status_t (*id_make)(void *id);
+    zsh_status_t (*dev_start)(const void *id, int nranks, int rank, int dev,
+                              zsh_tl_dev_t **dc_p);
+    zsh_status_t (*dev_test)(zsh_tl_dev_t *dc);
+    int          (*dev_device)(const zsh_tl_dev_t *dc);
+    void         (*dev_abort)(zsh_tl_dev_t *dc);
+    /* Frees @dc: finalised if healthy, else aborted first. */
+    zsh_status_t (*dev_destroy)(zsh_tl_dev_t *dc);
+
+    zsh_status_t (*post)(zsh_tl_dev_t *dc, const zsh_tl_dev_call_t *call, zsh_tl_dev_op_t **op_p);
+    zsh_status_t (*op_test)(zsh_tl_dev_t *dc, zsh_tl_dev_op_t *op, bool done);
+    void         (*op_release)(zsh_tl_dev_t *dc, zsh_tl_dev_op_t *op);
+} zsh_tl_dev_ops_t;
+
+/* The transport for device memory, or NULL in a build without one. */
+const zsh_tl_dev_ops_t *zsh_tl_device(void);
 
 #endif

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include <zeroshard/device.h>
+
 /* Bytes of one rank's block. */
 static size_t zsh_allgather_block(const zsh_task_t *task)
 {
@@ -47,7 +49,8 @@ static const zsh_coll_init_t zsh_allgather_algos[ZSH_ALGO_LAST] = {
 zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                            zsh_dtype_t dtype, zsh_comm_t *comm)
 {
-    zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0);
 
     return zsh_coll_call("zsh_allgather", &args, comm, zsh_allgather_algos, false, NULL);
 }
@@ -55,7 +58,19 @@ zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
 zsh_status_t zsh_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                             zsh_dtype_t dtype, zsh_comm_t *comm, zsh_request_t **req_p)
 {
-    zsh_coll_args_t args = {ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0};
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0);
 
     return zsh_coll_call("zsh_iallgather", &args, comm, zsh_allgather_algos, true, req_p);
+}
+
+zsh_status_t zsh_allgather_stream(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                  zsh_dtype_t dtype, zsh_comm_t *comm, void *stream)
+{
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZSH_SUM, 0);
+
+    args.stream     = stream;
+    args.stream_set = true;
+    return zsh_coll_call("zsh_allgather_stream", &args, comm, zsh_allgather_algos, false, NULL);
 }

@@ -6,6 +6,8 @@
 #include "algo/rd.h"
 #include "select/prepare.h"
 
+#include <zeroshard/device.h>
+
 /* Recursive doubling; on one rank, the reduction of one input. */
 static zsh_status_t zsh_allreduce_rd(zsh_task_t *task)
 {
@@ -23,7 +25,7 @@ static const zsh_coll_init_t zsh_allreduce_algos[ZSH_ALGO_LAST] = {
 zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
                            zsh_op_t op, zsh_comm_t *comm)
 {
-    zsh_coll_args_t args = {ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+    zsh_coll_args_t args = ZSH_COLL_ARGS(ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
 
     return zsh_coll_call("zsh_allreduce", &args, comm, zsh_allreduce_algos, false, NULL);
 }
@@ -31,7 +33,18 @@ zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count, zsh
 zsh_status_t zsh_iallreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
                             zsh_op_t op, zsh_comm_t *comm, zsh_request_t **req_p)
 {
-    zsh_coll_args_t args = {ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+    zsh_coll_args_t args = ZSH_COLL_ARGS(ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
 
     return zsh_coll_call("zsh_iallreduce", &args, comm, zsh_allreduce_algos, true, req_p);
+}
+
+zsh_status_t zsh_allreduce_stream(const void *sendbuf, void *recvbuf, size_t count,
+                                  zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm,
+                                  void *stream)
+{
+    zsh_coll_args_t args = ZSH_COLL_ARGS(ZSH_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
+
+    args.stream     = stream;
+    args.stream_set = true;
+    return zsh_coll_call("zsh_allreduce_stream", &args, comm, zsh_allreduce_algos, false, NULL);
 }

@@ -14,6 +14,7 @@
 #include "comm/health.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "device/device.h"
 #include "select/select.h"
 #include "task/task.h"
 
@@ -177,6 +178,7 @@ zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
     if (atomic_load(&comm->ctx->abort_pending)) {
         zsh_ctx_health_progress(comm->ctx); /* tell the other members before it goes */
     }
+    zsh_dev_comm_release(comm);
     zsh_ctx_id_set(comm->ctx, comm->id, 0);
     zsh_comm_lines_close(comm);
     /* Off the context's list first: releasing it may free the context. */
@@ -197,6 +199,7 @@ zsh_status_t zsh_comm_abort(zsh_comm_t *comm)
      * The next progress pass tells the other members. */
     atomic_store(&comm->aborted, 1);
     atomic_store(&comm->ctx->abort_pending, 1);
+    zsh_dev_comm_abort(comm); /* NCCL's own abort is safe from any thread too */
     return ZSH_OK;
 }
 

@@ -99,6 +99,13 @@ static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *a
         newrank      = (members[i].rank == comm->rank) ? i : newrank;
     }
     status = zsh_comm_create(comm->ctx, (uint32_t)id, uid, newrank, m, ctx_ranks, newcomm_p);
+    if (status == ZSH_OK) {
+        /* A child uses memory and streams as its parent; its NCCL
+         * communicator is its own, made at its first device call. */
+        (*newcomm_p)->dev.mem_type = comm->dev.mem_type;
+        (*newcomm_p)->dev.stream   = comm->dev.stream;
+        (*newcomm_p)->dev.flags    = comm->dev.flags;
+    }
     free(ctx_ranks);
     free(members);
     return status;

@@ -35,7 +35,7 @@ static zsh_status_t zsh_dissemination_init(zsh_task_t *task)
 
 zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type)
 {
-    zsh_coll_args_t args = {type, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0};
+    zsh_coll_args_t args = ZSH_COLL_ARGS(type, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0);
     zsh_status_t status;
     zsh_task_t *task;
 
@@ -53,7 +53,7 @@ zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type)
 
 zsh_status_t zsh_barrier(zsh_comm_t *comm)
 {
-    zsh_coll_args_t args = {ZSH_COLL_BARRIER, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0};
+    zsh_coll_args_t args = ZSH_COLL_ARGS(ZSH_COLL_BARRIER, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0);
     zsh_status_t status;
 
     status = zsh_validate("zsh_barrier", comm, &args);

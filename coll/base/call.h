@@ -8,6 +8,7 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum {
@@ -27,6 +28,14 @@ typedef struct zsh_coll_args {
     zsh_dtype_t     dtype;
     zsh_op_t        op;
     int             root;
+    /* Set by the entry point, not described: */
+    void           *stream;    /* a `_stream` call's cudaStream_t */
+    bool            stream_set;
+    bool            blocking;  /* a blocking call (zsh_coll_call sets it) */
 } zsh_coll_args_t;
+
+/* A call as an entry point makes it: no stream, blocking set later. */
+#define ZSH_COLL_ARGS(_type, _send, _recv, _count, _dtype, _op, _root) \
+    {(_type), (_send), (_recv), (_count), (_dtype), (_op), (_root), NULL, false, false}
 
 #endif

@@ -6,5 +6,8 @@ const char *const zsh_algo_names[ZSH_ALGO_LAST + 1] = {"auto", "ring", "bruck", 
 
 const char *zsh_algo_name(zsh_algo_t algo)
 {
+    if (algo == ZSH_ALGO_NCCL) {
+        return "nccl";
+    }
     return ((unsigned)algo < ZSH_ALGO_LAST) ? zsh_algo_names[algo] : "unknown";
 }

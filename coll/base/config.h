@@ -29,6 +29,12 @@ typedef enum {
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
+/* Calls on device buffers run over the device transport (device/), never
+ * chosen by a variable: a value past the variables' ones, named "nccl" in
+ * descriptors, so a rank whose buffers are on the host and a rank whose
+ * are on the device disagree by name. */
+#define ZSH_ALGO_NCCL ZSH_ALGO_LAST
+
 typedef struct zsh_coll_config {
     double   timeout;           /* seconds before a collective fails */
     size_t   chunk_size;        /* bytes per pipelined message and per direct copy */

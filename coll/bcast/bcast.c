@@ -1,31 +1,41 @@
 /*
- * zsh_broadcast: validate, run the binomial tree.
+ * zsh_broadcast: validate, run the binomial tree (or, on device buffers,
+ * the device path).
  */
 #include "bcast/bcast.h"
 
-#include "task/validate.h"
+#include "select/prepare.h"
+
+#include <zeroshard/device.h>
+
+/* One rank: the buffer already holds the result. */
+static zsh_status_t zsh_bcast_local(zsh_task_t *task)
+{
+    (void)task;
+    return ZSH_OK;
+}
+
+static const zsh_coll_init_t zsh_bcast_algos[ZSH_ALGO_LAST] = {
+    [ZSH_ALGO_AUTO]     = zsh_bcast_local,
+    [ZSH_ALGO_BINOMIAL] = zsh_bcast_binomial_init,
+};
 
 zsh_status_t zsh_broadcast(void *buf, size_t count, zsh_dtype_t dtype, int root,
                            zsh_comm_t *comm)
 {
-    zsh_coll_args_t args = {ZSH_COLL_BROADCAST, NULL, buf, count, dtype, ZSH_SUM, root};
-    zsh_status_t status;
-    zsh_task_t *task;
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_BROADCAST, NULL, buf, count, dtype, ZSH_SUM, root);
 
-    status = zsh_validate("zsh_broadcast", comm, &args);
-    if (status != ZSH_OK) {
-        return status;
-    }
-    status = zsh_task_get(comm, &args, "broadcast", &task);
-    if (status != ZSH_OK) {
-        return status;
-    }
-    if ((count > 0) && (comm->size > 1)) {
-        status = zsh_bcast_binomial_init(task);
-        if (status != ZSH_OK) {
-            zsh_task_put(task);
-            return status;
-        }
-    }
-    return zsh_coll_launch(task, NULL);
+    return zsh_coll_call("zsh_broadcast", &args, comm, zsh_bcast_algos, false, NULL);
+}
+
+zsh_status_t zsh_broadcast_stream(void *buf, size_t count, zsh_dtype_t dtype, int root,
+                                  zsh_comm_t *comm, void *stream)
+{
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_BROADCAST, NULL, buf, count, dtype, ZSH_SUM, root);
+
+    args.stream     = stream;
+    args.stream_set = true;
+    return zsh_coll_call("zsh_broadcast_stream", &args, comm, zsh_bcast_algos, false, NULL);
 }

@@ -50,6 +50,23 @@ typedef struct zsh_comm_health {
     bool         abort_told;  /* the other members heard of our zsh_comm_abort() */
 } zsh_comm_health_t;
 
+/*
+ * The device path of a communicator (device/): where its buffers are, its
+ * stream, and the device transport's communicator, made at its first call
+ * on device buffers. Device calls are enqueued in call order: each takes a
+ * number when posted and waits for its turn.
+ */
+typedef struct zsh_comm_dev {
+    struct zsh_tl_dev *_Atomic tl; /* NULL until the first device call; read by aborts */
+    int           mem_type;        /* zsh_mem_type_t: AUTO asks where buffers are */
+    void         *stream;          /* the default stream of device calls */
+    unsigned      flags;           /* ZSH_STREAM_WAIT or ZSH_STREAM_ENQUEUE */
+    uint64_t      posted;          /* device calls posted */
+    uint64_t      enqueued;        /* device calls enqueued: the next one's number */
+    zsh_status_t  failed;          /* a device call failed: later ones fail so */
+    char          why[256];
+} zsh_comm_dev_t;
+
 /* A live communicator's magic; destroying it writes ZSH_MAGIC_RETIRED. */
 #define ZSH_COMM_MAGIC 0x7a73636du /* "zscm" */
 
@@ -68,6 +85,7 @@ struct zsh_comm {
     zsh_comm_health_t health;
     atomic_int        aborted;    /* zsh_comm_abort() was called here, from any thread */
     zsh_trace_t      *trace;      /* flight recorder, when ZSH_TRACE=1 */
+    zsh_comm_dev_t    dev;
 };
 
 /* Create a communicator on @ctx (taking a reference) with the given members;

@@ -6,6 +6,8 @@
 #include "algo/rd.h"
 #include "select/prepare.h"
 
+#include <zeroshard/device.h>
+
 /* Recursive doubling over the whole input, keeping this rank's block; on
  * one rank, the reduction of one input. */
 static zsh_status_t zsh_reduce_scatter_rd(zsh_task_t *task)
@@ -32,7 +34,8 @@ static const zsh_coll_init_t zsh_reduce_scatter_algos[ZSH_ALGO_LAST] = {
 zsh_status_t zsh_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                 zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm)
 {
-    zsh_coll_args_t args = {ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0);
 
     return zsh_coll_call("zsh_reduce_scatter", &args, comm, zsh_reduce_scatter_algos, false,
                          NULL);
@@ -42,8 +45,22 @@ zsh_status_t zsh_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recv
                                  zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm,
                                  zsh_request_t **req_p)
 {
-    zsh_coll_args_t args = {ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0);
 
     return zsh_coll_call("zsh_ireduce_scatter", &args, comm, zsh_reduce_scatter_algos, true,
                          req_p);
+}
+
+zsh_status_t zsh_reduce_scatter_stream(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                       zsh_dtype_t dtype, zsh_op_t op, zsh_comm_t *comm,
+                                       void *stream)
+{
+    zsh_coll_args_t args =
+        ZSH_COLL_ARGS(ZSH_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0);
+
+    args.stream     = stream;
+    args.stream_set = true;
+    return zsh_coll_call("zsh_reduce_scatter_stream", &args, comm, zsh_reduce_scatter_algos,
+                         false, NULL);
 }

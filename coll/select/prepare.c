@@ -2,6 +2,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "device/device.h"
 #include "select/select.h"
 #include "task/validate.h"
 
@@ -29,8 +30,16 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
 {
     zsh_status_t status;
     zsh_task_t *task;
+    bool device;
+    int dev;
 
     status = zsh_validate(fn, comm, args);
+    if (status == ZSH_OK) {
+        status = zsh_dev_classify(fn, comm, args, &device, &dev);
+    }
+    if ((status == ZSH_OK) && device) {
+        status = zsh_dev_comm_ready(fn, comm, args, dev);
+    }
     if (status != ZSH_OK) {
         return status;
     }
@@ -38,10 +47,13 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
     if (status != ZSH_OK) {
         return status;
     }
-    if ((args->count > 0) && (comm->size > 1)) {
+    if (device) {
+        task->algo = ZSH_ALGO_NCCL;
+        status     = zsh_dev_init(task);
+    } else if ((args->count > 0) && (comm->size > 1)) {
         status = zsh_select(comm, args->type, zsh_coll_bytes(args, comm->size), &task->algo);
     }
-    if ((status == ZSH_OK) && (args->count > 0)) {
+    if ((status == ZSH_OK) && (args->count > 0) && !device) {
         status = zsh_coll_init(task, algos);
     }
     if (status != ZSH_OK) {
@@ -55,12 +67,14 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
 zsh_status_t zsh_coll_call(const char *fn, const zsh_coll_args_t *args, zsh_comm_t *comm,
                            const zsh_coll_init_t *algos, bool nonblocking, zsh_request_t **req_p)
 {
+    zsh_coll_args_t call = *args;
     zsh_status_t status;
     zsh_task_t *task;
 
     if (nonblocking && (req_p == NULL)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: req_p is NULL", fn);
     }
-    status = zsh_coll_prepare(fn, args, comm, algos, &task);
+    call.blocking = !nonblocking;
+    status = zsh_coll_prepare(fn, &call, comm, algos, &task);
     return (status == ZSH_OK) ? zsh_coll_launch(task, nonblocking ? req_p : NULL) : status;
 }

@@ -113,10 +113,14 @@ zsh_status_t zsh_task_timeout(zsh_task_t *task)
     nsend = zsh_task_pending_peers(task, false, send_peers, sizeof(send_peers));
     return zsh_error(ZSH_ERR_TIMEOUT,
                      "%s seq %u on comm %u (rank %d of %d) timed out after %g s; "
-                     "not heard from rank(s): %s; not yet received by rank(s): %s",
+                     "not heard from rank(s): %s; not yet received by rank(s): %s%s",
                      task->name, task->seq, comm->id, comm->rank, comm->size,
                      task->run.timeout, nrecv ? recv_peers : "none",
-                     nsend ? send_peers : "none");
+                     nsend ? send_peers : "none",
+                     (task->algo == ZSH_ALGO_NCCL)
+                         ? "; its NCCL call had not completed, so the communicator's NCCL "
+                           "communicator is aborted"
+                         : "");
 }
 
 void zsh_task_dump_trace(zsh_task_t *task, zsh_status_t status)
