@@ -11,11 +11,11 @@
 #include <string.h>
 
 static const zsh_bench_dtype_t zsh_bench_dtypes[] = {
-    {"int8", ZSH_INT8, 1, MPI_INT8_T},       {"uint8", ZSH_UINT8, 1, MPI_UINT8_T},
-    {"int32", ZSH_INT32, 4, MPI_INT32_T},    {"uint32", ZSH_UINT32, 4, MPI_UINT32_T},
-    {"int64", ZSH_INT64, 8, MPI_INT64_T},    {"uint64", ZSH_UINT64, 8, MPI_UINT64_T},
-    {"fp16", ZSH_FLOAT16, 2, MPI_DATATYPE_NULL}, {"bf16", ZSH_BFLOAT16, 2, MPI_DATATYPE_NULL},
-    {"fp32", ZSH_FLOAT32, 4, MPI_FLOAT},     {"fp64", ZSH_FLOAT64, 8, MPI_DOUBLE},
+    {"int8", ZSH_INT8, 1, ZSH_BENCH_MPI(MPI_INT8_T)},     {"uint8", ZSH_UINT8, 1, ZSH_BENCH_MPI(MPI_UINT8_T)},
+    {"int32", ZSH_INT32, 4, ZSH_BENCH_MPI(MPI_INT32_T)},  {"uint32", ZSH_UINT32, 4, ZSH_BENCH_MPI(MPI_UINT32_T)},
+    {"int64", ZSH_INT64, 8, ZSH_BENCH_MPI(MPI_INT64_T)},  {"uint64", ZSH_UINT64, 8, ZSH_BENCH_MPI(MPI_UINT64_T)},
+    {"fp16", ZSH_FLOAT16, 2, ZSH_BENCH_MPI_NONE},         {"bf16", ZSH_BFLOAT16, 2, ZSH_BENCH_MPI_NONE},
+    {"fp32", ZSH_FLOAT32, 4, ZSH_BENCH_MPI(MPI_FLOAT)},   {"fp64", ZSH_FLOAT64, 8, ZSH_BENCH_MPI(MPI_DOUBLE)},
 };
 #define ZSH_BENCH_NDTYPES (sizeof(zsh_bench_dtypes) / sizeof(zsh_bench_dtypes[0]))
 

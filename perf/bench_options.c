@@ -13,17 +13,18 @@
 
 static const zsh_bench_coll_t zsh_bench_colls[] = {
     {"allgather", "Allgather", ZSH_BUSBW_ALLGATHER, "the gathered buffer, ranks x the per-rank message",
-     "(n-1)/n", "MPI_Allgather"},
+     "(n-1)/n", "MPI_Allgather", "ncclAllGather"},
     {"reduce_scatter", "Reduce_scatter", ZSH_BUSBW_REDUCE_SCATTER, "the input, ranks x the per-rank result",
-     "(n-1)/n", "MPI_Reduce_scatter_block"},
-    {"allreduce", "Allreduce", ZSH_BUSBW_ALLREDUCE, "the buffer", "2(n-1)/n", "MPI_Allreduce"},
-    {"broadcast", "Broadcast", ZSH_BUSBW_BROADCAST, "the buffer", "1", "MPI_Bcast"},
+     "(n-1)/n", "MPI_Reduce_scatter_block", "ncclReduceScatter"},
+    {"allreduce", "Allreduce", ZSH_BUSBW_ALLREDUCE, "the buffer", "2(n-1)/n", "MPI_Allreduce", "ncclAllReduce"},
+    {"broadcast", "Broadcast", ZSH_BUSBW_BROADCAST, "the buffer", "1", "MPI_Bcast", "ncclBroadcast"},
 };
 
 void zsh_bench_usage(FILE *out)
 {
     fprintf(out,
             "usage: mpirun -np N zsh_bench allgather|reduce_scatter|allreduce|broadcast [options]\n"
+            "       zshrun -n N zsh_bench ... (ZeroShard's own bootstrap, no MPI)\n"
             "  -m, --message-size MIN:MAX  sizes in bytes, k/m/g suffixes (default 1:32m; MAX alone\n"
             "                              keeps the default MIN); total bytes as nccl-tests counts them\n"
             "  -i, --iterations N          timed iterations per size (default 100; 1/%d above %u bytes)\n"
@@ -31,12 +32,16 @@ void zsh_bench_usage(FILE *out)
             "  -f, --full                  also Min and Max latency over the ranks, and Iterations\n"
             "  -c, --validation            check every element of the results exactly\n"
             "  -T, --type T                element type: %s (default fp32)\n"
-            "      --baseline mpi          also time the MPI collective on the same buffers\n"
+            "      --baseline mpi          also time the MPI collective on the same buffers (mpirun)\n"
             "      --cold                  rotate through buffers larger than the last-level cache\n"
+            "      --device host|cuda      where the buffers are (default host); cuda: device memory\n"
+            "                              of GPU LOCAL_RANK %% count, timed against bare NCCL calls\n"
+            "                              on the same buffers%s\n"
             "      --csv FILE              also write the rows to FILE as CSV\n"
             "  -h, --help                  this text\n",
             ZSH_BENCH_LARGE_DIVISOR, ZSH_BENCH_LARGE_SIZE, ZSH_BENCH_LARGE_DIVISOR,
-            ZSH_BENCH_LARGE_SIZE, zsh_bench_dtype_names());
+            ZSH_BENCH_LARGE_SIZE, zsh_bench_dtype_names(),
+            zsh_bench_cuda_built() ? "" : " (this build has no CUDA/NCCL)");
 }
 
 /* "64k" -> 65536; 0 on anything that is not a positive size. */
@@ -110,6 +115,29 @@ static const zsh_bench_coll_t *zsh_bench_coll_find(const char *name)
     return NULL;
 }
 
+/* What --device cuda cannot be combined with, and a build that cannot take it. */
+static int zsh_bench_parse_device(const zsh_bench_opts_t *opts, char *err, size_t errlen)
+{
+    if (opts->device != ZSH_BENCH_CUDA) {
+        return 0;
+    }
+    if (!zsh_bench_cuda_built()) {
+        snprintf(err, errlen, "--device cuda: this zsh_bench was built without CUDA/NCCL "
+                 "(configure --with-cuda --with-nccl)");
+        return -1;
+    }
+    if (opts->baseline_mpi) {
+        snprintf(err, errlen, "--device cuda: the baseline is bare NCCL; --baseline mpi is for host buffers");
+        return -1;
+    }
+    if (opts->cold) {
+        snprintf(err, errlen, "--device cuda: --cold rotates through the host's last-level cache; "
+                 "not for device buffers");
+        return -1;
+    }
+    return 0;
+}
+
 int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, size_t errlen)
 {
     static const struct option longopts[] = {
@@ -118,6 +146,7 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
         {"validation", no_argument, NULL, 'c'},         {"type", required_argument, NULL, 'T'},
         {"baseline", required_argument, NULL, 'B'},     {"cold", no_argument, NULL, 'C'},
         {"csv", required_argument, NULL, 'V'},          {"help", no_argument, NULL, 'h'},
+        {"device", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0}};
     int c;
 
@@ -167,6 +196,16 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
             opts->baseline_mpi = 1;
             break;
         case 'C': opts->cold = 1; break;
+        case 'D':
+            if (strcmp(optarg, "host") == 0) {
+                opts->device = ZSH_BENCH_HOST;
+            } else if (strcmp(optarg, "cuda") == 0) {
+                opts->device = ZSH_BENCH_CUDA;
+            } else {
+                snprintf(err, errlen, "--device '%s': expected host or cuda", optarg);
+                return -1;
+            }
+            break;
         case 'V': opts->csv_path = optarg; break;
         case 'h': return 1;
         case ':':
@@ -188,5 +227,5 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
                  argv[optind]);
         return -1;
     }
-    return 0;
+    return zsh_bench_parse_device(opts, err, errlen);
 }

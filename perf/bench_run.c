@@ -33,7 +33,7 @@ static size_t zsh_bench_round_up(size_t n)
     return (n + ZSH_BENCH_ALIGN - 1) / ZSH_BENCH_ALIGN * ZSH_BENCH_ALIGN;
 }
 
-static size_t zsh_bench_set_bytes(const zsh_bench_bufs_t *b)
+size_t zsh_bench_set_bytes(const zsh_bench_bufs_t *b)
 {
     return zsh_bench_round_up(b->send_bytes) + zsh_bench_round_up(b->recv_bytes);
 }
@@ -87,11 +87,9 @@ void zsh_bench_bufs_free(zsh_bench_bufs_t *b)
 
 static void zsh_bench_fail(const zsh_bench_opts_t *opts, const char *what, const char *why)
 {
-    int rank;
-
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "zsh_bench: rank %d: %s %s failed: %s\n", rank, what, opts->coll->name, why);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    fprintf(stderr, "zsh_bench: rank %d: %s %s failed: %s\n", zsh_bench_world_rank(), what,
+            opts->coll->name, why);
+    zsh_bench_world_abort(1);
 }
 
 static void zsh_bench_call_zsh(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count,
@@ -111,6 +109,7 @@ static void zsh_bench_call_zsh(const zsh_bench_opts_t *opts, char *send, char *r
     }
 }
 
+#ifdef ZSH_BENCH_HAVE_MPI
 static void zsh_bench_call_mpi(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count)
 {
     MPI_Datatype dt = opts->dtype->mpi;
@@ -134,6 +133,15 @@ static void zsh_bench_call_mpi(const zsh_bench_opts_t *opts, char *send, char *r
         zsh_bench_fail(opts, "MPI", "the MPI call returned an error");
     }
 }
+#else
+static void zsh_bench_call_mpi(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count)
+{
+    (void)send;
+    (void)recv;
+    (void)count;
+    zsh_bench_fail(opts, "MPI", "this zsh_bench was built without MPI");
+}
+#endif
 
 void zsh_bench_call(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, size_t set,
                     zsh_comm_t *comm, int mpi)
@@ -145,26 +153,31 @@ void zsh_bench_call(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, siz
     }
 }
 
+zsh_bench_time_t zsh_bench_time_over_ranks(double local)
+{
+    zsh_bench_time_t t;
+
+    t.avg = t.min = t.max = local;
+    zsh_bench_world_allreduce_double(&t.avg, ZSH_SUM);
+    zsh_bench_world_allreduce_double(&t.min, ZSH_MIN);
+    zsh_bench_world_allreduce_double(&t.max, ZSH_MAX);
+    t.avg /= zsh_bench_world_size();
+    return t;
+}
+
 zsh_bench_time_t zsh_bench_time(const zsh_bench_opts_t *opts, zsh_bench_bufs_t *b, zsh_comm_t *comm,
                                 int mpi, int iters)
 {
-    zsh_bench_time_t t;
-    double           start, local, sum;
-    int              i, size;
+    double start;
+    int    i;
 
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Barrier(MPI_COMM_WORLD);
-    start = MPI_Wtime();
+    zsh_bench_world_barrier();
+    start = zsh_bench_world_time();
     for (i = 0; i < iters; i++) {
         zsh_bench_call(opts, b, b->next, comm, mpi);
         b->next = (b->next + 1) % b->nsets;
     }
-    local = (MPI_Wtime() - start) / iters;
-    MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&local, &t.min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&local, &t.max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    t.avg = sum / size;
-    return t;
+    return zsh_bench_time_over_ranks((zsh_bench_world_time() - start) / iters);
 }
 
 void zsh_bench_bufs_replicate(zsh_bench_bufs_t *b)

@@ -1,9 +1,10 @@
 /*
- * zsh_bench: latency and bandwidth of ZeroShard's collectives under mpirun,
- * printed the way the OSU micro-benchmarks print theirs (the header lines,
- * then Size and Avg Latency(us) first, -f and -c columns as OSU's), with
- * nccl-tests' algbw and busbw after them, and optionally the MPI library's
- * own collective timed on the same buffers in alternating rounds.
+ * zsh_bench: latency and bandwidth of ZeroShard's collectives under mpirun or
+ * zshrun, printed the way the OSU micro-benchmarks print theirs (the header
+ * lines, then Size and Avg Latency(us) first, -f and -c columns as OSU's),
+ * with nccl-tests' algbw and busbw after them, and optionally a baseline timed
+ * on the same buffers in alternating rounds: the MPI library's own collective
+ * on host buffers, or with --device cuda the bare NCCL call on device buffers.
  *
  * Size is the number of bytes nccl-tests quotes for the collective
  * (perf/busbw.h): for allgather the gathered buffer, that is ranks times
@@ -20,10 +21,16 @@
 typedef struct {
     zsh_bench_opts_t opts;
     int              rank, size;
-    int              baseline;  /* --baseline mpi, and MPI has the type */
+    int              baseline;  /* --baseline mpi and MPI has the type, or --device cuda */
     FILE            *csv;       /* rank 0 only */
     zsh_comm_t      *comm;
+    zsh_bench_cuda_t *cuda;     /* --device cuda */
 } zsh_bench_t;
+
+static int zsh_bench_on_device(const zsh_bench_t *bench)
+{
+    return bench->opts.device == ZSH_BENCH_CUDA;
+}
 
 static void zsh_bench_header(const zsh_bench_t *bench)
 {
@@ -41,7 +48,14 @@ static void zsh_bench_header(const zsh_bench_t *bench)
     if (o->cold) {
         printf("# Cold: calls rotate through %zu MiB of buffers per size\n", zsh_bench_cold_budget() >> 20);
     }
-    if (bench->baseline) {
+    if (zsh_bench_on_device(bench)) {
+        printf("# Device: cuda, %s\n", zsh_bench_cuda_describe(bench->cuda));
+        printf("# Timing: both sides enqueue on one stream (zsh_comm_set_stream ZSH_STREAM_ENQUEUE), "
+               "the clock stops after cudaStreamSynchronize\n");
+        printf("# Baseline: %s on the same buffers and stream, its own NCCL communicator, %d alternating "
+               "rounds of zsh then NCCL, medians; zsh/NCCL > 1: zsh is faster\n", o->coll->nccl_call,
+               ZSH_BENCH_BASELINE_ROUNDS);
+    } else if (bench->baseline) {
         printf("# Baseline: %s on the same buffers, %d alternating rounds of zsh then MPI, medians;"
                " zsh/MPI > 1: zsh is faster\n", o->coll->mpi_call, ZSH_BENCH_BASELINE_ROUNDS);
     } else if (o->baseline_mpi) {
@@ -52,7 +66,9 @@ static void zsh_bench_header(const zsh_bench_t *bench)
         printf("%18s%18s%12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
     }
     printf("%14s%14s", "algbw(GB/s)", "busbw(GB/s)");
-    if (bench->baseline) {
+    if (zsh_bench_on_device(bench)) {
+        printf("%18s%18s%10s", "NCCL Latency(us)", "NCCL busbw(GB/s)", "zsh/NCCL");
+    } else if (bench->baseline) {
         printf("%18s%10s", "MPI busbw(GB/s)", "zsh/MPI");
     }
     if (o->check) {
@@ -68,16 +84,18 @@ static void zsh_bench_print_row(const zsh_bench_t *bench, const zsh_bench_row_t 
     zsh_busbw_coll_t        c = o->coll->coll;
     double algbw   = zsh_busbw_algbw(row->bytes, row->zsh.avg);
     double busbw   = zsh_busbw_busbw(c, row->bytes, row->zsh.avg, bench->size);
-    double mpi_bus = zsh_busbw_busbw(c, row->bytes, row->mpi_avg, bench->size);
-    double ratio   = (row->zsh.avg > 0.0) ? row->mpi_avg / row->zsh.avg : 0.0;
+    double base_bus = zsh_busbw_busbw(c, row->bytes, row->base_avg, bench->size);
+    double ratio    = (row->zsh.avg > 0.0) ? row->base_avg / row->zsh.avg : 0.0;
 
     printf("%-10zu%18.2f", row->bytes, row->zsh.avg * 1e6);
     if (o->full) {
         printf("%18.2f%18.2f%12d", row->zsh.min * 1e6, row->zsh.max * 1e6, row->iterations);
     }
     printf("%14.3f%14.3f", algbw, busbw);
-    if (bench->baseline) {
-        printf("%18.3f%10.2f", mpi_bus, ratio);
+    if (zsh_bench_on_device(bench)) {
+        printf("%18.2f%18.3f%10.3f", row->base_avg * 1e6, base_bus, ratio);
+    } else if (bench->baseline) {
+        printf("%18.3f%10.2f", base_bus, ratio);
     }
     if (o->check) {
         printf("%12s", row->validated ? "Pass" : "Fail");
@@ -91,7 +109,7 @@ static void zsh_bench_print_row(const zsh_bench_t *bench, const zsh_bench_row_t 
             o->dtype->name, row->bytes, row->count, row->iterations, row->zsh.avg * 1e6,
             row->zsh.min * 1e6, row->zsh.max * 1e6, algbw, busbw);
     if (bench->baseline) {
-        fprintf(bench->csv, "%.4f,%.6f,%.6f,", row->mpi_avg * 1e6, mpi_bus, ratio);
+        fprintf(bench->csv, "%.4f,%.6f,%.6f,", row->base_avg * 1e6, base_bus, ratio);
     } else {
         fprintf(bench->csv, ",,,");
     }
@@ -111,31 +129,43 @@ static double zsh_bench_median(double *v, int n)
     return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Time zsh (and MPI) over the rounds; fill the row's times. */
+/* One timed block on the host or the device; @base: the baseline's. */
+static zsh_bench_time_t zsh_bench_block(const zsh_bench_t *bench, zsh_bench_bufs_t *b, int base, int iters)
+{
+    if (zsh_bench_on_device(bench)) {
+        return zsh_bench_cuda_time(bench->cuda, &bench->opts, bench->comm, base, iters);
+    }
+    return zsh_bench_time(&bench->opts, b, bench->comm, base, iters);
+}
+
+/* Time zsh (and the baseline) over the rounds; fill the row's times. */
 static void zsh_bench_measure(const zsh_bench_t *bench, zsh_bench_bufs_t *b, int iters, int warmup,
                               zsh_bench_row_t *row)
 {
     double zavg[ZSH_BENCH_BASELINE_ROUNDS], mavg[ZSH_BENCH_BASELINE_ROUNDS];
     int    rounds = bench->baseline ? ZSH_BENCH_BASELINE_ROUNDS : 1, r;
 
+    if (zsh_bench_on_device(bench) && (warmup < 1)) {
+        warmup = 1; /* ZeroShard's first device call creates its NCCL communicator: never timed */
+    }
     if (warmup > 0) {
-        zsh_bench_time(&bench->opts, b, bench->comm, 0, warmup);
+        zsh_bench_block(bench, b, 0, warmup);
         if (bench->baseline) {
-            zsh_bench_time(&bench->opts, b, bench->comm, 1, warmup);
+            zsh_bench_block(bench, b, 1, warmup);
         }
     }
     for (r = 0; r < rounds; r++) {
-        zsh_bench_time_t t = zsh_bench_time(&bench->opts, b, bench->comm, 0, iters);
+        zsh_bench_time_t t = zsh_bench_block(bench, b, 0, iters);
 
         zavg[r]      = t.avg;
         row->zsh.min = (r == 0 || t.min < row->zsh.min) ? t.min : row->zsh.min;
         row->zsh.max = (r == 0 || t.max > row->zsh.max) ? t.max : row->zsh.max;
         if (bench->baseline) {
-            mavg[r] = zsh_bench_time(&bench->opts, b, bench->comm, 1, iters).avg;
+            mavg[r] = zsh_bench_block(bench, b, 1, iters).avg;
         }
     }
     row->zsh.avg    = zsh_bench_median(zavg, rounds);
-    row->mpi_avg    = bench->baseline ? zsh_bench_median(mavg, rounds) : 0.0;
+    row->base_avg   = bench->baseline ? zsh_bench_median(mavg, rounds) : 0.0;
     row->iterations = iters * rounds;
 }
 
@@ -146,12 +176,16 @@ static int zsh_bench_validate(const zsh_bench_t *bench, zsh_bench_bufs_t *b)
     size_t sets[2] = {0, b->nsets - 1}, k;
     long   wrong = 0, all = 0;
 
-    for (k = 0; k < (b->nsets > 1 ? 2u : 1u); k++) {
+    if (zsh_bench_on_device(bench)) {
+        wrong = (long)zsh_bench_cuda_validate(bench->cuda, &bench->opts, bench->comm, bench->rank, bench->size);
+    }
+    for (k = 0; !zsh_bench_on_device(bench) && (k < (b->nsets > 1 ? 2u : 1u)); k++) {
         zsh_bench_fill(&bench->opts, b, sets[k], bench->rank);
         zsh_bench_call(&bench->opts, b, sets[k], bench->comm, 0);
         wrong += (long)zsh_bench_verify(&bench->opts, b, sets[k], bench->rank, bench->size);
     }
-    MPI_Allreduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    all = wrong;
+    zsh_bench_world_allreduce_long(&all, ZSH_SUM);
     return all == 0;
 }
 
@@ -167,19 +201,24 @@ static int zsh_bench_size(zsh_bench_t *bench, size_t size_bytes)
     int              warm  = large ? (o->warmup + ZSH_BENCH_LARGE_DIVISOR - 1) / ZSH_BENCH_LARGE_DIVISOR : o->warmup;
     zsh_bench_bufs_t b;
     zsh_bench_row_t  row;
-    int              ok, all_ok;
+    long             ok;
 
     if (count == 0) {
         return 1; /* less than one element per rank */
     }
-    ok = zsh_bench_bufs_init(&b, o, count, bench->size);
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_ok) {
-        fprintf(stderr, "zsh_bench: rank %d: out of memory for %zu-byte buffers\n", bench->rank, size_bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(&b, 0, sizeof(b));
+    ok = zsh_bench_on_device(bench) ? zsh_bench_cuda_bufs_init(bench->cuda, o, count, bench->size, bench->rank)
+                                    : zsh_bench_bufs_init(&b, o, count, bench->size);
+    zsh_bench_world_allreduce_long(&ok, ZSH_MIN);
+    if (!ok) {
+        fprintf(stderr, "zsh_bench: rank %d: out of %s memory for %zu-byte buffers\n", bench->rank,
+                zsh_bench_on_device(bench) ? "device" : "host", size_bytes);
+        zsh_bench_world_abort(1);
     }
-    zsh_bench_fill(o, &b, 0, bench->rank);
-    zsh_bench_bufs_replicate(&b);
+    if (!zsh_bench_on_device(bench)) {
+        zsh_bench_fill(o, &b, 0, bench->rank);
+        zsh_bench_bufs_replicate(&b);
+    }
     memset(&row, 0, sizeof(row));
     row.bytes     = zsh_busbw_bytes(c, count, o->dtype->esize, bench->size);
     row.count     = count;
@@ -188,14 +227,19 @@ static int zsh_bench_size(zsh_bench_t *bench, size_t size_bytes)
     if (bench->rank == 0) {
         zsh_bench_print_row(bench, &row);
     }
-    zsh_bench_bufs_free(&b);
+    if (zsh_bench_on_device(bench)) {
+        zsh_bench_cuda_bufs_free(bench->cuda);
+    } else {
+        zsh_bench_bufs_free(&b);
+    }
     return row.validated;
 }
 
 /* Rank 0 opens the CSV file; every rank learns whether it could. */
 static int zsh_bench_open_csv(zsh_bench_t *bench)
 {
-    int ok = 1;
+    const char *base = zsh_bench_on_device(bench) ? "nccl" : "mpi";
+    long        ok   = 1;
 
     if ((bench->rank == 0) && (bench->opts.csv_path != NULL)) {
         bench->csv = fopen(bench->opts.csv_path, "w");
@@ -204,21 +248,54 @@ static int zsh_bench_open_csv(zsh_bench_t *bench)
             ok = 0;
         } else {
             fprintf(bench->csv, "collective,ranks,dtype,size_bytes,count,iterations,avg_us,min_us,max_us,"
-                                "algbw_gbs,busbw_gbs,mpi_avg_us,mpi_busbw_gbs,zsh_over_mpi,validation\n");
+                                "algbw_gbs,busbw_gbs,%s_avg_us,%s_busbw_gbs,zsh_over_%s,validation\n",
+                    base, base, base);
         }
     }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return ok;
+    zsh_bench_world_allreduce_long(&ok, ZSH_MIN);
+    return (int)ok;
 }
 
+/* --device cuda: the GPU, the stream and the NCCL baseline on every rank, or
+ * each rank that cannot says why. */
+static int zsh_bench_open_device(zsh_bench_t *bench)
+{
+    char err[256] = "";
+    long ok;
+
+    ok = (zsh_bench_cuda_open(bench->comm, &bench->cuda, err, sizeof(err)) == 0);
+    zsh_bench_world_allreduce_long(&ok, ZSH_MIN);
+    if (!ok) {
+        if (err[0] != '\0') {
+            fprintf(stderr, "zsh_bench: rank %d: --device cuda: %s\n", bench->rank, err);
+        }
+        zsh_bench_cuda_close(bench->cuda);
+        bench->cuda = NULL;
+    }
+    return (int)ok;
+}
+
+/* The sweep: 0 when every size ran and validated, 1 when one did not, 2
+ * when --device cuda cannot run here. */
 static int zsh_bench_run(zsh_bench_t *bench)
 {
     size_t s;
-    int    ok = 1;
+    int    ok = 1, rc;
 
-    if (zsh_comm_init_mpi(MPI_COMM_WORLD, &bench->comm) != ZSH_OK) {
-        fprintf(stderr, "zsh_bench: rank %d: zsh_comm_init_mpi failed: %s\n", bench->rank, zsh_last_error());
-        return 0;
+    if (zsh_bench_world_open(&bench->comm) != ZSH_OK) {
+        fprintf(stderr, "zsh_bench: rank %d: creating the communicator failed: %s\n", bench->rank,
+                zsh_last_error());
+        return 1;
+    }
+    bench->rank = zsh_bench_world_rank();
+    bench->size = zsh_bench_world_size();
+    if (zsh_bench_on_device(bench) && !zsh_bench_open_device(bench)) {
+        rc = 2;
+        goto out_comm;
+    }
+    if (!zsh_bench_open_csv(bench)) {
+        rc = 1;
+        goto out_device;
     }
     if (bench->rank == 0) {
         zsh_bench_header(bench);
@@ -229,28 +306,51 @@ static int zsh_bench_run(zsh_bench_t *bench)
             break;
         }
     }
-    if (zsh_comm_destroy(bench->comm) != ZSH_OK) {
+    rc = ok ? 0 : 1;
+out_device:
+    zsh_bench_cuda_close(bench->cuda);
+out_comm:
+    if (zsh_bench_world_close(bench->comm) != ZSH_OK) {
         fprintf(stderr, "zsh_bench: rank %d: zsh_comm_destroy failed: %s\n", bench->rank, zsh_last_error());
-        ok = 0;
+        rc = (rc == 0) ? 1 : rc;
     }
-    return ok;
+    return rc;
+}
+
+/* Options the job cannot take, past what the parser knows: 0, or -1 with @err. */
+static int zsh_bench_check_job(const zsh_bench_opts_t *o, char *err, size_t errlen)
+{
+    if (o->baseline_mpi && !zsh_bench_world_is_mpi()) {
+        snprintf(err, errlen, "--baseline mpi needs an MPI job (mpirun), not a torchrun-style one%s",
+#ifdef ZSH_BENCH_HAVE_MPI
+                 ""
+#else
+                 "; this zsh_bench was built without MPI"
+#endif
+                 );
+        return -1;
+    }
+    if (o->baseline_mpi && (o->max_size / o->dtype->esize > INT_MAX)) {
+        snprintf(err, errlen, "--baseline mpi: %zu bytes of %s is more elements than MPI counts take",
+                 o->max_size, o->dtype->name);
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     zsh_bench_t bench;
     char        err[256];
-    int         rc, ok;
+    int         rc;
 
-    MPI_Init(&argc, &argv);
+    zsh_bench_world_init(&argc, &argv);
     memset(&bench, 0, sizeof(bench));
-    MPI_Comm_rank(MPI_COMM_WORLD, &bench.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &bench.size);
+    bench.rank = zsh_bench_world_rank();
+    bench.size = zsh_bench_world_size();
     rc = zsh_bench_parse(argc, argv, &bench.opts, err, sizeof(err));
-    if (rc == 0 && bench.opts.baseline_mpi && bench.opts.max_size / bench.opts.dtype->esize > INT_MAX) {
-        snprintf(err, sizeof(err), "--baseline mpi: %zu bytes of %s is more elements than MPI counts take",
-                 bench.opts.max_size, bench.opts.dtype->name);
-        rc = -1;
+    if (rc == 0) {
+        rc = zsh_bench_check_job(&bench.opts, err, sizeof(err));
     }
     if (rc != 0) {
         if (bench.rank == 0) {
@@ -259,15 +359,16 @@ int main(int argc, char **argv)
             }
             zsh_bench_usage(rc < 0 ? stderr : stdout);
         }
-        MPI_Finalize();
+        zsh_bench_world_finalize();
         return rc < 0 ? 2 : 0;
     }
-    bench.baseline = bench.opts.baseline_mpi && (bench.opts.dtype->mpi != MPI_DATATYPE_NULL);
-    ok = zsh_bench_open_csv(&bench) && zsh_bench_run(&bench);
+    bench.baseline  = zsh_bench_on_device(&bench) ||
+                      (bench.opts.baseline_mpi && (bench.opts.dtype->mpi != ZSH_BENCH_MPI_NONE));
+    rc = zsh_bench_run(&bench);
     if ((bench.csv != NULL) && (fclose(bench.csv) != 0)) {
         fprintf(stderr, "zsh_bench: --csv %s: %s\n", bench.opts.csv_path, strerror(errno));
-        ok = 0;
+        rc = (rc == 0) ? 1 : rc;
     }
-    MPI_Finalize();
-    return ok ? 0 : 1;
+    zsh_bench_world_finalize();
+    return rc;
 }
