@@ -1,0 +1,99 @@
+#!/bin/bash
+# Build ZeroShard from the tree this script is in, on a GPU machine, and run
+# every GPU test and benchmark in one go.
+#
+# The GPU machine is not a Debian 12 machine: it has nvcc, NCCL and the
+# driver, but no Debian UCX, hwloc or GoogleTest, no libtool to regenerate
+# configure, and no package registry. So it takes:
+#   - .deb files fetched on a Debian 12 machine by tests/system/gpu/fetch-debs.sh
+#     (default: .gpu-debs in the tree's root), unpacked with dpkg -x into a
+#     prefix that configure is pointed at;
+#   - a tree whose configure was generated where autotools are complete
+#     (./autogen.sh there; the generated files travel with it).
+#
+# Usage: bash tests/system/gpu/run.sh [OUT]   (OUT: where logs and tables go)
+# Environment: ZSH_GPU_DEBS (the .deb folder), ZSH_GPU_PREFIX (where they are
+# unpacked), ZSH_GPU_BUILD (build directory), CUDA_HOME (default /usr/local/cuda).
+# Exit status: 0 when every step passed; the summary lists each step.
+set -u
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+out=${1:-$top/gpu-out}
+debs=${ZSH_GPU_DEBS:-$top/.gpu-debs}
+prefix=${ZSH_GPU_PREFIX:-/tmp/zsh-gpu-deps}
+build=${ZSH_GPU_BUILD:-/tmp/zsh-gpu-build}
+cuda=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+summary=$out/summary.txt
+: >"$summary"
+failed=0
+
+step() { # step NAME COMMAND...: run, log to OUT/NAME.log, record the result
+    local name=$1 rc t0=$SECONDS
+    shift
+    "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    printf '%-28s %s (%d s)\n' "$name" "$([ $rc = 0 ] && echo ok || echo "FAILED rc=$rc")" \
+        $((SECONDS - t0)) | tee -a "$summary"
+    [ $rc = 0 ] || failed=$((failed + 1))
+    return $rc
+}
+
+unpack() {
+    local d
+    [ -d "$debs" ] && ls "$debs"/*.deb >/dev/null 2>&1 ||
+        { echo "no .deb files in $debs: run tests/system/gpu/fetch-debs.sh on Debian 12"; return 1; }
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    for d in "$debs"/*.deb; do dpkg -x "$d" "$prefix" || return 1; done
+    ls "$prefix/usr/lib/x86_64-linux-gnu"
+}
+
+setup_env() {
+    local lib=$prefix/usr/lib/x86_64-linux-gnu
+    export PKG_CONFIG_SYSROOT_DIR=$prefix
+    export PKG_CONFIG_PATH=$lib/pkgconfig:$prefix/usr/share/pkgconfig
+    export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # Debian's libgtest-dev has no .pc-relative -L for the sysroot's libdir.
+    export LDFLAGS="-L$lib -Wl,-rpath,$lib ${LDFLAGS:-}"
+    export CPPFLAGS="-I$prefix/usr/include ${CPPFLAGS:-}"
+}
+
+configure_build() {
+    [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh) || return 1
+    rm -rf "$build" && mkdir -p "$build" && cd "$build" &&
+        "$top/configure" --with-cuda="$cuda" --without-mpi --without-pmix --disable-python &&
+        grep -E "CUDA|NCCL|nvcc" config.log | grep -E "^zsh_have|NVCC=" ;
+    grep -q '#define ZSH_HAVE_NCCL 1' "$build/config.h" ||
+        { echo "configure found no NCCL: see $build/config.log"; return 1; }
+}
+
+make_all() {
+    cd "$build" && make -j"$(nproc)" && make -j"$(nproc)" tests/zsh_tests
+}
+
+gpu_tests() {
+    cd "$build" && tests/zsh_tests --gtest_filter='device.*:cuda_kernels.*:*cuda*' \
+        --gtest_output=xml:"$out/gpu_tests.xml"
+}
+
+bench_tests() {
+    cd "$build" && top_builddir=. bash "$top/tests/system/perf/run_bench_device.sh"
+}
+
+bench_tables() {
+    bash "$top/perf/device_bench.sh" "$out/device_bench.txt" "$build"
+}
+
+nvidia-smi -L >"$out/gpu.txt" 2>&1
+step unpack_debs unpack || exit 1
+setup_env
+step configure configure_build || { cat "$summary"; exit 1; }
+step build make_all || { tail -40 "$out/build.log"; exit 1; }
+step gpu_tests gpu_tests
+step bench_tests bench_tests
+step bench_tables bench_tables
+if [ -n "${ZSH_GPU_EXTRA:-}" ]; then
+    step extra bash -c "cd '$build' && $ZSH_GPU_EXTRA"
+fi
+echo "== $failed step(s) failed" | tee -a "$summary"
+[ $failed = 0 ]
