@@ -45,12 +45,14 @@ unpack() {
         { echo "no .deb files in $debs: run tests/system/gpu/fetch-debs.sh on Debian 12"; return 1; }
     rm -rf "$prefix" && mkdir -p "$prefix"
     for d in "$debs"/*.deb; do dpkg -x "$d" "$prefix" || return 1; done
+    # Their .pc files name /usr; point them at the prefix (a pkg-config
+    # sysroot would move the machine's own .pc files too).
+    sed -i "s#=/usr#=$prefix/usr#g" "$prefix"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
     ls "$prefix/usr/lib/x86_64-linux-gnu"
 }
 
 setup_env() {
     local lib=$prefix/usr/lib/x86_64-linux-gnu
-    export PKG_CONFIG_SYSROOT_DIR=$prefix
     export PKG_CONFIG_PATH=$lib/pkgconfig:$prefix/usr/share/pkgconfig
     export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     # Debian's libgtest-dev has no .pc-relative -L for the sysroot's libdir.
@@ -61,9 +63,10 @@ setup_env() {
 configure_build() {
     [ -x "$top/configure" ] || (cd "$top" && ./autogen.sh) || return 1
     rm -rf "$build" && mkdir -p "$build" && cd "$build" &&
-        "$top/configure" --with-cuda="$cuda" --without-mpi --without-pmix --disable-python &&
+        "$top/configure" --with-cuda="$cuda" --without-mpi --without-pmix --disable-python \
+            --without-blas &&
         grep -E "CUDA|NCCL|nvcc" config.log | grep -E "^zsh_have|NVCC=" ;
-    grep -q '#define ZSH_HAVE_NCCL 1' "$build/config.h" ||
+    grep -q '#define ZSH_HAVE_NCCL 1' "$build/config/config.h" ||
         { echo "configure found no NCCL: see $build/config.log"; return 1; }
 }
 
