@@ -71,6 +71,7 @@ typedef struct {
     int          baseline_mpi;       /* --baseline mpi */
     int          cold;               /* --cold */
     zsh_bench_device_t device;       /* --device */
+    int          mem_told;           /* --mem-type cuda: zsh_comm_set_mem_type, no queries */
     const char  *csv_path;           /* --csv, or NULL */
 } zsh_bench_opts_t;
 

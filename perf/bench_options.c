@@ -37,6 +37,9 @@ void zsh_bench_usage(FILE *out)
             "      --device host|cuda      where the buffers are (default host); cuda: device memory\n"
             "                              of GPU LOCAL_RANK %% count, timed against bare NCCL calls\n"
             "                              on the same buffers%s\n"
+            "      --mem-type auto|cuda    with --device cuda: auto (default) lets ZeroShard ask\n"
+            "                              CUDA where each call's buffers are; cuda tells it once\n"
+            "                              (zsh_comm_set_mem_type)\n"
             "      --csv FILE              also write the rows to FILE as CSV\n"
             "  -h, --help                  this text\n",
             ZSH_BENCH_LARGE_DIVISOR, ZSH_BENCH_LARGE_SIZE, ZSH_BENCH_LARGE_DIVISOR,
@@ -146,7 +149,7 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
         {"validation", no_argument, NULL, 'c'},         {"type", required_argument, NULL, 'T'},
         {"baseline", required_argument, NULL, 'B'},     {"cold", no_argument, NULL, 'C'},
         {"csv", required_argument, NULL, 'V'},          {"help", no_argument, NULL, 'h'},
-        {"device", required_argument, NULL, 'D'},
+        {"device", required_argument, NULL, 'D'},       {"mem-type", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0}};
     int c;
 
@@ -205,6 +208,13 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
                 snprintf(err, errlen, "--device '%s': expected host or cuda", optarg);
                 return -1;
             }
+            break;
+        case 'M':
+            if ((strcmp(optarg, "auto") != 0) && (strcmp(optarg, "cuda") != 0)) {
+                snprintf(err, errlen, "--mem-type '%s': expected auto or cuda", optarg);
+                return -1;
+            }
+            opts->mem_told = (strcmp(optarg, "cuda") == 0);
             break;
         case 'V': opts->csv_path = optarg; break;
         case 'h': return 1;

@@ -12,6 +12,8 @@
  */
 #include "bench.h"
 
+#include <zeroshard/device.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -52,6 +54,8 @@ static void zsh_bench_header(const zsh_bench_t *bench)
         printf("# Device: cuda, %s\n", zsh_bench_cuda_describe(bench->cuda));
         printf("# Timing: both sides enqueue on one stream (zsh_comm_set_stream ZSH_STREAM_ENQUEUE), "
                "the clock stops after cudaStreamSynchronize\n");
+        printf("# Memory type: %s\n", o->mem_told ? "told once (zsh_comm_set_mem_type ZSH_MEM_CUDA)"
+                                                   : "asked of CUDA for each call's buffers (auto)");
         printf("# Baseline: %s on the same buffers and stream, its own NCCL communicator, %d alternating "
                "rounds of zsh then NCCL, medians; zsh/NCCL > 1: zsh is faster\n", o->coll->nccl_call,
                ZSH_BENCH_BASELINE_ROUNDS);
@@ -264,6 +268,10 @@ static int zsh_bench_open_device(zsh_bench_t *bench)
     long ok;
 
     ok = (zsh_bench_cuda_open(bench->comm, &bench->cuda, err, sizeof(err)) == 0);
+    if (ok && bench->opts.mem_told && (zsh_comm_set_mem_type(bench->comm, ZSH_MEM_CUDA) != ZSH_OK)) {
+        snprintf(err, sizeof(err), "zsh_comm_set_mem_type: %s", zsh_last_error());
+        ok = 0;
+    }
     zsh_bench_world_allreduce_long(&ok, ZSH_MIN);
     if (!ok) {
         if (err[0] != '\0') {

@@ -239,6 +239,7 @@ typedef struct zsh_tl_dev_call {
     zsh_op_t          op;
     int               root;
     void             *stream;   /* a cudaStream_t; NULL for the default stream */
+    bool              track;    /* op_test(done) will be asked: mark its completion */
 } zsh_tl_dev_call_t;
 
 typedef struct zsh_tl_dev_ops {

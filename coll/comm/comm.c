@@ -98,6 +98,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     if (comm == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate a communicator");
     }
+    comm->dev.checked_dev = -1;
     comm->ctx_ranks = malloc((size_t)size * sizeof(int));
     if (comm->ctx_ranks == NULL) {
         status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);

@@ -61,6 +61,8 @@ typedef struct zsh_comm_dev {
     int           mem_type;        /* zsh_mem_type_t: AUTO asks where buffers are */
     void         *stream;          /* the default stream of device calls */
     unsigned      flags;           /* ZSH_STREAM_WAIT or ZSH_STREAM_ENQUEUE */
+    void         *checked_stream;  /* the last stream found to be of device checked_dev */
+    int           checked_dev;     /* -1: none yet */
     uint64_t      posted;          /* device calls posted */
     uint64_t      enqueued;        /* device calls enqueued: the next one's number */
     zsh_status_t  failed;          /* a device call failed: later ones fail so */

@@ -35,7 +35,7 @@ static zsh_status_t zsh_dev_enqueue(zsh_task_t *task, zsh_dev_task_t *st)
 {
     const zsh_coll_args_t *a = &task->args;
     zsh_tl_dev_call_t call = {zsh_dev_colls[a->type], a->sendbuf, a->recvbuf, a->count,
-                              a->dtype, a->op, a->root, st->stream};
+                              a->dtype, a->op, a->root, st->stream, st->wait_done};
     zsh_status_t status;
 
     status = zsh_tl_device()->post(st->dc, &call, &st->op);

@@ -83,10 +83,17 @@ zsh_status_t zsh_dev_classify(const char *fn, zsh_comm_t *comm, const zsh_coll_a
                                "stream takes CUDA device buffers", fn)
                    : ZSH_OK;
     }
+    /* A stream stays on its device: asking once per stream is enough. */
     stream = args->stream_set ? args->stream : comm->dev.stream;
+    if ((stream == comm->dev.checked_stream) && (*dev_p == comm->dev.checked_dev)) {
+        return ZSH_OK;
+    }
     status = tl->stream_check(stream, *dev_p);
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: ", fn);
+        return status;
     }
-    return status;
+    comm->dev.checked_stream = stream;
+    comm->dev.checked_dev    = *dev_p;
+    return ZSH_OK;
 }

@@ -19,7 +19,8 @@
 struct zsh_tl_dev_op {
     cudaEvent_t      event;     /* recorded on the call's stream once it is enqueued */
     void            *stream;
-    bool             recorded;
+    bool             track;     /* its completion is watched: an event is recorded */
+    bool             recorded;  /* enqueued (and its event recorded, if tracked) */
     zsh_tl_dev_op_t *next;      /* the communicator's free list */
 };
 

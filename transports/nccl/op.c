@@ -67,7 +67,8 @@ static zsh_status_t zsh_nccl_op_get(zsh_tl_dev_t *dc, zsh_tl_dev_op_t **op_p)
 
 static zsh_status_t zsh_nccl_record(zsh_tl_dev_op_t *op)
 {
-    cudaError_t err = cudaEventRecord(op->event, (cudaStream_t)op->stream);
+    cudaError_t err = op->track ? cudaEventRecord(op->event, (cudaStream_t)op->stream)
+                                : cudaSuccess;
 
     if (err != cudaSuccess) {
         return zsh_nccl_cuda_error(err, "cudaEventRecord");
@@ -159,6 +160,7 @@ zsh_status_t zsh_nccl_post(zsh_tl_dev_t *dc, const zsh_tl_dev_call_t *call,
     status = zsh_nccl_op_get(dc, &op);
     if (status == ZSH_OK) {
         op->stream = call->stream;
+        op->track  = call->track;
         res = zsh_nccl_launch(dc, call, dt, rop);
         if (res == ncclSuccess) {
             status = zsh_nccl_record(op);
