@@ -14,6 +14,7 @@
 #include "topo/topo.h"
 
 #include <zeroshard.h>
+#include <zeroshard/device.h>
 #include <zeroshard/version.h>
 
 #include <getopt.h>
@@ -122,6 +123,17 @@ static void zsh_info_print_aio(void)
            zsh_aio_backend_ops(kind)->name, (why[0] != '\0') ? "; passed over " : "", why);
 }
 
+/* Whether device buffers can be used here: a build with NCCL on a machine
+ * with no GPU (or no driver) says why not. */
+static void zsh_info_print_device(void)
+{
+    if (zsh_device_available()) {
+        printf("#   device path: available (buffers in CUDA memory go over NCCL)\n");
+    } else {
+        printf("#   device path: not here (%s)\n", zsh_last_error());
+    }
+}
+
 /* Build time (configure) next to run time, since the two may disagree. UCX
  * and hwloc are required, so they are always on. */
 static int zsh_info_print_features(void)
@@ -140,7 +152,9 @@ static int zsh_info_print_features(void)
     printf("#   MPI:    %s (<zeroshard/mpi.h> tests and examples)\n",
            zsh_info_on_off(ZSH_FEATURE_MPI));
     printf("#   CUDA:   %s\n", zsh_info_on_off(ZSH_FEATURE_CUDA));
-    printf("#   NCCL:   %s\n", zsh_info_on_off(ZSH_FEATURE_NCCL));
+    printf("#   NCCL:   %s (collectives on CUDA device buffers, <zeroshard/device.h>)\n",
+           zsh_info_on_off(ZSH_FEATURE_NCCL));
+    zsh_info_print_device();
     zsh_info_print_aio();
     return 0;
 }
