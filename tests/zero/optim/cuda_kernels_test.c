@@ -28,7 +28,11 @@ static const zsh_dtype_t zsh_ck_grads[] = {ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT1
 /* -1: no model copy */
 static const int zsh_ck_outs[] = {-1, ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
 
-/* The device form of the host's per-step scalars: the same fields. */
+/* The device form of the host's per-step scalars: the same fields, which
+ * a field added to one struct and not the other is likely to break. */
+_Static_assert(sizeof(zsh_cuda_update_t) == sizeof(zsh_update_t),
+               "zsh_cuda_update_t mirrors zsh_update_t (optim/rule.h)");
+
 static zsh_cuda_update_t zsh_ck_update(const zsh_update_t *u)
 {
     zsh_cuda_update_t d = {u->kind, u->lr, u->beta1, u->beta2, u->eps, u->weight_decay,
