@@ -3,6 +3,7 @@
  * the memory bound measured in the same run.
  *
  *   zsh_optim_bench [-n 1m,16m,64m] [-r sgd,adam,adamw] [-p fp32,bf16] [-i ITERS] [--json]
+ *                   [--device host|cuda]
  *
  * One rank (a communicator of one process), stage 0, one parameter of N
  * elements. Each repetition hands a gradient over (zsh_optim_grad_ready
@@ -11,8 +12,11 @@
  * fp32 arrays of N elements, best of several runs, gives bytes/s; the bytes
  * the update must read and write per element, divided into that, give the
  * Gparam/s no single-threaded step over memory can beat. The ratio is the
- * fraction of that bound the step reaches.
+ * fraction of that bound the step reaches. --device cuda times the
+ * optimizer's device kernels instead (optim_bench_cuda.c).
  */
+#include "optim_bench_cuda.h"
+
 #include <zeroshard.h>
 #include <zeroshard/optim.h>
 
@@ -41,6 +45,7 @@ typedef struct {
     int    nprecs;
     int    iters;
     int    json;
+    int    cuda;
 } zsh_ob_opts_t;
 
 static double zsh_ob_now(void)
@@ -70,7 +75,7 @@ static const char *zsh_ob_rule_name(zsh_optim_kind_t k)
  * master weights and states, writes them back, and writes the half parameter
  * rounded from the master weights.
  */
-static double zsh_ob_bytes(zsh_optim_kind_t k, zsh_dtype_t prec)
+double zsh_ob_bytes(zsh_optim_kind_t k, zsh_dtype_t prec)
 {
     double states = (k == ZSH_OPTIM_SGD) ? 1.0 : 2.0;
 
@@ -275,13 +280,14 @@ static int zsh_ob_prec_item(const char *s, zsh_ob_opts_t *o)
 static void zsh_ob_usage(FILE *f)
 {
     fprintf(f, "usage: zsh_optim_bench [-n SIZES] [-r RULES] [-p PRECISIONS] [-i ITERS] "
-               "[--json]\n"
+               "[--json] [--device host|cuda]\n"
                "  -n SIZES       elements, comma-separated, k/m/g = 2^10/2^20/2^30 "
                "(default 1m,16m,64m)\n"
                "  -r RULES       sgd (momentum 0.9), adam, adamw (default all)\n"
                "  -p PRECISIONS  fp32, bf16 (default both)\n"
                "  -i ITERS       timed steps per cell, median reported (default 10)\n"
-               "  --json         one JSON array instead of the table\n");
+               "  --json         one JSON array instead of the table\n"
+               "  --device cuda  the CUDA kernels on device memory, against a device copy\n");
 }
 
 static int zsh_ob_parse(int argc, char **argv, zsh_ob_opts_t *o)
@@ -296,6 +302,15 @@ static int zsh_ob_parse(int argc, char **argv, zsh_ob_opts_t *o)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             o->json = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--device") == 0) {
+            if ((i + 1 >= argc) ||
+                ((strcmp(argv[i + 1], "host") != 0) && (strcmp(argv[i + 1], "cuda") != 0))) {
+                fprintf(stderr, "zsh_optim_bench: --device needs host or cuda\n");
+                return -1;
+            }
+            o->cuda = (strcmp(argv[++i], "cuda") == 0);
             continue;
         }
         if ((strcmp(argv[i], "-h") == 0) || (strcmp(argv[i], "--help") == 0)) {
@@ -391,6 +406,10 @@ int main(int argc, char **argv)
     if (zsh_ob_parse(argc, argv, &o) != 0) {
         zsh_ob_usage(stderr);
         return 2;
+    }
+    if (o.cuda) {
+        return zsh_ob_cuda_run(o.sizes, o.nsizes, o.rules, o.nrules, o.precs, o.nprecs, o.iters,
+                               o.json);
     }
     if (zsh_comm_init_oob(&lone, &comm) != ZSH_OK) {
         fprintf(stderr, "zsh_optim_bench: %s\n", zsh_last_error());

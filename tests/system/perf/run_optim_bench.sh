@@ -4,15 +4,17 @@
 # triad bandwidth / bytes per element with the bytes the update moves (20
 # for SGD with momentum, 28 for Adam and AdamW, in fp32 and bf16 alike), the
 # ratio = Gparam/s / bound; --json with the same fields; bad options refused
-# with exit 2 and a message. The numbers themselves are not checked: the
-# benchmark never runs at its real sizes here.
+# with exit 2 and a message; --device cuda rows with the copy's bound, or a
+# skip naming why the device kernels cannot run. The numbers themselves are
+# not checked: the benchmark never runs at its real sizes here.
 # Ends with a GoogleTest-style summary that tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/perf/zsh_optim_bench"
-expected=3
+expected=4
 passed=0
 failed=0
+skipped=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -73,12 +75,48 @@ bad() {
     refused "-i '0': need 1 to 100000" -i 0
     refused "-n needs a value" -n
     refused "unknown option '--bogus'" --bogus
+    refused "--device needs host or cuda" --device gpu
 }
 result bad_options_are_refused_naming_them "$(bad)"
 
+# The device kernels: rows like the host's with the device copy as the bound,
+# or, without a device or nvcc, exit 1 naming why (a skip, not a pass).
+device() {
+    timeout 120 "$prog" --device cuda -n 1k,3000 -r adamw,sgd -p fp32,bf16 -i 3 >"$tmp/out" 2>"$tmp/err"
+    case $? in
+    0) ;;
+    1) if grep -qE -- "--device cuda: (.*no CUDA device visible|built without nvcc|.*cudaGetDeviceCount)" "$tmp/err"; then
+           echo "SKIP: $(tail -1 "$tmp/err")"
+       else
+           echo "exit 1: $(cat "$tmp/err")"
+       fi
+       return ;;
+    *) echo "exit $?: $(cat "$tmp/err")"; return ;;
+    esac
+    grep -qE '^# rule +prec +elements +step_us +Gparam/s +B/elem +d2dGB/s +bound +ratio$' "$tmp/out" ||
+        echo "no column line: $(grep '^# rule' "$tmp/out")"
+    grep -v '^#' "$tmp/out" | awk '
+        function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 2e-2 * (b < 0 ? -b : b) + 2e-3 }
+        { rows++ }
+        NF != 9 || $1 !~ /^(sgd|adamw)$/ || $2 !~ /^(fp32|bf16)$/ || $3 !~ /^(1024|3000)$/ { print "bad row: " $0; bad = 1; next }
+        $4 <= 0 || $5 <= 0 || $7 <= 0 || $8 <= 0 { print "not positive: " $0; bad = 1 }
+        $6 != ($1 == "sgd" ? 20 : 28) { print "bytes per element: " $0; bad = 1 }
+        !near($8, $7 / $6) { print "bound is not copy / bytes: " $0; bad = 1 }
+        !near($9, $5 / $8) { print "ratio is not Gparam/s / bound: " $0; bad = 1 }
+        END { if (rows != 8) { print rows " rows, 8 expected"; bad = 1 } exit bad }'
+}
+out=$(device)
+case $out in
+SKIP:*) echo "[  SKIPPED ] zsh_optim_bench.device_cuda_rows_have_the_copy_as_their_bound"
+        echo "    ${out#SKIP: }"
+        skipped=$((skipped + 1)) ;;
+*) result device_cuda_rows_have_the_copy_as_their_bound "$out" ;;
+esac
+
 echo "[  PASSED  ] $passed tests."
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] zsh_optim_bench: $((passed + failed)) results reported, $expected expected"
+[ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
+if [ $((passed + failed + skipped)) != "$expected" ]; then
+    echo "[  FAILED  ] zsh_optim_bench: $((passed + failed + skipped)) results reported, $expected expected"
     failed=$((failed + 1))
 fi
 if [ "$failed" -gt 0 ]; then

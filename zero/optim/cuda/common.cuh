@@ -1,0 +1,143 @@
+/*
+ * What the device kernels share: the host's fp16 and bf16 conversions on
+ * bits (core/half.h, the same integer steps and the same one fp32 add, so
+ * the same results, NaN payloads included), element access by dtype, the
+ * launch geometry, and the argument and error checks of the C entry points.
+ *
+ * Every fp32 operation is spelled as its round-to-nearest intrinsic
+ * (__fmul_rn, __fadd_rn, ...): nvcc never contracts those into an FMA, so
+ * the host's operation order holds even without -fmad=false.
+ */
+#ifndef ZSH_OPTIM_CUDA_COMMON_CUH_
+#define ZSH_OPTIM_CUDA_COMMON_CUH_
+
+#include "optim/cuda/kernels.h"
+
+extern "C" {
+#include "core/status.h"
+}
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+__device__ __forceinline__ uint32_t zsh_d_mask(bool cond)
+{
+    return 0u - (uint32_t)cond;
+}
+
+__device__ __forceinline__ float zsh_d_fp16_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t mag  = h & 0x7fffu;
+    uint32_t wide = (mag << 13) + ((127u - 15u) << 23) +
+                    (zsh_d_mask(mag >= 0x7c00u) & ((127u - 15u) << 23));
+    uint32_t tiny    = __float_as_uint(__fmul_rn(__int2float_rn((int32_t)mag), 0x1p-24f));
+    uint32_t is_tiny = zsh_d_mask(mag < 0x0400u);
+
+    return __uint_as_float(sign | (tiny & is_tiny) | (wide & ~is_tiny));
+}
+
+__device__ __forceinline__ uint16_t zsh_d_float_to_fp16(float f)
+{
+    uint32_t bits   = __float_as_uint(f);
+    uint32_t sign   = (bits >> 16) & 0x8000u;
+    uint32_t mag    = bits & 0x7fffffffu;
+    uint32_t exp    = mag >> 23;
+    uint32_t e      = (exp < 127u - 14u) ? 127u - 14u : (exp > 127u + 16u) ? 127u + 16u : exp;
+    uint32_t magic  = (e + 13u) << 23;
+    uint32_t steps  = __float_as_uint(__fadd_rn(__uint_as_float(mag), __uint_as_float(magic))) -
+                      magic;
+    uint32_t h      = ((e - (127u - 14u)) << 10) + steps;
+    uint32_t finite = (h > 0x7c00u) ? 0x7c00u : h;
+    uint32_t nan    = zsh_d_mask(mag > 0x7f800000u) & (0x0200u | ((mag >> 13) & 0x03ffu));
+
+    return (uint16_t)(sign | finite | nan);
+}
+
+__device__ __forceinline__ float zsh_d_bf16_to_float(uint16_t h)
+{
+    return __uint_as_float((uint32_t)h << 16);
+}
+
+__device__ __forceinline__ uint16_t zsh_d_float_to_bf16(float f)
+{
+    uint32_t bits    = __float_as_uint(f);
+    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    uint32_t nan     = (bits >> 16) | 0x0040u;
+
+    return (uint16_t)(((bits & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
+}
+
+/* Element types: how an element of each dtype reads as, and is written
+ * from, fp32. */
+struct zsh_d_f32 {
+    typedef float elem_t;
+    static __device__ __forceinline__ float load(const float *x, size_t i) { return x[i]; }
+    static __device__ __forceinline__ void store(float *x, size_t i, float f) { x[i] = f; }
+};
+
+struct zsh_d_bf16 {
+    typedef uint16_t elem_t;
+    static __device__ __forceinline__ float load(const uint16_t *x, size_t i)
+    {
+        return zsh_d_bf16_to_float(x[i]);
+    }
+    static __device__ __forceinline__ void store(uint16_t *x, size_t i, float f)
+    {
+        x[i] = zsh_d_float_to_bf16(f);
+    }
+};
+
+struct zsh_d_fp16 {
+    typedef uint16_t elem_t;
+    static __device__ __forceinline__ float load(const uint16_t *x, size_t i)
+    {
+        return zsh_d_fp16_to_float(x[i]);
+    }
+    static __device__ __forceinline__ void store(uint16_t *x, size_t i, float f)
+    {
+        x[i] = zsh_d_float_to_fp16(f);
+    }
+};
+
+/* No model copy. */
+struct zsh_d_none {
+    typedef uint16_t elem_t;
+    static __device__ __forceinline__ void store(uint16_t *, size_t, float) {}
+};
+
+#define ZSH_CUDA_THREADS 256
+
+/* Blocks for a grid-stride loop over @n elements (n > 0). */
+static inline unsigned zsh_cuda_blocks(size_t n)
+{
+    size_t b = (n + ZSH_CUDA_THREADS - 1) / ZSH_CUDA_THREADS;
+
+    return (unsigned)((b < 65536u * 16u) ? b : 65536u * 16u);
+}
+
+/* Whether @d is one of the dtypes the kernels take. */
+static inline bool zsh_cuda_dtype_ok(zsh_dtype_t d)
+{
+    return (d == ZSH_FLOAT32) || (d == ZSH_BFLOAT16) || (d == ZSH_FLOAT16);
+}
+
+/* The status for CUDA error @err in @what (err != cudaSuccess), with CUDA's
+ * text. */
+zsh_status_t zsh_cuda_error(cudaError_t err, const char *what);
+
+/* The status of the launch just made by @what (cudaGetLastError()). */
+zsh_status_t zsh_cuda_launched(const char *what);
+
+/* ZSH_OK if @ptr (@name of @what) is memory the device can reach;
+ * ZSH_ERR_INVALID_ARG for pageable host memory. */
+zsh_status_t zsh_cuda_check_ptr(const void *ptr, const char *what, const char *name);
+
+/* The checks of every rule's entry point @what, before anything is
+ * enqueued: @a, the dtypes, the pointers (non-NULL where the rule reads
+ * them: m if @need_m, v if @need_v) and that they are device memory.
+ * ZSH_OK for n == 0 without looking at the pointers. */
+zsh_status_t zsh_cuda_step_check(const zsh_cuda_step_args_t *a, const char *what, bool need_m,
+                                 bool need_v);
+
+#endif
