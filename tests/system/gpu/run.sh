@@ -87,6 +87,23 @@ bench_tables() {
     bash "$top/perf/device_bench.sh" "$out/device_bench.txt" "$build"
 }
 
+# The same calls told where their buffers are: what asking CUDA costs per call.
+bench_told() {
+    local c
+    for c in allgather reduce_scatter allreduce broadcast; do
+        "$build/tools/zshrun" -n 1 "$build/perf/zsh_bench" $c --device cuda --mem-type cuda \
+            -m 8:16m -f || return 1
+    done
+}
+
+optim_bench_tests() {
+    cd "$build" && top_builddir=. bash "$top/tests/system/perf/run_optim_bench.sh"
+}
+
+optim_bench_table() {
+    "$build/perf/zsh_optim_bench" --device cuda -n 1m,16m,64m,256m
+}
+
 nvidia-smi -L >"$out/gpu.txt" 2>&1
 step unpack_debs unpack || exit 1
 setup_env
@@ -95,6 +112,9 @@ step build make_all || { tail -40 "$out/build.log"; exit 1; }
 step gpu_tests gpu_tests
 step bench_tests bench_tests
 step bench_tables bench_tables
+step bench_told bench_told
+step optim_bench_tests optim_bench_tests
+step optim_bench_table optim_bench_table
 if [ -n "${ZSH_GPU_EXTRA:-}" ]; then
     step extra bash -c "cd '$build' && $ZSH_GPU_EXTRA"
 fi
