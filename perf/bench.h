@@ -102,6 +102,10 @@ typedef struct {
 /* Parse argv into @opts: 0 to run, 1 for --help, -1 on a bad option, with
  * @err (of @errlen bytes) saying why. */
 int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, size_t errlen);
+
+/* One blocking ZeroShard call of the benchmarked collective (sum, root 0). */
+zsh_status_t zsh_bench_zsh_call(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count,
+                                zsh_comm_t *comm);
 void zsh_bench_usage(FILE *out);
 
 /* ---- bench_dtype.c ---- */

@@ -304,15 +304,8 @@ static void zsh_bench_cuda_call_nccl(const zsh_bench_cuda_t *cuda, const zsh_ben
 static void zsh_bench_cuda_call_zsh(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count,
                                     zsh_comm_t *comm)
 {
-    zsh_dtype_t  dt = opts->dtype->dtype;
-    zsh_status_t st = ZSH_OK;
+    zsh_status_t st = zsh_bench_zsh_call(opts, send, recv, count, comm);
 
-    switch (opts->coll->coll) {
-    case ZSH_BUSBW_ALLGATHER:      st = zsh_allgather(send, recv, count, dt, comm); break;
-    case ZSH_BUSBW_REDUCE_SCATTER: st = zsh_reduce_scatter(send, recv, count, dt, ZSH_SUM, comm); break;
-    case ZSH_BUSBW_ALLREDUCE:      st = zsh_allreduce(send, recv, count, dt, ZSH_SUM, comm); break;
-    case ZSH_BUSBW_BROADCAST:      st = zsh_broadcast(send, count, dt, 0, comm); break;
-    }
     if (st != ZSH_OK) {
         zsh_bench_cuda_fail(opts, "zsh", zsh_last_error());
     }

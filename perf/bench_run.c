@@ -92,18 +92,25 @@ static void zsh_bench_fail(const zsh_bench_opts_t *opts, const char *what, const
     zsh_bench_world_abort(1);
 }
 
+zsh_status_t zsh_bench_zsh_call(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count,
+                                zsh_comm_t *comm)
+{
+    zsh_dtype_t dt = opts->dtype->dtype;
+
+    switch (opts->coll->coll) {
+    case ZSH_BUSBW_ALLGATHER:      return zsh_allgather(send, recv, count, dt, comm);
+    case ZSH_BUSBW_REDUCE_SCATTER: return zsh_reduce_scatter(send, recv, count, dt, ZSH_SUM, comm);
+    case ZSH_BUSBW_ALLREDUCE:      return zsh_allreduce(send, recv, count, dt, ZSH_SUM, comm);
+    case ZSH_BUSBW_BROADCAST:      return zsh_broadcast(send, count, dt, 0, comm);
+    }
+    return ZSH_ERR_INVALID_ARG;
+}
+
 static void zsh_bench_call_zsh(const zsh_bench_opts_t *opts, char *send, char *recv, size_t count,
                                zsh_comm_t *comm)
 {
-    zsh_dtype_t  dt = opts->dtype->dtype;
-    zsh_status_t st = ZSH_OK;
+    zsh_status_t st = zsh_bench_zsh_call(opts, send, recv, count, comm);
 
-    switch (opts->coll->coll) {
-    case ZSH_BUSBW_ALLGATHER:      st = zsh_allgather(send, recv, count, dt, comm); break;
-    case ZSH_BUSBW_REDUCE_SCATTER: st = zsh_reduce_scatter(send, recv, count, dt, ZSH_SUM, comm); break;
-    case ZSH_BUSBW_ALLREDUCE:      st = zsh_allreduce(send, recv, count, dt, ZSH_SUM, comm); break;
-    case ZSH_BUSBW_BROADCAST:      st = zsh_broadcast(send, count, dt, 0, comm); break;
-    }
     if (st != ZSH_OK) {
         zsh_bench_fail(opts, "zsh", zsh_last_error());
     }
