@@ -85,9 +85,11 @@ zsh_status_t zsh_mem_type(const void *ptr, zsh_mem_type_t *type_p);
 zsh_status_t zsh_comm_set_mem_type(zsh_comm_t *comm, zsh_mem_type_t type);
 
 /**
- * @brief Set the CUDA stream (a cudaStream_t, NULL for the default stream) that
- *        @p comm's later device calls are enqueued on, and how blocking calls end.
- * @param[in] flags ::ZSH_STREAM_WAIT or ::ZSH_STREAM_ENQUEUE.
+ * @brief Set the CUDA stream that @p comm's later device calls are enqueued on,
+ *        and how blocking calls end. Local.
+ * @param[in] comm   The communicator.
+ * @param[in] stream A cudaStream_t of the buffers' device; NULL for the default stream.
+ * @param[in] flags  ::ZSH_STREAM_WAIT or ::ZSH_STREAM_ENQUEUE.
  * @return ZSH_OK; ZSH_ERR_UNSUPPORTED in a build without CUDA and NCCL;
  *         ZSH_ERR_INVALID_ARG for unknown flags.
  */

@@ -75,7 +75,7 @@ static void zsh_dev_copy(const zsh_dev_mem_t *m, void *dst, const void *src, siz
 static const char *zsh_dev_skip(void)
 {
 #ifdef ZSH_HAVE_NCCL
-    static char why[512];
+    static __thread char why[512]; /* ranks are threads of one process */
 
     if (!zsh_device_available()) {
         snprintf(why, sizeof(why), "no CUDA device here: %s", zsh_last_error());

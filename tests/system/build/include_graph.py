@@ -54,7 +54,7 @@ ROOTS = {
     "coll": ["include", "src", "transports", "coll"],
     "zero": ["include", "src", "zero"],
     "tools": ["include", "src", "transports", "coll", "zero", "tools"],
-    "perf": ["include", "src", "perf"],
+    "perf": ["include", "src", "zero", "perf"],
     "examples": ["include", "perf"],
     "tests": ["include", "src", "transports", "coll", "zero", "tests"],
 }
