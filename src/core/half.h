@@ -18,7 +18,15 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t zsh_float_bits(float f)
+/* The device kernels (zero/optim/cuda) convert with these same functions,
+ * so host and device give the same bits. */
+#ifdef __CUDACC__
+#define ZSH_HALF_FN static __host__ __device__ __forceinline__
+#else
+#define ZSH_HALF_FN static inline
+#endif
+
+ZSH_HALF_FN uint32_t zsh_float_bits(float f)
 {
     uint32_t u;
 
@@ -26,7 +34,7 @@ static inline uint32_t zsh_float_bits(float f)
     return u;
 }
 
-static inline float zsh_bits_float(uint32_t u)
+ZSH_HALF_FN float zsh_bits_float(uint32_t u)
 {
     float f;
 
@@ -38,12 +46,12 @@ static inline float zsh_bits_float(uint32_t u)
  * branch-free. A ?: whose arm does fp32 arithmetic can become a branch around
  * it, and gcc will not if-convert a trapping FP op back, so the loop would
  * not vectorize. */
-static inline uint32_t zsh_half_mask(int cond)
+ZSH_HALF_FN uint32_t zsh_half_mask(int cond)
 {
     return 0u - (uint32_t)(cond != 0);
 }
 
-static inline float zsh_fp16_to_float(uint16_t h)
+ZSH_HALF_FN float zsh_fp16_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t mag  = h & 0x7fffu;
@@ -58,7 +66,7 @@ static inline float zsh_fp16_to_float(uint16_t h)
     return zsh_bits_float(sign | (tiny & is_tiny) | (wide & ~is_tiny));
 }
 
-static inline uint16_t zsh_float_to_fp16(float f)
+ZSH_HALF_FN uint16_t zsh_float_to_fp16(float f)
 {
     uint32_t bits = zsh_float_bits(f);
     uint32_t sign = (bits >> 16) & 0x8000u;
@@ -81,12 +89,12 @@ static inline uint16_t zsh_float_to_fp16(float f)
     return (uint16_t)(sign | finite | nan);
 }
 
-static inline float zsh_bf16_to_float(uint16_t h)
+ZSH_HALF_FN float zsh_bf16_to_float(uint16_t h)
 {
     return zsh_bits_float((uint32_t)h << 16);
 }
 
-static inline uint16_t zsh_float_to_bf16(float f)
+ZSH_HALF_FN uint16_t zsh_float_to_bf16(float f)
 {
     uint32_t bits = zsh_float_bits(f);
     /* Round the low 16 bits to nearest even; a carry into the exponent

@@ -1,7 +1,6 @@
 /*
- * What the device kernels share: the host's fp16 and bf16 conversions on
- * bits (core/half.h, the same integer steps and the same one fp32 add, so
- * the same results, NaN payloads included), element access by dtype, the
+ * What the device kernels share: the host's own fp16 and bf16 conversions
+ * (core/half.h, built for the device too), element access by dtype, the
  * launch geometry, and the argument and error checks of the C entry points.
  *
  * Every fp32 operation is spelled as its round-to-nearest intrinsic
@@ -17,56 +16,10 @@ extern "C" {
 #include "core/status.h"
 }
 
+#include "core/half.h"
+
 #include <cuda_runtime.h>
 #include <stdint.h>
-
-__device__ __forceinline__ uint32_t zsh_d_mask(bool cond)
-{
-    return 0u - (uint32_t)cond;
-}
-
-__device__ __forceinline__ float zsh_d_fp16_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t mag  = h & 0x7fffu;
-    uint32_t wide = (mag << 13) + ((127u - 15u) << 23) +
-                    (zsh_d_mask(mag >= 0x7c00u) & ((127u - 15u) << 23));
-    uint32_t tiny    = __float_as_uint(__fmul_rn(__int2float_rn((int32_t)mag), 0x1p-24f));
-    uint32_t is_tiny = zsh_d_mask(mag < 0x0400u);
-
-    return __uint_as_float(sign | (tiny & is_tiny) | (wide & ~is_tiny));
-}
-
-__device__ __forceinline__ uint16_t zsh_d_float_to_fp16(float f)
-{
-    uint32_t bits   = __float_as_uint(f);
-    uint32_t sign   = (bits >> 16) & 0x8000u;
-    uint32_t mag    = bits & 0x7fffffffu;
-    uint32_t exp    = mag >> 23;
-    uint32_t e      = (exp < 127u - 14u) ? 127u - 14u : (exp > 127u + 16u) ? 127u + 16u : exp;
-    uint32_t magic  = (e + 13u) << 23;
-    uint32_t steps  = __float_as_uint(__fadd_rn(__uint_as_float(mag), __uint_as_float(magic))) -
-                      magic;
-    uint32_t h      = ((e - (127u - 14u)) << 10) + steps;
-    uint32_t finite = (h > 0x7c00u) ? 0x7c00u : h;
-    uint32_t nan    = zsh_d_mask(mag > 0x7f800000u) & (0x0200u | ((mag >> 13) & 0x03ffu));
-
-    return (uint16_t)(sign | finite | nan);
-}
-
-__device__ __forceinline__ float zsh_d_bf16_to_float(uint16_t h)
-{
-    return __uint_as_float((uint32_t)h << 16);
-}
-
-__device__ __forceinline__ uint16_t zsh_d_float_to_bf16(float f)
-{
-    uint32_t bits    = __float_as_uint(f);
-    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    uint32_t nan     = (bits >> 16) | 0x0040u;
-
-    return (uint16_t)(((bits & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
-}
 
 /* Element types: how an element of each dtype reads as, and is written
  * from, fp32. */
@@ -80,11 +33,11 @@ struct zsh_d_bf16 {
     typedef uint16_t elem_t;
     static __device__ __forceinline__ float load(const uint16_t *x, size_t i)
     {
-        return zsh_d_bf16_to_float(x[i]);
+        return zsh_bf16_to_float(x[i]);
     }
     static __device__ __forceinline__ void store(uint16_t *x, size_t i, float f)
     {
-        x[i] = zsh_d_float_to_bf16(f);
+        x[i] = zsh_float_to_bf16(f);
     }
 };
 
@@ -92,11 +45,11 @@ struct zsh_d_fp16 {
     typedef uint16_t elem_t;
     static __device__ __forceinline__ float load(const uint16_t *x, size_t i)
     {
-        return zsh_d_fp16_to_float(x[i]);
+        return zsh_fp16_to_float(x[i]);
     }
     static __device__ __forceinline__ void store(uint16_t *x, size_t i, float f)
     {
-        x[i] = zsh_d_float_to_fp16(f);
+        x[i] = zsh_float_to_fp16(f);
     }
 };
 
