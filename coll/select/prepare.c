@@ -50,11 +50,11 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
     if (device) {
         task->algo = ZSH_ALGO_NCCL;
         status     = zsh_dev_init(task);
-    } else if ((args->count > 0) && (comm->size > 1)) {
-        status = zsh_select(comm, args->type, zsh_coll_bytes(args, comm->size), &task->algo);
-    }
-    if ((status == ZSH_OK) && (args->count > 0) && !device) {
-        status = zsh_coll_init(task, algos);
+    } else if (args->count > 0) {
+        if (comm->size > 1) {
+            status = zsh_select(comm, args->type, zsh_coll_bytes(args, comm->size), &task->algo);
+        }
+        status = (status == ZSH_OK) ? zsh_coll_init(task, algos) : status;
     }
     if (status != ZSH_OK) {
         zsh_task_put(task);
