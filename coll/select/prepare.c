@@ -6,6 +6,22 @@
 #include "select/select.h"
 #include "task/validate.h"
 
+#include <string.h>
+
+/* A communicator of one rank: every collective's result is its input, for
+ * every op (a sum, product, minimum, maximum or average of one value is that
+ * value). Copying it once beats running an algorithm that widens and
+ * narrows it through an accumulator; in place there is nothing to do. */
+static void zsh_coll_self(const zsh_coll_args_t *args)
+{
+    bool moves = (args->type == ZSH_COLL_ALLGATHER) || (args->type == ZSH_COLL_REDUCE_SCATTER) ||
+                 (args->type == ZSH_COLL_ALLREDUCE);
+
+    if (moves && (args->sendbuf != args->recvbuf)) {
+        memmove(args->recvbuf, args->sendbuf, args->count * zsh_dtype_size(args->dtype));
+    }
+}
+
 /* Bytes a call moves in all: the gathered buffer, the input vector, the vector. */
 static size_t zsh_coll_bytes(const zsh_coll_args_t *args, int nranks)
 {
@@ -50,10 +66,10 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
     if (device) {
         task->algo = ZSH_ALGO_NCCL;
         status     = zsh_dev_init(task);
+    } else if ((args->count > 0) && (comm->size == 1)) {
+        zsh_coll_self(args);
     } else if (args->count > 0) {
-        if (comm->size > 1) {
-            status = zsh_select(comm, args->type, zsh_coll_bytes(args, comm->size), &task->algo);
-        }
+        status = zsh_select(comm, args->type, zsh_coll_bytes(args, comm->size), &task->algo);
         status = (status == ZSH_OK) ? zsh_coll_init(task, algos) : status;
     }
     if (status != ZSH_OK) {

@@ -92,9 +92,3 @@ void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float 
         }
     }
 }
-
-void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                     size_t n, const zsh_update_t *u)
-{
-    zsh_optim_apply_out(opt, p, g, m, v, NULL, n, u);
-}

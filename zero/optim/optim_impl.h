@@ -202,11 +202,6 @@ void         zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh
                                    const zsh_swap_view_t *view);
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
 
-/* apply.c: the rule on @n elements; @p and the states are fp32, @g is in
- * the layer's precision (widened a chunk at a time when mixed). */
-void zsh_optim_apply(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                     size_t n, const zsh_update_t *u);
-
 /* Convert @n elements between fp32 and the layer's half precision @dtype. */
 void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);
 void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n);

@@ -63,9 +63,10 @@ void zsh_sgd_update(float *restrict p, const float *restrict g, float *restrict 
 void zsh_sgd_update_bf16(float *restrict p, const uint16_t *restrict g, float *restrict buf,
                          uint16_t *restrict out, size_t n, const zsh_update_t *u);
 
-/* The rule on @n elements in @opt's precision (apply.c); @out, unless NULL,
- * receives the updated master weights in the half precision of a mixed
- * precision optimizer. zsh_optim_apply() is this with @out NULL. */
+/* The rule on @n elements in @opt's precision (apply.c): @p and the states
+ * are fp32, @g is in the layer's precision (an fp16 one widened a chunk at a
+ * time). @out, unless NULL, receives the updated master weights in the half
+ * precision of a mixed precision optimizer. */
 void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
                          void *out, size_t n, const zsh_update_t *u);
 

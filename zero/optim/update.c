@@ -4,8 +4,9 @@
  * into every rank's framework buffers; stage 3 leaves them in the shard for
  * the next fetch; stage 0 updated a full replica on every rank already.
  *
- * Mixed precision runs the rule on the fp32 master weights (apply.c), then
- * rounds them into the half-precision parameters.
+ * Mixed precision runs the rule on the fp32 master weights (apply.c) and
+ * rounds them into the half-precision parameters in the same pass, so the
+ * master weights are read once per step, not twice.
  */
 #include "optim/optim_impl.h"
 
@@ -62,13 +63,12 @@ static void zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh
             continue;
         }
         p = zsh_optim_at(opt, b, param, opt->mixed ? ZSH_TK_MASTER : ZSH_TK_PARAMS, s, view);
-        zsh_optim_apply(opt, p, zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
-                        zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
-                        zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), e - s, u);
-        if (opt->mixed) {
-            zsh_optim_from_float(opt->cfg.precision, p,
-                                 zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view), e - s);
-        }
+        zsh_optim_apply_out(opt, p, zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view),
+                            opt->mixed ? zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view)
+                                       : NULL,
+                            e - s, u);
     }
 }
 
