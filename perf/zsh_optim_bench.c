@@ -2,20 +2,22 @@
  * zsh_optim_bench: how fast the optimizer step updates parameters, against
  * the memory bound measured in the same run.
  *
- *   zsh_optim_bench [-n 1m,16m,64m] [-r sgd,adam,adamw] [-p fp32,bf16] [-i ITERS] [--json]
- *                   [--device host|cuda]
+ *   zsh_optim_bench [-n 1m,16m,64m] [-r sgd,adam,adamw] [-p fp32,bf16] [-i ITERS]
+ *                   [-t THREADS] [--json] [--device host|cuda]
  *
  * One rank (a communicator of one process), stage 0, one parameter of N
  * elements. Each repetition hands a gradient over (zsh_optim_grad_ready
  * copies it, which is not timed) and times zsh_optim_step alone; the median
  * gives Gparam/s. The bound: a STREAM triad (a[i] = b[i] + s * c[i]) on three
- * fp32 arrays of N elements, best of several runs, gives bytes/s; the bytes
- * the update must read and write per element, divided into that, give the
- * Gparam/s no single-threaded step over memory can beat. The ratio is the
+ * fp32 arrays of N elements on as many threads as the step's update
+ * (optim_bench_triad.c), best of several runs, gives bytes/s; the bytes the
+ * update must read and write per element, divided into that, give the
+ * Gparam/s no step over memory on those threads can beat. The ratio is the
  * fraction of that bound the step reaches. --device cuda times the
  * optimizer's device kernels instead (optim_bench_cuda.c).
  */
 #include "optim_bench_cuda.h"
+#include "optim_bench_triad.h"
 
 #include <zeroshard.h>
 #include <zeroshard/optim.h>
@@ -28,14 +30,6 @@
 
 #define ZSH_OB_MAX 16
 
-/* The triad is built for the same instruction sets as the layer's update
- * kernels (zero/optim/rule.h), so the bound is not that of a narrower loop. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && defined(__GLIBC__)
-#define ZSH_OB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ZSH_OB_CLONES
-#endif
-
 typedef struct {
     size_t sizes[ZSH_OB_MAX];
     int    nsizes;
@@ -44,6 +38,7 @@ typedef struct {
     zsh_dtype_t precs[2];
     int    nprecs;
     int    iters;
+    int    threads;
     int    json;
     int    cuda;
 } zsh_ob_opts_t;
@@ -85,50 +80,6 @@ double zsh_ob_bytes(zsh_optim_kind_t k, zsh_dtype_t prec)
     return 2.0 + 4.0 * (1.0 + states) + 4.0 * (1.0 + states) + 2.0;
 }
 
-ZSH_OB_CLONES
-static void zsh_ob_triad_loop(float *restrict a, const float *restrict b,
-                              const float *restrict c, float s, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        a[i] = b[i] + s * c[i];
-    }
-}
-
-/* The best triad bandwidth over @reps runs on three arrays of @n floats. */
-static double zsh_ob_triad(size_t n, int reps)
-{
-    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
-    float *c = malloc(n * sizeof(float));
-    volatile float sink;
-    float s = 0.5f;
-    double best = 0.0, t;
-    size_t i;
-    int r;
-
-    if ((a == NULL) || (b == NULL) || (c == NULL)) {
-        free(a), free(b), free(c);
-        return 0.0;
-    }
-    for (i = 0; i < n; i++) {
-        a[i] = 0.0f, b[i] = 1.0f + (float)(i & 7), c[i] = 0.25f;
-    }
-    for (r = 0; r < reps; r++) {
-        t = zsh_ob_now();
-        zsh_ob_triad_loop(a, b, c, s, n);
-        t = zsh_ob_now() - t;
-        sink = a[n / 2]; /* keep the loop */
-        (void)sink;
-        s += 1e-3f;
-        if ((t > 0.0) && (3.0 * 4.0 * (double)n / t > best)) {
-            best = 3.0 * 4.0 * (double)n / t;
-        }
-    }
-    free(a), free(b), free(c);
-    return best;
-}
-
 static uint16_t zsh_ob_bf16(float f)
 {
     uint32_t u;
@@ -139,7 +90,7 @@ static uint16_t zsh_ob_bf16(float f)
 
 /* Median seconds of zsh_optim_step over @iters steps, or a negative value. */
 static double zsh_ob_step(zsh_comm_t *comm, zsh_optim_kind_t kind, zsh_dtype_t prec, size_t n,
-                          int iters)
+                          int iters, int threads)
 {
     size_t es = (prec == ZSH_FLOAT32) ? 4 : 2, i;
     zsh_optim_config_t cfg;
@@ -171,6 +122,7 @@ static double zsh_ob_step(zsh_comm_t *comm, zsh_optim_kind_t kind, zsh_dtype_t p
     cfg.momentum     = (kind == ZSH_OPTIM_SGD) ? 0.9f : 0.0f;
     cfg.weight_decay = 0.01f;
     cfg.bucket_size  = n * es; /* the parameter alone in one bucket */
+    cfg.update_threads = threads;
     if ((zsh_optim_create(comm, &cfg, &opt) != ZSH_OK) ||
         (zsh_optim_register(opt, "w", n, prec, buf, &param) != ZSH_OK) ||
         (zsh_optim_setup(opt) != ZSH_OK)) {
@@ -280,12 +232,14 @@ static int zsh_ob_prec_item(const char *s, zsh_ob_opts_t *o)
 static void zsh_ob_usage(FILE *f)
 {
     fprintf(f, "usage: zsh_optim_bench [-n SIZES] [-r RULES] [-p PRECISIONS] [-i ITERS] "
-               "[--json] [--device host|cuda]\n"
+               "[-t THREADS] [--json] [--device host|cuda]\n"
                "  -n SIZES       elements, comma-separated, k/m/g = 2^10/2^20/2^30 "
                "(default 1m,16m,64m)\n"
                "  -r RULES       sgd (momentum 0.9), adam, adamw (default all)\n"
                "  -p PRECISIONS  fp32, bf16 (default both)\n"
                "  -i ITERS       timed steps per cell, median reported (default 10)\n"
+               "  -t THREADS     update threads of the step, and threads of the triad that\n"
+               "                 bounds it (default 1)\n"
                "  --json         one JSON array instead of the table\n"
                "  --device cuda  the CUDA kernels on device memory, against a device copy\n");
 }
@@ -298,7 +252,8 @@ static int zsh_ob_parse(int argc, char **argv, zsh_ob_opts_t *o)
     int i;
 
     memset(o, 0, sizeof(*o));
-    o->iters = 10;
+    o->iters   = 10;
+    o->threads = 1;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             o->json = 1;
@@ -317,7 +272,7 @@ static int zsh_ob_parse(int argc, char **argv, zsh_ob_opts_t *o)
             zsh_ob_usage(stdout);
             exit(0);
         }
-        if ((strlen(argv[i]) != 2) || (argv[i][0] != '-') || (strchr("nrpi", argv[i][1]) == NULL)) {
+        if ((strlen(argv[i]) != 2) || (argv[i][0] != '-') || (strchr("nrpit", argv[i][1]) == NULL)) {
             fprintf(stderr, "zsh_optim_bench: unknown option '%s'\n", argv[i]);
             return -1;
         }
@@ -350,6 +305,14 @@ static int zsh_ob_parse(int argc, char **argv, zsh_ob_opts_t *o)
                                 "comma-separated\n", val);
                 return -1;
             }
+            break;
+        case 't':
+            v = strtol(val, &end, 10);
+            if ((*end != '\0') || (end == val) || (v < 1) || (v > 256)) {
+                fprintf(stderr, "zsh_optim_bench: -t '%s': need 1 to 256\n", val);
+                return -1;
+            }
+            o->threads = (int)v;
             break;
         default:
             v = strtol(val, &end, 10);
@@ -418,14 +381,14 @@ int main(int argc, char **argv)
     if (o.json) {
         printf("[");
     } else {
-        printf("# ZeroShard optimizer step: 1 rank, stage 0, one parameter, median of %d steps\n",
-               o.iters);
+        printf("# ZeroShard optimizer step: 1 rank, stage 0, one parameter, median of %d steps, "
+               "%d update thread(s); the triad on as many\n", o.iters, o.threads);
         printf("# bound = triad GB/s / bytes per element; ratio = Gparam/s / bound\n");
         printf("%-6s %-5s %11s %10s %9s %7s %9s %9s %6s\n", "# rule", "prec", "elements",
                "step_us", "Gparam/s", "B/elem", "triadGB/s", "bound", "ratio");
     }
     for (s = 0; s < o.nsizes; s++) {
-        triad = zsh_ob_triad(o.sizes[s], (o.sizes[s] < ((size_t)1 << 22)) ? 50 : 10);
+        triad = zsh_ob_triad(o.sizes[s], (o.sizes[s] < ((size_t)1 << 22)) ? 50 : 10, o.threads);
         if (triad <= 0.0) {
             fprintf(stderr, "zsh_optim_bench: no memory for the triad on %zu elements\n",
                     o.sizes[s]);
@@ -434,7 +397,7 @@ int main(int argc, char **argv)
         }
         for (r = 0; r < o.nrules; r++) {
             for (p = 0; p < o.nprecs; p++) {
-                sec = zsh_ob_step(comm, o.rules[r], o.precs[p], o.sizes[s], o.iters);
+                sec = zsh_ob_step(comm, o.rules[r], o.precs[p], o.sizes[s], o.iters, o.threads);
                 if (sec <= 0.0) {
                     zsh_comm_destroy(comm);
                     return 1;
@@ -444,11 +407,12 @@ int main(int argc, char **argv)
                 bound = triad / bytes * 1e-9;
                 if (o.json) {
                     printf("%s\n {\"rule\": \"%s\", \"precision\": \"%s\", \"elements\": %zu, "
-                           "\"step_s\": %.9f, \"gparams\": %.6f, \"bytes_per_elem\": %.0f, "
-                           "\"triad_gbs\": %.6f, \"bound_gparams\": %.6f, \"ratio\": %.4f}",
+                           "\"threads\": %d, \"step_s\": %.9f, \"gparams\": %.6f, "
+                           "\"bytes_per_elem\": %.0f, \"triad_gbs\": %.6f, "
+                           "\"bound_gparams\": %.6f, \"ratio\": %.4f}",
                            rows ? "," : "", zsh_ob_rule_name(o.rules[r]),
-                           (o.precs[p] == ZSH_FLOAT32) ? "fp32" : "bf16", o.sizes[s], sec, rate,
-                           bytes, triad * 1e-9, bound, rate / bound);
+                           (o.precs[p] == ZSH_FLOAT32) ? "fp32" : "bf16", o.sizes[s], o.threads,
+                           sec, rate, bytes, triad * 1e-9, bound, rate / bound);
                 } else {
                     printf("%-6s %-5s %11zu %10.3f %9.4f %7.0f %9.2f %9.4f %6.3f\n",
                            zsh_ob_rule_name(o.rules[r]),

@@ -130,6 +130,13 @@ typedef struct zsh_optim_config {
                                          the step reads, updates and writes back the NVMe
                                          tier one sub-group at a time; 0 takes
                                          ZSH_SUB_GROUP_SIZE. */
+    /* A caller built before this field passes the shorter size and gets
+     * ZSH_OPTIM_THREADS. */
+    int              update_threads;/**< Threads that apply the update rule in a step, the
+                                         caller's included, each on its own slice (the rules
+                                         are element-wise: any count gives the same bits);
+                                         0 takes ZSH_OPTIM_THREADS (default 1). More pays
+                                         where a rank has cores to itself. */
 } zsh_optim_config_t;
 
 /** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */

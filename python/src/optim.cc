@@ -49,6 +49,7 @@ py::dict config_dict(const zsh_optim_config_t &c)
         d["nvme_dir"] = py::none();
     d["host_mem_limit"] = c.host_mem_limit;
     d["sub_group_size"] = c.sub_group_size;
+    d["update_threads"] = c.update_threads;
     return d;
 }
 
@@ -87,6 +88,7 @@ void config_apply(zsh_optim_config_t &c, const py::dict &d, std::string *nvme_di
         }
         else if (k == "host_mem_limit") c.host_mem_limit = v.cast<std::size_t>();
         else if (k == "sub_group_size") c.sub_group_size = v.cast<std::size_t>();
+        else if (k == "update_threads") c.update_threads = v.cast<int>();
         else throw py::key_error("zsh_optim_config_t has no field " + k);
     }
 }

@@ -23,6 +23,9 @@ names, meanings and defaults; kind and precision also take names ("sgd",
   0 takes ZSH_HOST_MEM_LIMIT.
 - sub_group_size: elements of the rank's state the step updates at a time;
   0 takes ZSH_SUB_GROUP_SIZE.
+- update_threads: threads that apply the update rule in a step, the
+  caller's included (any count gives the same bits); 0 takes
+  ZSH_OPTIM_THREADS.
 
 At stages 0-2 the registered buffer is the parameter: each step updates it
 in place, so it is kept alive here. At stage 3 the layer owns the values
@@ -52,7 +55,7 @@ _TIER_DEFAULT = -1
 _FLOATS = ("lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "max_grad_norm",
            "loss_scale", "min_loss_scale")
 _INTS = ("stage", "nesterov", "dynamic_loss_scale", "loss_scale_window", "bucket_size",
-         "max_live_bytes", "prefetch", "host_mem_limit", "sub_group_size")
+         "max_live_bytes", "prefetch", "host_mem_limit", "sub_group_size", "update_threads")
 _TIER_KEYS = ("offload_optimizer", "offload_params")
 _SIZES = ("bucket_size", "max_live_bytes", "loss_scale_window", "host_mem_limit",
           "sub_group_size")

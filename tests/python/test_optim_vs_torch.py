@@ -249,8 +249,9 @@ def adam_l2(ctx, stage):
 
 @staged("adamw")
 def adamw(ctx, stage):
+    # update_threads: the setting reaches the layer (any count gives the same bits).
     run_plain(ctx, stage, "fp32", dict(kind="adamw", lr=0.05, beta1=0.8, beta2=0.99,
-                                       eps=1e-6, weight_decay=0.1),
+                                       eps=1e-6, weight_decay=0.1, update_threads=2),
               lambda torch, ps: torch.optim.AdamW(ps, lr=0.05, betas=(0.8, 0.99), eps=1e-6,
                                                   weight_decay=0.1))
 

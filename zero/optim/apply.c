@@ -54,11 +54,9 @@ void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t
     }
 }
 
-/* The rule on @n elements; @g is in the layer's precision. In mixed
- * precision, @out (unless NULL) receives the updated master weights rounded
- * to the layer's precision. */
-void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                         void *out, size_t n, const zsh_update_t *u)
+/* The rule on @n elements on the calling thread. */
+static void zsh_optim_apply_run(const zsh_optim_t *opt, float *p, const void *g, float *m,
+                                float *v, void *out, size_t n, const zsh_update_t *u)
 {
     float chunk[ZSH_UPDATE_CHUNK];
     size_t i, c;
@@ -91,4 +89,53 @@ void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float 
             zsh_optim_from_float(opt->cfg.precision, p + i, (uint16_t *)out + i, c);
         }
     }
+}
+
+/* One call's run of elements, sliced between the update threads. */
+typedef struct {
+    const zsh_optim_t  *opt;
+    float              *p, *m, *v;
+    const void         *g;
+    void               *out;
+    size_t              n;
+    const zsh_update_t *u;
+} zsh_apply_job_t;
+
+static void zsh_optim_apply_part(void *arg, int part, int nparts)
+{
+    const zsh_apply_job_t *j = arg;
+    /* Slices start on whole cache lines of every array (64 fp32 elements
+     * are 4 lines of fp32, 2 of bf16), so no two threads write one line. */
+    size_t per = (j->n / (size_t)nparts + 63) / 64 * 64;
+    size_t lo = per * (size_t)part, hi = lo + per, es = j->opt->esize;
+
+    if (lo >= j->n) {
+        return;
+    }
+    if ((hi > j->n) || (part == nparts - 1)) {
+        hi = j->n;
+    }
+    zsh_optim_apply_run(j->opt, j->p + lo, (const char *)j->g + lo * es,
+                        (j->m != NULL) ? j->m + lo : NULL, (j->v != NULL) ? j->v + lo : NULL,
+                        (j->out != NULL) ? (char *)j->out + lo * es : NULL, hi - lo, j->u);
+}
+
+/* Below this many elements per thread, waking the threads costs more than
+ * the slice they would take. */
+#define ZSH_APPLY_MIN_PER_THREAD 32768
+
+void zsh_optim_apply_out(const zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                         void *out, size_t n, const zsh_update_t *u)
+{
+    zsh_apply_job_t job = {opt, p, m, v, g, out, n, u};
+    size_t nparts = n / ZSH_APPLY_MIN_PER_THREAD;
+
+    if (nparts > (size_t)zsh_workers_count(opt->workers)) {
+        nparts = (size_t)zsh_workers_count(opt->workers);
+    }
+    if (nparts <= 1) {
+        zsh_optim_apply_run(opt, p, g, m, v, out, n, u);
+        return;
+    }
+    zsh_workers_run(opt->workers, (int)nparts, zsh_optim_apply_part, &job);
 }

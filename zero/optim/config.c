@@ -41,6 +41,10 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
      "Names the job's directory of NVMe files; a job sweeps the files a killed job of the same "
      "id left",
      ZSH_ZERO_OFF(job_id), ZSH_CONFIG_STRING, NULL, NULL, NULL},
+    {"OPTIM_THREADS", NULL, "1",
+     "Threads that apply the update rule in a step, the caller's included, each on its own "
+     "slice (any count gives the same bits); more pays where a rank has cores to itself",
+     ZSH_ZERO_OFF(update_threads), ZSH_CONFIG_UINT, NULL, "1", "256"},
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

@@ -21,6 +21,7 @@ typedef struct zsh_zero_config {
     size_t   host_mem_limit;  /* bytes of the NVMe tier's host buffers */
     size_t   sub_group_size;  /* elements per sub-group of the step */
     char     job_id[ZSH_CONFIG_STR_MAX]; /* names the job's directory of NVMe files */
+    unsigned update_threads;  /* threads applying the update rule in a step */
 } zsh_zero_config_t;
 
 /* The names of zsh_offload_t's values, as ZSH_OFFLOAD_* take them. */

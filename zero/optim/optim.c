@@ -40,7 +40,8 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 {
     const char *fn = "zsh_optim_create";
 
-    if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0)) {
+    if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0) &&
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: config.size is %zu, expected %zu: fill it with "
                          "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
@@ -66,15 +67,25 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
                          fn, cfg->lr, cfg->eps, cfg->beta1, cfg->beta2, cfg->momentum,
                          cfg->max_grad_norm, cfg->min_loss_scale);
     }
+    if ((cfg->size > ZSH_OPTIM_CONFIG_SIZE_1) &&
+        ((cfg->update_threads < 0) || (cfg->update_threads > ZSH_OPTIM_MAX_THREADS))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: update_threads is %d, expected 0 (ZSH_OPTIM_THREADS) to %d", fn,
+                         cfg->update_threads, ZSH_OPTIM_MAX_THREADS);
+    }
     if (cfg->nesterov && (cfg->momentum <= 0.0f)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: nesterov needs momentum > 0", fn);
     }
     return ZSH_OK;
 }
 
-/* Give a caller built before the tiers existed their defaults. */
+/* Give a caller built before the tiers or the update threads existed their
+ * defaults. */
 static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
+    if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_1) {
+        cfg->update_threads = 0;
+    }
     if (cfg->size == ZSH_OPTIM_CONFIG_SIZE_0) {
         cfg->offload_optimizer = ZSH_OFFLOAD_DEFAULT;
         cfg->offload_params    = ZSH_OFFLOAD_DEFAULT;
@@ -136,6 +147,9 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
     if (cfg->sub_group_size == 0) {
         cfg->sub_group_size = env.sub_group_size;
     }
+    if (cfg->update_threads == 0) {
+        cfg->update_threads = (int)env.update_threads;
+    }
     opt->nvme_dir = strdup((cfg->nvme_dir != NULL) ? cfg->nvme_dir : env.nvme_dir);
     opt->job_id   = strdup(env.job_id);
     if ((opt->nvme_dir == NULL) || (opt->job_id == NULL)) {
@@ -182,8 +196,7 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
     zsh_optim_config_init(&opt->cfg);
     if (cfg != NULL) {
         /* Only the caller's own bytes are read: an older caller's struct is shorter. */
-        memcpy(&opt->cfg, cfg,
-               ((cfg->size == ZSH_OPTIM_CONFIG_SIZE_0) ? ZSH_OPTIM_CONFIG_SIZE_0 : sizeof(*cfg)));
+        memcpy(&opt->cfg, cfg, (cfg->size < sizeof(*cfg)) ? cfg->size : sizeof(*cfg));
     }
     status = zsh_optim_check_config(&opt->cfg);
     if (status == ZSH_OK) {
@@ -191,6 +204,9 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         zsh_optim_config_upgrade(&opt->cfg);
         opt->cfg.size = sizeof(opt->cfg);
         status = zsh_optim_resolve(opt);
+    }
+    if ((status == ZSH_OK) && (opt->cfg.update_threads > 1)) {
+        status = zsh_workers_create(opt->cfg.update_threads, &opt->workers);
     }
     if (status != ZSH_OK) {
         free(opt->nvme_dir);
@@ -224,6 +240,7 @@ void zsh_optim_destroy(zsh_optim_t *opt)
     }
     free(opt->params);
     zsh_prefetch_free(&opt->prefetch);
+    zsh_workers_destroy(opt->workers);
     free(opt->nvme_dir);
     free(opt->job_id);
     free(opt);

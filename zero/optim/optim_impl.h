@@ -16,6 +16,7 @@
 #include "optim/rule.h"
 #include "optim/scaler.h"
 #include "optim/tier.h"
+#include "optim/workers.h"
 #include "shard/shard_impl.h"
 
 #include <zeroshard/optim.h>
@@ -62,6 +63,8 @@ struct zsh_param {
 /* The sizes of zsh_optim_config_t and zsh_optim_stats_t before the offload
  * tiers: a caller built then passes the first and reads the second. */
 #define ZSH_OPTIM_CONFIG_SIZE_0 offsetof(zsh_optim_config_t, offload_optimizer)
+#define ZSH_OPTIM_CONFIG_SIZE_1 offsetof(zsh_optim_config_t, update_threads)
+#define ZSH_OPTIM_MAX_THREADS   256 /* ZSH_OPTIM_THREADS' range */
 #define ZSH_OPTIM_STATS_SIZE_0  offsetof(zsh_optim_stats_t, compute_bytes)
 
 struct zsh_optim {
@@ -90,6 +93,7 @@ struct zsh_optim {
     unsigned long      updates;         /* steps applied (Adam's t) */
     zsh_optim_stats_t  stats;           /* counters; bytes are filled in on request */
     zsh_tiers_t        tiers;           /* the offload tiers */
+    zsh_workers_t     *workers;         /* update threads; NULL for the caller's alone */
 };
 
 /* The part of @param's view that falls in the flat range [lo, hi), as
