@@ -8,9 +8,9 @@
 
 static const zsh_config_field_t zsh_topo_config_fields[] = {
     {"NODE_NAME", NULL, "",
-     "Name of this rank's node in the rank map, instead of the host name (at most 63 "
-     "characters): ranks of one machine under different names count as different nodes and "
-     "share no memory; ranks of different machines stay apart whatever their names",
+     "Name of this rank's node in the rank map instead of the host name (at most 63 "
+     "characters): ranks of one machine under different names count as different nodes, as on "
+     "a cluster; ranks of different machines (boot ids) stay apart whatever their names",
      offsetof(zsh_topo_config_t, node_name), ZSH_CONFIG_STRING, NULL, NULL, NULL},
 };
 
