@@ -248,9 +248,33 @@ static bool zsh_info_in_job(void)
     }
 }
 
-/* The rank map of the job this process is a rank of (rank 0 prints it;
- * every rank holds the same), or of this process alone. */
-static int zsh_info_print_rank_map(void)
+/* This node from hwloc: its shape, and what ZSH_STREAM_MIN_SIZE=auto becomes. */
+static int zsh_info_print_node(void)
+{
+    char buf[512];
+    size_t cache;
+
+    if (zsh_topo_describe(NULL, buf, sizeof(buf)) != ZSH_OK) {
+        fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
+        return 1;
+    }
+    printf("# Topology: %s\n", buf);
+    if (zsh_topo_private_cache(NULL, &cache) != ZSH_OK) {
+        fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
+        return 1;
+    }
+    if (cache > 0) {
+        printf("# Private cache per core: %zu bytes (ZSH_STREAM_MIN_SIZE=auto)\n", cache);
+    } else {
+        printf("# Private cache per core: none known (ZSH_STREAM_MIN_SIZE=auto: never)\n");
+    }
+    return 0;
+}
+
+/* Rank 0's node and the map of the job this process is a rank of (every
+ * rank holds the same map, so the others print nothing); or this node and
+ * the map of this process alone. */
+static int zsh_info_print_topology(void)
 {
     zsh_topo_t *topo;
     zsh_topo_id_t id;
@@ -263,6 +287,7 @@ static int zsh_info_print_rank_map(void)
             return 1;
         }
         if (comm->rank == 0) {
+            failed = zsh_info_print_node();
             zsh_info_print_map(comm->topo, "the job, as every rank holds it");
         }
         if (zsh_comm_destroy(comm) != ZSH_OK) {
@@ -271,36 +296,14 @@ static int zsh_info_print_rank_map(void)
         }
         return failed;
     }
+    failed = zsh_info_print_node();
     if ((zsh_topo_local_id(&id) != ZSH_OK) || (zsh_topo_create(0, 1, &id, &topo) != ZSH_OK)) {
         fprintf(stderr, "zsh_info: rank map: %s\n", zsh_last_error());
         return 1;
     }
     zsh_info_print_map(topo, "this process alone; run under a launcher for a job's");
     zsh_topo_destroy(topo);
-    return 0;
-}
-
-static int zsh_info_print_topology(void)
-{
-    char buf[512];
-    size_t cache;
-
-    if (zsh_topo_describe(NULL, buf, sizeof(buf)) != ZSH_OK) {
-        fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
-        return 1;
-    }
-    printf("# Topology: %s\n", buf);
-    /* What ZSH_STREAM_MIN_SIZE=auto becomes. */
-    if (zsh_topo_private_cache(NULL, &cache) != ZSH_OK) {
-        fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
-        return 1;
-    }
-    if (cache > 0) {
-        printf("# Private cache per core: %zu bytes (ZSH_STREAM_MIN_SIZE=auto)\n", cache);
-    } else {
-        printf("# Private cache per core: none known (ZSH_STREAM_MIN_SIZE=auto: never)\n");
-    }
-    return zsh_info_print_rank_map();
+    return failed;
 }
 
 /* One variable, as `ucx_info -c` would: commented help, what it takes,
