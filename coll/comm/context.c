@@ -66,7 +66,8 @@ static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
     }
     for (i = 0; i < ctx->size; i++) {
         ids[i] = hdrs[i].id;
-        ids[i].host[ZSH_TOPO_HOST_MAX - 1] = '\0';
+        ids[i].host[ZSH_TOPO_HOST_MAX - 1]       = '\0';
+        ids[i].machine[ZSH_TOPO_MACHINE_MAX - 1] = '\0';
     }
     status = zsh_topo_create(ctx->rank, ctx->size, ids, &ctx->topo);
     free(ids);
