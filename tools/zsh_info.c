@@ -9,6 +9,9 @@
 #include <config.h>
 
 #include "aio/backend.h"
+#include "boot/config.h"
+#include "boot/pmix.h"
+#include "comm/comm.h"
 #include "core/config.h"
 #include "select/select.h"
 #include "topo/topo.h"
@@ -18,6 +21,7 @@
 #include <zeroshard/version.h>
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +49,8 @@ static void zsh_info_usage(FILE *out, const char *prog)
             "  -v, --version    version only\n"
             "  -f, --features   build features only\n"
             "  -d, --devices    UCX transports and devices only\n"
-            "  -t, --topology   node topology only\n"
+            "  -t, --topology   node topology and the job's rank map only (under zshrun,\n"
+            "                   torchrun or mpirun, rank 0 prints every rank's place)\n"
             "  -c, --config     ZSH_* configuration variables only\n"
             "  -s, --select     the collectives' algorithms and how auto picks one only\n"
             "  -h, --help       this text\n",
@@ -186,7 +191,65 @@ static int zsh_info_print_devices(void)
     return 0;
 }
 
-static int zsh_info_print_topology(void)
+/* A NUMA node's or package's index, "-" where unknown. */
+static const char *zsh_info_index(int index, char *buf, size_t len)
+{
+    if (index < 0) {
+        return "-";
+    }
+    snprintf(buf, len, "%d", index);
+    return buf;
+}
+
+/* The map, then a line per node and per rank: a node's first rank names
+ * it; its boot id tells apart machines that share a host name. */
+static void zsh_info_print_map(const zsh_topo_t *topo, const char *whose)
+{
+    const zsh_topo_rank_t *r;
+    char line[4096], numa[16], package[16];
+    const int *ranks;
+    int node, n, i;
+
+    zsh_topo_format(topo, line, sizeof(line));
+    printf("# Rank map (%s): %s\n", whose, line);
+    for (node = 0; node < topo->nnodes; node++) {
+        ranks = zsh_topo_node_ranks(topo, node, &n);
+        printf("#   node %d: %s (boot id %.8s), %d rank(s), leader %d:", node,
+               topo->node_id[node].host,
+               (topo->node_id[node].machine[0] != '\0') ? topo->node_id[node].machine : "unknown",
+               n, ranks[0]);
+        for (i = 0; i < n; i++) {
+            printf(" %d", ranks[i]);
+        }
+        printf("\n");
+    }
+    printf("#   rank  node  local  numa  package\n");
+    for (i = 0; i < topo->size; i++) {
+        r = &topo->ranks[i];
+        printf("#   %4d  %4d  %5d  %4s  %7s\n", i, r->node, r->local_rank,
+               zsh_info_index(r->numa, numa, sizeof(numa)),
+               zsh_info_index(r->package, package, sizeof(package)));
+    }
+}
+
+/* Whether a launcher started this process as a rank of a job: then
+ * zsh_comm_init() meets the other ranks, as any job's first call would. */
+static bool zsh_info_in_job(void)
+{
+    zsh_boot_config_t boot;
+
+    if (zsh_boot_config_read(&boot) != ZSH_OK) {
+        return true; /* let zsh_comm_init() name the malformed variable */
+    }
+    switch (boot.bootstrap) {
+    case ZSH_BOOTSTRAP_ENV:  return true;
+    case ZSH_BOOTSTRAP_PMIX: return true;
+    default:                 return (boot.rank >= 0) || (boot.pmix_launched && zsh_boot_pmix_built());
+    }
+}
+
+/* This node from hwloc: its shape, and what ZSH_STREAM_MIN_SIZE=auto becomes. */
+static int zsh_info_print_node(void)
 {
     char buf[512];
     size_t cache;
@@ -196,7 +259,6 @@ static int zsh_info_print_topology(void)
         return 1;
     }
     printf("# Topology: %s\n", buf);
-    /* What ZSH_STREAM_MIN_SIZE=auto becomes. */
     if (zsh_topo_private_cache(NULL, &cache) != ZSH_OK) {
         fprintf(stderr, "zsh_info: topology: %s\n", zsh_last_error());
         return 1;
@@ -207,6 +269,41 @@ static int zsh_info_print_topology(void)
         printf("# Private cache per core: none known (ZSH_STREAM_MIN_SIZE=auto: never)\n");
     }
     return 0;
+}
+
+/* Rank 0's node and the map of the job this process is a rank of (every
+ * rank holds the same map, so the others print nothing); or this node and
+ * the map of this process alone. */
+static int zsh_info_print_topology(void)
+{
+    zsh_topo_t *topo;
+    zsh_topo_id_t id;
+    zsh_comm_t *comm;
+    int failed = 0;
+
+    if (zsh_info_in_job()) {
+        if (zsh_comm_init(&comm) != ZSH_OK) {
+            fprintf(stderr, "zsh_info: rank map: %s\n", zsh_last_error());
+            return 1;
+        }
+        if (comm->rank == 0) {
+            failed = zsh_info_print_node();
+            zsh_info_print_map(comm->topo, "the job, as every rank holds it");
+        }
+        if (zsh_comm_destroy(comm) != ZSH_OK) {
+            fprintf(stderr, "zsh_info: rank map: %s\n", zsh_last_error());
+            failed = 1;
+        }
+        return failed;
+    }
+    failed = zsh_info_print_node();
+    if ((zsh_topo_local_id(&id) != ZSH_OK) || (zsh_topo_create(0, 1, &id, &topo) != ZSH_OK)) {
+        fprintf(stderr, "zsh_info: rank map: %s\n", zsh_last_error());
+        return 1;
+    }
+    zsh_info_print_map(topo, "this process alone; run under a launcher for a job's");
+    zsh_topo_destroy(topo);
+    return failed;
 }
 
 /* One variable, as `ucx_info -c` would: commented help, what it takes,

@@ -111,6 +111,10 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
         }
     }
     memcpy(comm->ctx_ranks, ctx_ranks, (size_t)size * sizeof(int));
+    status = zsh_topo_sub(ctx->topo, rank, size, ctx_ranks, &comm->topo);
+    if (status != ZSH_OK) {
+        goto err_destroy_trace;
+    }
     comm->magic   = ZSH_COMM_MAGIC;
     comm->ctx     = ctx;
     comm->id      = id;
@@ -122,7 +126,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     comm->health  = (zsh_comm_health_t){.failed_rank = -1};
     status        = zsh_comm_lines_open(comm);
     if (status != ZSH_OK) {
-        goto err_destroy_trace;
+        goto err_destroy_topo;
     }
     atomic_init(&comm->aborted, 0);
     zsh_list_push_tail(&ctx->comms, &comm->link);
@@ -132,6 +136,8 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     *comm_p = comm;
     return ZSH_OK;
 
+err_destroy_topo:
+    zsh_topo_destroy(comm->topo);
 err_destroy_trace:
     zsh_trace_destroy(comm->trace);
 err_free_ranks:
@@ -147,6 +153,8 @@ void zsh_comm_free(zsh_comm_t *comm)
     zsh_list_del(&comm->link);
     zsh_trace_destroy(comm->trace);
     zsh_revoke_clear(&comm->health.revoke);
+    zsh_topo_destroy(comm->topo);
+    comm->topo = NULL;
     free(comm->ctx_ranks);
     zsh_retire(comm);
 }

@@ -80,6 +80,7 @@ struct zsh_comm {
     uint64_t          uid;
     int               rank, size;
     int              *ctx_ranks;  /* comm rank -> job rank */
+    zsh_topo_t       *topo;       /* the members' rank map, in comm ranks (topo/topo.h) */
     uint32_t          seq;        /* sequence number of the next collective */
     unsigned          requests;   /* requests not yet freed */
     double            timeout;    /* seconds a collective may take (zsh_comm_set_timeout) */

@@ -66,7 +66,8 @@ static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
     }
     for (i = 0; i < ctx->size; i++) {
         ids[i] = hdrs[i].id;
-        ids[i].host[ZSH_TOPO_HOST_MAX - 1] = '\0';
+        ids[i].host[ZSH_TOPO_HOST_MAX - 1]       = '\0';
+        ids[i].machine[ZSH_TOPO_MACHINE_MAX - 1] = '\0';
     }
     status = zsh_topo_create(ctx->rank, ctx->size, ids, &ctx->topo);
     free(ids);
@@ -75,6 +76,19 @@ out:
     free(my_addr);
     free(hdrs);
     return status;
+}
+
+/* The job's rank map on one line, from rank 0 alone: every rank holds the
+ * same map. */
+static void zsh_ctx_log_map(const zsh_ctx_t *ctx)
+{
+    char line[1200];
+
+    if ((ctx->rank != 0) || (zsh_log_level() < ZSH_LOG_INFO)) {
+        return;
+    }
+    zsh_topo_format(ctx->topo, line, sizeof(line));
+    zsh_log(ZSH_LOG_INFO, "rank map: %s", line);
 }
 
 /* Resolve ZSH_STREAM_MIN_SIZE=auto: this core's private cache, where hwloc
@@ -176,6 +190,7 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_coll_config_t *cfg,
     if (status != ZSH_OK) {
         goto err_destroy_ctrl;
     }
+    zsh_ctx_log_map(ctx);
     status = zsh_ctrl_start(ctx->ctrl);
     if (status != ZSH_OK) {
         goto err_destroy_topo;

@@ -1,69 +1,20 @@
+/*
+ * What hwloc and the kernel say of this machine: its identity, where this
+ * process runs in it, its private cache, its shape.
+ */
 #include "topo/topo.h"
 
+#include "core/log.h"
 #include "core/status.h"
+#include "topo/config.h"
 
 #include <hwloc.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-zsh_status_t zsh_topo_local_id(zsh_topo_id_t *id)
-{
-    memset(id, 0, sizeof(*id));
-    if (gethostname(id->host, sizeof(id->host) - 1) != 0) {
-        return zsh_error(ZSH_ERR_IO, "gethostname failed");
-    }
-    return ZSH_OK;
-}
-
-zsh_status_t zsh_topo_create(int rank, int size, const zsh_topo_id_t *ids, zsh_topo_t **topo_p)
-{
-    zsh_topo_t *topo;
-    int i, j;
-
-    topo = calloc(1, sizeof(*topo));
-    if (topo == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map");
-    }
-    topo->node_of = calloc((size_t)size, sizeof(int));
-    if (topo->node_of == NULL) {
-        free(topo);
-        return zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate the rank map of %d ranks", size);
-    }
-    /* A node's index is the order in which its first rank appears: O(size^2)
-     * string compares, once per job, which is negligible below 10^4 ranks. */
-    for (i = 0; i < size; i++) {
-        topo->node_of[i] = -1;
-        for (j = 0; j < i; j++) {
-            if (strncmp(ids[i].host, ids[j].host, ZSH_TOPO_HOST_MAX) == 0) {
-                topo->node_of[i] = topo->node_of[j];
-                break;
-            }
-        }
-        if (topo->node_of[i] < 0) {
-            topo->node_of[i] = topo->nnodes++;
-        }
-    }
-    topo->node      = topo->node_of[rank];
-    topo->node_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    topo->node_cpus = (topo->node_cpus > 0) ? topo->node_cpus : 1;
-    for (i = 0; i < size; i++) {
-        if (topo->node_of[i] == topo->node) {
-            topo->local_rank += (i < rank) ? 1 : 0;
-            topo->local_size++;
-        }
-    }
-    *topo_p = topo;
-    return ZSH_OK;
-}
-
-void zsh_topo_destroy(zsh_topo_t *topo)
-{
-    free(topo->node_of);
-    free(topo);
-}
 
 static int zsh_topo_count(hwloc_topology_t t, hwloc_obj_type_t type)
 {
@@ -165,5 +116,114 @@ zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
              zsh_topo_count(t, HWLOC_OBJ_CORE), zsh_topo_count(t, HWLOC_OBJ_PU),
              (synthetic == NULL) ? cpus : "(synthetic)");
     hwloc_topology_destroy(t);
+    return ZSH_OK;
+}
+
+/* The first line of @path, without its newline, into @buf; "" if unreadable. */
+static void zsh_topo_read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+
+    buf[0] = '\0';
+    if (f == NULL) {
+        return;
+    }
+    if (fgets(buf, (int)len, f) == NULL) {
+        buf[0] = '\0';
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+}
+
+/* The object of @type whose processors hold all of @set: its index (the
+ * kernel's number for NUMA nodes, hwloc's logical one otherwise), or -1. */
+static int zsh_topo_holder(hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_bitmap_t set)
+{
+    hwloc_obj_t obj = NULL;
+
+    while ((obj = hwloc_get_next_obj_by_type(t, type, obj)) != NULL) {
+        if ((obj->cpuset != NULL) && hwloc_bitmap_isincluded(set, obj->cpuset)) {
+            return (type == HWLOC_OBJ_NUMANODE) ? (int)obj->os_index : (int)obj->logical_index;
+        }
+    }
+    return -1;
+}
+
+zsh_status_t zsh_topo_place(const char *synthetic, const char *cpulist, int *numa_p,
+                            int *package_p)
+{
+    hwloc_topology_t t;
+    hwloc_bitmap_t set;
+    zsh_status_t status;
+    int numa = -1, package = -1;
+
+    status = zsh_topo_load(synthetic, &t);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    set = hwloc_bitmap_alloc();
+    if (set == NULL) {
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "cannot allocate a cpuset");
+        goto out_topo;
+    }
+    if (cpulist != NULL) {
+        if ((hwloc_bitmap_list_sscanf(set, cpulist) != 0) || hwloc_bitmap_iszero(set) ||
+            !hwloc_bitmap_isincluded(set, hwloc_topology_get_complete_cpuset(t))) {
+            status = zsh_error(ZSH_ERR_INVALID_ARG, "'%s' is not a list of this machine's PUs",
+                               cpulist);
+            goto out_set;
+        }
+    } else if (synthetic != NULL) {
+        hwloc_bitmap_copy(set, hwloc_topology_get_topology_cpuset(t));
+    } else if (hwloc_get_cpubind(t, set, HWLOC_CPUBIND_PROCESS) != 0) {
+        /* Binding unknown (not supported here): nothing holds it for sure. */
+        hwloc_bitmap_zero(set);
+    }
+    /* An unbound process may run anywhere: only an object holding the
+     * whole machine (a single NUMA node, a single package) holds it. */
+    if (!hwloc_bitmap_iszero(set)) {
+        numa    = zsh_topo_holder(t, HWLOC_OBJ_NUMANODE, set);
+        package = zsh_topo_holder(t, HWLOC_OBJ_PACKAGE, set);
+    }
+    *numa_p    = numa;
+    *package_p = package;
+out_set:
+    hwloc_bitmap_free(set);
+out_topo:
+    hwloc_topology_destroy(t);
+    return status;
+}
+
+zsh_status_t zsh_topo_local_id(zsh_topo_id_t *id)
+{
+    zsh_topo_config_t cfg;
+    zsh_status_t status;
+    int numa, package;
+
+    status = zsh_topo_config_read(&cfg);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    memset(id, 0, sizeof(*id));
+    if (cfg.node_name[0] != '\0') {
+        memcpy(id->host, cfg.node_name, strlen(cfg.node_name)); /* checked to fit */
+    } else if (gethostname(id->host, sizeof(id->host) - 1) != 0) {
+        return zsh_error(ZSH_ERR_IO, "gethostname failed: %s", strerror(errno));
+    }
+    /* The boot id changes with every boot of every machine; containers and
+     * UTS namespaces of one kernel share it, and their host names tell
+     * them apart. */
+    zsh_topo_read_line("/proc/sys/kernel/random/boot_id", id->machine, sizeof(id->machine));
+    if (id->machine[0] == '\0') {
+        zsh_topo_read_line("/etc/machine-id", id->machine, sizeof(id->machine));
+    }
+    /* Where this process runs is worth knowing, not worth failing for. */
+    if (zsh_topo_place(NULL, NULL, &numa, &package) != ZSH_OK) {
+        zsh_log(ZSH_LOG_DEBUG, "no NUMA node or package known (%s)", zsh_last_error());
+        numa    = -1;
+        package = -1;
+    }
+    id->numa    = numa;
+    id->package = package;
     return ZSH_OK;
 }

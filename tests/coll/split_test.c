@@ -88,3 +88,35 @@ ZSH_RANK_TEST(split, nested_splits_work_and_free_in_any_order)
     }
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_barrier(comm));
 }
+
+/* A child's rank map is of its own members, in its own ranks: two members
+ * share a node in it exactly when they do in the job's, and local ranks
+ * count the members on that node only. */
+ZSH_RANK_TEST(split, a_child_maps_its_own_members_on_their_nodes)
+{
+    int rank = zsh_comm_rank(comm), i, j, local;
+    const zsh_topo_t *job, *map;
+    const int *of;
+    zsh_comm_t *half;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, rank % 2, -rank, &half));
+    job = half->ctx->topo;
+    map = half->topo;
+    of  = half->ctx_ranks;
+    ZSH_EXPECT_EQ(zsh_comm_size(half), map->size);
+    ZSH_EXPECT_EQ(zsh_comm_rank(half), map->rank);
+    ZSH_EXPECT_EQ(job->node_of[of[half->rank]] == job->node_of[of[0]], map->node == map->node_of[0]);
+    for (i = 0; i < map->size; i++) {
+        local = 0;
+        for (j = 0; j < map->size; j++) {
+            ZSH_EXPECT_EQ(job->node_of[of[i]] == job->node_of[of[j]],
+                          map->node_of[i] == map->node_of[j]);
+            local += ((j < i) && (job->node_of[of[i]] == job->node_of[of[j]])) ? 1 : 0;
+        }
+        ZSH_EXPECT_EQ(local, map->ranks[i].local_rank);
+        ZSH_EXPECT_EQ(job->ranks[of[i]].numa, map->ranks[i].numa);
+        ZSH_EXPECT_EQ(job->ranks[of[i]].package, map->ranks[i].package);
+    }
+    ZSH_EXPECT_EQ(map->ranks[map->rank].local_rank, map->local_rank);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(half));
+}

@@ -4,7 +4,9 @@
 
 #include <hwloc.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 ZSH_TEST(topo, hwloc_runtime_matches_the_header_it_was_built_with)
 {
@@ -63,4 +65,61 @@ ZSH_TEST(topo, rank_map_groups_ranks_by_host)
     ZSH_EXPECT_EQ(0, topo->node_of[2]);
     ZSH_EXPECT_EQ(2, topo->node_of[3]);
     zsh_topo_destroy(topo);
+}
+
+ZSH_TEST(topo, a_binding_lies_in_the_numa_node_and_package_that_hold_all_its_pus)
+{
+    /* 2 packages of 2 NUMA nodes of 2 PUs: PUs 0-1 NUMA 0, 2-3 NUMA 1, ... */
+    static const struct {
+        const char *shape, *cpus;
+        int numa, package;
+    } cases[] = {
+        {"package:2 numa:2 core:2 pu:1", "0-1", 0, 0},
+        {"package:2 numa:2 core:2 pu:1", "3", 1, 0},
+        {"package:2 numa:2 core:2 pu:1", "4-5", 2, 1},
+        {"package:2 numa:2 core:2 pu:1", "1-2", -1, 0},  /* across NUMA nodes */
+        {"package:2 numa:2 core:2 pu:1", "3-4", -1, -1}, /* across packages */
+        {"package:2 numa:2 core:2 pu:1", NULL, -1, -1},  /* unbound */
+        {"package:1 core:2 pu:1", NULL, 0, 0},           /* unbound, but one of each */
+    };
+    size_t i;
+    int numa, package;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        numa = package = 99;
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_place(cases[i].shape, cases[i].cpus, &numa, &package));
+        ZSH_EXPECT_EQ(cases[i].numa, numa);
+        ZSH_EXPECT_EQ(cases[i].package, package);
+    }
+    numa = 99;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_place("package:1 core:2 pu:1", "8", &numa,
+                                                          &package));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_place("package:1 core:2 pu:1", "x", &numa,
+                                                          &package));
+    ZSH_EXPECT_EQ(99, numa);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_topo_place(NULL, NULL, &numa, &package));
+}
+
+ZSH_TEST(topo, local_identity_is_the_host_or_zsh_node_name_with_the_boot_id)
+{
+    char host[ZSH_TOPO_HOST_MAX] = "", long_name[80];
+    zsh_topo_id_t id;
+
+    unsetenv("ZSH_NODE_NAME");
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_local_id(&id));
+    gethostname(host, sizeof(host) - 1);
+    ZSH_EXPECT_STR_CONTAINS(id.host, host);
+    ZSH_EXPECT_TRUE(id.machine[0] != '\0');
+    ZSH_EXPECT_TRUE((id.numa >= -1) && (id.package >= -1));
+
+    setenv("ZSH_NODE_NAME", "node-7", 1);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_topo_local_id(&id));
+    ZSH_EXPECT_EQ(0, strcmp(id.host, "node-7"));
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    setenv("ZSH_NODE_NAME", long_name, 1);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_topo_local_id(&id));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_NODE_NAME");
+    ZSH_EXPECT_EQ(0, strcmp(id.host, "node-7"));
+    unsetenv("ZSH_NODE_NAME");
 }
