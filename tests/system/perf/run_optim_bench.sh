@@ -11,7 +11,7 @@
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/perf/zsh_optim_bench"
-expected=4
+expected=5
 passed=0
 failed=0
 skipped=0
@@ -31,7 +31,7 @@ result() { # NAME DETAIL: DETAIL empty is a pass
 
 table() {
     timeout 120 "$prog" -n 1k,3000 -i 3 >"$tmp/out" 2>"$tmp/err" || { echo "exit $?: $(cat "$tmp/err")"; return; }
-    grep -q '^# ZeroShard optimizer step: 1 rank, stage 0, one parameter, median of 3 steps$' "$tmp/out" ||
+    grep -q '^# ZeroShard optimizer step: 1 rank, stage 0, one parameter, median of 3 steps, 1 update thread(s); the triad on as many$' "$tmp/out" ||
         echo "no title: $(head -1 "$tmp/out")"
     grep -qE '^# rule +prec +elements +step_us +Gparam/s +B/elem +triadGB/s +bound +ratio$' "$tmp/out" ||
         echo "no column line: $(grep '^# rule' "$tmp/out")"
@@ -51,12 +51,21 @@ result table_has_a_row_per_size_rule_and_precision_and_consistent_ratios "$(tabl
 json() {
     timeout 120 "$prog" -n 2k -r adamw,sgd -p bf16 -i 2 --json >"$tmp/json" 2>"$tmp/err" || { echo "exit $?: $(cat "$tmp/err")"; return; }
     [ "$(head -c1 "$tmp/json")" = "[" ] && [ "$(tail -1 "$tmp/json")" = "]" ] || echo "not an array: $(cat "$tmp/json")"
-    [ "$(grep -c '"rule": "adamw", "precision": "bf16", "elements": 2048, "step_s": [0-9.]*, "gparams": [0-9.]*, "bytes_per_elem": 28, "triad_gbs": [0-9.]*, "bound_gparams": [0-9.]*, "ratio": [0-9.]*}' "$tmp/json")" = 1 ] ||
+    [ "$(grep -c '"rule": "adamw", "precision": "bf16", "elements": 2048, "threads": 1, "step_s": [0-9.]*, "gparams": [0-9.]*, "bytes_per_elem": 28, "triad_gbs": [0-9.]*, "bound_gparams": [0-9.]*, "ratio": [0-9.]*}' "$tmp/json")" = 1 ] ||
         echo "no adamw row: $(cat "$tmp/json")"
     [ "$(grep -c '"rule": "sgd", .*"bytes_per_elem": 20' "$tmp/json")" = 1 ] || echo "no sgd row: $(cat "$tmp/json")"
     [ "$(grep -c '"rule"' "$tmp/json")" = 2 ] || echo "rows: $(cat "$tmp/json")"
 }
 result json_has_the_same_fields "$(json)"
+
+# -t: the step's update threads and the triad's; the rows say how many.
+threads() {
+    timeout 120 "$prog" -n 100k -r adamw -p fp32,bf16 -i 2 -t 2 --json >"$tmp/json" 2>"$tmp/err" || { echo "exit $?: $(cat "$tmp/err")"; return; }
+    [ "$(grep -c '"threads": 2, ' "$tmp/json")" = 2 ] || echo "rows with 2 threads: $(cat "$tmp/json")"
+    timeout 120 "$prog" -n 1k -r sgd -p fp32 -i 2 -t 3 >"$tmp/out" 2>"$tmp/err" || { echo "exit $?: $(cat "$tmp/err")"; return; }
+    grep -q '3 update thread(s)' "$tmp/out" || echo "no thread count in the title: $(head -1 "$tmp/out")"
+}
+result threads_run_the_step_and_the_triad_on_that_many "$(threads)"
 
 refused() { # NEEDLE ARGS...
     local needle=$1 rc
@@ -73,6 +82,8 @@ bad() {
     refused "-r 'lamb': need sgd, adam or adamw" -r lamb
     refused "-p 'fp16': need fp32 or bf16" -p fp16
     refused "-i '0': need 1 to 100000" -i 0
+    refused "-t '0': need 1 to 256" -t 0
+    refused "-t '300': need 1 to 256" -t 300
     refused "-n needs a value" -n
     refused "unknown option '--bogus'" --bogus
     refused "--device needs host or cuda" --device gpu
