@@ -34,8 +34,8 @@
 # launcher that must reach its daemons (mpirun) runs inside node 0.
 #
 # cluster_create installs an EXIT, INT and TERM trap that removes the
-# cluster; a sourcing script that needs its own EXIT trap calls
-# cluster_destroy in it.
+# cluster. A sourcing script with traps of its own sets CLUSTER_TRAPS=0 and
+# calls cluster_destroy in its EXIT trap (and exits on INT and TERM).
 
 CLUSTER_STATE_ROOT=${CLUSTER_STATE_ROOT:-/run/zsh-cluster}
 
@@ -62,6 +62,14 @@ cluster_unsupported() {
     fi
     ip link del zshcprobe0 2>/dev/null
     return 1
+}
+
+# The IPC namespace's option for unshare or nsenter; CLUSTER_IPC=0 leaves
+# the nodes in the root IPC namespace (to see what a transport does when
+# only the host name tells nodes apart).
+_cluster_ipc() {
+    [ "${CLUSTER_IPC:-1}" = 0 ] && return 0
+    if [ "$1" = unshare ]; then echo --ipc; else echo -i; fi
 }
 
 _cluster_log() {
@@ -119,9 +127,12 @@ cluster_create() {
     CLUSTER_PIDS=()
     CLUSTER_LINKS=()
     echo $$ >"$CLUSTER_DIR/owner"
-    trap 'cluster_destroy' EXIT
-    trap '_cluster_signal INT' INT
-    trap '_cluster_signal TERM' TERM
+    if [ "${CLUSTER_TRAPS:-1}" != 0 ]; then
+        CLUSTER_TRAPPED=1
+        trap 'cluster_destroy' EXIT
+        trap '_cluster_signal INT' INT
+        trap '_cluster_signal TERM' TERM
+    fi
 
     if ! net=$(_cluster_pick_subnet); then
         echo "cluster_create: no free 10.X.Y.0/24" >&2
@@ -155,10 +166,11 @@ _cluster_add_node() {
     # The holder sets the host name, brings loopback up and turns IPv6 off (its
     # duplicate address detection would only add traffic to the links), then
     # sleeps until cluster_destroy kills it.
-    unshare --net --uts --ipc sh -c "hostname $name && ip link set lo up &&
+    # It is started from a subshell, so it is no child of the caller's: a
+    # plain "wait" there does not wait for it.
+    pid=$(unshare --net --uts $(_cluster_ipc unshare) sh -c "hostname $name && ip link set lo up &&
         sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1;
-        exec sleep 2147483647" </dev/null >/dev/null 2>&1 &
-    pid=$!
+        exec sleep 2147483647" </dev/null >/dev/null 2>&1 & echo $!)
     echo "$pid" >>"$CLUSTER_DIR/pids"
     CLUSTER_PIDS[i]=$pid
     # Wait until it has its own host name, which it sets after unsharing.
@@ -205,7 +217,7 @@ host=\$1
 shift
 while read -r i name addr pid; do
     if [ "\$host" = "\$name" ] || [ "\$host" = "\$addr" ]; then
-        exec nsenter -t "\$pid" -n -u -i -- sh -c "\$*"
+        exec nsenter -t "\$pid" -n -u $(_cluster_ipc nsenter) -- sh -c "\$*"
     fi
 done <"$CLUSTER_DIR/nodes"
 echo "rsh agent: no node \$host in cluster $CLUSTER_PREFIX" >&2
@@ -219,7 +231,7 @@ EOF
 cluster_exec() {
     local i=$1
     shift
-    nsenter -t "${CLUSTER_PIDS[$i]}" -n -u -i -- "$@"
+    nsenter -t "${CLUSTER_PIDS[$i]}" -n -u $(_cluster_ipc nsenter) -- "$@"
 }
 
 # cluster_bytes I: "RX TX" of node I's link as the node sees it: bytes the
@@ -298,7 +310,10 @@ cluster_destroy() {
     _cluster_destroy_dir "$CLUSTER_DIR"
     CLUSTER_DIR=
     CLUSTER_SIZE=0
-    trap - EXIT INT TERM
+    if [ -n "${CLUSTER_TRAPPED:-}" ]; then
+        CLUSTER_TRAPPED=
+        trap - EXIT INT TERM
+    fi
 }
 
 # cluster_cleanup [PREFIX|--all]: remove leftovers of killed runs: every
@@ -332,6 +347,7 @@ cluster_cleanup() {
 # cluster_env: the CLUSTER_* variables a command run by "cluster.sh run" gets.
 _cluster_export() {
     export CLUSTER_PREFIX CLUSTER_DIR CLUSTER_SIZE CLUSTER_AGENT CLUSTER_SUBNET
+    export CLUSTER_IPC=${CLUSTER_IPC:-1}
     export CLUSTER_HOSTS_LIST="${CLUSTER_HOSTS[*]}" CLUSTER_ADDRS_LIST="${CLUSTER_ADDRS[*]}"
     export CLUSTER_PIDS_LIST="${CLUSTER_PIDS[*]}" CLUSTER_LINKS_LIST="${CLUSTER_LINKS[*]}"
 }
