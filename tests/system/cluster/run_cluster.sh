@@ -25,8 +25,9 @@ passed=0
 failed=0
 skipped=0
 shapes=("2 2" "2 2 1" "1 1")
-# Per shape: 2 placements x 2 launchers; then the two transport cases.
-expected=$((${#shapes[@]} * 4 + 2))
+# Per shape: 2 placements x 2 launchers; then the two transport cases and
+# the rate limit.
+expected=$((${#shapes[@]} * 4 + 3))
 
 ok() { echo "[       OK ] cluster.$1"; passed=$((passed + 1)); }
 fail() { echo "[  FAILED  ] cluster.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
@@ -201,5 +202,36 @@ link_case "traffic_between_nodes_crosses_their_links" 1 ""
 # kernel would let cross-memory attach and memfd mailboxes reach the other
 # node, so only the rank map keeps ZeroShard's own shortcuts within a node.
 link_case "node_local_shortcuts_follow_the_rank_map" 0 "UCX_TLS=^sm ZSH_CMA=1 ZSH_SHM=1"
+
+# Links limited to 100 Mbit/s (tc tbf both ways): an all-gather between 2
+# nodes of one rank each moves half of 16 MiB into each node, which must take
+# at least as long as the limit allows.
+rate_case() {
+    local name=links_are_rate_limited_in_both_directions before after us n rx errs=()
+    if ! cluster_create 2 100mbit >"$log/create.out" 2>&1; then
+        fail "$name" "cluster_create 2 100mbit: $(cat "$log/create.out")"
+        return
+    fi
+    for n in 0 1; do before[n]=$(cluster_bytes "$n"); done
+    rm -f "$log"/out.* "$log"/rc.*
+    run=("$bench" allgather -m 16m:16m -i 1 -x 0 -f)
+    launch_env 0 1
+    us=$(awk '$1 == 16777216 && $5 == 1 { printf "%d", $2 }' "$log/out.0")
+    for n in 0 1; do
+        set -- ${before[n]} $(cluster_bytes "$n")
+        rx=$(($3 - $1))
+        # 100 Mbit/s is 12.5 bytes per microsecond; allow 10% for tbf's burst.
+        echo "  node $n: $rx bytes in during a call of ${us:-?} us"
+        if [ -z "$us" ] || [ "$((rx * 10 / 11))" -gt "$((us * 25 / 2))" ] || [ "$rx" -lt 8388608 ]; then
+            errs+=("node $n: $rx bytes in ${us:-?} us is faster than 100 Mbit/s, or too few bytes")
+        fi
+    done
+    for r in 0 1; do
+        [ "$(cat "$log/rc.$r")" = 0 ] || errs+=("rank $r exited $(cat "$log/rc.$r"): $(grep -v DEBUG "$log/out.$r" | tail -3)")
+    done
+    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+    cluster_destroy
+}
+rate_case
 
 summary
