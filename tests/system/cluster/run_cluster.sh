@@ -44,8 +44,16 @@ summary() {
 }
 
 if why=$(cluster_unsupported); then
-    for ((i = 0; i < expected; i++)); do
-        echo "[  SKIPPED ] cluster.case_$i ($why)"
+    for shape in "${shapes[@]}"; do
+        for mode in block rr; do
+            for launch in env_bootstrap mpirun; do
+                echo "[  SKIPPED ] cluster.every_collective_across_nodes_under_$launch/${mode}_${shape// /_} ($why)"
+            done
+        done
+    done
+    for name in traffic_between_nodes_crosses_their_links node_local_shortcuts_follow_the_rank_map \
+        links_are_rate_limited_in_both_directions; do
+        echo "[  SKIPPED ] cluster.$name ($why)"
     done
     skipped=$expected
     summary
@@ -76,19 +84,23 @@ port() {
 # launch_env NODES... : one rank per argument (its node), torchrun-style,
 # output of rank r in $log/out.r (stdout and stderr), status in $log/rc.r.
 launch_env() {
-    local np=$# p r n
+    local np=$# p r n local_rank pids=()
+    local -A seen=()
     p=$(port)
     r=0
     for n in "$@"; do
+        local_rank=$((seen[$n]++))
         (
-            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np LOCAL_RANK=0 GROUP_RANK="$n" \
+            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np LOCAL_RANK=$local_rank \
+                LOCAL_WORLD_SIZE="$(printf '%s\n' "$@" | grep -cx "$n")" GROUP_RANK="$n" \
                 MASTER_ADDR="${CLUSTER_ADDRS[0]}" MASTER_PORT="$p" ZSH_TIMEOUT=60 \
                 ZSH_LOG_LEVEL=debug timeout 120 "${run[@]}" >"$log/out.$r" 2>&1
             echo $? >"$log/rc.$r"
         ) &
+        pids+=($!)
         r=$((r + 1))
     done
-    wait
+    wait "${pids[@]}"
 }
 
 # launch_mpi COUNTS block|rr NP: mpirun inside node 0, a hostfile of the
