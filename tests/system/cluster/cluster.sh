@@ -79,9 +79,9 @@ _cluster_log() {
 
 # A 10.X.Y.0/24 no route of the root namespace and no live cluster uses.
 _cluster_pick_subnet() {
-    local try net used
+    local net used
     used=$(cat "$CLUSTER_STATE_ROOT"/*/subnet 2>/dev/null)
-    for try in $(seq 1 50); do
+    for _ in $(seq 1 50); do
         net="10.$((200 + RANDOM % 50)).$((RANDOM % 256))"
         if ip -4 route show table all 2>/dev/null | grep -q "\b${net//./\\.}\." ||
             ip -4 addr show 2>/dev/null | grep -q " ${net//./\\.}\." ||
@@ -101,14 +101,14 @@ _cluster_pick_subnet() {
 # CLUSTER_LINKS[i] (root-side veth ends) and CLUSTER_AGENT (an rsh agent for
 # mpirun). Returns non-zero, having removed what it made, on failure.
 cluster_create() {
-    local k=$1 rate=${2:-} i try prefix pid net burst=${CLUSTER_BURST:-512kb}
+    local k=$1 rate=${2:-} i prefix net burst=${CLUSTER_BURST:-512kb}
     if ! [[ "$k" =~ ^[1-9][0-9]*$ ]] || [ "$k" -gt 200 ]; then
         echo "cluster_create: node count '$k' is not in 1..200" >&2
         return 2
     fi
     mkdir -p "$CLUSTER_STATE_ROOT" || return 1
     # The state directory is the lock on the prefix: mkdir either makes it or fails.
-    for try in $(seq 1 20); do
+    for _ in $(seq 1 20); do
         prefix=$(printf 'zshc%04x' $((RANDOM % 65536)))
         ip netns list 2>/dev/null | grep -q "^${prefix}n" && continue
         ip link show "${prefix}br" >/dev/null 2>&1 && continue
@@ -168,6 +168,7 @@ _cluster_add_node() {
     # sleeps until cluster_destroy kills it.
     # It is started from a subshell, so it is no child of the caller's: a
     # plain "wait" there does not wait for it.
+    # shellcheck disable=SC2046 # _cluster_ipc gives one option or none
     pid=$(unshare --net --uts $(_cluster_ipc unshare) sh -c "hostname $name && ip link set lo up &&
         sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1;
         exec sleep 2147483647" </dev/null >/dev/null 2>&1 & echo $!)
@@ -231,6 +232,7 @@ EOF
 cluster_exec() {
     local i=$1
     shift
+    # shellcheck disable=SC2046 # _cluster_ipc gives one option or none
     nsenter -t "${CLUSTER_PIDS[$i]}" -n -u $(_cluster_ipc nsenter) -- "$@"
 }
 

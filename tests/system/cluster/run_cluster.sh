@@ -17,6 +17,8 @@ bench=$(cd "$top_builddir" && pwd)/perf/zsh_bench
 MPIRUN=${MPIRUN:-mpirun}
 . "$here/cluster.sh"
 log=$(mktemp -d)
+# cluster.sh reads it: the traps below remove the cluster.
+# shellcheck disable=SC2034
 CLUSTER_TRAPS=0
 trap 'cluster_destroy; rm -rf "$log"' EXIT
 trap 'exit 130' INT
@@ -62,7 +64,8 @@ fi
 
 # place COUNTS block|rr: the node of each rank, one per line.
 place() {
-    local -a left=($1)
+    local -a left
+    read -r -a left <<<"$1"
     local mode=$2 k=${#left[@]} n=0 total=0 c
     for c in "${left[@]}"; do total=$((total + c)); done
     while [ $total -gt 0 ]; do
@@ -106,7 +109,8 @@ launch_env() {
 # launch_mpi COUNTS block|rr NP: mpirun inside node 0, a hostfile of the
 # nodes' host names with COUNTS slots, its rsh agent entering the nodes.
 launch_mpi() {
-    local -a counts=($1)
+    local -a counts
+    read -r -a counts <<<"$1"
     local mode=$2 np=$3 i r map=slot
     [ "$mode" = rr ] && map=node
     : >"$log/hostfile"
@@ -179,7 +183,7 @@ done
 # link must carry at least that much in per call, whatever the algorithm,
 # unless something reached the other node's memory without the network.
 link_case() {
-    local name=$1 ipc=$2 env=$3 before after calls need n rx errs=()
+    local name=$1 ipc=$2 env=$3 before calls need n rx errs=()
     if ! CLUSTER_IPC=$ipc cluster_create 2 >"$log/create.out" 2>&1; then
         fail "$name" "cluster_create 2: $(cat "$log/create.out")"
         return
@@ -192,6 +196,7 @@ link_case() {
     calls=$(awk '$1 == 16777216 { print $5 }' "$log/out.0")
     need=$((16777216 / 2))
     for n in 0 1; do
+        # shellcheck disable=SC2046 # four counts, split on purpose
         set -- ${before[n]} $(cluster_bytes "$n")
         rx=$(($3 - $1))
         echo "  node $n: $rx bytes in, $(($4 - $2)) out over ${calls:-?} timed calls (at least $need in per call)"
@@ -219,7 +224,7 @@ link_case "node_local_shortcuts_follow_the_rank_map" 0 "UCX_TLS=^sm ZSH_CMA=1 ZS
 # nodes of one rank each moves half of 16 MiB into each node, which must take
 # at least as long as the limit allows.
 rate_case() {
-    local name=links_are_rate_limited_in_both_directions before after us n rx errs=()
+    local name=links_are_rate_limited_in_both_directions before us n rx errs=()
     if ! cluster_create 2 100mbit >"$log/create.out" 2>&1; then
         fail "$name" "cluster_create 2 100mbit: $(cat "$log/create.out")"
         return
@@ -230,6 +235,7 @@ rate_case() {
     launch_env 0 1
     us=$(awk '$1 == 16777216 && $5 == 1 { printf "%d", $2 }' "$log/out.0")
     for n in 0 1; do
+        # shellcheck disable=SC2046 # four counts, split on purpose
         set -- ${before[n]} $(cluster_bytes "$n")
         rx=$(($3 - $1))
         # 100 Mbit/s is 12.5 bytes per microsecond; allow 10% for tbf's burst.
