@@ -30,7 +30,7 @@ typedef struct {
     double             t0;
 } zsh_triad_part_t;
 
-static double zsh_triad_now(void)
+double zsh_ob_now(void)
 {
     struct timespec ts;
 
@@ -71,9 +71,9 @@ static void *zsh_triad_thread(void *arg)
     }
     for (r = 0; r < p->reps; r++) {
         pthread_barrier_wait(p->start);
-        p->t0 = zsh_triad_now();
+        p->t0 = zsh_ob_now();
         zsh_triad_loop(p->a + p->lo, p->b + p->lo, p->c + p->lo, s, p->hi - p->lo);
-        p->secs[r] = zsh_triad_now() - p->t0;
+        p->secs[r] = zsh_ob_now() - p->t0;
         pthread_barrier_wait(p->stop);
         s += 1e-3f;
     }

@@ -13,4 +13,7 @@
  * bytes per element as STREAM does; 0 without the memory or a thread. */
 double zsh_ob_triad(size_t n, int reps, int threads);
 
+/* Seconds on the monotonic clock, for the bench's timings and the triad's. */
+double zsh_ob_now(void);
+
 #endif

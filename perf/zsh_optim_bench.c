@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define ZSH_OB_MAX 16
 
@@ -42,14 +41,6 @@ typedef struct {
     int    json;
     int    cuda;
 } zsh_ob_opts_t;
-
-static double zsh_ob_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int zsh_ob_cmp(const void *a, const void *b)
 {

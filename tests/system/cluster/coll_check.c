@@ -17,6 +17,8 @@
  */
 #include <zeroshard.h>
 
+#include "core/elem.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,75 +47,6 @@ static const struct {
 
 static const char *const check_op_names[] = {"sum", "prod", "min", "max", "avg"};
 
-/* Exact conversions of the small integers (and their averages) used here. */
-static uint16_t check_to_half(float x)
-{
-    uint32_t f, mant;
-    int exp;
-
-    memcpy(&f, &x, sizeof(f));
-    if ((f & 0x7fffffffu) == 0) {
-        return (uint16_t)(f >> 16);
-    }
-    exp  = (int)((f >> 23) & 0xff) - 127 + 15;
-    mant = (f >> 13) & 0x3ff;
-    return (uint16_t)(((f >> 16) & 0x8000u) | ((uint32_t)exp << 10) | mant);
-}
-
-static float check_from_half(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f;
-    float v = (exp == 0) ? ldexpf((float)(h & 0x3ff), -24)
-                         : ldexpf((float)((h & 0x3ff) | 0x400), exp - 25);
-
-    return (h & 0x8000) ? -v : v;
-}
-
-static void check_store(zsh_dtype_t t, void *buf, size_t i, double v)
-{
-    float f = (float)v;
-    uint32_t bits;
-
-    switch (t) {
-    case ZSH_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-    case ZSH_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
-    case ZSH_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-    case ZSH_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
-    case ZSH_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case ZSH_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
-    case ZSH_FLOAT16: ((uint16_t *)buf)[i] = check_to_half(f); break;
-    case ZSH_BFLOAT16:
-        memcpy(&bits, &f, sizeof(bits));
-        ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16);
-        break;
-    case ZSH_FLOAT32: ((float *)buf)[i] = f; break;
-    case ZSH_FLOAT64: ((double *)buf)[i] = v; break;
-    }
-}
-
-static double check_load(zsh_dtype_t t, const void *buf, size_t i)
-{
-    uint32_t bits;
-    float f;
-
-    switch (t) {
-    case ZSH_INT8: return ((const int8_t *)buf)[i];
-    case ZSH_UINT8: return ((const uint8_t *)buf)[i];
-    case ZSH_INT32: return ((const int32_t *)buf)[i];
-    case ZSH_UINT32: return ((const uint32_t *)buf)[i];
-    case ZSH_INT64: return (double)((const int64_t *)buf)[i];
-    case ZSH_UINT64: return (double)((const uint64_t *)buf)[i];
-    case ZSH_FLOAT16: return check_from_half(((const uint16_t *)buf)[i]);
-    case ZSH_BFLOAT16:
-        bits = (uint32_t)((const uint16_t *)buf)[i] << 16;
-        memcpy(&f, &bits, sizeof(f));
-        return f;
-    case ZSH_FLOAT32: return ((const float *)buf)[i];
-    case ZSH_FLOAT64: return ((const double *)buf)[i];
-    }
-    return NAN;
-}
-
 static int64_t check_value(int rank, size_t i)
 {
     return (int64_t)((rank + i) % 3) + 1;
@@ -140,15 +73,15 @@ static double check_reduced(int t, zsh_op_t op, int n, size_t i)
         return (double)acc / n;
     }
     /* Wrap as the type does. */
-    check_store(check_types[t].dtype, tmp, 0, (double)acc);
-    stored = check_load(check_types[t].dtype, tmp, 0);
+    zsh_elem_set(tmp, check_types[t].dtype, 0, (double)acc);
+    stored = zsh_elem_get(tmp, check_types[t].dtype, 0);
     return stored;
 }
 
 static void check_expect(const char *what, int t, const void *buf, size_t i, double want,
                          int inexact)
 {
-    double got = check_load(check_types[t].dtype, buf, i);
+    double got = zsh_elem_get(buf, check_types[t].dtype, i);
     double tol = !inexact ? 0.0 : (check_types[t].size == 2) ? 1e-2 * fabs(want) : 1e-6 * fabs(want);
 
     check_count++;
@@ -186,7 +119,7 @@ static void check_type(zsh_comm_t *comm, int t, size_t count)
     }
     /* all-gather: block r holds rank r's values. */
     for (i = 0; i < count; i++) {
-        check_store(dt, send, i, (double)check_value(rank, i));
+        zsh_elem_set(send, dt, i, (double)check_value(rank, i));
     }
     snprintf(what, sizeof(what), "allgather(%zu)", count);
     if (check_call(what, t, zsh_allgather(send, recv, count, dt, comm))) {
@@ -197,7 +130,7 @@ static void check_type(zsh_comm_t *comm, int t, size_t count)
     /* broadcast from every root. */
     for (r = 0; r < n; r++) {
         for (i = 0; i < count; i++) {
-            check_store(dt, recv, i, (double)((rank == r) ? check_value(r, i) : 0));
+            zsh_elem_set(recv, dt, i, (double)((rank == r) ? check_value(r, i) : 0));
         }
         snprintf(what, sizeof(what), "broadcast(%zu, root %d)", count, r);
         if (check_call(what, t, zsh_broadcast(recv, count, dt, r, comm))) {
@@ -212,7 +145,7 @@ static void check_type(zsh_comm_t *comm, int t, size_t count)
         }
         /* reduce-scatter over the whole input: element i of it is v(rank, i). */
         for (i = 0; i < total; i++) {
-            check_store(dt, send, i, (double)check_value(rank, i));
+            zsh_elem_set(send, dt, i, (double)check_value(rank, i));
         }
         snprintf(what, sizeof(what), "reduce_scatter(%zu, %s)", count, check_op_names[op]);
         if (check_call(what, t, zsh_reduce_scatter(send, recv, count, dt, (zsh_op_t)op, comm))) {
@@ -224,7 +157,7 @@ static void check_type(zsh_comm_t *comm, int t, size_t count)
         }
         /* all-reduce, in place. */
         for (i = 0; i < count; i++) {
-            check_store(dt, recv, i, (double)check_value(rank, i));
+            zsh_elem_set(recv, dt, i, (double)check_value(rank, i));
         }
         snprintf(what, sizeof(what), "allreduce(%zu, %s)", count, check_op_names[op]);
         if (check_call(what, t, zsh_allreduce(recv, recv, count, dt, (zsh_op_t)op, comm))) {
