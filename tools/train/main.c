@@ -280,9 +280,14 @@ int main(int argc, char **argv)
     printf("rank %d: last loss %.9g, peak rss %llu KiB\n", t.rank, loss,
            zsh_train_peak_rss_kib());
 out:
-    /* On a failure as well: the optimizer's destroy removes this rank's NVMe
-     * files. Only what a killed process leaves is for the next job of the
-     * same id to sweep. */
+    /* A rank that stops on an error aborts, so that its peers stop too
+     * instead of waiting for it (here in the teardown's fence) until
+     * ZSH_TIMEOUT; then it tears down like any other: the optimizer's destroy
+     * removes its NVMe files. Only what a killed process leaves is for the
+     * next job of the same id to sweep. */
+    if (rc != 0) {
+        (void)zsh_comm_abort(t.comm);
+    }
     zsh_train_teardown(&t);
     return rc;
 }
