@@ -6,7 +6,8 @@
 # dead one, and removes its own files; a job of another ZSH_JOB_ID on the same
 # directory leaves the killed job's files alone; the next job of the same id
 # sweeps them, holds only its own files while it runs, trains to a finite
-# loss and leaves the directory empty.
+# loss and leaves the directory empty. A rank whose setup fails (its NVMe
+# directory missing) stops the job at once, and neither rank leaves files.
 # The ranks start from torchrun-style variables: no launcher is needed.
 # Every wait is a bounded poll. Ends with a GoogleTest-style summary that
 # tests/run_all.sh counts.
@@ -19,13 +20,16 @@ ranks=(0 1)
 # Seconds a collective of the killed job waits for a dead peer before it
 # fails; the other jobs are not hurried.
 timeout_s=5
-# Four results per case, and the survivor's in the one-rank case.
-expected=9
+# Four results per case, the survivor's in the one-rank case, and the
+# failed setup.
+expected=10
 passed=0
 failed=0
-again_steps=200
+again_steps=100
 model=(--stage 3 --offload-optimizer nvme --offload-params nvme --hidden 64 --layers 2)
 held=()
+# Options for rank 1 alone, after the others: a later option wins.
+rank1_args=()
 tmp=$(mktemp -d)
 
 # Every rank process started has a pid file, and an rc file once it ended:
@@ -90,10 +94,12 @@ any_ended() { # TAG: a rank of job TAG has exited
 # $nvme; rank r's pid, output, errors and exit status go to
 # $tmp/TAG.{pid,out,err,rc}.r.
 launch() {
-    local tag=$1 id=$2 steps=$3 zsh_timeout=${4:-60} port r fd
+    local tag=$1 id=$2 steps=$3 zsh_timeout=${4:-60} port r fd extra
     port=$((20000 + RANDOM % 20000))
     rm -f "$tmp/$tag".*
     for r in "${ranks[@]}"; do
+        extra=()
+        [ "$r" = 1 ] && extra=("${rank1_args[@]}")
         (
             for fd in "${held[@]}"; do
                 eval "exec $fd<&-"
@@ -101,7 +107,7 @@ launch() {
             env -u ZSH_RANK -u ZSH_WORLD_SIZE -u ZSH_MASTER_PORT -u ZSH_NVME_DIR \
                 RANK=$r WORLD_SIZE=$nranks MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
                 ZSH_JOB_ID="$id" ZSH_TIMEOUT=$zsh_timeout \
-                "$prog" "${model[@]}" --steps "$steps" --nvme-dir "$nvme" \
+                "$prog" "${model[@]}" --steps "$steps" --nvme-dir "$nvme" "${extra[@]}" \
                 >"$tmp/$tag.out.$r" 2>"$tmp/$tag.err.$r" &
             echo $! >"$tmp/$tag.pidw.$r" && mv "$tmp/$tag.pidw.$r" "$tmp/$tag.pid.$r"
             wait $!
@@ -343,6 +349,29 @@ if [ ! -x "$prog" ]; then
 fi
 kill_case one_rank "1"
 kill_case whole_job "${ranks[*]}"
+
+# A rank that fails on its own, alive: its peer must not wait for it until
+# ZSH_TIMEOUT (30 s here), and what either created is removed.
+setup_fails() {
+    local r t0 why
+    nvme="$tmp/nvme-setup"
+    mkdir "$nvme"
+    rank1_args=(--nvme-dir "$tmp/missing")
+    t0=$(now_ms)
+    launch setup setup-$$ 20 30
+    rank1_args=()
+    poll 15 ended setup "${ranks[@]}" || { echo "the job did not stop within 15 s"; return; }
+    echo "    the job stopped $(($(now_ms) - t0)) ms after it started" >&2
+    for r in "${ranks[@]}"; do
+        [ "$(cat "$tmp/setup.rc.$r")" = 1 ] ||
+            echo "rank $r exited $(cat "$tmp/setup.rc.$r"), expected 1: $(tail -n 2 "$tmp/setup.err.$r")"
+    done
+    why=$(grep -h "zsh_train: " "$tmp/setup.err.1")
+    [[ $why == *"setup"*"$tmp/missing"* ]] || echo "rank 1 does not name its directory: $why"
+    [ -z "$(find "$nvme" -mindepth 1)" ] || echo "left behind: $(cd "$nvme" && find . -mindepth 1)"
+}
+setup_fails >"$tmp/why.setup"
+result a_rank_whose_setup_fails_stops_the_job_at_once_and_no_rank_leaves_files "$(cat "$tmp/why.setup")"
 
 if [ $((passed + failed)) != $expected ]; then
     echo "[  FAILED  ] $SUITE: $((passed + failed)) results reported, $expected expected"
