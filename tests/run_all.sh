@@ -39,7 +39,8 @@ grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' check.out
 logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/boot/run_guard.sh.log tests/system/mpi/run.sh.log
       tests/system/install/run_install.sh.log tests/distcheck.log
-      tests/system/train/run_train.sh.log tests/zsh_fault_tests.log
+      tests/system/train/run_train.sh.log tests/system/train/run_kill.sh.log
+      tests/zsh_fault_tests.log
       tests/system/perf/run_bench.sh.log tests/system/build/run_vectorized.sh.log
       tests/system/build/run_layers.sh.log tests/system/build/run_readme.sh.log
       tests/system/shm/run_ulimit.sh.log

@@ -250,19 +250,22 @@ int main(int argc, char **argv)
         return zsh_train_fail("zsh_comm_init", s);
     }
     if ((s = zsh_train_setup(&t)) != ZSH_OK) {
-        return zsh_train_fail("setup", s);
+        rc = zsh_train_fail("setup", s);
+        goto out;
     }
     tty = (t.rank == 0) && isatty(STDERR_FILENO);
     for (k = 1; k <= t.o.steps; k++) {
         if ((s = zsh_train_step(&t, k, &loss, &applied)) != ZSH_OK) {
-            return zsh_train_fail("step", s);
+            rc = zsh_train_fail("step", s);
+            goto out;
         }
         if (t.rank == 0) {
             printf("step %lu loss %.6f%s\n", k, loss, applied ? "" : " (skipped: overflow)");
             fflush(stdout);
         }
         if (zsh_train_split_end(&t.split, t.comm, k) != 0) {
-            return 1;
+            rc = 1;
+            goto out;
         }
         if (tty) {
             fprintf(stderr, "\r[%-30.*s] %lu/%lu loss %.4f", (int)(30 * k / t.o.steps),
@@ -276,6 +279,15 @@ int main(int argc, char **argv)
     /* Every rank's own word that it finished, with the loss it holds. */
     printf("rank %d: last loss %.9g, peak rss %llu KiB\n", t.rank, loss,
            zsh_train_peak_rss_kib());
+out:
+    /* A rank that stops on an error aborts, so that its peers stop too
+     * instead of waiting for it (here in the teardown's fence) until
+     * ZSH_TIMEOUT; then it tears down like any other: the optimizer's destroy
+     * removes its NVMe files. Only what a killed process leaves is for the
+     * next job of the same id to sweep. */
+    if (rc != 0) {
+        (void)zsh_comm_abort(t.comm);
+    }
     zsh_train_teardown(&t);
     return rc;
 }
