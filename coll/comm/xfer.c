@@ -131,16 +131,23 @@ static zsh_xfer_t *zsh_xfer_at(const zsh_xfer_span_t *spans, unsigned nspans, un
  * two, and letting go of it earlier lets a transfer under way land where it
  * no longer belongs. Sends only read: those to a dead peer are not waited
  * for, and one whose receiver gave up never ends, so the rest get a moment
- * for a transfer under way to finish. What is left then is handed to the
- * transport to keep.
+ * for a transfer under way to finish. A call that timed out knows of no
+ * dead peer whose end the transport would report: its peers are silent,
+ * as across a cut link, where the transport notices nothing for as long as
+ * the kernel retransmits. Its receives get the sends' moment, so that the
+ * call fails at its deadline, as ZSH_TIMEOUT promises, and not a few
+ * liveness periods later. What is left then is handed to the transport to
+ * keep.
  */
 void zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nspans,
-                    const char *name, uint32_t seq)
+                    const char *name, uint32_t seq, zsh_status_t why)
 {
     zsh_ctx_t *ctx       = comm->ctx;
     double now           = zsh_clock_now();
     double send_deadline = now + ZSH_XFER_DRAIN_SEND;
-    double recv_deadline = now + 3 * ctx->tl->liveness_period(ctx->tl_ctx) + 1;
+    double recv_deadline = (why == ZSH_ERR_TIMEOUT)
+                               ? send_deadline
+                               : now + 3 * ctx->tl->liveness_period(ctx->tl_ctx) + 1;
     char error[ZSH_ERROR_MSG_MAX];
     unsigned i, pending, recvs;
     zsh_xfer_t *x;

@@ -162,7 +162,8 @@ void zsh_task_fail(zsh_task_t *task, zsh_status_t status)
         zsh_error_prefix("%s seq %u on comm %u (rank %d of %d): ", task->name, task->seq,
                          comm->id, comm->rank, comm->size);
     }
-    zsh_xfer_drain(comm, spans, zsh_task_spans(task, spans), task->name, task->seq);
+    zsh_xfer_drain(comm, spans, zsh_task_spans(task, spans), task->name, task->seq,
+                   status);
     zsh_hs_abandon(&task->hs, status);
 }
 
