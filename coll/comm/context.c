@@ -227,11 +227,34 @@ err_free:
     return status;
 }
 
+void zsh_ctx_orphan(zsh_ctx_t *ctx, void *buf)
+{
+    void **grown;
+    size_t cap;
+
+    if (ctx->norphans == ctx->orphans_cap) {
+        cap   = (ctx->orphans_cap == 0) ? 8 : 2 * ctx->orphans_cap;
+        grown = realloc(ctx->orphans, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return; /* kept by leaking it: freeing it could hand it to a later call */
+        }
+        ctx->orphans     = grown;
+        ctx->orphans_cap = cap;
+    }
+    ctx->orphans[ctx->norphans++] = buf;
+}
+
 void zsh_ctx_teardown(zsh_ctx_t *ctx)
 {
+    size_t i;
+
     /* As on the error path: the transport before what its callbacks write. */
     zsh_ctrl_stop(ctx->ctrl);
     ctx->tl->destroy(ctx->tl_ctx);
+    for (i = 0; i < ctx->norphans; i++) {
+        free(ctx->orphans[i]);
+    }
+    free(ctx->orphans);
     zsh_ctrl_destroy(ctx->ctrl);
     zsh_failures_destroy(ctx->failures);
     zsh_topo_destroy(ctx->topo);

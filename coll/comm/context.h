@@ -43,6 +43,8 @@ typedef struct zsh_ctx {
     zsh_list_t          comms;         /* every communicator on this context, job included */
     uint8_t             ids_used[ZSH_MAX_COMMS / 8];
     uint32_t            id_cursor;     /* after the last id a split handed out */
+    void              **orphans;       /* scratch a failed call's receives may still write */
+    size_t              norphans, orphans_cap;
 } zsh_ctx_t;
 
 /* Create the job context over @oob with configuration @cfg and transport
@@ -54,6 +56,11 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_coll_config_t *cfg,
 /* Free the context once the fence with every rank has run, its job
  * communicator is gone and its pooled tasks are freed. */
 void         zsh_ctx_teardown(zsh_ctx_t *ctx);
+
+/* Keep @buf (malloc'd) until the transport is gone: receives a failed call
+ * left to the transport may still write into it, so no later call may get
+ * it. Freed by zsh_ctx_teardown() after the transport. */
+void         zsh_ctx_orphan(zsh_ctx_t *ctx, void *buf);
 
 static inline void zsh_ctx_id_set(zsh_ctx_t *ctx, uint32_t id, int used)
 {

@@ -137,10 +137,11 @@ static zsh_xfer_t *zsh_xfer_at(const zsh_xfer_span_t *spans, unsigned nspans, un
  * the kernel retransmits. Its receives get the sends' moment, so that the
  * call fails at its deadline, as ZSH_TIMEOUT promises, and not a few
  * liveness periods later. What is left then is handed to the transport to
- * keep.
+ * keep; the caller keeps the memory a receive left behind may still write
+ * out of every later call's way (zsh_ctx_orphan()).
  */
-void zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nspans,
-                    const char *name, uint32_t seq, zsh_status_t why)
+unsigned zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nspans,
+                        const char *name, uint32_t seq, zsh_status_t why)
 {
     zsh_ctx_t *ctx       = comm->ctx;
     double now           = zsh_clock_now();
@@ -149,7 +150,7 @@ void zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nsp
                                ? send_deadline
                                : now + 3 * ctx->tl->liveness_period(ctx->tl_ctx) + 1;
     char error[ZSH_ERROR_MSG_MAX];
-    unsigned i, pending, recvs;
+    unsigned i, pending, recvs, left = 0;
     zsh_xfer_t *x;
 
     snprintf(error, sizeof(error), "%s", zsh_last_error()); /* what the caller will read */
@@ -186,7 +187,9 @@ void zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nsp
                     "transport", name, seq, x->is_recv ? "receive from" : "send to", x->peer);
             ctx->tl->release(ctx->tl_ctx, x->req);
             x->req = NULL;
+            left += x->is_recv;
         }
     }
     zsh_error_set_quiet(error);
+    return left;
 }

@@ -60,9 +60,10 @@ void         zsh_xfer_drop(zsh_comm_t *comm, zsh_xfer_t *x);
  * Stop every operation still pending in @spans before the caller gets its
  * buffers back, for collective @name @seq that failed with @why: see
  * xfer.c for how long each kind gets. What is still in flight then is left
- * to the transport. The thread's last error is kept.
+ * to the transport; returns how many receives were. The thread's last error
+ * is kept.
  */
-void         zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nspans,
+unsigned     zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned nspans,
                             const char *name, uint32_t seq, zsh_status_t why);
 
 #endif
