@@ -1,7 +1,8 @@
 /*
  * What the pipelined rings (all-gather, reduce-scatter, and both phases of
- * all-reduce) share: the window depth, in-order reaping of their operation
- * slots, and the loop that advances them until nothing moves.
+ * all-reduce) share: the node order they go around, the window depth,
+ * in-order reaping of their operation slots, and the loop that advances
+ * them until nothing moves.
  */
 #include "algo/ring.h"
 
@@ -22,6 +23,7 @@ zsh_ring_t *zsh_ring_setup(zsh_task_t *task, const zsh_part_t *part, size_t esiz
     size_t chunk       = (chunk_bytes / esize > 0) ? chunk_bytes / esize : 1;
     size_t nchunks     = zsh_part_nchunks(part, chunk);
     zsh_ring_t *ring   = zsh_ring(task);
+    int pos            = zsh_ring_pos(task->comm, task->comm->rank);
 
     *ring = (zsh_ring_t){.part      = *part,
                          .chunk     = chunk,
@@ -29,6 +31,9 @@ zsh_ring_t *zsh_ring_setup(zsh_task_t *task, const zsh_part_t *part, size_t esiz
                          .units     = (size_t)(task->comm->size - 1) * nchunks,
                          .depth     = zsh_ring_depth(task),
                          .step_base = step_base,
+                         .pos       = pos,
+                         .left      = zsh_ring_rank_at(task->comm, (long)pos - 1),
+                         .right     = zsh_ring_rank_at(task->comm, (long)pos + 1),
                          .own_first = true};
     return ring;
 }
@@ -37,7 +42,8 @@ size_t zsh_ring_unit_chunk(zsh_task_t *task, size_t u, long shift, size_t *off)
 {
     const zsh_ring_t *ring = zsh_ring(task);
     size_t steps           = (size_t)(task->comm->size - 1);
-    size_t block = zsh_ring_block(task->comm->rank, (long)(u % steps) + shift, task->comm->size);
+    size_t block = (size_t)zsh_ring_rank_at(task->comm,
+                                            (long)ring->pos - (long)(u % steps) - shift);
 
     return zsh_part_chunk(&ring->part, block, u / steps, ring->chunk, off);
 }

@@ -3,6 +3,19 @@
  * reduce-scatter (reduce_scatter/reduce_scatter_ring.c), and both phases of
  * the ring all-reduce.
  *
+ * The rings go around the ranks in node order: all ranks of node 0 in
+ * local-rank order, then node 1's, and so on (the communicator's rank map,
+ * topo->by_node). Only the edge from one node's last rank to the next
+ * node's first crosses the network, so each node's link carries one block
+ * per step each way whatever the placement; a flat ring over round-robin
+ * ranks crosses it on every edge. With every rank on one node, or nodes
+ * holding consecutive ranks, the order is rank order. Steps follow ring
+ * positions while the data stays laid out by rank: block r of an
+ * all-gather is rank r's, and reduce-scatter's block r ends on rank r.
+ * Each block is reduced along one chain of positions, the same on every
+ * rank of a communicator, so an all-reduce's result is bitwise the same on
+ * every rank (its order of operands is the ring's, not rank order).
+ *
  * The rings number their work in units, chunk-major: unit u moves chunk
  * u / (size - 1) at step u % (size - 1), and the forward of unit u is unit
  * u + 1. A receive slot is reused only after the unit it held was forwarded,
@@ -14,7 +27,9 @@
 
 #include "base/partition.h"
 #include "base/tag.h"
+#include "comm/comm.h"
 #include "task/task.h"
+#include "topo/topo.h"
 
 /* Pipelined ring over a partitioned vector. Units are (step, chunk) pairs in order. */
 typedef struct zsh_ring {
@@ -30,6 +45,8 @@ typedef struct zsh_ring {
     char       *dst;         /* reduce-scatter: this rank's block of the result */
     char       *slots;       /* reduce-scatter: @depth receive slots (accumulation type) */
     char       *stage;       /* reduce-scatter: @depth converted first-step sends */
+    int         pos;         /* this rank's position in the ring's order */
+    int         left, right; /* the ranks it receives from and sends to */
     bool        own_first;   /* step-0 sends carry this rank's own input */
 } zsh_ring_t;
 
@@ -59,14 +76,25 @@ static inline uint32_t zsh_ring_step(const zsh_ring_t *ring, size_t u)
     return ring->step_base + (uint32_t)(u % (ZSH_TAG_DATA_STEPS / 2));
 }
 
-/* The block @back places to the left of @rank on a ring of @n. */
-static inline size_t zsh_ring_block(int rank, long back, int n)
+/* The position of @rank in @comm's ring order. */
+static inline int zsh_ring_pos(const zsh_comm_t *comm, int rank)
 {
-    return (size_t)((((long)rank - back) % n + n) % n);
+    const zsh_topo_t *topo = comm->topo;
+
+    return topo->node_start[topo->node_of[rank]] + topo->ranks[rank].local_rank;
+}
+
+/* The rank at position @pos of @comm's ring order, taken modulo its size. */
+static inline int zsh_ring_rank_at(const zsh_comm_t *comm, long pos)
+{
+    long n = comm->size;
+
+    return comm->topo->by_node[((pos % n) + n) % n];
 }
 
 /* Elements [*@off, *@off + return) of the chunk unit @u moves: its chunk of
- * the block step + @shift places left of this rank (may be empty). */
+ * the block of the rank step + @shift positions left of this rank's in the
+ * ring order (may be empty). */
 size_t       zsh_ring_unit_chunk(zsh_task_t *task, size_t u, long shift, size_t *off);
 
 /* Advance *@tail over the finished operations of slots @ops (ring order). */

@@ -1,7 +1,8 @@
 /*
- * Pipelined ring all-gather. At step s a rank forwards to its right the
- * block it got from its left at step s - 1 (its own at step 0), chunk by
- * chunk, so a chunk moves on as soon as it lands. Receives go straight to
+ * Pipelined ring all-gather, around the ranks in node order (algo/ring.h).
+ * At step s a rank forwards to its right the block it got from its left at
+ * step s - 1 (its own at step 0), chunk by chunk, so a chunk moves on as
+ * soon as it lands. Receives go straight to
  * their final place: the only buffer is the result itself.
  */
 #include "allgather/allgather.h"
@@ -29,14 +30,13 @@ static size_t zsh_ring_ag_chunk(zsh_task_t *task, size_t u, bool recv, size_t *o
 static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
 {
     zsh_ring_t *ring = zsh_ring(task);
-    int n            = task->comm->size, rank = task->comm->rank;
     size_t esize     = zsh_task_esize(task);
     zsh_status_t status;
     size_t off, cnt;
 
     while ((ring->rhead < ring->units) && (ring->rhead - ring->rtail < ring->depth)) {
         cnt    = zsh_ring_ag_chunk(task, ring->rhead, true, &off);
-        status = zsh_task_recv(task, &task->ops[ring->rhead % ring->depth], (rank + n - 1) % n,
+        status = zsh_task_recv(task, &task->ops[ring->rhead % ring->depth], ring->left,
                                zsh_ring_step(ring, ring->rhead), ring->buf + off * esize,
                                cnt * esize);
         if (status != ZSH_OK) {
@@ -47,7 +47,7 @@ static zsh_status_t zsh_ring_ag_post(zsh_task_t *task)
     while (zsh_ring_may_send(task)) {
         cnt    = zsh_ring_ag_chunk(task, ring->shead, false, &off);
         status = zsh_task_send(task, &task->ops[ring->depth + ring->shead % ring->depth],
-                               (rank + 1) % n, zsh_ring_step(ring, ring->shead),
+                               ring->right, zsh_ring_step(ring, ring->shead),
                                ring->buf + off * esize, cnt * esize);
         if (status != ZSH_OK) {
             return status;

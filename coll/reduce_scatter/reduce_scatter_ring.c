@@ -1,8 +1,9 @@
 /*
- * Pipelined ring reduce-scatter. At step s a rank sends its right neighbour
- * the partial result of block (rank - s - 1), which it got from its left
- * and added its own contribution to; after size - 1 steps block `rank`
- * is complete. Partials travel in the accumulation type (fp32 for fp16 and
+ * Pipelined ring reduce-scatter, around the ranks in node order
+ * (algo/ring.h). At step s the rank at ring position p sends its right
+ * neighbour the partial result of the block of the rank at position
+ * p - s - 1, which it got from its left and added its own contribution to;
+ * after size - 1 steps its own block is complete. Partials travel in the accumulation type (fp32 for fp16 and
  * bf16), so half precision is rounded once, by the rank that stores it.
  */
 #include "reduce_scatter/reduce_scatter.h"
@@ -41,7 +42,8 @@ static char *zsh_ring_rs_slot(const zsh_ring_t *ring, char *base, size_t u, size
 }
 
 /* Unit @u's chunk of the block received (@recv) or sent at its step: the
- * partial of block rank - step - 1 goes right, of rank - step - 2 arrives. */
+ * partial of the block of position pos - step - 1 goes right, of
+ * pos - step - 2 arrives. */
 static size_t zsh_ring_rs_chunk(zsh_task_t *task, size_t u, bool recv, size_t *off)
 {
     return zsh_ring_unit_chunk(task, u, recv ? 2 : 1, off);
@@ -104,7 +106,7 @@ static zsh_status_t zsh_ring_rs_send(zsh_task_t *task)
             buf = ring->src + off * esize;
         }
         status = zsh_task_send(task, &task->ops[ring->depth + u % ring->depth],
-                               (task->comm->rank + 1) % n, zsh_ring_step(ring, u), buf,
+                               ring->right, zsh_ring_step(ring, u), buf,
                                cnt * acc_esize);
         if (status != ZSH_OK) {
             return status;
@@ -135,7 +137,7 @@ static zsh_status_t zsh_ring_rs_recv(zsh_task_t *task)
            zsh_ring_rs_slot_free(ring, ring->rhead, (size_t)(n - 1))) {
         cnt    = zsh_ring_rs_chunk(task, ring->rhead, true, &off);
         status = zsh_task_recv(task, &task->ops[ring->rhead % ring->depth],
-                               (task->comm->rank + n - 1) % n, zsh_ring_step(ring, ring->rhead),
+                               ring->left, zsh_ring_step(ring, ring->rhead),
                                zsh_ring_rs_slot(ring, ring->slots, ring->rhead, acc_esize),
                                cnt * acc_esize);
         if (status != ZSH_OK) {

@@ -59,7 +59,9 @@ _Static_assert(ZSH_SELECT_NRULES == ZSH_COLL_BROADCAST + 1,
 /* What each algorithm does; indexes match zsh_algo_t. */
 static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
     [ZSH_ALGO_RING]     = "pipelined ring in chunks of ZSH_CHUNK_SIZE, ZSH_PIPELINE_DEPTH in "
-                          "flight; all-reduce as a reduce-scatter then an all-gather",
+                          "flight, around the ranks in node order (each node's ranks in turn), "
+                          "so each node's link carries one block per step each way whatever "
+                          "the placement; all-reduce as a reduce-scatter then an all-gather",
     [ZSH_ALGO_BRUCK]    = "Bruck's all-gather, ceil(log2 ranks) rounds",
     [ZSH_ALGO_RD]       = "recursive doubling over the whole vector, log2 ranks rounds "
                           "(reduce-scatter keeps its block)",
@@ -155,8 +157,8 @@ static const zsh_select_step_t zsh_select_steps[] = {
                        "most " ZSH_SELECT_STR(ZSH_EAGER_AUTO_SEND_MAX) " bytes in all: eager"},
     {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
                        "(reduce-scatter, all-reduce), binomial (broadcast)"},
-    {zsh_select_large, "otherwise: ring (all-gather, reduce-scatter, all-reduce), binomial "
-                       "(broadcast)"},
+    {zsh_select_large, "otherwise, on one node or across nodes: ring in node order "
+                       "(all-gather, reduce-scatter, all-reduce), binomial (broadcast)"},
 };
 
 #define ZSH_SELECT_NSTEPS (sizeof(zsh_select_steps) / sizeof(zsh_select_steps[0]))

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A zsh_check_case_t. Data movement uses the MIN inputs: distinct per rank,
- * exact in every dtype. */
-static void zsh_allgather_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
-                               bool inplace, zsh_algo_t algo)
+/* A zsh_check_case_t (check.h). Data movement uses the MIN inputs:
+ * distinct per rank, exact in every dtype. */
+void zsh_allgather_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                        bool inplace, zsh_algo_t algo)
 {
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), k;
     size_t blk = count * zsh_dtype_size(dtype);

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A zsh_check_case_t. */
-static void zsh_allreduce_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
-                               bool inplace, zsh_algo_t algo)
+/* A zsh_check_case_t (check.h). */
+void zsh_allreduce_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                        bool inplace, zsh_algo_t algo)
 {
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     size_t bytes = count * zsh_dtype_size(dtype);
@@ -108,8 +108,9 @@ ZSH_RANK_TEST(allreduce, eager_accumulates_fp16_and_bf16_in_fp32_and_rounds_once
 }
 
 /* ZeRO relies on every rank holding the same bits after an all-reduce,
- * whichever algorithm ran: @count floats whose sum depends on its order. */
-static void zsh_allreduce_bitwise(zsh_comm_t *comm, zsh_algo_t algo, size_t count)
+ * whichever algorithm ran: @count floats whose sum depends on its order
+ * (check.h). */
+void zsh_allreduce_bitwise(zsh_comm_t *comm, zsh_algo_t algo, size_t count)
 {
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), r;
     uint32_t seed = 12345u + 7919u * (uint32_t)rank;

@@ -86,6 +86,20 @@ typedef void (*zsh_check_case_t)(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t o
 void zsh_check_matrix(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
                       zsh_check_case_t one);
 
+/* Each collective's reference case (allgather_test.c, reduce_scatter_test.c,
+ * allreduce_test.c), for tests that run them on communicators of their own
+ * making. */
+void zsh_allgather_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                        bool inplace, zsh_algo_t algo);
+void zsh_reduce_scatter_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                             bool inplace, zsh_algo_t algo);
+void zsh_allreduce_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                        bool inplace, zsh_algo_t algo);
+
+/* An all-reduce of @count floats whose sum depends on its order, with @algo
+ * forced, then a check that every rank holds the same bits. */
+void zsh_allreduce_bitwise(zsh_comm_t *comm, zsh_algo_t algo, size_t count);
+
 /*
  * One call whose status the caller checks against what @algo owes it: a
  * call of @total_bytes (as the selection counts them: every rank's block

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A zsh_check_case_t. */
-static void zsh_reduce_scatter_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op,
-                                    size_t count, bool inplace, zsh_algo_t algo)
+/* A zsh_check_case_t (check.h). */
+void zsh_reduce_scatter_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op,
+                             size_t count, bool inplace, zsh_algo_t algo)
 {
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     size_t blk = count * zsh_dtype_size(dtype);

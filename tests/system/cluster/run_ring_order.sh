@@ -1,0 +1,127 @@
+#!/bin/bash
+# The rings go around the ranks in node order (coll/algo/ring.h), so on a
+# simulated cluster (cluster.sh) of 2 nodes x 2 ranks, zsh_bench's ring
+# all-gather and reduce-scatter put the same bytes on each node's link with
+# round-robin placement as with block placement: the minimum.
+#
+# The formula: with n ranks on K >= 2 nodes, a ring in node order has
+# exactly one edge into each node, from the previous node's last rank, and
+# every edge carries n - 1 blocks of Size / n per call (Size as zsh_bench
+# counts it: the gathered buffer of an all-gather, the input of a
+# reduce-scatter). So each node receives
+#     (n - 1) * Size / n bytes per call
+# (2 x 2: 3 blocks of Size / 4), which the link counters must show within
+# 5% (headers and the bootstrap included). A flat ring over round-robin
+# ranks enters each node on each of its ranks' edges: twice that on 2 x 2.
+# Root only: elsewhere every case is skipped with the reason.
+# Ends with a GoogleTest-style summary that tests/run_all.sh counts.
+set -u
+top_builddir=${top_builddir:-.}
+here=$(cd "$(dirname "$0")" && pwd)
+bench=$(cd "$top_builddir" && pwd)/perf/zsh_bench
+. "$here/cluster.sh"
+log=$(mktemp -d)
+# cluster.sh reads it: the traps below remove the cluster.
+# shellcheck disable=SC2034
+CLUSTER_TRAPS=0
+trap 'cluster_destroy; rm -rf "$log"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+passed=0
+failed=0
+skipped=0
+size=16777216
+np=4
+colls=(allgather reduce_scatter)
+placements=(rr block)
+expected=$((${#colls[@]} * ${#placements[@]}))
+
+ok() { echo "[       OK ] ring_order.$1"; passed=$((passed + 1)); }
+fail() { echo "[  FAILED  ] ring_order.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
+name_of() { echo "${1}_ring_puts_the_node_ordered_bytes_on_each_link/${2}_2x2"; }
+
+summary() {
+    if [ $((passed + failed + skipped)) != $expected ]; then
+        echo "[  FAILED  ] ring_order: $((passed + failed + skipped)) results reported, $expected expected"
+        failed=$((failed + 1))
+    fi
+    echo "[  PASSED  ] $passed tests."
+    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
+    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+    [ $failed = 0 ]
+}
+
+if why=$(cluster_unsupported); then
+    for coll in "${colls[@]}"; do
+        for mode in "${placements[@]}"; do
+            echo "[  SKIPPED ] ring_order.$(name_of "$coll" "$mode") ($why)"
+        done
+    done
+    skipped=$expected
+    summary
+    exit 77
+fi
+
+# launch_env NODES... : one rank per argument (its node), torchrun-style,
+# running "${run[@]}"; output of rank r in $log/out.r, status in $log/rc.r.
+launch_env() {
+    local np=$# p r n pids=()
+    p=$((20000 + (RANDOM % 20000)))
+    r=0
+    for n in "$@"; do
+        (
+            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np MASTER_ADDR="${CLUSTER_ADDRS[0]}" \
+                MASTER_PORT="$p" ZSH_TIMEOUT=60 timeout 120 "${run[@]}" >"$log/out.$r" 2>&1
+            echo $? >"$log/rc.$r"
+        ) &
+        pids+=($!)
+        r=$((r + 1))
+    done
+    wait "${pids[@]}"
+}
+
+# ring_case COLL rr|block: 2 nodes x 2 ranks, COLL of $size bytes with the
+# ring forced; each node's bytes in per call against the formula.
+ring_case() {
+    local coll=$1 mode=$2 name var before calls want n rx per errs=() nodes r
+    name=$(name_of "$coll" "$mode")
+    var=ZSH_$(echo "$coll" | tr '[:lower:]' '[:upper:]')_ALGO
+    if [ "$mode" = rr ]; then nodes=(0 1 0 1); else nodes=(0 0 1 1); fi
+    for n in 0 1; do before[n]=$(cluster_bytes "$n"); done
+    rm -f "$log"/out.* "$log"/rc.*
+    run=(env "$var=ring" "$bench" "$coll" -m "$size:$size" -i 4 -x 0 -f)
+    launch_env "${nodes[@]}"
+    calls=$(awk -v s=$size '$1 == s { print $5 }' "$log/out.0")
+    want=$(((np - 1) * size / np))
+    for n in 0 1; do
+        # shellcheck disable=SC2046,SC2086 # four counts, split on purpose
+        set -- ${before[n]} $(cluster_bytes "$n")
+        rx=$(($3 - $1))
+        per=$((rx / ${calls:-1}))
+        echo "  $coll $mode node $n: $rx bytes in over ${calls:-?} calls, $per per call; formula $want (flat ring on round-robin: $((2 * want)))"
+        if [ -z "$calls" ] || [ $((per * 100)) -lt $((want * 95)) ] || [ $((per * 100)) -gt $((want * 105)) ]; then
+            errs+=("node $n: $per bytes in per call, not within 5% of $want")
+        fi
+    done
+    for r in 0 1 2 3; do
+        [ "$(cat "$log/rc.$r" 2>/dev/null)" = 0 ] || errs+=("rank $r exited $(cat "$log/rc.$r" 2>/dev/null): $(tail -3 "$log/out.$r")")
+    done
+    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+}
+
+if ! cluster_create 2 >"$log/create.out" 2>&1; then
+    for coll in "${colls[@]}"; do
+        for mode in "${placements[@]}"; do
+            fail "$(name_of "$coll" "$mode")" "cluster_create 2: $(cat "$log/create.out")"
+        done
+    done
+    summary
+    exit 1
+fi
+for coll in "${colls[@]}"; do
+    for mode in "${placements[@]}"; do
+        ring_case "$coll" "$mode"
+    done
+done
+cluster_destroy
+summary
