@@ -1,0 +1,115 @@
+#!/bin/bash
+# zsh_bench across a simulated cluster (tests/system/cluster/cluster.sh), as
+# a user would run it on a real one: busbw of ZeroShard and of Open MPI on
+# the same buffers under mpirun (--baseline mpi: alternating rounds, medians),
+# and the bytes that crossed node 0's link per ZeroShard call, read from the
+# link's counters around a run of that size alone, beside what the
+# algorithm must move. Root only; everything it creates is removed on exit.
+#
+#   perf/cluster_bench.sh [BUILD_DIR] [-k NODES] [-r RANKS_PER_NODE] [--rate RATE]
+#                         [--placement block|rr] [-c COLLS] [-m SIZES] [-i ITERS]
+#
+# Defaults: 2 nodes x 2 ranks, 1gbit links, round-robin placement,
+# allgather,reduce_scatter, sizes 1m,4m,16m (total bytes per call as
+# zsh_bench counts them), 8 timed calls after 2 untimed ones.
+#
+# The formula: ZeroShard's rings go around the ranks node by node, so each
+# node's link takes in (n - 1) blocks of Size / n per all-gather or
+# reduce-scatter (n ranks), twice that per all-reduce (a reduce-scatter and
+# an all-gather), whatever the placement.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=$here/../build
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
+build=$(cd "$build" && pwd)
+nodes=2 per=2 rate=1gbit placement=rr colls=allgather,reduce_scatter sizes=1m,4m,16m iters=8
+while [ $# -gt 0 ]; do
+    case $1 in
+    -k) nodes=$2; shift 2 ;;
+    -r) per=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --placement) placement=$2; shift 2 ;;
+    -c) colls=$2; shift 2 ;;
+    -m) sizes=$2; shift 2 ;;
+    -i) iters=$2; shift 2 ;;
+    *) echo "cluster_bench.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+case $placement in
+block) map=slot ;;
+rr) map=node ;;
+*) echo "cluster_bench.sh: --placement takes block or rr, not '$placement'" >&2; exit 2 ;;
+esac
+# shellcheck source=../tests/system/cluster/cluster.sh
+. "$here/../tests/system/cluster/cluster.sh"
+if why=$(cluster_unsupported); then
+    echo "cluster_bench.sh: $why" >&2
+    exit 1
+fi
+bench=$build/perf/zsh_bench
+np=$((nodes * per))
+warm=2
+tmp=$(mktemp -d)
+# cluster.sh reads it: the traps below remove the cluster.
+# shellcheck disable=SC2034
+CLUSTER_TRAPS=0
+trap 'cluster_destroy; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+cluster_create "$nodes" "$rate" >"$tmp/create.out" 2>&1 || { cat "$tmp/create.out" >&2; exit 1; }
+: >"$tmp/hostfile"
+for ((i = 0; i < nodes; i++)); do
+    echo "${CLUSTER_HOSTS[i]} slots=$per" >>"$tmp/hostfile"
+done
+
+# mpirun inside node 0 (the cluster's addresses exist only in the nodes).
+mpi() {
+    cluster_exec 0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        timeout 600 "${MPIRUN:-mpirun}" --oversubscribe -np "$np" --hostfile "$tmp/hostfile" \
+        --map-by "$map" --mca plm_rsh_agent "$CLUSTER_AGENT" -x PATH -x ZSH_TIMEOUT=120 "$@"
+}
+
+bytes_of() { # SIZE: k/m/g suffixes, 2^10 steps
+    local s=$1 m=1
+    case $s in *k) m=1024 ;; *m) m=$((1 << 20)) ;; *g) m=$((1 << 30)) ;; esac
+    echo $((${s%[kmg]} * m))
+}
+
+echo "# ZeroShard and Open MPI on $nodes simulated nodes x $per ranks, $placement placement," \
+     "links of $rate; busbw in GB/s (zsh_bench, medians of alternating rounds)"
+echo "# link bytes: into node 0 per ZeroShard call, from its link's counters around a run" \
+     "of that size alone ($iters + $warm calls, a fifth above 1 MiB), against the formula"
+printf '%-15s %10s %12s %12s %8s %14s %14s %8s\n' "# collective" "size" "zsh busbw" "MPI busbw" \
+    "zsh/MPI" "link B/call" "formula B" "ratio"
+IFS=, read -r -a coll_list <<<"$colls"
+IFS=, read -r -a size_list <<<"$sizes"
+for coll in "${coll_list[@]}"; do
+    for size in "${size_list[@]}"; do
+        total=$(bytes_of "$size")
+        if ! mpi "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" --baseline mpi \
+            >"$tmp/out" 2>&1; then
+            echo "cluster_bench.sh: $coll $size under mpirun failed:" >&2
+            tail -5 "$tmp/out" >&2
+            exit 1
+        fi
+        read -r zbw mbw ratio < <(awk -v s="$total" '$1 == s { print $4, $5, $6 }' "$tmp/out")
+        before=$(cluster_bytes 0)
+        if ! mpi "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" >"$tmp/out" 2>&1; then
+            echo "cluster_bench.sh: $coll $size (link count) failed:" >&2
+            tail -5 "$tmp/out" >&2
+            exit 1
+        fi
+        after=$(cluster_bytes 0)
+        calls=$((iters + warm))
+        if [ "$total" -gt $((1 << 20)) ]; then # zsh_bench runs a fifth above 1 MiB, as OSU does
+            calls=$(( (iters + 4) / 5 + (warm + 4) / 5 ))
+        fi
+        in=$(( ($(echo "$after" | cut -d' ' -f1) - $(echo "$before" | cut -d' ' -f1)) / calls ))
+        formula=$(( (np - 1) * total / np ))
+        [ "$coll" = allreduce ] && formula=$((2 * formula))
+        [ "$nodes" -lt 2 ] && formula=0
+        printf '%-15s %10s %12s %12s %8s %14d %14d %8s\n' "$coll" "$size" "${zbw:-?}" "${mbw:-?}" \
+            "${ratio:-?}" "$in" "$formula" \
+            "$(awk -v a="$in" -v b="$formula" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')"
+    done
+done
