@@ -257,6 +257,26 @@ int zsh_comm_rank(const zsh_comm_t *comm);
 int zsh_comm_size(const zsh_comm_t *comm);
 
 /**
+ * @brief Where this rank sits among the nodes of @p comm (zsh_info -t prints
+ *        the map).
+ *
+ * Two ranks share a node when their host names (or ZSH_NODE_NAME) and their
+ * kernels' boot ids match. Nodes are numbered in the order their first rank
+ * appears in @p comm; local ranks count only @p comm's ranks on that node, in
+ * rank order. zsh_comm_split(comm, node, local_rank, ...) therefore makes one
+ * communicator per node, as MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) does.
+ * Any output may be NULL. Not collective.
+ * @param[out] node_p       This rank's node, in [0, *nnodes_p).
+ * @param[out] nnodes_p     Nodes @p comm spans.
+ * @param[out] local_rank_p This rank among @p comm's ranks on its node.
+ * @param[out] local_size_p @p comm's ranks on this rank's node.
+ * @return ZSH_ERR_INVALID_ARG if @p comm is NULL, destroyed or not a
+ *         communicator; outputs are set only on success.
+ */
+zsh_status_t zsh_comm_node(const zsh_comm_t *comm, int *node_p, int *nnodes_p, int *local_rank_p,
+                           int *local_size_p);
+
+/**
  * @brief Gather @p sendcount elements from every rank into @p recvbuf, in rank order.
  * @param sendbuf   @p sendcount elements; may be `recvbuf + rank * sendcount` (in place).
  * @param recvbuf   size * @p sendcount elements.

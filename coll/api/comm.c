@@ -248,3 +248,28 @@ int zsh_comm_size(const zsh_comm_t *comm)
     }
     return comm->size;
 }
+
+zsh_status_t zsh_comm_node(const zsh_comm_t *comm, int *node_p, int *nnodes_p, int *local_rank_p,
+                           int *local_size_p)
+{
+    const zsh_topo_t *t;
+
+    if (!zsh_comm_live(comm)) {
+        zsh_comm_refuse("zsh_comm_node", comm);
+        return ZSH_ERR_INVALID_ARG;
+    }
+    t = comm->topo;
+    if (node_p != NULL) {
+        *node_p = t->node;
+    }
+    if (nnodes_p != NULL) {
+        *nnodes_p = t->nnodes;
+    }
+    if (local_rank_p != NULL) {
+        *local_rank_p = t->local_rank;
+    }
+    if (local_size_p != NULL) {
+        *local_size_p = t->local_size;
+    }
+    return ZSH_OK;
+}
