@@ -2,12 +2,15 @@
 # zsh_bench across a simulated cluster (tests/system/cluster/cluster.sh), as
 # a user would run it on a real one: busbw of ZeroShard and of Open MPI on
 # the same buffers under mpirun (--baseline mpi: alternating rounds, medians),
+# or of ZeroShard alone launched torchrun-style (--launcher env: RANK,
+# WORLD_SIZE and MASTER_ADDR, node 0's address, set per rank),
 # and the bytes that crossed node 0's link per ZeroShard call, read from the
 # link's counters around a run of that size alone, beside what the
 # algorithm must move. Root only; everything it creates is removed on exit.
 #
 #   perf/cluster_bench.sh [BUILD_DIR] [-k NODES] [-r RANKS_PER_NODE] [--rate RATE]
-#                         [--placement block|rr] [-c COLLS] [-m SIZES] [-i ITERS]
+#                         [--placement block|rr] [--launcher mpirun|env] [-c COLLS]
+#                         [-m SIZES] [-i ITERS]
 #
 # Defaults: 2 nodes x 2 ranks, 1gbit links, round-robin placement,
 # allgather,reduce_scatter, sizes 1m,4m,16m (total bytes per call as
@@ -22,13 +25,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../build
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 build=$(cd "$build" && pwd)
-nodes=2 per=2 rate=1gbit placement=rr colls=allgather,reduce_scatter sizes=1m,4m,16m iters=8
+nodes=2 per=2 rate=1gbit placement=rr launcher=mpirun colls=allgather,reduce_scatter
+sizes=1m,4m,16m iters=8
 while [ $# -gt 0 ]; do
     case $1 in
     -k) nodes=$2; shift 2 ;;
     -r) per=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --placement) placement=$2; shift 2 ;;
+    --launcher) launcher=$2; shift 2 ;;
     -c) colls=$2; shift 2 ;;
     -m) sizes=$2; shift 2 ;;
     -i) iters=$2; shift 2 ;;
@@ -39,6 +44,10 @@ case $placement in
 block) map=slot ;;
 rr) map=node ;;
 *) echo "cluster_bench.sh: --placement takes block or rr, not '$placement'" >&2; exit 2 ;;
+esac
+case $launcher in
+mpirun | env) ;;
+*) echo "cluster_bench.sh: --launcher takes mpirun or env, not '$launcher'" >&2; exit 2 ;;
 esac
 # shellcheck source=../tests/system/cluster/cluster.sh
 . "$here/../tests/system/cluster/cluster.sh"
@@ -69,14 +78,41 @@ mpi() {
         --map-by "$map" --mca plm_rsh_agent "$CLUSTER_AGENT" -x PATH -x ZSH_TIMEOUT=120 "$@"
 }
 
+# torchrun-style: rank r on node r / per (block) or r % nodes (rr); rank 0's
+# output is what the caller reads.
+envrun() {
+    local r n lr port=$((20000 + RANDOM % 20000)) pids=() rc=0
+    for ((r = 0; r < np; r++)); do
+        if [ "$placement" = block ]; then
+            n=$((r / per)) lr=$((r % per))
+        else
+            n=$((r % nodes)) lr=$((r / nodes))
+        fi
+        cluster_exec "$n" env RANK=$r WORLD_SIZE=$np LOCAL_RANK=$lr \
+            MASTER_ADDR="${CLUSTER_ADDRS[0]}" MASTER_PORT=$port ZSH_TIMEOUT=120 \
+            timeout 600 "$@" >"$tmp/env.$r" 2>&1 &
+        pids+=($!)
+    done
+    for r in "${!pids[@]}"; do
+        wait "${pids[r]}" || rc=1
+    done
+    cat "$tmp/env.0"
+    [ $rc = 0 ] || { tail -3 "$tmp"/env.* >&2; return 1; }
+}
+
+launch() {
+    if [ "$launcher" = env ]; then envrun "$@"; else mpi "$@"; fi
+}
+
 bytes_of() { # SIZE: k/m/g suffixes, 2^10 steps
     local s=$1 m=1
     case $s in *k) m=1024 ;; *m) m=$((1 << 20)) ;; *g) m=$((1 << 30)) ;; esac
     echo $((${s%[kmg]} * m))
 }
 
-echo "# ZeroShard and Open MPI on $nodes simulated nodes x $per ranks, $placement placement," \
-     "links of $rate; busbw in GB/s (zsh_bench, medians of alternating rounds)"
+echo "# ZeroShard$([ "$launcher" = mpirun ] && echo " and Open MPI") on $nodes simulated nodes x" \
+     "$per ranks, $placement placement, links of $rate, launched by $launcher; busbw in GB/s" \
+     "(zsh_bench$([ "$launcher" = mpirun ] && echo ", medians of alternating rounds"))"
 echo "# link bytes: into node 0 per ZeroShard call, from its link's counters around a run" \
      "of that size alone ($iters + $warm calls, a fifth above 1 MiB), against the formula"
 printf '%-15s %10s %12s %12s %8s %14s %14s %8s\n' "# collective" "size" "zsh busbw" "MPI busbw" \
@@ -86,15 +122,17 @@ IFS=, read -r -a size_list <<<"$sizes"
 for coll in "${coll_list[@]}"; do
     for size in "${size_list[@]}"; do
         total=$(bytes_of "$size")
-        if ! mpi "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" --baseline mpi \
+        baseline=()
+        [ "$launcher" = mpirun ] && baseline=(--baseline mpi)
+        if ! launch "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" "${baseline[@]}" \
             >"$tmp/out" 2>&1; then
-            echo "cluster_bench.sh: $coll $size under mpirun failed:" >&2
+            echo "cluster_bench.sh: $coll $size under $launcher failed:" >&2
             tail -5 "$tmp/out" >&2
             exit 1
         fi
-        read -r zbw mbw ratio < <(awk -v s="$total" '$1 == s { print $4, $5, $6 }' "$tmp/out")
+        read -r zbw mbw ratio < <(awk -v s="$total" '$1 == s { print $4, ($5 == "" ? "-" : $5), ($6 == "" ? "-" : $6) }' "$tmp/out")
         before=$(cluster_bytes 0)
-        if ! mpi "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" >"$tmp/out" 2>&1; then
+        if ! launch "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" >"$tmp/out" 2>&1; then
             echo "cluster_bench.sh: $coll $size (link count) failed:" >&2
             tail -5 "$tmp/out" >&2
             exit 1
