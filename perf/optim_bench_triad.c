@@ -5,9 +5,11 @@
 #include <time.h>
 
 /* Built for the same instruction sets as the layer's update kernels
- * (zero/optim/rule.h), so the bound is not that of a narrower loop. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && defined(__GLIBC__)
-#define ZSH_OB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+ * (zero/optim/rule.h, under the same conditions), so the bound is not that
+ * of a narrower loop. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    defined(__GLIBC__)
+#define ZSH_OB_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define ZSH_OB_CLONES
 #endif

@@ -227,9 +227,9 @@ err_free:
     return status;
 }
 
-void zsh_ctx_orphan(zsh_ctx_t *ctx, void *buf)
+void zsh_ctx_orphan(zsh_ctx_t *ctx, void *obj, void (*release)(void *obj))
 {
-    void **grown;
+    zsh_ctx_orphan_t *grown;
     size_t cap;
 
     if (ctx->norphans == ctx->orphans_cap) {
@@ -241,7 +241,7 @@ void zsh_ctx_orphan(zsh_ctx_t *ctx, void *buf)
         ctx->orphans     = grown;
         ctx->orphans_cap = cap;
     }
-    ctx->orphans[ctx->norphans++] = buf;
+    ctx->orphans[ctx->norphans++] = (zsh_ctx_orphan_t){obj, release};
 }
 
 void zsh_ctx_teardown(zsh_ctx_t *ctx)
@@ -252,7 +252,7 @@ void zsh_ctx_teardown(zsh_ctx_t *ctx)
     zsh_ctrl_stop(ctx->ctrl);
     ctx->tl->destroy(ctx->tl_ctx);
     for (i = 0; i < ctx->norphans; i++) {
-        free(ctx->orphans[i]);
+        ctx->orphans[i].release(ctx->orphans[i].obj);
     }
     free(ctx->orphans);
     zsh_ctrl_destroy(ctx->ctrl);

@@ -24,6 +24,12 @@
 
 struct zsh_comm;
 
+/* Memory kept until the transport is gone, and how to free it then. */
+typedef struct zsh_ctx_orphan {
+    void  *obj;
+    void (*release)(void *obj);
+} zsh_ctx_orphan_t;
+
 typedef struct zsh_ctx {
     unsigned            refs;          /* communicators using this context */
     int                 rank, size;    /* in the job */
@@ -43,7 +49,7 @@ typedef struct zsh_ctx {
     zsh_list_t          comms;         /* every communicator on this context, job included */
     uint8_t             ids_used[ZSH_MAX_COMMS / 8];
     uint32_t            id_cursor;     /* after the last id a split handed out */
-    void              **orphans;       /* scratch a failed call's receives may still write */
+    zsh_ctx_orphan_t   *orphans;       /* what a failed call's receives may still write */
     size_t              norphans, orphans_cap;
 } zsh_ctx_t;
 
@@ -57,10 +63,10 @@ zsh_status_t zsh_ctx_create(const zsh_oob_t *oob, const zsh_coll_config_t *cfg,
  * communicator is gone and its pooled tasks are freed. */
 void         zsh_ctx_teardown(zsh_ctx_t *ctx);
 
-/* Keep @buf (malloc'd) until the transport is gone: receives a failed call
- * left to the transport may still write into it, so no later call may get
- * it. Freed by zsh_ctx_teardown() after the transport. */
-void         zsh_ctx_orphan(zsh_ctx_t *ctx, void *buf);
+/* Keep @obj until the transport is gone: receives a failed call left to the
+ * transport may still write into it, so no later call may get it.
+ * zsh_ctx_teardown() calls @release(@obj) after destroying the transport. */
+void         zsh_ctx_orphan(zsh_ctx_t *ctx, void *obj, void (*release)(void *obj));
 
 static inline void zsh_ctx_id_set(zsh_ctx_t *ctx, uint32_t id, int used)
 {

@@ -162,15 +162,12 @@ void zsh_task_fail(zsh_task_t *task, zsh_status_t status)
         zsh_error_prefix("%s seq %u on comm %u (rank %d of %d): ", task->name, task->seq,
                          comm->id, comm->rank, comm->size);
     }
-    if ((zsh_xfer_drain(comm, spans, zsh_task_spans(task, spans), task->name, task->seq,
-                        status) > 0) &&
-        (task->scratch != NULL)) {
-        /* A receive left to the transport may still land in the scratch
-         * (a peer that was only slow, a link that comes back): the pooled
-         * task must not hand it to its next call. */
-        zsh_ctx_orphan(comm->ctx, task->scratch);
-        task->scratch     = NULL;
-        task->scratch_cap = 0;
+    if (zsh_xfer_drain(comm, spans, zsh_task_spans(task, spans), task->name, task->seq,
+                       status) > 0) {
+        /* A receive left to the transport may still land in the task's
+         * buffers (a peer that was only slow, a link that comes back): the
+         * pooled task must not hand them to its next call. */
+        task->orphan = true;
     }
     zsh_hs_abandon(&task->hs, status);
 }

@@ -58,6 +58,21 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
     return ZSH_OK;
 }
 
+/* Free a task's buffers and retire its handle. */
+static void zsh_task_release(void *obj)
+{
+    zsh_task_t *task = obj;
+
+    free(task->ops);
+    free(task->scratch);
+    free(task->hs_bufs.probe);
+    free(task->hs_bufs.all_in);
+    free(task->hs_bufs.held);
+    free(task->hs_bufs.xfers);
+    task->magic = ZSH_MAGIC_RETIRED;
+    zsh_retire(task); /* a freed request's handle stays detectable */
+}
+
 void zsh_task_put(zsh_task_t *task)
 {
     zsh_ctx_t *ctx = task->comm->ctx;
@@ -66,6 +81,13 @@ void zsh_task_put(zsh_task_t *task)
     ctx->tasks_out--;
     task->magic = ZSH_REQUEST_FREED;
     task->comm  = NULL;
+    if (task->orphan) {
+        /* Its scratch, handshake buffers and the descriptor inside it may
+         * still be written: no later call gets them, and they are freed
+         * only once the transport is gone. */
+        zsh_ctx_orphan(ctx, task, zsh_task_release);
+        return;
+    }
     zsh_list_push_tail(&ctx->free_tasks, &task->link);
 }
 
@@ -79,14 +101,7 @@ void zsh_task_pool_free(zsh_ctx_t *ctx)
     while (!zsh_list_empty(&ctx->free_tasks)) {
         task = zsh_container_of(ctx->free_tasks.next, zsh_task_t, link);
         zsh_list_del(&task->link);
-        free(task->ops);
-        free(task->scratch);
-        free(task->hs_bufs.probe);
-        free(task->hs_bufs.all_in);
-        free(task->hs_bufs.held);
-        free(task->hs_bufs.xfers);
-        task->magic = ZSH_MAGIC_RETIRED;
-        zsh_retire(task); /* a freed request's handle stays detectable */
+        zsh_task_release(task);
     }
 }
 

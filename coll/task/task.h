@@ -83,6 +83,8 @@ struct zsh_request {
     void            *scratch;
     size_t           scratch_cap;
     zsh_hs_bufs_t    hs_bufs;
+    bool             orphan;    /* receives left to the transport may still write into its
+                                   buffers: kept out of the pool until teardown */
 };
 
 static inline void *zsh_task_state(zsh_task_t *task)
