@@ -71,11 +71,15 @@ for ((i = 0; i < nodes; i++)); do
     echo "${CLUSTER_HOSTS[i]} slots=$per" >>"$tmp/hostfile"
 done
 
-# mpirun inside node 0 (the cluster's addresses exist only in the nodes).
+# mpirun inside node 0 (the cluster's addresses exist only in the nodes),
+# with the caller's algorithm overrides (ZSH_<COLL>_ALGO=hier, say).
+algos=()
+for v in $(compgen -e | grep -E '^ZSH_[A-Z_]+_ALGO$'); do algos+=(-x "$v=${!v}"); done
 mpi() {
     cluster_exec 0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         timeout 600 "${MPIRUN:-mpirun}" --oversubscribe -np "$np" --hostfile "$tmp/hostfile" \
-        --map-by "$map" --mca plm_rsh_agent "$CLUSTER_AGENT" -x PATH -x ZSH_TIMEOUT=120 "$@"
+        --map-by "$map" --mca plm_rsh_agent "$CLUSTER_AGENT" -x PATH -x ZSH_TIMEOUT=120 \
+        "${algos[@]}" "$@"
 }
 
 # torchrun-style: rank r on node r / per (block) or r % nodes (rr); rank 0's

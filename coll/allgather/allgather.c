@@ -44,6 +44,7 @@ static const zsh_coll_init_t zsh_allgather_algos[ZSH_ALGO_LAST] = {
     [ZSH_ALGO_RMA]    = zsh_rma_ag_init,
     [ZSH_ALGO_DIRECT] = zsh_allgather_direct_init,
     [ZSH_ALGO_EAGER]  = zsh_allgather_eager_init,
+    [ZSH_ALGO_HIER]   = zsh_allgather_hier_init,
 };
 
 zsh_status_t zsh_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,

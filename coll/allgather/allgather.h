@@ -27,4 +27,7 @@ zsh_status_t zsh_allgather_direct_init(zsh_task_t *task);
 /* The data in the descriptor messages (algo/eager.h). */
 zsh_status_t zsh_allgather_eager_init(zsh_task_t *task);
 
+/* Along the rails across nodes, then within each node (algo/hier.h). */
+zsh_status_t zsh_allgather_hier_init(zsh_task_t *task);
+
 #endif

@@ -18,4 +18,8 @@ zsh_status_t zsh_allreduce_direct_init(zsh_task_t *task);
 /* The data in the descriptor messages (algo/eager.h). */
 zsh_status_t zsh_allreduce_eager_init(zsh_task_t *task);
 
+/* Within each node, along the rails across nodes, within each node again
+ * (algo/hier.h). */
+zsh_status_t zsh_allreduce_hier_init(zsh_task_t *task);
+
 #endif

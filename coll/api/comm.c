@@ -12,6 +12,7 @@
 #include "boot/oob.h"
 #include "boot/pmix.h"
 #include "comm/health.h"
+#include "comm/hier.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "device/device.h"
@@ -19,6 +20,7 @@
 #include "task/task.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Drop a reference to @ctx; the last one fences with every rank and tears
  * down. */
@@ -38,6 +40,23 @@ static void zsh_ctx_release(zsh_ctx_t *ctx)
     zsh_comm_free(ctx->job);
     zsh_task_pool_free(ctx);
     zsh_ctx_teardown(ctx);
+}
+
+/* The world's children: a fresh context uses the same ids on every rank,
+ * so the first two free ones are free on all. */
+static zsh_status_t zsh_comm_world_hier(zsh_comm_t *comm)
+{
+    uint8_t used[ZSH_MAX_COMMS / 8];
+    int node_id, rail_id;
+
+    memcpy(used, comm->ctx->ids_used, sizeof(used));
+    node_id = zsh_comm_hier_pick(used, ZSH_COMM_ID_WORLD + 1);
+    rail_id = zsh_comm_hier_pick(used, ZSH_COMM_ID_WORLD + 1);
+    if ((node_id < 0) || (rail_id < 0)) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "no communicator ids left for the world's node "
+                         "and rail");
+    }
+    return zsh_comm_hier_create(comm, (uint32_t)node_id, (uint32_t)rail_id);
 }
 
 zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *cfg,
@@ -66,6 +85,11 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     if (status != ZSH_OK) {
         ctx->refs++;
         zsh_ctx_release(ctx);
+        return status;
+    }
+    status = zsh_comm_world_hier(comm);
+    if (status != ZSH_OK) {
+        zsh_comm_destroy(comm);
         return status;
     }
     *comm_p = comm;
@@ -179,6 +203,7 @@ zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)
         zsh_ctx_health_progress(comm->ctx); /* tell the other members before it goes */
     }
     zsh_dev_comm_release(comm);
+    zsh_comm_hier_free(comm);
     zsh_ctx_id_set(comm->ctx, comm->id, 0);
     zsh_comm_lines_close(comm);
     /* Off the context's list first: releasing it may free the context. */
@@ -217,6 +242,10 @@ zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
                          seconds, ZSH_TIMEOUT_MIN, ZSH_TIMEOUT_MAX);
     }
     comm->timeout = seconds;
+    if (comm->hier.node != NULL) {
+        comm->hier.node->timeout = seconds; /* the steps of its calls run there */
+        comm->hier.rail->timeout = seconds;
+    }
     return ZSH_OK;
 }
 

@@ -9,6 +9,7 @@
  * id: they have no common member, and tags also carry the sender.
  */
 #include "comm/comm.h"
+#include "comm/hier.h"
 
 #include "core/status.h"
 
@@ -73,6 +74,35 @@ static uint64_t zsh_split_uid(uint64_t parent_uid, uint32_t seq, int color)
     return (x <= ZSH_COMM_ID_WORLD) ? x + 2 : x;
 }
 
+/* The child's own children (comm/hier.h), on the next two ids after its
+ * own that no parent rank uses: every member of the child computes the
+ * same from what the parent's ranks published. */
+static zsh_status_t zsh_split_hier(zsh_comm_t *comm, const zsh_split_info_t *all, int id,
+                                   zsh_comm_t *child)
+{
+    uint8_t used[ZSH_MAX_COMMS / 8];
+    int i, node_id, rail_id;
+    size_t b;
+
+    if (!zsh_comm_hier_wants(child->topo)) {
+        return ZSH_OK;
+    }
+    memset(used, 0, sizeof(used));
+    for (i = 0; i < comm->size; i++) {
+        for (b = 0; b < sizeof(used); b++) {
+            used[b] |= all[i].ids_used[b];
+        }
+    }
+    used[id / 8] |= (uint8_t)(1u << (id % 8));
+    node_id = zsh_comm_hier_pick(used, (uint32_t)id + 1);
+    rail_id = zsh_comm_hier_pick(used, (uint32_t)id + 1);
+    if ((node_id < 0) || (rail_id < 0)) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_comm_split: no communicator ids left for the "
+                         "new communicator's node and rail");
+    }
+    return zsh_comm_hier_create(child, (uint32_t)node_id, (uint32_t)rail_id);
+}
+
 static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *all, int color,
                                      int id, uint64_t uid, zsh_comm_t **newcomm_p)
 {
@@ -105,6 +135,11 @@ static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *a
         (*newcomm_p)->dev.mem_type = comm->dev.mem_type;
         (*newcomm_p)->dev.stream   = comm->dev.stream;
         (*newcomm_p)->dev.flags    = comm->dev.flags;
+        status = zsh_split_hier(comm, all, id, *newcomm_p);
+        if (status != ZSH_OK) {
+            zsh_comm_destroy(*newcomm_p);
+            *newcomm_p = NULL;
+        }
     }
     free(ctx_ranks);
     free(members);

@@ -2,7 +2,8 @@
 
 /* Indexes match zsh_algo_t. */
 const char *const zsh_algo_names[ZSH_ALGO_LAST + 1] = {"auto", "ring", "bruck", "rd", "binomial",
-                                                       "rma", "direct", "eager", NULL};
+                                                       "rma", "direct", "eager", "hier",
+                                                       NULL};
 
 const char *zsh_algo_name(zsh_algo_t algo)
 {

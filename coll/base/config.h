@@ -26,6 +26,8 @@ typedef enum {
                             on one node */
     ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: the data in the descriptor
                             messages */
+    ZSH_ALGO_HIER,       /* allgather, reduce_scatter, allreduce, broadcast: within each node,
+                            then across nodes between ranks of one local rank (algo/hier.h) */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 

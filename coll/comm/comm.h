@@ -69,6 +69,23 @@ typedef struct zsh_comm_dev {
     char          why[256];
 } zsh_comm_dev_t;
 
+/*
+ * A communicator across nodes with the same number of ranks on each, more
+ * than one, has two children made with it (comm/hier.c), on which the
+ * hierarchical algorithms (algo/hier.h) run their steps: its node's
+ * members in local-rank order, and its rail, the members of its local rank
+ * in node order. The children are one node or one rank per node, so they
+ * never have children of their own. Their calls must start in the same
+ * order on every member: a hierarchical call starts its steps only on its
+ * turn, once the call before it on the parent has started all of its own.
+ */
+typedef struct zsh_comm_hier {
+    struct zsh_comm *node;   /* NULL when the communicator has no hierarchy */
+    struct zsh_comm *rail;
+    uint64_t         tickets; /* the next hierarchical call's turn */
+    uint64_t         turn;    /* the turn now running */
+} zsh_comm_hier_t;
+
 /* A live communicator's magic; destroying it writes ZSH_MAGIC_RETIRED. */
 #define ZSH_COMM_MAGIC 0x7a73636du /* "zscm" */
 
@@ -89,6 +106,7 @@ struct zsh_comm {
     atomic_int        aborted;    /* zsh_comm_abort() was called here, from any thread */
     zsh_trace_t      *trace;      /* flight recorder, when ZSH_TRACE=1 */
     zsh_comm_dev_t    dev;
+    zsh_comm_hier_t   hier;
 };
 
 /* Create a communicator on @ctx (taking a reference) with the given members;

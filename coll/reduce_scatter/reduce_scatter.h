@@ -21,4 +21,7 @@ zsh_status_t zsh_reduce_scatter_direct_init(zsh_task_t *task);
 /* The data in the descriptor messages (algo/eager.h). */
 zsh_status_t zsh_reduce_scatter_eager_init(zsh_task_t *task);
 
+/* Within each node, then along the rails across nodes (algo/hier.h). */
+zsh_status_t zsh_reduce_scatter_hier_init(zsh_task_t *task);
+
 #endif

@@ -35,20 +35,23 @@ static const zsh_select_rule_t zsh_select_rules[] = {
                             ZSH_ALGO_RING,
                             ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_BRUCK) |
                             ZSH_SELECT_BIT(ZSH_ALGO_RMA) | ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
-                            ZSH_SELECT_BIT(ZSH_ALGO_EAGER)},
+                            ZSH_SELECT_BIT(ZSH_ALGO_EAGER) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
     [ZSH_COLL_REDUCE_SCATTER] = {ZSH_COLL_REDUCE_SCATTER, "ZSH_REDUCE_SCATTER_ALGO",
                                  offsetof(zsh_coll_config_t, reduce_scatter_algo), ZSH_ALGO_RD,
                                  ZSH_ALGO_RING,
                                  ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
-                                 ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER)},
+                                 ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
+                                 ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
     [ZSH_COLL_ALLREDUCE] = {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO",
                             offsetof(zsh_coll_config_t, allreduce_algo), ZSH_ALGO_RD,
                             ZSH_ALGO_RING,
                             ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
-                            ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER)},
+                            ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
+                            ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
     [ZSH_COLL_BROADCAST] = {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO",
                             offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
-                            ZSH_ALGO_BINOMIAL, ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL)},
+                            ZSH_ALGO_BINOMIAL,
+                            ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
@@ -78,6 +81,14 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "ranks of one node, ZSH_SHM); up to " ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX)
                           " bytes in all, " ZSH_SELECT_STR(ZSH_DESC_BOARD_INLINE_MAX)
                           " on boards",
+    [ZSH_ALGO_HIER]     = "a communicator across nodes with the same number of ranks on each, "
+                          "more than one: steps on its node's ranks (which choose their own "
+                          "algorithm: direct, eager or ring) and on its rail, the ranks of its "
+                          "local rank on every node. all-gather: rail, then node; "
+                          "reduce-scatter: node, then rail; all-reduce: node reduce-scatter, "
+                          "rail all-reduce, node all-gather; broadcast: the root's rail, then "
+                          "node. Elsewhere (one node, one rank per node, uneven nodes) the "
+                          "automatic choice runs instead",
 };
 
 /* A step of the automatic choice: the algorithm it picks, or AUTO where it
@@ -257,6 +268,9 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
         return zsh_error(ZSH_ERR_INTERNAL, "no algorithm rule for collective type %d", (int)type);
     }
     algo   = (zsh_algo_t)zsh_select_override(&comm->ctx->cfg, rule);
+    if ((algo == ZSH_ALGO_HIER) && (comm->hier.node == NULL)) {
+        algo = ZSH_ALGO_AUTO; /* no hierarchy here, as on the children of one */
+    }
     status = zsh_select_runs(comm, rule, algo, total_bytes);
     if (status != ZSH_OK) {
         return status;

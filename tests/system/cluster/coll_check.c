@@ -171,6 +171,56 @@ static void check_type(zsh_comm_t *comm, int t, size_t count)
     free(send);
 }
 
+/* Calls in flight together, waited for in reverse: each must still meet
+ * its own on every rank (the steps of hierarchical ones start in call
+ * order). */
+static void check_overlap(zsh_comm_t *comm, int rank, int n)
+{
+    enum { CHECK_OVERLAP_CALLS = 4, CHECK_OVERLAP_COUNT = 3000 };
+    zsh_request_t *req[CHECK_OVERLAP_CALLS];
+    int32_t *buf[CHECK_OVERLAP_CALLS], mine[CHECK_OVERLAP_COUNT];
+    int c, ok = 1;
+    size_t i;
+
+    for (i = 0; i < CHECK_OVERLAP_COUNT; i++) {
+        mine[i] = rank * 100000 + (int32_t)i;
+    }
+    for (c = 0; c < CHECK_OVERLAP_CALLS; c++) {
+        buf[c] = calloc((size_t)n * CHECK_OVERLAP_COUNT, sizeof(int32_t));
+        if ((buf[c] == NULL) ||
+            (((c % 2) == 0) ? zsh_iallgather(mine, buf[c], CHECK_OVERLAP_COUNT, ZSH_INT32, comm,
+                                             &req[c])
+                            : zsh_iallreduce(mine, buf[c], CHECK_OVERLAP_COUNT, ZSH_INT32,
+                                             ZSH_SUM, comm, &req[c])) != ZSH_OK) {
+            fprintf(stderr, "overlap: posting call %d failed: %s\n", c, zsh_last_error());
+            exit(1);
+        }
+    }
+    for (c = CHECK_OVERLAP_CALLS - 1; c >= 0; c--) {
+        check_count++;
+        if (zsh_request_wait(req[c]) != ZSH_OK) {
+            fprintf(stderr, "overlap: call %d failed: %s\n", c, zsh_last_error());
+            ok = 0;
+        }
+        zsh_request_free(req[c]);
+        for (i = 0; ok && (i < (size_t)n * CHECK_OVERLAP_COUNT); i++) {
+            int32_t want = ((c % 2) == 0)
+                               ? (int32_t)(i / CHECK_OVERLAP_COUNT) * 100000 +
+                                     (int32_t)(i % CHECK_OVERLAP_COUNT)
+                               : (int32_t)(i < CHECK_OVERLAP_COUNT
+                                               ? 100000 * (n * (n - 1) / 2) + n * (int32_t)i
+                                               : 0);
+            if (buf[c][i] != want) {
+                fprintf(stderr, "overlap: call %d element %zu: %d, expected %d\n", c, i,
+                        buf[c][i], want);
+                ok = 0;
+            }
+        }
+        free(buf[c]);
+    }
+    check_failures += !ok;
+}
+
 int main(void)
 {
     static const size_t sizes[] = {7, 4099, (size_t)1 << 18};
@@ -201,6 +251,7 @@ int main(void)
             break;
         }
     }
+    check_overlap(comm, rank, size);
     status = zsh_comm_destroy(comm);
     if (status != ZSH_OK) {
         check_call("zsh_comm_destroy", 0, status);

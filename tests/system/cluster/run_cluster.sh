@@ -27,9 +27,12 @@ passed=0
 failed=0
 skipped=0
 shapes=("2 2" "2 2 1" "1 1")
-# Per shape: 2 placements x 2 launchers; then the two transport cases and
-# the rate limit.
-expected=$((${#shapes[@]} * 4 + 3))
+# Per shape: 2 placements x 2 launchers, and the hierarchical algorithms
+# forced under the env bootstrap (on uneven nodes they give way to the
+# automatic choice); then the two transport cases and the rate limit.
+hier_env=(ZSH_ALLGATHER_ALGO=hier ZSH_REDUCE_SCATTER_ALGO=hier ZSH_ALLREDUCE_ALGO=hier
+    ZSH_BROADCAST_ALGO=hier)
+expected=$((${#shapes[@]} * 6 + 3))
 
 ok() { echo "[       OK ] cluster.$1"; passed=$((passed + 1)); }
 fail() { echo "[  FAILED  ] cluster.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
@@ -48,7 +51,7 @@ summary() {
 if why=$(cluster_unsupported); then
     for shape in "${shapes[@]}"; do
         for mode in block rr; do
-            for launch in env_bootstrap mpirun; do
+            for launch in env_bootstrap mpirun hier_env_bootstrap; do
                 echo "[  SKIPPED ] cluster.every_collective_across_nodes_under_$launch/${mode}_${shape// /_} ($why)"
             done
         done
@@ -162,6 +165,7 @@ for shape in "${shapes[@]}"; do
         for mode in block rr; do
             fail "env_${mode}_$tag" "cluster_create $k: $(cat "$log/create.out")"
             fail "mpirun_${mode}_$tag" "cluster_create $k: $(cat "$log/create.out")"
+            fail "hier_env_${mode}_$tag" "cluster_create $k: $(cat "$log/create.out")"
         done
         continue
     fi
@@ -174,6 +178,11 @@ for shape in "${shapes[@]}"; do
         rm -f "$log"/out.* "$log"/rc.* "$log/mpirun.out"
         launch_mpi "$shape" "$mode" "${#nodes[@]}"
         check "every_collective_across_nodes_under_mpirun/${mode}_$tag" "${nodes[@]}"
+        rm -f "$log"/out.* "$log"/rc.* "$log/mpirun.out"
+        run=(env "${hier_env[@]}" "$prog")
+        launch_env "${nodes[@]}"
+        run=("$prog")
+        check "every_collective_across_nodes_under_hier_env_bootstrap/${mode}_$tag" "${nodes[@]}"
     done
     cluster_destroy
 done
