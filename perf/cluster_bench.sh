@@ -19,7 +19,9 @@
 # The formula: ZeroShard's rings go around the ranks node by node, so each
 # node's link takes in (n - 1) blocks of Size / n per all-gather or
 # reduce-scatter (n ranks), twice that per all-reduce (a reduce-scatter and
-# an all-gather), whatever the placement.
+# an all-gather), whatever the placement. With ZSH_<COLL>_ALGO=hier (even
+# nodes of more than one rank) only the rails cross: a node takes in what it
+# lacks, Size (K - 1) / K for K nodes, twice that per all-reduce.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../build
@@ -147,7 +149,12 @@ for coll in "${coll_list[@]}"; do
             calls=$(( (iters + 4) / 5 + (warm + 4) / 5 ))
         fi
         in=$(( ($(echo "$after" | cut -d' ' -f1) - $(echo "$before" | cut -d' ' -f1)) / calls ))
-        formula=$(( (np - 1) * total / np ))
+        algo_var=ZSH_$(echo "$coll" | tr '[:lower:]' '[:upper:]')_ALGO
+        if [ "${!algo_var:-auto}" = hier ] && [ "$per" -gt 1 ]; then
+            formula=$(( (nodes - 1) * total / nodes ))
+        else
+            formula=$(( (np - 1) * total / np ))
+        fi
         [ "$coll" = allreduce ] && formula=$((2 * formula))
         [ "$nodes" -lt 2 ] && formula=0
         printf '%-15s %10s %12s %12s %8s %14d %14d %8s\n' "$coll" "$size" "${zbw:-?}" "${mbw:-?}" \
