@@ -116,15 +116,18 @@ ZSH_TEST(coll_config, each_algo_variable_lists_only_its_collectives_algorithms)
     static const struct {
         const char *variable, *refused, *names;
     } cases[] = {
-        {"ZSH_ALLGATHER_ALGO", "rd", "expected one of auto, ring, bruck, rma, direct, eager"},
+        {"ZSH_ALLGATHER_ALGO", "rd", "expected one of auto, ring, bruck, rma, direct, eager, "
+                                     "hier"},
         {"ZSH_ALLGATHER_ALGO", "binomial", "expected one of auto, ring, bruck, rma, direct, "
-                                           "eager"},
-        {"ZSH_ALLGATHER_ALGO", "nope", "expected one of auto, ring, bruck, rma, direct, eager"},
-        {"ZSH_REDUCE_SCATTER_ALGO", "bruck", "expected one of auto, ring, rd, direct, eager"},
-        {"ZSH_REDUCE_SCATTER_ALGO", "rma", "expected one of auto, ring, rd, direct, eager"},
-        {"ZSH_ALLREDUCE_ALGO", "binomial", "expected one of auto, ring, rd, direct, eager"},
-        {"ZSH_BROADCAST_ALGO", "ring", "expected one of auto, binomial"},
-        {"ZSH_BROADCAST_ALGO", "nope", "expected one of auto, binomial"},
+                                           "eager, hier"},
+        {"ZSH_ALLGATHER_ALGO", "nope", "expected one of auto, ring, bruck, rma, direct, eager, "
+                                       "hier"},
+        {"ZSH_REDUCE_SCATTER_ALGO", "bruck", "expected one of auto, ring, rd, direct, eager, "
+                                             "hier"},
+        {"ZSH_REDUCE_SCATTER_ALGO", "rma", "expected one of auto, ring, rd, direct, eager, hier"},
+        {"ZSH_ALLREDUCE_ALGO", "binomial", "expected one of auto, ring, rd, direct, eager, hier"},
+        {"ZSH_BROADCAST_ALGO", "ring", "expected one of auto, binomial, hier"},
+        {"ZSH_BROADCAST_ALGO", "nope", "expected one of auto, binomial, hier"},
     };
     char err[ZSH_ERROR_MSG_MAX], want[128];
     size_t i;
@@ -153,7 +156,7 @@ ZSH_TEST(coll_config, a_configuration_set_in_code_is_checked_with_the_same_names
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_select_check_config(&cfg));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_ALLGATHER_ALGO=rd is not an algorithm of "
                                               "this collective: use auto, ring, bruck, rma, "
-                                              "direct or eager");
+                                              "direct, eager or hier");
 }
 
 ZSH_TEST(coll_config, sizes_and_counts_outside_their_range_are_refused_by_name)
