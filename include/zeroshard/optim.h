@@ -437,6 +437,31 @@ zsh_status_t zsh_optim_estimate_offload(const zsh_optim_estimate_in_t *in,
                                         const zsh_offload_estimate_in_t *tiers,
                                         zsh_offload_estimate_out_t *out);
 
+/** Traffic across nodes per step, and hpZ's memory, for zsh_optim_estimate_nodes(). */
+typedef struct zsh_node_estimate_out {
+    int    nodes;                /**< N / ranks per node. */
+    int    hpz;                  /**< The hpZ group size modelled (1: off). */
+    double cross_node_bytes;     /**< Bytes per rank per step in collectives across nodes,
+                                      without hpZ (the paper's counting, as comm_bytes). */
+    double cross_node_bytes_hpz; /**< The same with hpZ (2Ψ elements at stage 3). */
+    double link_bytes;           /**< Bytes into each node's link per step, without hpZ, with
+                                      rings in node order ((N - 1) / N of each collective). */
+    double link_bytes_hpz;       /**< The same with hpZ. */
+    double hpz_bytes;            /**< hpZ's secondary partition per rank (Ψ elements / group). */
+} zsh_node_estimate_out_t;
+
+/**
+ * @brief Cross-node traffic per step with and without hpZ, and the memory of
+ *        hpZ's secondary partition, for the model of zsh_optim_estimate().
+ * @param in             The model.
+ * @param ranks_per_node Ranks on each node; divides in->ranks.
+ * @param hpz            ::ZSH_HPZ_AUTO (every rank of a node), ::ZSH_HPZ_OFF or 0 (off), or
+ *                       a group size dividing @p ranks_per_node (stage 3 only).
+ * @return ZSH_ERR_INVALID_ARG for a bad model or any of the above.
+ */
+zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ranks_per_node,
+                                      int hpz, zsh_node_estimate_out_t *out);
+
 #ifdef __cplusplus
 }
 #endif
