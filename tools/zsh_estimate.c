@@ -5,7 +5,9 @@
  * optimizer layer's accounting follows the same model, up to padding. With
  * the Infinity tiers' options, zsh_optim_estimate_offload() adds a line per
  * stage: model state per tier, the disk bytes a step reads and writes, and
- * the step time the disk alone would allow.
+ * the step time the disk alone would allow. With --ranks-per-node,
+ * zsh_optim_estimate_nodes() adds the bytes that cross nodes per step, and
+ * at stage 3 the same with hpZ and the memory of its secondary partition.
  */
 #include <zeroshard/optim.h>
 
@@ -22,6 +24,7 @@ static void zsh_estimate_usage(FILE *out)
             "                    [--precision fp32|bf16|fp16] [--offload none|cpu]\n"
             "                    [--offload-optimizer none|cpu|nvme] [--offload-params none|cpu|nvme]\n"
             "                    [--disk-read GB/s] [--disk-write GB/s] [--ranks-per-disk N]\n"
+            "                    [--ranks-per-node L [--hpz auto|G]]\n"
             "Print the bytes per rank that ZeRO stage S holds for PSI parameters trained with\n"
             "Adam on N ranks (buffers excluded), and the bytes each rank moves per step.\n"
             "PSI is a whole number of parameters from 0 to 1e18 and takes a suffix: 7.5e9,\n"
@@ -29,7 +32,11 @@ static void zsh_estimate_usage(FILE *out)
             "Any of the tier options adds a line per stage: model state per tier (compute,\n"
             "host, nvme), the disk bytes a rank reads and writes per step, and the step time\n"
             "the disk alone allows for the ranks sharing it (--ranks-per-disk, default all;\n"
-            "bandwidths in GB/s, 1e9 bytes/s). --offload-params needs --stage 3.\n");
+            "bandwidths in GB/s, 1e9 bytes/s). --offload-params needs --stage 3.\n"
+            "--ranks-per-node adds a line per stage: the bytes per rank per step in collectives\n"
+            "across nodes and the bytes into each node's link (rings in node order), and at\n"
+            "stage 3 the same with hpZ in groups of --hpz ranks (default auto: every rank of a\n"
+            "node) and the bytes of its secondary partition per rank.\n");
 }
 
 /* The largest --params and --ranks taken: beyond them the model is not a
@@ -143,6 +150,28 @@ static void zsh_estimate_print_tiers(const zsh_optim_estimate_in_t *in,
            zsh_estimate_bytes(o.write_bytes, b[4], 32), bound);
 }
 
+static void zsh_estimate_print_nodes(const zsh_optim_estimate_in_t *in, int per_node, int hpz)
+{
+    char b[5][32];
+    zsh_node_estimate_out_t o;
+
+    if (zsh_optim_estimate_nodes(in, per_node, (in->stage == 3) ? hpz : ZSH_HPZ_OFF, &o) !=
+        ZSH_OK) {
+        fprintf(stderr, "zsh_estimate: %s\n", zsh_last_error());
+        exit(1);
+    }
+    printf("  nodes   %d of %d ranks  cross-node/step %12s  link in/step %12s", o.nodes, per_node,
+           zsh_estimate_bytes(o.cross_node_bytes, b[0], 32),
+           zsh_estimate_bytes(o.link_bytes, b[1], 32));
+    if (o.hpz > 1) {
+        printf("  hpz %d: cross-node/step %12s  link in/step %12s  secondary %12s", o.hpz,
+               zsh_estimate_bytes(o.cross_node_bytes_hpz, b[2], 32),
+               zsh_estimate_bytes(o.link_bytes_hpz, b[3], 32),
+               zsh_estimate_bytes(o.hpz_bytes, b[4], 32));
+    }
+    putchar('\n');
+}
+
 static void zsh_estimate_print(const zsh_optim_estimate_in_t *in)
 {
     char b[6][32];
@@ -168,7 +197,9 @@ int main(int argc, char **argv)
         {"offload-optimizer", required_argument, NULL, 'O'},
         {"offload-params", required_argument, NULL, 'P'},
         {"disk-read", required_argument, NULL, 'R'}, {"disk-write", required_argument, NULL, 'W'},
-        {"ranks-per-disk", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0}};
+        {"ranks-per-disk", required_argument, NULL, 'D'},
+        {"ranks-per-node", required_argument, NULL, 'L'}, {"hpz", required_argument, NULL, 'Z'},
+        {NULL, 0, NULL, 0}};
     static const char *const stages[]     = {"0", "1", "2", "3", "all", NULL};
     static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
     static const zsh_dtype_t dtypes[]     = {ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
@@ -177,8 +208,8 @@ int main(int argc, char **argv)
     static const zsh_offload_t tier_of[]  = {ZSH_OFFLOAD_NONE, ZSH_OFFLOAD_CPU, ZSH_OFFLOAD_NVME};
     zsh_optim_estimate_in_t in = {-1, 0, 0, ZSH_FLOAT32, 0};
     zsh_offload_estimate_in_t tiers = {ZSH_OFFLOAD_NONE, ZSH_OFFLOAD_NONE, 0, 0, 0};
-    double ranks = 0, per_disk = 0;
-    int opt, all = 1, s, c, show_tiers = 0;
+    double ranks = 0, per_disk = 0, per_node = 0, group = 0;
+    int opt, all = 1, s, c, show_tiers = 0, hpz = ZSH_HPZ_AUTO;
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -236,6 +267,21 @@ int main(int argc, char **argv)
             tiers.ranks_per_disk = (int)per_disk;
             show_tiers = 1;
             break;
+        case 'L':
+            if (zsh_estimate_count("ranks-per-node", optarg, 1, ZSH_ESTIMATE_RANKS_MAX,
+                                   &per_node)) {
+                goto usage;
+            }
+            break;
+        case 'Z':
+            if (strcmp(optarg, "auto") == 0) {
+                hpz = ZSH_HPZ_AUTO;
+            } else if (zsh_estimate_count("hpz", optarg, 1, ZSH_ESTIMATE_RANKS_MAX, &group)) {
+                goto usage;
+            } else {
+                hpz = (int)group;
+            }
+            break;
         case 'h': zsh_estimate_usage(stdout); return 0;
         default: goto usage; /* getopt named the option */
         }
@@ -262,6 +308,9 @@ int main(int argc, char **argv)
         zsh_estimate_print(&in);
         if (show_tiers) {
             zsh_estimate_print_tiers(&in, &tiers);
+        }
+        if (per_node > 0) {
+            zsh_estimate_print_nodes(&in, (int)per_node, hpz);
         }
     }
     return 0;

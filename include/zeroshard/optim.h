@@ -137,7 +137,25 @@ typedef struct zsh_optim_config {
                                          are element-wise: any count gives the same bits);
                                          0 takes ZSH_OPTIM_THREADS (default 1). More pays
                                          where a rank has cores to itself. */
+    /* A caller built before this field passes the shorter size and gets
+     * ZSH_HPZ. */
+    int              hpz;           /**< Stage 3: ZeRO++ hierarchical partitioning (hpZ). Each
+                                         rank also keeps a secondary copy of the parameters,
+                                         partitioned over a group of this many ranks of its
+                                         node; a bucket gathered once since the last update
+                                         is gathered again (backward) from that copy, inside
+                                         the node. ::ZSH_HPZ_AUTO: the ranks per node (off on
+                                         one node); ::ZSH_HPZ_OFF (1): off; 2 or more: the
+                                         group size, which divides the ranks per node; 0 takes
+                                         ZSH_HPZ (default off). Needs stage 3, in-memory
+                                         parameters (offload_params none) and the same
+                                         number of ranks on every node. */
 } zsh_optim_config_t;
+
+/** zsh_optim_config_t::hpz: a secondary group of every rank of a node. */
+#define ZSH_HPZ_AUTO (-1)
+/** zsh_optim_config_t::hpz: no secondary partition. */
+#define ZSH_HPZ_OFF 1
 
 /** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */
 void zsh_optim_config_init(zsh_optim_config_t *cfg);
@@ -186,6 +204,20 @@ typedef struct zsh_optim_stats {
                                      I/O hidden behind compute or communication. */
     const char *io_engine;      /**< The I/O engine in use ("io_uring", "libaio",
                                      "threads"), or NULL without an NVMe tier. */
+    /* Nodes and hpZ. Filled only for a caller whose config carried
+     * zsh_optim_config_t::hpz. */
+    size_t   comm_bytes_cross_node_last_step; /**< Of comm_bytes_last_step, the bytes of
+                                                   collectives on a communicator that spans
+                                                   more than one node (0 on one node). */
+    size_t   comm_bytes_node_last_step; /**< Of comm_bytes_last_step, the bytes of hpZ's
+                                             gathers on the node group, which never leave
+                                             the node. */
+    int      hpz;               /**< The hpZ group size in force (1: off). */
+    int      nnodes;            /**< Nodes the optimizer's communicator spans. */
+    size_t   hpz_bytes;         /**< The secondary partition held (included in
+                                     param_bytes). */
+    unsigned long hpz_gathers;  /**< Stage 3 gathers served from the secondary partition
+                                     over the node group, so far. */
 } zsh_optim_stats_t;
 
 /**
@@ -404,6 +436,31 @@ typedef struct zsh_offload_estimate_out {
 zsh_status_t zsh_optim_estimate_offload(const zsh_optim_estimate_in_t *in,
                                         const zsh_offload_estimate_in_t *tiers,
                                         zsh_offload_estimate_out_t *out);
+
+/** Traffic across nodes per step, and hpZ's memory, for zsh_optim_estimate_nodes(). */
+typedef struct zsh_node_estimate_out {
+    int    nodes;                /**< N / ranks per node. */
+    int    hpz;                  /**< The hpZ group size modelled (1: off). */
+    double cross_node_bytes;     /**< Bytes per rank per step in collectives across nodes,
+                                      without hpZ (the paper's counting, as comm_bytes). */
+    double cross_node_bytes_hpz; /**< The same with hpZ (2Ψ elements at stage 3). */
+    double link_bytes;           /**< Bytes into each node's link per step, without hpZ, with
+                                      rings in node order ((N - 1) / N of each collective). */
+    double link_bytes_hpz;       /**< The same with hpZ. */
+    double hpz_bytes;            /**< hpZ's secondary partition per rank (Ψ elements / group). */
+} zsh_node_estimate_out_t;
+
+/**
+ * @brief Cross-node traffic per step with and without hpZ, and the memory of
+ *        hpZ's secondary partition, for the model of zsh_optim_estimate().
+ * @param in             The model.
+ * @param ranks_per_node Ranks on each node; divides in->ranks.
+ * @param hpz            ::ZSH_HPZ_AUTO (every rank of a node), ::ZSH_HPZ_OFF or 0 (off), or
+ *                       a group size dividing @p ranks_per_node (stage 3 only).
+ * @return ZSH_ERR_INVALID_ARG for a bad model or any of the above.
+ */
+zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ranks_per_node,
+                                      int hpz, zsh_node_estimate_out_t *out);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,7 @@ py::dict config_dict(const zsh_optim_config_t &c)
     d["host_mem_limit"] = c.host_mem_limit;
     d["sub_group_size"] = c.sub_group_size;
     d["update_threads"] = c.update_threads;
+    d["hpz"] = c.hpz;
     return d;
 }
 
@@ -89,6 +90,7 @@ void config_apply(zsh_optim_config_t &c, const py::dict &d, std::string *nvme_di
         else if (k == "host_mem_limit") c.host_mem_limit = v.cast<std::size_t>();
         else if (k == "sub_group_size") c.sub_group_size = v.cast<std::size_t>();
         else if (k == "update_threads") c.update_threads = v.cast<int>();
+        else if (k == "hpz") c.hpz = v.cast<int>();
         else throw py::key_error("zsh_optim_config_t has no field " + k);
     }
 }
@@ -124,6 +126,12 @@ py::dict stats_dict(const zsh_optim_stats_t &s)
         d["io_engine"] = std::string(s.io_engine);
     else
         d["io_engine"] = py::none();
+    d["comm_bytes_cross_node_last_step"] = s.comm_bytes_cross_node_last_step;
+    d["comm_bytes_node_last_step"] = s.comm_bytes_node_last_step;
+    d["hpz"] = s.hpz;
+    d["nnodes"] = s.nnodes;
+    d["hpz_bytes"] = s.hpz_bytes;
+    d["hpz_gathers"] = s.hpz_gathers;
     return d;
 }
 

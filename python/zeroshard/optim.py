@@ -26,6 +26,11 @@ names, meanings and defaults; kind and precision also take names ("sgd",
 - update_threads: threads that apply the update rule in a step, the
   caller's included (any count gives the same bits); 0 takes
   ZSH_OPTIM_THREADS.
+- hpz: stage 3, ZeRO++'s secondary partition of the parameters within each
+  node, so the backward all-gather stays in the node: "off", "auto" (every
+  rank of a node; off on one node) or the group size, which divides the
+  ranks per node; None takes ZSH_HPZ. The losses are the same bit for bit;
+  stats() counts comm_bytes_cross_node_last_step apart.
 
 At stages 0-2 the registered buffer is the parameter: each step updates it
 in place, so it is kept alive here. At stage 3 the layer owns the values
@@ -51,6 +56,8 @@ _PRECISION_NAMES = {FLOAT32: "fp32", BFLOAT16: "bf16", FLOAT16: "fp16"}
 # zsh_offload_t; None is ZSH_OFFLOAD_DEFAULT: the ZSH_OFFLOAD_* variable decides.
 TIERS = {"none": 0, "cpu": 1, "nvme": 2}
 _TIER_DEFAULT = -1
+# zsh_optim_config_t::hpz; None (0) takes ZSH_HPZ.
+HPZ = {"off": 1, "auto": -1}
 
 _FLOATS = ("lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "max_grad_norm",
            "loss_scale", "min_loss_scale")
@@ -69,6 +76,7 @@ def config_defaults():
     cfg["precision"] = _PRECISION_NAMES[cfg["precision"]]
     for key in _TIER_KEYS:
         cfg[key] = _tier_name(cfg[key])
+    cfg["hpz"] = {0: None, 1: "off", -1: "auto"}.get(cfg["hpz"], cfg["hpz"])
     return cfg
 
 
@@ -96,6 +104,23 @@ def _tier(key, value):
     return code
 
 
+def _hpz(value):
+    """The hpz setting as zsh_optim_config_t::hpz: "off", "auto", a group size or None."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        if value.lower() not in HPZ:
+            raise ValueError("hpz %r is not off, auto or a group size" % value)
+        return HPZ[value.lower()]
+    try:
+        size = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        size = None
+    if size is None or size < 1:
+        raise ValueError("hpz %r is not off, auto or a group size (None: ZSH_HPZ)" % (value,))
+    return size
+
+
 def _config(settings):
     """The dict optim_create takes: names checked, types converted."""
     out = {}
@@ -114,6 +139,8 @@ def _config(settings):
             out[key] = int(value)
         elif key in _TIER_KEYS:
             out[key] = _tier(key, value)
+        elif key == "hpz":
+            out[key] = _hpz(value)
         elif key == "nvme_dir":
             if value is not None:
                 value = os.fspath(value)
@@ -129,7 +156,7 @@ def _config(settings):
         else:
             raise TypeError("unknown setting %r; zsh_optim_config_t has %s"
                             % (key, ", ".join(("kind", "precision") + _TIER_KEYS +
-                                              ("nvme_dir",) + _FLOATS + _INTS)))
+                                              ("nvme_dir", "hpz") + _FLOATS + _INTS)))
         if key in _SIZES and out[key] < 0:
             raise ValueError("%s must be >= 0, not %d" % (key, out[key]))
     return out

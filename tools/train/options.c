@@ -39,6 +39,9 @@ static void zsh_train_usage(FILE *out)
             "  --nvme-dir DIR     directory of the nvme tier's files (default: ZSH_NVME_DIR)\n"
             "  --host-mem-limit N bytes of host buffers of the nvme tier, k/m/g suffixes\n"
             "                     (default: ZSH_HOST_MEM_LIMIT)\n"
+            "  --hpz G            stage 3: hpZ's secondary partition within each node: off,\n"
+            "                     auto (every rank of the node) or the group size\n"
+            "                     (default: ZSH_HPZ)\n"
             "  --matmul M         blas or loops: the model's matrix products (default blas\n"
             "                     where the build has one)\n"
             "  --data FILE        training text (default /usr/share/common-licenses/GPL-3)\n"
@@ -195,6 +198,17 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
     case 'd':
         o->data = arg;
         return 0;
+    case 'Z':
+        if ((strcmp(arg, "off") == 0) || (strcmp(arg, "auto") == 0)) {
+            o->hpz = (arg[0] == 'o') ? ZSH_HPZ_OFF : ZSH_HPZ_AUTO;
+            return 0;
+        }
+        if (zsh_train_number("hpz", arg, 1, 65536, 0, &v) != 0) {
+            fprintf(stderr, "zsh_train: --hpz takes off, auto or a group size\n");
+            return -1;
+        }
+        o->hpz = (int)v;
+        return 0;
     default:
         return -1;
     }
@@ -235,6 +249,7 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"nvme-dir", required_argument, NULL, 'N'},
         {"host-mem-limit", required_argument, NULL, 'M'},
         {"matmul", required_argument, NULL, 'x'},
+        {"hpz", required_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     zsh_train_given_t given = {0};

@@ -24,6 +24,7 @@ typedef struct zsh_train_opts {
     zsh_offload_t    offload_params;
     const char      *nvme_dir;    /* NULL: not given */
     size_t           host_mem_limit; /* bytes; 0: not given */
+    int              hpz;         /* ZSH_HPZ_AUTO, ZSH_HPZ_OFF or a group size; 0: not given */
     int              loops;       /* --matmul loops: the model's products without the BLAS */
 } zsh_train_opts_t;
 

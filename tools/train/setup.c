@@ -171,6 +171,7 @@ static zsh_status_t zsh_train_create(zsh_train_t *t)
     cfg.max_grad_norm  = t->o.clip;
     cfg.bucket_size    = t->o.bucket_size;
     cfg.max_live_bytes = t->o.max_live;
+    cfg.hpz            = t->o.hpz;
     /* The tiers: what was not given stays at the config's default. */
     if (t->o.offload_optimizer != ZSH_OFFLOAD_DEFAULT) {
         cfg.offload_optimizer = t->o.offload_optimizer;
@@ -256,7 +257,7 @@ zsh_status_t zsh_train_setup(zsh_train_t *t)
 int zsh_train_report(zsh_train_t *t)
 {
     zsh_optim_stats_t st;
-    uint64_t v[6];
+    uint64_t v[8];
     size_t psi = 0, i;
 
     if (zsh_optim_get_stats(t->opt, &st) != ZSH_OK) {
@@ -271,7 +272,9 @@ int zsh_train_report(zsh_train_t *t)
     v[3] = st.grad_bytes;
     v[4] = st.state_bytes;
     v[5] = st.buffer_peak_bytes;
-    if (zsh_allreduce(v, v, 6, ZSH_UINT64, ZSH_MAX, t->comm) != ZSH_OK) {
+    v[6] = st.comm_bytes_cross_node_last_step;
+    v[7] = st.comm_bytes_node_last_step;
+    if (zsh_allreduce(v, v, 8, ZSH_UINT64, ZSH_MAX, t->comm) != ZSH_OK) {
         fprintf(stderr, "zsh_train: report: %s\n", zsh_last_error());
         return 1;
     }
@@ -294,6 +297,14 @@ int zsh_train_report(zsh_train_t *t)
         }
         printf("model-state bytes per rank: %llu\n", (unsigned long long)v[0]);
         printf("comm bytes per rank per step: %llu\n", (unsigned long long)v[1]);
+        printf("nodes: %d; hpz: ", st.nnodes);
+        if (st.hpz > 1) {
+            printf("groups of %d, secondary partition %zu bytes (rank 0)", st.hpz, st.hpz_bytes);
+        } else {
+            printf("off");
+        }
+        printf("; cross-node comm bytes per rank per step: %llu (%llu within the node group)\n",
+               (unsigned long long)v[6], (unsigned long long)v[7]);
     }
     return 0;
 }

@@ -45,6 +45,12 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
      "Threads that apply the update rule in a step, the caller's included, each on its own "
      "slice (any count gives the same bits); more pays where a rank has cores to itself",
      ZSH_ZERO_OFF(update_threads), ZSH_CONFIG_UINT, NULL, "1", "256"},
+    {"HPZ", NULL, "off",
+     "ZeRO stage 3: hpZ's secondary partition of the parameters within each node, so the "
+     "backward all-gather stays in the node: off, auto (a group of every rank of the node; "
+     "off on one node) or the group size, which divides the ranks per node; ignored below "
+     "stage 3",
+     ZSH_ZERO_OFF(hpz), ZSH_CONFIG_STRING, NULL, NULL, NULL},
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

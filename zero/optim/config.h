@@ -22,6 +22,7 @@ typedef struct zsh_zero_config {
     size_t   sub_group_size;  /* elements per sub-group of the step */
     char     job_id[ZSH_CONFIG_STR_MAX]; /* names the job's directory of NVMe files */
     unsigned update_threads;  /* threads applying the update rule in a step */
+    char     hpz[ZSH_CONFIG_STR_MAX]; /* stage 3: off, auto or the secondary group size */
 } zsh_zero_config_t;
 
 /* The names of zsh_offload_t's values, as ZSH_OFFLOAD_* take them. */

@@ -117,7 +117,15 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
     zsh_obucket_t *b = &opt->buckets[bucket];
     zsh_status_t status;
 
-    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
+    if (b->sec_valid) {
+        /* hpZ: gathered since the last update, so the node group has it. */
+        status = zsh_shard_gather_start_over(b->pshard, b->sec, zsh_optim_hpz_count(opt, b),
+                                             opt->hpzcomm);
+        if (status == ZSH_OK) {
+            opt->node_bytes += zsh_shard_gathered_bytes(b->pshard);
+            opt->stats.hpz_gathers++;
+        }
+    } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
         status = zsh_optim_param_read_wait(opt, b);
         if (status == ZSH_OK) {
             status = zsh_shard_gather_start_from(b->pshard, b->pbounce);
@@ -224,8 +232,10 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
     }
     if (status != ZSH_OK) {
         opt->live_bytes -= zsh_obucket_full_bytes(opt, b); /* the shard released it */
+        return status;
     }
-    return status;
+    zsh_optim_hpz_keep(opt, b, *full_p);
+    return ZSH_OK;
 }
 
 zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p)

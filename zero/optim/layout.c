@@ -214,6 +214,9 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         status = zsh_optim_layout_bucket(opt, &opt->buckets[i]);
     }
+    if (status == ZSH_OK) {
+        status = zsh_optim_hpz_setup(opt);
+    }
     if (status != ZSH_OK) {
         zsh_optim_layout_free(opt);
         return status;
@@ -231,6 +234,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
     zsh_optim_grad_writes_wait(opt);
     zsh_optim_param_reads_drop(opt);
     zsh_optim_drop_gathers(opt);
+    zsh_optim_hpz_free(opt);
     for (i = 0; i < opt->nbuckets; i++) {
         b      = &opt->buckets[i];
         region = zsh_obucket_region(opt, b);

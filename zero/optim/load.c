@@ -68,7 +68,8 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
     }
     if (opt->cfg.stage == 3) {
         zsh_optim_param_reads_drop(opt); /* a shard read ahead would be stale */
-        status = zsh_optim_drop_gather(opt, b);
+        status       = zsh_optim_drop_gather(opt, b);
+        b->sec_valid = false; /* every rank sets the same values: the next gather is primary */
         if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
             src = (const char *)values + (s - param->offset) * opt->esize;
             if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {

@@ -41,7 +41,7 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
     const char *fn = "zsh_optim_create";
 
     if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0) &&
-        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1)) {
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_2)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: config.size is %zu, expected %zu: fill it with "
                          "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
@@ -73,16 +73,25 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
                          "%s: update_threads is %d, expected 0 (ZSH_OPTIM_THREADS) to %d", fn,
                          cfg->update_threads, ZSH_OPTIM_MAX_THREADS);
     }
+    if ((cfg->size > ZSH_OPTIM_CONFIG_SIZE_2) &&
+        ((cfg->hpz < ZSH_HPZ_AUTO) || (cfg->hpz > ZSH_OPTIM_MAX_HPZ))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: hpz is %d, expected 0 (ZSH_HPZ), ZSH_HPZ_AUTO (-1), ZSH_HPZ_OFF (1) "
+                         "or a group size up to %d", fn, cfg->hpz, ZSH_OPTIM_MAX_HPZ);
+    }
     if (cfg->nesterov && (cfg->momentum <= 0.0f)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: nesterov needs momentum > 0", fn);
     }
     return ZSH_OK;
 }
 
-/* Give a caller built before the tiers or the update threads existed their
- * defaults. */
+/* Give a caller built before the tiers, the update threads or hpZ existed
+ * their defaults. */
 static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
+    if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_2) {
+        cfg->hpz = 0;
+    }
     if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_1) {
         cfg->update_threads = 0;
     }
@@ -171,7 +180,8 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
     if (cfg->loss_scale <= 0.0f) {
         cfg->loss_scale = fp16 ? 65536.0f : 1.0f;
     }
-    return zsh_optim_check_tiers(cfg);
+    status = zsh_optim_check_tiers(cfg);
+    return (status == ZSH_OK) ? zsh_optim_hpz_resolve(opt, env.hpz) : status;
 }
 
 zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
@@ -198,7 +208,8 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         /* Only the caller's own bytes are read: an older caller's struct is shorter. */
         memcpy(&opt->cfg, cfg, (cfg->size < sizeof(*cfg)) ? cfg->size : sizeof(*cfg));
     }
-    status = zsh_optim_check_config(&opt->cfg);
+    opt->comm   = comm; /* hpZ reads the rank map while resolving */
+    status      = zsh_optim_check_config(&opt->cfg);
     if (status == ZSH_OK) {
         opt->caller_cfg_size = opt->cfg.size;
         zsh_optim_config_upgrade(&opt->cfg);
@@ -390,6 +401,8 @@ float zsh_optim_loss_scale(const zsh_optim_t *opt)
 
 static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
 {
+    size_t i;
+
     *stats                   = opt->stats;
     stats->param_bytes       = opt->acct.cur[ZSH_MEM_PARAMS];
     stats->grad_bytes        = opt->acct.cur[ZSH_MEM_GRADS];
@@ -399,6 +412,13 @@ static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     stats->loss_scale        = opt->scaler.scale;
     stats->nbuckets          = opt->nbuckets;
     zsh_optim_tier_stats(opt, stats);
+    stats->hpz    = opt->cfg.hpz;
+    stats->nnodes = opt->nnodes;
+    for (i = 0; i < opt->nbuckets; i++) {
+        stats->hpz_bytes += (opt->buckets[i].sec != NULL)
+                                ? zsh_optim_hpz_count(opt, &opt->buckets[i]) * opt->esize
+                                : 0;
+    }
 }
 
 zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
@@ -413,8 +433,9 @@ zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     /* A caller built against the headers before the tiers has a struct that
      * ends before them. */
     memcpy(stats, &full,
-           (opt->caller_cfg_size == ZSH_OPTIM_CONFIG_SIZE_0) ? ZSH_OPTIM_STATS_SIZE_0
-                                                             : sizeof(full));
+           (opt->caller_cfg_size == ZSH_OPTIM_CONFIG_SIZE_0)   ? ZSH_OPTIM_STATS_SIZE_0
+           : (opt->caller_cfg_size <= ZSH_OPTIM_CONFIG_SIZE_2) ? ZSH_OPTIM_STATS_SIZE_1
+                                                               : sizeof(full));
     return ZSH_OK;
 }
 

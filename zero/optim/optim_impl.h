@@ -48,6 +48,8 @@ typedef struct zsh_obucket {
     zsh_aio_req_t  *gwrite;      /* its write */
     void           *pbounce;     /* NVMe parameters: this rank's shard read for a gather */
     zsh_aio_req_t  *pread;       /* its read */
+    void           *sec;         /* hpZ: this rank's slice of the secondary partition */
+    bool            sec_valid;   /* hpZ: filled by a gather since the last update */
 } zsh_obucket_t;
 
 struct zsh_param {
@@ -66,6 +68,10 @@ struct zsh_param {
 #define ZSH_OPTIM_CONFIG_SIZE_1 offsetof(zsh_optim_config_t, update_threads)
 #define ZSH_OPTIM_MAX_THREADS   256 /* ZSH_OPTIM_THREADS' range */
 #define ZSH_OPTIM_STATS_SIZE_0  offsetof(zsh_optim_stats_t, compute_bytes)
+/* Before hpZ: the config ends before hpz, the stats before the node counts. */
+#define ZSH_OPTIM_CONFIG_SIZE_2 offsetof(zsh_optim_config_t, hpz)
+#define ZSH_OPTIM_STATS_SIZE_1  offsetof(zsh_optim_stats_t, comm_bytes_cross_node_last_step)
+#define ZSH_OPTIM_MAX_HPZ       65536 /* group sizes ZSH_HPZ and hpz take */
 
 struct zsh_optim {
     zsh_comm_t        *comm;
@@ -94,6 +100,11 @@ struct zsh_optim {
     zsh_optim_stats_t  stats;           /* counters; bytes are filled in on request */
     zsh_tiers_t        tiers;           /* the offload tiers */
     zsh_workers_t     *workers;         /* update threads; NULL for the caller's alone */
+    int                nnodes;          /* nodes the communicator spans */
+    int                local_size;      /* its ranks on this rank's node */
+    zsh_comm_t        *hpzcomm;         /* hpZ: this rank's node group; NULL when off */
+    bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
+    size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
 };
 
 /* The part of @param's view that falls in the flat range [lo, hi), as
@@ -172,6 +183,19 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
 /* fetch.c: NVMe parameters: reads in flight are completed and dropped (a
  * failure is the tier's). */
 void zsh_optim_param_reads_drop(zsh_optim_t *opt);
+
+/* hpz.c: the secondary partition. zsh_optim_hpz_resolve() settles the
+ * group size at create (cfg.hpz: 1 off, else the size); setup splits the
+ * node groups and allocates the slices (collective), free undoes it. */
+zsh_status_t zsh_optim_hpz_resolve(zsh_optim_t *opt, const char *env);
+zsh_status_t zsh_optim_hpz_setup(zsh_optim_t *opt);
+void         zsh_optim_hpz_free(zsh_optim_t *opt);
+/* Elements of a bucket's slice, and whether a gather of @b can be served
+ * by the node group; after a gather from the primary shards completed into
+ * @full, keep the slice. */
+size_t       zsh_optim_hpz_count(const zsh_optim_t *opt, const zsh_obucket_t *b);
+void         zsh_optim_hpz_keep(zsh_optim_t *opt, zsh_obucket_t *b, const void *full);
+void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
 
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);

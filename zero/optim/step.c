@@ -40,7 +40,12 @@ static void zsh_optim_step_close(zsh_optim_t *opt)
     }
     opt->stats.steps++;
     opt->stats.comm_bytes_last_step = opt->comm_bytes;
-    opt->comm_bytes                 = 0;
+    opt->stats.comm_bytes_node_last_step = opt->node_bytes;
+    /* Every collective but hpZ's runs on the whole communicator. */
+    opt->stats.comm_bytes_cross_node_last_step =
+        (opt->nnodes > 1) ? opt->comm_bytes - opt->node_bytes : 0;
+    opt->comm_bytes = 0;
+    opt->node_bytes = 0;
 }
 
 /* The factor the gradients are multiplied by, or a skip for overflow. */
@@ -114,6 +119,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         opt->stats.skipped_steps++;
     } else {
         u = zsh_update_make(&opt->cfg, ++opt->updates, mul);
+        zsh_optim_hpz_invalidate(opt); /* the next gathers read the updated primary shards */
         if (opt->tiers.aio != NULL) {
             zsh_optim_swap_step(opt, &u); /* a failure is the tier's: */
             status = zsh_tier_agree(opt, "zsh_optim_step");

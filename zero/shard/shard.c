@@ -166,8 +166,20 @@ zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
 
 zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local)
 {
-    zsh_status_t status;
+    return zsh_shard_gather_start_over(shard, local, shard->count, shard->comm);
+}
 
+zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, size_t part_count,
+                                         zsh_comm_t *comm)
+{
+    zsh_status_t status;
+    int nparts = zsh_comm_size(comm);
+
+    if ((nparts < 1) || (part_count * (size_t)nparts != shard->count * (size_t)shard->size)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: %zu elements from each of %d ranks do not make the "
+                         "%zu x %d of the tensor", part_count, nparts, shard->count, shard->size);
+    }
     if (shard->full != NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "zsh_shard_gather: the tensor of %zu elements is already gathered; "
@@ -178,8 +190,7 @@ zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local)
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
                          zsh_shard_full_bytes(shard));
     }
-    status = zsh_iallgather(local, shard->full, shard->count, shard->dtype, shard->comm,
-                            &shard->req);
+    status = zsh_iallgather(part, shard->full, part_count, shard->dtype, comm, &shard->req);
     if (status != ZSH_OK) {
         zsh_shard_release(shard);
     }

@@ -41,6 +41,14 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
  * gather is waited for) instead of the tensor's local shard. */
 zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local);
 
+/* zsh_shard_gather_start() of the same full buffer from parts of
+ * @part_count elements, one from each rank of @comm in its rank order,
+ * where @part_count times @comm's size is the full buffer's elements: the
+ * ZeRO layer's hpZ gathers the buffer again from a node's secondary
+ * partition. @part stays untouched until the gather is waited for. */
+zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, size_t part_count,
+                                         zsh_comm_t *comm);
+
 /* Whether the tensor has a gathered buffer or a gather in flight. */
 int zsh_shard_is_gathered(const zsh_shard_t *shard);
 

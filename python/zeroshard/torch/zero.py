@@ -155,6 +155,9 @@ class ZeRO:
         update_threads: threads that apply the update rule in a step, the
             caller's included; any count gives the same bits (0:
             ZSH_OPTIM_THREADS).
+        hpz: stage 3, the secondary partition of the parameters within each
+            node that keeps backward's all-gather in the node: "off", "auto"
+            or the group size (None: ZSH_HPZ); the same bits either way.
         comm / group: the ranks: a zeroshard.Comm, or a zsh process group;
             by default the default process group (it must be zsh), else a
             Comm from the environment that ZeRO owns.
@@ -167,7 +170,7 @@ class ZeRO:
                  loss_scale=None, dynamic_loss_scale=None, loss_scale_window=1000,
                  min_loss_scale=1.0, bucket_size=0, max_live_bytes=0, prefetch=-1,
                  offload_optimizer=None, offload_params=None, nvme_dir=None, host_mem_limit=0,
-                 sub_group_size=0, update_threads=0, comm=None, group=None, average_grads=True,
+                 sub_group_size=0, update_threads=0, hpz=None, comm=None, group=None, average_grads=True,
                  broadcast_params=True):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
@@ -195,7 +198,7 @@ class ZeRO:
                         max_live_bytes=max_live_bytes, prefetch=prefetch,
                         offload_optimizer=offload_optimizer, offload_params=offload_params,
                         nvme_dir=nvme_dir, host_mem_limit=host_mem_limit,
-                        sub_group_size=sub_group_size, update_threads=update_threads)
+                        sub_group_size=sub_group_size, update_threads=update_threads, hpz=hpz)
         if loss_scale is not None:
             settings["loss_scale"] = loss_scale
         if dynamic_loss_scale is not None:

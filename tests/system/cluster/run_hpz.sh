@@ -1,0 +1,150 @@
+#!/bin/bash
+# hpZ across a simulated cluster (cluster.sh) of 2 nodes x 2 ranks: zsh_train
+# at stage 3, its budget of gathered buckets too small to keep any bucket
+# from forward to backward, run with --hpz off and --hpz auto; the bytes
+# each node's link received per step, against the formula, and the losses,
+# which must be the same.
+#
+# The formula: Ψ is the parameters' bytes (padded to equal shards). A step
+# makes three collectives of Ψ over all 4 ranks (forward's all-gather,
+# backward's all-gather, the reduce-scatter of the gradients); with hpZ the
+# backward all-gather runs within each node instead, leaving two. A ring in
+# node order (run_ring_order.sh) brings (n - 1) / n of each collective's
+# size into each node: 3/4 Ψ on 2 x 2. So each link receives
+#     3 x 3/4 Ψ = 2.25 Ψ bytes per step without hpZ, 2 x 3/4 Ψ = 1.5 Ψ with,
+# that is 3 and 2 collectives' worth of Ψ: the measure below is the link's
+# bytes per step over 3/4 Ψ. Per step means the difference between a run of
+# 1 + K steps and a run of 1, over K, so start-up, the bootstrap and the
+# final report cancel. Headers and the step's small all-reduces (loss,
+# gradient norm) come on top: with hpZ at most 2.1, without at least 2.85.
+# What comes on top is about the same each step whatever the model's size,
+# so the model is large enough (Ψ of 1.5 MB) for it to stay under 2%.
+# Root only: elsewhere every case is skipped with the reason.
+# Ends with a GoogleTest-style summary that tests/run_all.sh counts.
+set -u
+top_builddir=${top_builddir:-.}
+here=$(cd "$(dirname "$0")" && pwd)
+train=$(cd "$top_builddir" && pwd)/tools/zsh_train
+. "$here/cluster.sh"
+log=$(mktemp -d)
+# cluster.sh reads it: the traps below remove the cluster.
+# shellcheck disable=SC2034
+CLUSTER_TRAPS=0
+trap 'cluster_destroy; rm -rf "$log"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+passed=0
+failed=0
+skipped=0
+K=4
+np=4
+names=(block_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without
+       round_robin_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without)
+expected=${#names[@]}
+
+ok() { echo "[       OK ] cluster_hpz.$1"; passed=$((passed + 1)); }
+fail() { echo "[  FAILED  ] cluster_hpz.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
+
+summary() {
+    if [ $((passed + failed + skipped)) != $expected ]; then
+        echo "[  FAILED  ] cluster_hpz: $((passed + failed + skipped)) results reported, $expected expected"
+        failed=$((failed + 1))
+    fi
+    echo "[  PASSED  ] $passed tests."
+    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
+    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+    [ $failed = 0 ]
+}
+
+if why=$(cluster_unsupported); then
+    for name in "${names[@]}"; do
+        echo "[  SKIPPED ] cluster_hpz.$name ($why)"
+    done
+    skipped=$expected
+    summary
+    exit 77
+fi
+
+# launch_env NODES... : one rank per argument (its node), torchrun-style,
+# running "${run[@]}"; output of rank r in $log/out.r, status in $log/rc.r.
+launch_env() {
+    local np=$# p r n pids=()
+    p=$((20000 + (RANDOM % 20000)))
+    r=0
+    for n in "$@"; do
+        (
+            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np MASTER_ADDR="${CLUSTER_ADDRS[0]}" \
+                MASTER_PORT="$p" ZSH_TIMEOUT=60 timeout 300 "${run[@]}" >"$log/out.$r" 2>&1
+            echo $? >"$log/rc.$r"
+        ) &
+        pids+=($!)
+        r=$((r + 1))
+    done
+    wait "${pids[@]}"
+}
+
+# train_rx STEPS HPZ NODES...: zsh_train on the nodes; sets rx to the most
+# bytes a node's link received, and keeps rank 0's output as $log/train.STEPS.HPZ.
+train_rx() {
+    local steps=$1 hpz=$2 n before most=0 r
+    shift 2
+    for n in 0 1; do before[n]=$(cluster_bytes "$n"); done
+    rm -f "$log"/out.* "$log"/rc.*
+    run=("$train" --stage 3 --steps "$steps" --hidden 512 --layers 2 --max-live 1
+         --bucket-size 64k --hpz "$hpz")
+    launch_env "$@"
+    for n in 0 1; do
+        # shellcheck disable=SC2046,SC2086 # four counts, split on purpose
+        set -- ${before[n]} $(cluster_bytes "$n")
+        [ $(($3 - $1)) -gt $most ] && most=$(($3 - $1))
+    done
+    rx=$most
+    cp "$log/out.0" "$log/train.$steps.$hpz"
+    for r in 0 1 2 3; do
+        [ "$(cat "$log/rc.$r" 2>/dev/null)" = 0 ] ||
+            errs+=("--steps $steps --hpz $hpz: rank $r exited $(cat "$log/rc.$r" 2>/dev/null): $(tail -3 "$log/out.$r")")
+    done
+}
+
+# hpz_case NAME NODES...: both settings, per-step bytes against the formula.
+hpz_case() {
+    local name=$1 hpz rx0 psi i line
+    local -a per=() units=() errs=()
+    shift
+    for hpz in off auto; do
+        train_rx 1 "$hpz" "$@"
+        rx0=$rx
+        train_rx $((K + 1)) "$hpz" "$@"
+        per[${#per[@]}]=$(((rx - rx0) / K))
+    done
+    psi=$(awk '/^parameters:/ { print $2 * 4 }' "$log/train.$((K + 1)).off")
+    for i in 0 1; do
+        hpz=$([ $i = 0 ] && echo off || echo auto)
+        # in hundredths of 3/4 Psi
+        units[i]=$((per[i] * 4 * 100 / (3 * ${psi:-1})))
+        line=$(grep "cross-node" "$log/train.$((K + 1)).$hpz")
+        echo "  $name --hpz $hpz: Psi $psi bytes; a link received ${per[i]} bytes per step, $((units[i] / 100)).$(printf '%02d' $((units[i] % 100))) x 3/4 Psi (formula $([ $i = 0 ] && echo 3 || echo 2)); zsh_train: $line"
+    done
+    [ -n "$psi" ] || errs+=("no parameter count in zsh_train's output")
+    [ "${units[1]}" -le 210 ] || errs+=("with hpZ ${units[1]} hundredths of 3/4 Psi per step, more than 2.10")
+    [ "${units[0]}" -ge 285 ] || errs+=("without hpZ ${units[0]} hundredths of 3/4 Psi per step, fewer than 2.85")
+    if ! diff <(grep -E '^step |last loss' "$log/train.$((K + 1)).off" | sed 's/, peak rss.*//') \
+        <(grep -E '^step |last loss' "$log/train.$((K + 1)).auto" | sed 's/, peak rss.*//') >"$log/diff"; then
+        errs+=("losses differ with hpZ: $(cat "$log/diff")")
+    fi
+    grep -q "hpz: groups of 2" "$log/train.$((K + 1)).auto" ||
+        errs+=("zsh_train did not report hpZ in groups of 2: $(grep cross-node "$log/train.$((K + 1)).auto")")
+    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+}
+
+if ! cluster_create 2 >"$log/create.out" 2>&1; then
+    for name in "${names[@]}"; do
+        fail "$name" "cluster_create 2: $(cat "$log/create.out")"
+    done
+    summary
+    exit 1
+fi
+hpz_case "${names[0]}" 0 0 1 1
+hpz_case "${names[1]}" 0 1 0 1
+cluster_destroy
+summary

@@ -1,0 +1,90 @@
+#!/bin/bash
+# hpZ (ZSH_HPZ / zsh_optim_config_t::hpz) at stage 3 on 4 ranks launched
+# torchrun-style, placed by ZSH_NODE_NAME on 2 made-up nodes of 2 ranks,
+# in blocks and round-robin: hpz_check trains fp32 and bf16, AdamW and SGD,
+# with and without hpZ, and needs identical losses and final parameters and
+# the backward gathers on the node group. Then the settings hpZ cannot take
+# are refused on every rank. Ends with a GoogleTest-style summary that
+# tests/run_all.sh counts.
+set -u
+top_builddir=${top_builddir:-.}
+check="$top_builddir/tests/zero/optim/hpz_check"
+train="$top_builddir/tools/zsh_train"
+expected=5
+passed=0
+failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+result() { # NAME DETAIL: DETAIL empty is a pass
+    if [ -z "$2" ]; then
+        echo "[       OK ] hpz.$1"
+        passed=$((passed + 1))
+    else
+        echo "[  FAILED  ] hpz.$1"
+        echo "$2" | sed 's/^/    /'
+        failed=$((failed + 1))
+    fi
+}
+
+# job NODES CMD...: one rank per letter of NODES on node "n<letter>"; rank
+# r's output in $log/out.r, its status in $log/rc.r. A port something else
+# took first is tried again on another.
+job() {
+    local nodes=$1 n=${#1} r try port
+    shift
+    for try in 1 2 3; do
+        port=$((20000 + (RANDOM % 20000)))
+        rm -f "$log"/*
+        for ((r = 0; r < n; r++)); do
+            (
+                ZSH_NODE_NAME="n${nodes:r:1}" RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 \
+                    MASTER_PORT=$port timeout 300 "$@" >"$log/out.$r" 2>&1
+                echo $? >"$log/rc.$r"
+            ) &
+        done
+        wait
+        grep -q "Address already in use" "$log/out.0" || return 0
+    done
+}
+
+# every_rank_ok NODES: hpz_check passed every setting on every rank.
+bit_identical() {
+    local r
+    job "$1" "$check"
+    for ((r = 0; r < ${#1}; r++)); do
+        if [ "$(cat "$log/rc.$r")" != 0 ] || [ "$(grep -c '^ok ' "$log/out.$r")" != 8 ]; then
+            echo "rank $r exited $(cat "$log/rc.$r"):"
+            cat "$log/out.$r"
+        fi
+    done
+}
+result two_nodes_in_blocks_train_bit_for_bit_as_without_hpz "$(bit_identical aabb)"
+result two_nodes_round_robin_train_bit_for_bit_as_without_hpz "$(bit_identical abab)"
+
+# refused NODES MESSAGE ARGS...: zsh_train fails on every rank with MESSAGE.
+refused() {
+    local nodes=$1 msg=$2 r
+    shift 2
+    job "$nodes" "$train" --steps 1 --hidden 16 --layers 1 "$@"
+    for ((r = 0; r < ${#nodes}; r++)); do
+        [ "$(cat "$log/rc.$r")" != 0 ] && grep -qF "$msg" "$log/out.$r" ||
+            echo "rank $r exited $(cat "$log/rc.$r"), expected '$msg': $(cat "$log/out.$r")"
+    done
+}
+result uneven_nodes_are_refused_on_every_rank "$(
+    refused aab "hpz needs the same number of ranks on every node, and the 2 nodes hold 1 to 2" \
+        --stage 3 --hpz auto)"
+result a_group_that_does_not_divide_the_node_is_refused "$(
+    refused aaabbb "hpz=2 does not divide the 3 ranks on this rank's node" --stage 3 --hpz 2)"
+result below_stage_3_hpz_is_refused "$(refused aabb "hpz=2 needs stage 3" --stage 2 --hpz 2)"
+
+echo "[  PASSED  ] $passed tests."
+if [ $((passed + failed)) != "$expected" ]; then
+    echo "[  FAILED  ] hpz: $((passed + failed)) results reported, $expected expected"
+    failed=$((failed + 1))
+fi
+if [ "$failed" -gt 0 ]; then
+    echo "[  FAILED  ] $failed tests, listed above"
+    exit 1
+fi
