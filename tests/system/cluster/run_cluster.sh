@@ -16,16 +16,10 @@ prog=$(cd "$top_builddir" && pwd)/tests/system/cluster/coll_check
 bench=$(cd "$top_builddir" && pwd)/perf/zsh_bench
 MPIRUN=${MPIRUN:-mpirun}
 . "$here/cluster.sh"
-log=$(mktemp -d)
-# cluster.sh reads it: the traps below remove the cluster.
-# shellcheck disable=SC2034
-CLUSTER_TRAPS=0
-trap 'cluster_destroy; rm -rf "$log"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-passed=0
-failed=0
-skipped=0
+# shellcheck source=cases.sh
+. "$here/cases.sh"
+cases_begin cluster
+launch_vars=(ZSH_LOG_LEVEL=debug)
 shapes=("2 2" "2 2 1" "1 1")
 # Per shape: 2 placements x 2 launchers, and the hierarchical algorithms
 # forced under the env bootstrap (on uneven nodes they give way to the
@@ -33,20 +27,6 @@ shapes=("2 2" "2 2 1" "1 1")
 hier_env=(ZSH_ALLGATHER_ALGO=hier ZSH_REDUCE_SCATTER_ALGO=hier ZSH_ALLREDUCE_ALGO=hier
     ZSH_BROADCAST_ALGO=hier)
 expected=$((${#shapes[@]} * 6 + 3))
-
-ok() { echo "[       OK ] cluster.$1"; passed=$((passed + 1)); }
-fail() { echo "[  FAILED  ] cluster.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
-
-summary() {
-    if [ $((passed + failed + skipped)) != $expected ]; then
-        echo "[  FAILED  ] cluster: $((passed + failed + skipped)) results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ $failed = 0 ]
-}
 
 if why=$(cluster_unsupported); then
     for shape in "${shapes[@]}"; do
@@ -81,32 +61,6 @@ place() {
             n=$(((n + 1) % k))
         fi
     done
-}
-
-port() {
-    echo $((20000 + (RANDOM % 20000)))
-}
-
-# launch_env NODES... : one rank per argument (its node), torchrun-style,
-# output of rank r in $log/out.r (stdout and stderr), status in $log/rc.r.
-launch_env() {
-    local np=$# p r n local_rank pids=()
-    local -A seen=()
-    p=$(port)
-    r=0
-    for n in "$@"; do
-        local_rank=$((seen[$n]++))
-        (
-            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np LOCAL_RANK=$local_rank \
-                LOCAL_WORLD_SIZE="$(printf '%s\n' "$@" | grep -cx "$n")" GROUP_RANK="$n" \
-                MASTER_ADDR="${CLUSTER_ADDRS[0]}" MASTER_PORT="$p" ZSH_TIMEOUT=60 \
-                ZSH_LOG_LEVEL=debug timeout 120 "${run[@]}" >"$log/out.$r" 2>&1
-            echo $? >"$log/rc.$r"
-        ) &
-        pids+=($!)
-        r=$((r + 1))
-    done
-    wait "${pids[@]}"
 }
 
 # launch_mpi COUNTS block|rr NP: mpirun inside node 0, a hostfile of the

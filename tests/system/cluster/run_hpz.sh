@@ -26,35 +26,15 @@ top_builddir=${top_builddir:-.}
 here=$(cd "$(dirname "$0")" && pwd)
 train=$(cd "$top_builddir" && pwd)/tools/zsh_train
 . "$here/cluster.sh"
-log=$(mktemp -d)
-# cluster.sh reads it: the traps below remove the cluster.
-# shellcheck disable=SC2034
-CLUSTER_TRAPS=0
-trap 'cluster_destroy; rm -rf "$log"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-passed=0
-failed=0
-skipped=0
+# shellcheck source=cases.sh
+. "$here/cases.sh"
+cases_begin cluster_hpz
+launch_timeout=300
 K=4
 np=4
 names=(block_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without
        round_robin_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without)
 expected=${#names[@]}
-
-ok() { echo "[       OK ] cluster_hpz.$1"; passed=$((passed + 1)); }
-fail() { echo "[  FAILED  ] cluster_hpz.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
-
-summary() {
-    if [ $((passed + failed + skipped)) != $expected ]; then
-        echo "[  FAILED  ] cluster_hpz: $((passed + failed + skipped)) results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ $failed = 0 ]
-}
 
 if why=$(cluster_unsupported); then
     for name in "${names[@]}"; do
@@ -64,24 +44,6 @@ if why=$(cluster_unsupported); then
     summary
     exit 77
 fi
-
-# launch_env NODES... : one rank per argument (its node), torchrun-style,
-# running "${run[@]}"; output of rank r in $log/out.r, status in $log/rc.r.
-launch_env() {
-    local np=$# p r n pids=()
-    p=$((20000 + (RANDOM % 20000)))
-    r=0
-    for n in "$@"; do
-        (
-            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np MASTER_ADDR="${CLUSTER_ADDRS[0]}" \
-                MASTER_PORT="$p" ZSH_TIMEOUT=60 timeout 300 "${run[@]}" >"$log/out.$r" 2>&1
-            echo $? >"$log/rc.$r"
-        ) &
-        pids+=($!)
-        r=$((r + 1))
-    done
-    wait "${pids[@]}"
-}
 
 # train_rx STEPS HPZ NODES...: zsh_train on the nodes; sets rx to the most
 # bytes a node's link received, and keeps rank 0's output as $log/train.STEPS.HPZ.

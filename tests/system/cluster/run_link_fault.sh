@@ -25,13 +25,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 prog=$(cd "$top_builddir" && pwd)/tests/system/cluster/link_fault
 # shellcheck source=cluster.sh
 . "$here/cluster.sh"
-log=$(mktemp -d)
-# cluster.sh reads it: the traps below remove the cluster.
-# shellcheck disable=SC2034
-CLUSTER_TRAPS=0
-trap 'cluster_destroy; rm -rf "$log"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=cases.sh
+. "$here/cases.sh"
+cases_begin cluster
 
 bound=${LINK_FAULT_BOUND:-5}
 slack=2
@@ -39,10 +35,6 @@ exit_cap=$((bound + slack + 12))
 hard_cap=$((exit_cap + 20))
 # "NODES_OF_RANKS:TRIALS": the node of each rank, and how many trials.
 shapes=("0 0 1 1:${LINK_FAULT_TRIALS:-5}" "0 0 1 2:${LINK_FAULT_TRIALS_3:-2}")
-passed=0
-failed=0
-skipped=0
-expected=0
 for s in "${shapes[@]}"; do expected=$((expected + ${s#*:})); done
 
 name_of() {
@@ -50,20 +42,6 @@ name_of() {
     k=$(($(tr ' ' '\n' <<<"$nodes" | sort -u | wc -l)))
     counts=$(tr ' ' '\n' <<<"$nodes" | sort -n | uniq -c | awk '{ printf "%s%s", s, $1; s = "_" }')
     echo "link_cut_mid_collective_fails_every_rank_within_the_bound/${k}_nodes_${counts}_trial_$trial"
-}
-
-ok() { echo "[       OK ] cluster.$1"; passed=$((passed + 1)); }
-fail() { echo "[  FAILED  ] cluster.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
-
-summary() {
-    if [ $((passed + failed + skipped)) != $expected ]; then
-        echo "[  FAILED  ] cluster: $((passed + failed + skipped)) results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ $failed = 0 ]
 }
 
 if why=$(cluster_unsupported); then

@@ -20,36 +20,16 @@ top_builddir=${top_builddir:-.}
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$(cd "$top_builddir" && pwd)/perf/zsh_bench
 . "$here/cluster.sh"
-log=$(mktemp -d)
-# cluster.sh reads it: the traps below remove the cluster.
-# shellcheck disable=SC2034
-CLUSTER_TRAPS=0
-trap 'cluster_destroy; rm -rf "$log"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-passed=0
-failed=0
-skipped=0
+# shellcheck source=cases.sh
+. "$here/cases.sh"
+cases_begin ring_order
 size=16777216
 np=4
 colls=(allgather reduce_scatter)
 placements=(rr block)
 expected=$((${#colls[@]} * ${#placements[@]}))
 
-ok() { echo "[       OK ] ring_order.$1"; passed=$((passed + 1)); }
-fail() { echo "[  FAILED  ] ring_order.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
 name_of() { echo "${1}_ring_puts_the_node_ordered_bytes_on_each_link/${2}_2x2"; }
-
-summary() {
-    if [ $((passed + failed + skipped)) != $expected ]; then
-        echo "[  FAILED  ] ring_order: $((passed + failed + skipped)) results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ $failed = 0 ]
-}
 
 if why=$(cluster_unsupported); then
     for coll in "${colls[@]}"; do
@@ -61,24 +41,6 @@ if why=$(cluster_unsupported); then
     summary
     exit 77
 fi
-
-# launch_env NODES... : one rank per argument (its node), torchrun-style,
-# running "${run[@]}"; output of rank r in $log/out.r, status in $log/rc.r.
-launch_env() {
-    local np=$# p r n pids=()
-    p=$((20000 + (RANDOM % 20000)))
-    r=0
-    for n in "$@"; do
-        (
-            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np MASTER_ADDR="${CLUSTER_ADDRS[0]}" \
-                MASTER_PORT="$p" ZSH_TIMEOUT=60 timeout 120 "${run[@]}" >"$log/out.$r" 2>&1
-            echo $? >"$log/rc.$r"
-        ) &
-        pids+=($!)
-        r=$((r + 1))
-    done
-    wait "${pids[@]}"
-}
 
 # ring_case COLL rr|block: 2 nodes x 2 ranks, COLL of $size bytes with the
 # ring forced; each node's bytes in per call against the formula.

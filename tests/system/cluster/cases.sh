@@ -1,0 +1,62 @@
+#!/bin/bash
+# What the simulated cluster's test scripts share (sourced after cluster.sh):
+# a log directory and the traps that remove the cluster with it,
+# GoogleTest-style results that tests/run_all.sh counts, and a
+# torchrun-style launch of one rank per node argument.
+
+# cases_begin SUITE: results are SUITE.NAME; sets $log and the traps. The
+# caller sets $expected, the number of results it will report.
+cases_begin() {
+    suite=$1
+    passed=0
+    failed=0
+    skipped=0
+    expected=0
+    log=$(mktemp -d)
+    # cluster.sh reads it: the traps below remove the cluster.
+    # shellcheck disable=SC2034
+    CLUSTER_TRAPS=0
+    trap 'cluster_destroy; rm -rf "$log"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+ok() { echo "[       OK ] $suite.$1"; passed=$((passed + 1)); }
+fail() { echo "[  FAILED  ] $suite.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
+
+# The summary; false if anything failed or a result is missing.
+summary() {
+    if [ $((passed + failed + skipped)) != "$expected" ]; then
+        echo "[  FAILED  ] $suite: $((passed + failed + skipped)) results reported, $expected expected"
+        failed=$((failed + 1))
+    fi
+    echo "[  PASSED  ] $passed tests."
+    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
+    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+    [ $failed = 0 ]
+}
+
+# launch_env NODES...: one rank per argument (its node), torchrun-style,
+# running "${run[@]}" under `timeout ${launch_timeout:-120}` with the
+# variables in "${launch_vars[@]}" besides the launcher's; output of rank r
+# in $log/out.r (stdout and stderr), status in $log/rc.r.
+launch_env() {
+    local np=$# p r n local_rank pids=()
+    local -A seen=()
+    p=$((20000 + (RANDOM % 20000)))
+    r=0
+    for n in "$@"; do
+        local_rank=$((seen[$n]++))
+        (
+            cluster_exec "$n" env RANK=$r WORLD_SIZE=$np LOCAL_RANK=$local_rank \
+                LOCAL_WORLD_SIZE="$(printf '%s\n' "$@" | grep -cx "$n")" GROUP_RANK="$n" \
+                MASTER_ADDR="${CLUSTER_ADDRS[0]}" MASTER_PORT="$p" ZSH_TIMEOUT=60 \
+                "${launch_vars[@]}" timeout "${launch_timeout:-120}" "${run[@]}" \
+                >"$log/out.$r" 2>&1
+            echo $? >"$log/rc.$r"
+        ) &
+        pids+=($!)
+        r=$((r + 1))
+    done
+    wait "${pids[@]}"
+}
