@@ -266,6 +266,7 @@ int zsh_comm_size(const zsh_comm_t *comm);
  * rank order. zsh_comm_split(comm, node, local_rank, ...) therefore makes one
  * communicator per node, as MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) does.
  * Any output may be NULL. Not collective.
+ * @param[in]  comm         The communicator.
  * @param[out] node_p       This rank's node, in [0, *nnodes_p).
  * @param[out] nnodes_p     Nodes @p comm spans.
  * @param[out] local_rank_p This rank among @p comm's ranks on its node.

@@ -457,6 +457,7 @@ typedef struct zsh_node_estimate_out {
  * @param ranks_per_node Ranks on each node; divides in->ranks.
  * @param hpz            ::ZSH_HPZ_AUTO (every rank of a node), ::ZSH_HPZ_OFF or 0 (off), or
  *                       a group size dividing @p ranks_per_node (stage 3 only).
+ * @param[out] out       The estimate, set only on success.
  * @return ZSH_ERR_INVALID_ARG for a bad model or any of the above.
  */
 zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ranks_per_node,
