@@ -23,9 +23,17 @@ typedef struct {
     unsigned char tail;               /* a byte past an older caller's stats */
 } zsh_hc_t;
 
+/* Every rank thread runs it alike; rank 0's outcome is reported (threads
+ * writing one result would race). */
+typedef struct {
+    zsh_hc_t in;   /* read by every rank thread */
+    zsh_hc_t out;  /* written by rank 0's */
+} zsh_hc_run_t;
+
 static void zsh_hc_create(zsh_comm_t *comm, void *arg)
 {
-    zsh_hc_t *c = arg;
+    zsh_hc_run_t *run = arg;
+    zsh_hc_t mine = run->in;
     zsh_optim_config_t cfg;
     zsh_optim_t *opt = NULL;
     zsh_param_t *p;
@@ -34,40 +42,44 @@ static void zsh_hc_create(zsh_comm_t *comm, void *arg)
     size_t old = offsetof(zsh_optim_stats_t, comm_bytes_cross_node_last_step);
 
     zsh_optim_config_init(&cfg);
-    cfg.stage          = c->stage;
-    cfg.offload_params = c->offload ? ZSH_OFFLOAD_CPU : ZSH_OFFLOAD_NONE;
-    if (c->hpz == -9) {
+    cfg.stage          = mine.stage;
+    cfg.offload_params = mine.offload ? ZSH_OFFLOAD_CPU : ZSH_OFFLOAD_NONE;
+    if (mine.hpz == -9) {
         cfg.size = offsetof(zsh_optim_config_t, hpz);
         cfg.hpz  = 9999; /* past the older caller's struct: never read */
     } else {
-        cfg.hpz = c->hpz;
+        cfg.hpz = mine.hpz;
     }
-    c->status = zsh_optim_create(comm, &cfg, &opt);
-    snprintf(c->error, sizeof(c->error), "%s", zsh_last_error());
-    if (c->status == ZSH_OK) {
+    mine.status = zsh_optim_create(comm, &cfg, &opt);
+    snprintf(mine.error, sizeof(mine.error), "%s", zsh_last_error());
+    if (mine.status == ZSH_OK) {
         zsh_optim_register(opt, "w", 8, ZSH_FLOAT32, w, &p);
-        c->status = zsh_optim_setup(opt);
-        raw       = malloc(sizeof(c->stats));
-        memset(raw, 0xa5, sizeof(c->stats));
+        mine.status = zsh_optim_setup(opt);
+        raw         = malloc(sizeof(mine.stats));
+        memset(raw, 0xa5, sizeof(mine.stats));
         zsh_optim_get_stats(opt, (zsh_optim_stats_t *)raw);
-        memcpy(&c->stats, raw, sizeof(c->stats));
-        c->tail = (c->hpz == -9) ? raw[old] : 0xa5;
+        memcpy(&mine.stats, raw, sizeof(mine.stats));
+        mine.tail = (mine.hpz == -9) ? raw[old] : 0xa5;
         free(raw);
     }
     zsh_optim_destroy(opt);
+    if (zsh_comm_rank(comm) == 0) {
+        run->out = mine;
+    }
 }
 
 static zsh_hc_t zsh_hc(int nranks, int stage, int hpz, int offload)
 {
-    zsh_hc_t c;
+    zsh_hc_run_t run;
 
-    memset(&c, 0, sizeof(c));
-    c.stage   = stage;
-    c.hpz     = hpz;
-    c.offload = offload;
-    c.status  = ZSH_ERR_INTERNAL;
-    zsh_inproc_run(nranks, zsh_hc_create, &c);
-    return c;
+    memset(&run, 0, sizeof(run));
+    run.in.stage   = stage;
+    run.in.hpz     = hpz;
+    run.in.offload = offload;
+    run.in.status  = ZSH_ERR_INTERNAL;
+    run.out        = run.in;
+    zsh_inproc_run(nranks, zsh_hc_create, &run);
+    return run.out;
 }
 
 ZSH_TEST(optim_hpz, settings_that_cannot_apply_are_refused_by_name)
