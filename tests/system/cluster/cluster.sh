@@ -282,9 +282,11 @@ _cluster_destroy_dir() {
         _cluster_kill_netns "$name"
         ip netns del "$name" 2>/dev/null
     done
-    # Holders whose namespace was never attached.
+    # Holders whose namespace was never attached, also one still setting its
+    # node up (its shell names the node) when the creation gave up on it.
     for pid in $(cat "$dir/pids" 2>/dev/null); do
-        if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q '^sleep 2147483647'; then
+        if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" |
+            grep -qE "^sleep 2147483647|^sh -c hostname ${prefix}n"; then
             kill -KILL "$pid" 2>/dev/null
         fi
     done
