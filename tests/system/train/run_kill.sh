@@ -155,6 +155,8 @@ start_running() {
         launch "$1" "$2" "$3" "${5:-}"
         poll "$4" under_way_or_ended "$1"
         under_way "$1" && return 0
+        # Never leave a job behind: a retry's launch forgets its pids.
+        signal KILL "$1"
         poll 10 ended "$1" "${ranks[@]}"
         port_taken "$1" || break
     done
@@ -169,6 +171,7 @@ run_to_end() {
         launch "$1" "$2" "$3"
         if ! poll "$4" ended "$1" "${ranks[@]}"; then
             echo "$1 did not end within $4 s"
+            signal KILL "$1"
             return 1
         fi
         port_taken "$1" || break
