@@ -24,25 +24,14 @@ result() { # NAME DETAIL: DETAIL empty is a pass
     fi
 }
 
-# job NODES [VARS]: one rank per letter of NODES, rank r on node "n<letter>",
-# zsh_info -t each; rank r's output in $log/out.r, its status in $log/rc.r.
-# A port something else took first is tried again on another.
+# shellcheck source=../../harness/fake_nodes.sh
+. "$(dirname "$0")/../../harness/fake_nodes.sh"
+
+# job NODES [VARS]: zsh_info -t on one rank per letter of NODES, with VARS
+# set (fake_nodes_job has the rest).
 job() {
-    local nodes=$1 vars=${2:-} n=${#1} r try port
-    for try in 1 2 3; do
-        port=$((20000 + (RANDOM % 20000)))
-        rm -f "$log"/*
-        for ((r = 0; r < n; r++)); do
-            (
-                env $vars ZSH_NODE_NAME="n${nodes:r:1}" RANK=$r WORLD_SIZE=$n \
-                    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 60 "$info" -t \
-                    >"$log/out.$r" 2>&1
-                echo $? >"$log/rc.$r"
-            ) &
-        done
-        wait
-        grep -q "Address already in use" "$log/out.0" || return 0
-    done
+    # shellcheck disable=SC2086 # VARS is a list of assignments
+    fake_nodes_job "$1" 60 env ${2:-} "$info" -t
 }
 
 # expect_map NODES LINE: every rank succeeded; rank 0 printed LINE in its

@@ -27,28 +27,17 @@ result() { # NAME DETAIL: DETAIL empty is a pass
     fi
 }
 
-# job NODES CMD...: one rank per letter of NODES on node "n<letter>"; rank
-# r's output in $log/out.r, its status in $log/rc.r. A port something else
-# took first is tried again on another.
+# shellcheck source=../../harness/fake_nodes.sh
+. "$(dirname "$0")/../../harness/fake_nodes.sh"
+
+# job NODES CMD...: CMD on one rank per letter of NODES (fake_nodes_job).
 job() {
-    local nodes=$1 n=${#1} r try port
+    local nodes=$1
     shift
-    for try in 1 2 3; do
-        port=$((20000 + (RANDOM % 20000)))
-        rm -f "$log"/*
-        for ((r = 0; r < n; r++)); do
-            (
-                ZSH_NODE_NAME="n${nodes:r:1}" RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 \
-                    MASTER_PORT=$port timeout 300 "$@" >"$log/out.$r" 2>&1
-                echo $? >"$log/rc.$r"
-            ) &
-        done
-        wait
-        grep -q "Address already in use" "$log/out.0" || return 0
-    done
+    fake_nodes_job "$nodes" 300 "$@"
 }
 
-# every_rank_ok NODES: hpz_check passed every setting on every rank.
+# bit_identical NODES: hpz_check passed every setting on every rank.
 bit_identical() {
     local r
     job "$1" "$check"
