@@ -7,11 +7,13 @@
 # on node "n<letter>", each running CMD under `timeout TIMEOUT`; rank r's
 # output in $log/out.r, its status in $log/rc.r. A port something else
 # took first is tried again on another.
+# shellcheck source=free_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
 fake_nodes_job() {
     local nodes=$1 limit=$2 n=${#1} r try port
     shift 2
     for try in 1 2 3; do
-        port=$((20000 + (RANDOM % 20000)))
+        port=$(free_port)
         rm -f "$log"/*
         for ((r = 0; r < n; r++)); do
             (

@@ -15,8 +15,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,19 +27,43 @@
 #define T_OK    5.0
 #define T_SHORT 0.3
 
-/* A port nothing listens on now (the kernel's pick for a socket we close). */
+/* A port nothing holds now, from below the kernel's ephemeral range: a port
+ * of that range that is free now (the kernel's pick for port 0, say) can
+ * become the source port of any outgoing connection, another test's running
+ * beside this one included, before the store binds it; one below the range
+ * is only taken by an explicit bind. A bind without SO_REUSEADDR tells it
+ * is free. */
 static inline int free_port(void)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t len         = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int lo = 32768, hi = 60999, base = 20000, tries, fd, ok;
+    unsigned short r;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
 
-    if ((bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) &&
-        (getsockname(fd, (struct sockaddr *)&sa, &len) == 0)) {
-        port = ntohs(sa.sin_port);
+    if (f != NULL) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2) {
+            lo = 32768;
+        }
+        fclose(f);
     }
-    close(fd);
-    return port;
+    if (lo - base < 1024) {
+        base = 1024;
+    }
+    for (tries = 0; tries < 1000; tries++) {
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+            break;
+        }
+        sa.sin_port = htons((unsigned short)(base + (int)(r % (unsigned)(lo - base))));
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ok = (fd >= 0) && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (ok) {
+            return ntohs(sa.sin_port);
+        }
+    }
+    return -1;
 }
 
 /* A plain blocking socket connected to 127.0.0.1:@port, or -1. */

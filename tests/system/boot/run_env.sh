@@ -12,9 +12,9 @@ failed=0
 # One result per case below.
 expected=6
 
-port() {
-    echo $((20000 + (RANDOM % 20000)))
-}
+# shellcheck source=../../harness/free_port.sh
+. "$(dirname "$0")/../../harness/free_port.sh"
+port() { free_port; }
 
 # launch NAME NRANKS 'VARS for rank $r' [DELAY_RANK0]: run all ranks, wait,
 # and leave rank r's exit status in $log/rc.r and its output in $log/out.r.

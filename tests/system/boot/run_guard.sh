@@ -21,15 +21,9 @@ failed=0
 expected=10
 key=zsh-test-key-$RANDOM$RANDOM$RANDOM$RANDOM
 
-# A port nothing listens on now (a random one collided with a listener once).
-port() {
-    local p
-    while :; do
-        p=$((20000 + (RANDOM % 20000)))
-        timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null || break
-    done
-    echo $p
-}
+# shellcheck source=../../harness/free_port.sh
+. "$(dirname "$0")/../../harness/free_port.sh"
+port() { free_port; }
 
 # run NAME 'VARS' [PREFIX]: start env_rank in the background with VARS (after
 # the shell commands PREFIX, e.g. a ulimit); its output goes to out.NAME, and

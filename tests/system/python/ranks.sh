@@ -69,9 +69,8 @@ import runpy; names = runpy.run_path('$1', run_name='cases')
 import harness; print(len(names['${2:-}'] if '${2:-}' else harness.CASES))"
 }
 
-free_port() {
-    "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=../../harness/free_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../harness/free_port.sh"
 
 py_job() { # TAG N WANT ARGS...
     local tag=$1 n=$2 want=$3 r port store_port name before=$failed

@@ -31,6 +31,8 @@ held=()
 # Options for rank 1 alone, after the others: a later option wins.
 rank1_args=()
 tmp=$(mktemp -d)
+# shellcheck source=../../harness/free_port.sh
+. "$(dirname "$0")/../../harness/free_port.sh"
 
 # Every rank process started has a pid file, and an rc file once it ended:
 # those without an rc file are still running and are killed.
@@ -95,7 +97,7 @@ any_ended() { # TAG: a rank of job TAG has exited
 # $tmp/TAG.{pid,out,err,rc}.r.
 launch() {
     local tag=$1 id=$2 steps=$3 zsh_timeout=${4:-60} port r fd extra
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     rm -f "$tmp/$tag".*
     for r in "${ranks[@]}"; do
         extra=()
@@ -182,10 +184,12 @@ run_to_end() {
     done
 }
 
-stopped() { # TAG: every rank of job TAG is stopped (SIGSTOP)
-    local r st
-    for r in "${ranks[@]}"; do
-        read -r _ _ st _ <"/proc/$(cat "$tmp/$1.pid.$r")/stat" 2>/dev/null || return 1
+stopped() { # TAG [RANK...]: every RANK (all by default) of job TAG is stopped (SIGSTOP)
+    local tag=$1 r st
+    shift
+    [ $# -gt 0 ] || set -- "${ranks[@]}"
+    for r in "$@"; do
+        read -r _ _ st _ <"/proc/$(cat "$tmp/$tag.pid.$r")/stat" 2>/dev/null || return 1
         [ "$st" = T ] || return 1
     done
 }
@@ -251,6 +255,14 @@ kill_case() {
     fi
     before=$(listing)
     t0=$(now_ms)
+    # Stopped first, then killed: a victim killed after another could
+    # otherwise see that death and clean up (seen under ASan), which is the
+    # survivors' part, not a killed job's.
+    for r in $victims; do
+        kill -STOP "$(cat "$tmp/$name.killed.pid.$r")"
+    done
+    # shellcheck disable=SC2086
+    poll 10 stopped "$name.killed" $victims
     for r in $victims; do
         kill -9 "$(cat "$tmp/$name.killed.pid.$r")"
     done
