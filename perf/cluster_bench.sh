@@ -16,12 +16,14 @@
 # allgather,reduce_scatter, sizes 1m,4m,16m (total bytes per call as
 # zsh_bench counts them), 8 timed calls after 2 untimed ones.
 #
-# The formula: ZeroShard's rings go around the ranks node by node, so each
-# node's link takes in (n - 1) blocks of Size / n per all-gather or
-# reduce-scatter (n ranks), twice that per all-reduce (a reduce-scatter and
-# an all-gather), whatever the placement. With ZSH_<COLL>_ALGO=hier (even
-# nodes of more than one rank) only the rails cross: a node takes in what it
-# lacks, Size (K - 1) / K for K nodes, twice that per all-reduce.
+# The formula: across even nodes of more than one rank the automatic choice
+# (or ZSH_<COLL>_ALGO=hier) is hierarchical, and only the rails cross: a node
+# takes in what it lacks, Size (K - 1) / K for K nodes per all-gather or
+# reduce-scatter, twice that per all-reduce. ZeroShard's rings
+# (ZSH_<COLL>_ALGO=ring, or one rank per node) go around the ranks node by
+# node, so each node's link takes in (n - 1) blocks of Size / n (n ranks),
+# twice that per all-reduce (a reduce-scatter and an all-gather), whatever
+# the placement.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../build
@@ -150,7 +152,7 @@ for coll in "${coll_list[@]}"; do
         fi
         in=$(( ($(echo "$after" | cut -d' ' -f1) - $(echo "$before" | cut -d' ' -f1)) / calls ))
         algo_var=ZSH_$(echo "$coll" | tr '[:lower:]' '[:upper:]')_ALGO
-        if [ "${!algo_var:-auto}" = hier ] && [ "$per" -gt 1 ]; then
+        if [[ "${!algo_var:-auto}" =~ ^(auto|hier)$ ]] && [ "$per" -gt 1 ]; then
             formula=$(( (nodes - 1) * total / nodes ))
         else
             formula=$(( (np - 1) * total / np ))

@@ -34,9 +34,9 @@ static void zsh_estimate_usage(FILE *out)
             "the disk alone allows for the ranks sharing it (--ranks-per-disk, default all;\n"
             "bandwidths in GB/s, 1e9 bytes/s). --offload-params needs --stage 3.\n"
             "--ranks-per-node adds a line per stage: the bytes per rank per step in collectives\n"
-            "across nodes and the bytes into each node's link (rings in node order), and at\n"
-            "stage 3 the same with hpZ in groups of --hpz ranks (default auto: every rank of a\n"
-            "node) and the bytes of its secondary partition per rank.\n");
+            "across nodes and the bytes into each node's link (collectives by node, then\n"
+            "rail), and at stage 3 the same with hpZ in groups of --hpz ranks (default auto:\n"
+            "every rank of a node) and the bytes of its secondary partition per rank.\n");
 }
 
 /* The largest --params and --ranks taken: beyond them the model is not a

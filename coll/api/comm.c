@@ -32,7 +32,7 @@ static void zsh_ctx_release(zsh_ctx_t *ctx)
         return;
     }
     /* No rank may tear down its endpoints while another still talks to it. */
-    status = zsh_barrier_run(ctx->job, ZSH_COLL_FENCE);
+    status = zsh_barrier_run(ctx->job, ZSH_COLL_FENCE, NULL);
     if (status != ZSH_OK) {
         zsh_log(ZSH_LOG_WARN, "teardown fence failed (%s); tearing down anyway",
                 zsh_last_error());

@@ -1,11 +1,13 @@
 /*
- * zsh_barrier: the dissemination barrier, ceil(log2 size) rounds of empty
+ * zsh_barrier: validate, choose (dissemination, or hier across nodes) and
+ * run. The dissemination barrier is ceil(log2 size) rounds of empty
  * messages; in round k a rank signals rank + 2^k and waits for rank - 2^k.
  * The same task, on the job's communicator, is the fence before teardown.
  */
 #include "barrier/barrier.h"
 
 #include "algo/rounds.h"
+#include "select/select.h"
 #include "task/validate.h"
 
 static zsh_status_t zsh_dissemination_post(zsh_task_t *task)
@@ -22,7 +24,7 @@ static zsh_status_t zsh_dissemination_progress(zsh_task_t *task)
     return zsh_rounds_run(task, zsh_rounds(task)->nrounds, zsh_dissemination_post, NULL);
 }
 
-static zsh_status_t zsh_dissemination_init(zsh_task_t *task)
+zsh_status_t zsh_barrier_dissemination_init(zsh_task_t *task)
 {
     zsh_rounds_t *st = zsh_rounds(task);
 
@@ -33,22 +35,32 @@ static zsh_status_t zsh_dissemination_init(zsh_task_t *task)
     return zsh_task_ops(task, 2);
 }
 
-zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type)
+zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type, zsh_request_t **req_p)
 {
     zsh_coll_args_t args = ZSH_COLL_ARGS(type, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0);
-    zsh_status_t status;
+    zsh_status_t status  = ZSH_OK;
     zsh_task_t *task;
 
+    args.blocking = (req_p == NULL);
     status = zsh_task_get(comm, &args, (type == ZSH_COLL_FENCE) ? "fence" : "barrier", &task);
     if (status != ZSH_OK) {
         return status;
     }
-    status = zsh_dissemination_init(task);
+    /* The fence runs as a context goes, its communicators' children
+     * perhaps already gone: never through them. */
+    task->algo = ZSH_ALGO_DISSEMINATION;
+    if (type == ZSH_COLL_BARRIER) {
+        status = zsh_select(comm, type, 0, &task->algo);
+    }
+    if (status == ZSH_OK) {
+        status = (task->algo == ZSH_ALGO_HIER) ? zsh_barrier_hier_init(task)
+                                               : zsh_barrier_dissemination_init(task);
+    }
     if (status != ZSH_OK) {
         zsh_task_put(task);
         return status;
     }
-    return zsh_coll_launch(task, NULL);
+    return zsh_coll_launch(task, req_p);
 }
 
 zsh_status_t zsh_barrier(zsh_comm_t *comm)
@@ -57,5 +69,5 @@ zsh_status_t zsh_barrier(zsh_comm_t *comm)
     zsh_status_t status;
 
     status = zsh_validate("zsh_barrier", comm, &args);
-    return (status == ZSH_OK) ? zsh_barrier_run(comm, ZSH_COLL_BARRIER) : status;
+    return (status == ZSH_OK) ? zsh_barrier_run(comm, ZSH_COLL_BARRIER, NULL) : status;
 }

@@ -26,8 +26,10 @@ typedef enum {
                             on one node */
     ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: the data in the descriptor
                             messages */
-    ZSH_ALGO_HIER,       /* allgather, reduce_scatter, allreduce, broadcast: within each node,
-                            then across nodes between ranks of one local rank (algo/hier.h) */
+    ZSH_ALGO_HIER,       /* allgather, reduce_scatter, allreduce, broadcast, barrier: within
+                            each node, then across nodes between ranks of one local rank
+                            (algo/hier.h) */
+    ZSH_ALGO_DISSEMINATION, /* barrier: ceil(log2 ranks) rounds of empty messages */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
@@ -46,6 +48,7 @@ typedef struct zsh_coll_config {
     int      reduce_scatter_algo;
     int      allreduce_algo;
     int      broadcast_algo;
+    int      barrier_algo;
     size_t   direct_min_size;   /* bytes per round above which the direct algorithms run */
     size_t   stream_min_size;   /* bytes of buffers above which own blocks are stored
                                    non-temporally; ZSH_CONFIG_AUTO_SIZE: this core's

@@ -43,6 +43,7 @@ typedef struct zsh_ctx {
     zsh_ctrl_t         *ctrl;
     atomic_int          abort_pending; /* a communicator was aborted and peers not yet told */
     zsh_list_t          in_flight;     /* tasks posted and not yet complete */
+    uint64_t            settled;       /* tasks taken off in_flight so far */
     zsh_list_t          free_tasks;    /* the "zsh_task" pool */
     unsigned            tasks_out;     /* taken from the pool and not returned */
     struct zsh_comm    *job;           /* every rank of the job, id 0: the teardown fence */

@@ -27,8 +27,8 @@ typedef struct zsh_select_rule {
  * membership in one instruction; it lists in the enum's order. */
 #define ZSH_SELECT_BIT(_algo) (1u << (_algo))
 
-/* Indexed by collective type: every type up to broadcast selects an
- * algorithm; barrier and the fence do not. */
+/* Indexed by collective type: every type up to the barrier selects an
+ * algorithm; the fence (the job's last barrier) does not. */
 static const zsh_select_rule_t zsh_select_rules[] = {
     [ZSH_COLL_ALLGATHER] = {ZSH_COLL_ALLGATHER, "ZSH_ALLGATHER_ALGO",
                             offsetof(zsh_coll_config_t, allgather_algo), ZSH_ALGO_BRUCK,
@@ -52,12 +52,16 @@ static const zsh_select_rule_t zsh_select_rules[] = {
                             offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
                             ZSH_ALGO_BINOMIAL,
                             ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+    [ZSH_COLL_BARRIER] = {ZSH_COLL_BARRIER, "ZSH_BARRIER_ALGO",
+                          offsetof(zsh_coll_config_t, barrier_algo), ZSH_ALGO_DISSEMINATION,
+                          ZSH_ALGO_DISSEMINATION,
+                          ZSH_SELECT_BIT(ZSH_ALGO_DISSEMINATION) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
 
-_Static_assert(ZSH_SELECT_NRULES == ZSH_COLL_BROADCAST + 1,
-               "a rule for each collective type up to broadcast, and none after");
+_Static_assert(ZSH_SELECT_NRULES == ZSH_COLL_BARRIER + 1,
+               "a rule for each collective type up to the barrier, and none after");
 
 /* What each algorithm does; indexes match zsh_algo_t. */
 static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
@@ -87,8 +91,11 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "local rank on every node. all-gather: rail, then node; "
                           "reduce-scatter: node, then rail; all-reduce: node reduce-scatter, "
                           "rail all-reduce, node all-gather; broadcast: the root's rail, then "
-                          "node. Elsewhere (one node, one rank per node, uneven nodes) the "
-                          "automatic choice runs instead",
+                          "node; barrier: node, the node leaders' (local rank 0) rail, node. "
+                          "Elsewhere (one node, one rank per node, uneven nodes) the automatic "
+                          "choice runs instead",
+    [ZSH_ALGO_DISSEMINATION] = "the dissemination barrier: ceil(log2 ranks) rounds of empty "
+                               "messages, in round k to rank + 2^k",
 };
 
 /* A step of the automatic choice: the algorithm it picks, or AUTO where it
@@ -140,6 +147,18 @@ static zsh_algo_t zsh_select_eager(const zsh_comm_t *comm, const zsh_select_rule
                ? ZSH_ALGO_EAGER : ZSH_ALGO_AUTO;
 }
 
+/* Across nodes the hierarchy's steps cost a latency more than a flat
+ * algorithm's, and save every byte a node's link would carry twice: they
+ * pay from the sizes past the one-message eager path on
+ * (docs/DECISIONS.md, "Hierarchical by default across nodes"). */
+static zsh_algo_t zsh_select_hier(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                  size_t total_bytes)
+{
+    (void)total_bytes;
+    return ((comm->hier.node != NULL) && zsh_select_allowed(rule, ZSH_ALGO_HIER))
+               ? ZSH_ALGO_HIER : ZSH_ALGO_AUTO;
+}
+
 static zsh_algo_t zsh_select_small(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
                                    size_t total_bytes)
 {
@@ -166,10 +185,14 @@ static const zsh_select_step_t zsh_select_steps[] = {
     {zsh_select_eager, "2 to " ZSH_SELECT_STR(ZSH_EAGER_MAX_RANKS) " ranks, up to "
                        ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX) " bytes in all, each rank sending at "
                        "most " ZSH_SELECT_STR(ZSH_EAGER_AUTO_SEND_MAX) " bytes in all: eager"},
+    {zsh_select_hier, "across nodes with the same number of ranks on each, more than one "
+                      "(the communicator has node and rail children): hier"},
     {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
-                       "(reduce-scatter, all-reduce), binomial (broadcast)"},
-    {zsh_select_large, "otherwise, on one node or across nodes: ring in node order "
-                       "(all-gather, reduce-scatter, all-reduce), binomial (broadcast)"},
+                       "(reduce-scatter, all-reduce), binomial (broadcast), dissemination "
+                       "(barrier)"},
+    {zsh_select_large, "otherwise (one node, one rank per node, uneven nodes): ring in node "
+                       "order (all-gather, reduce-scatter, all-reduce), binomial (broadcast), "
+                       "dissemination (barrier)"},
 };
 
 #define ZSH_SELECT_NSTEPS (sizeof(zsh_select_steps) / sizeof(zsh_select_steps[0]))
@@ -296,7 +319,7 @@ void zsh_select_describe(FILE *out)
     }
     fprintf(out, "# What each does:\n");
     for (a = ZSH_ALGO_AUTO + 1; a < ZSH_ALGO_LAST; a++) {
-        fprintf(out, "#   %-9s %s\n", zsh_algo_name((zsh_algo_t)a), zsh_select_algo_what[a]);
+        fprintf(out, "#   %-13s %s\n", zsh_algo_name((zsh_algo_t)a), zsh_select_algo_what[a]);
     }
     fprintf(out, "# auto: the first of these that applies picks:\n");
     for (i = 0; i < ZSH_SELECT_NSTEPS; i++) {

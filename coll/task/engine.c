@@ -36,6 +36,7 @@ void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
     }
     task->run.status = status;
     zsh_list_del(&task->link);
+    comm->ctx->settled++;
 }
 
 /* Run one progress step of @task and settle it if it finished, failed,
@@ -107,10 +108,18 @@ unsigned zsh_ctx_progress(zsh_ctx_t *ctx)
     zsh_ctx_health_progress(ctx);
     for (elem = ctx->in_flight.next; elem != &ctx->in_flight; elem = next) {
         zsh_task_t *task = zsh_container_of(elem, zsh_task_t, link);
+        uint64_t settled = ctx->settled;
 
         next = elem->next;
         zsh_task_advance(task);
         busy += task->run.busy;
+        /* A task that settled others on its way (a hierarchical call
+         * cancelling its step as it fails) may have taken the next one
+         * off the list, even given it back to the pool: start again from
+         * the head, past which every task left is still in flight. */
+        if (ctx->settled - settled > (uint64_t)(task->run.status != ZSH_INPROGRESS)) {
+            next = ctx->in_flight.next;
+        }
     }
     return busy;
 }

@@ -445,7 +445,8 @@ typedef struct zsh_node_estimate_out {
                                       without hpZ (the paper's counting, as comm_bytes). */
     double cross_node_bytes_hpz; /**< The same with hpZ (2Ψ elements at stage 3). */
     double link_bytes;           /**< Bytes into each node's link per step, without hpZ, with
-                                      rings in node order ((N - 1) / N of each collective). */
+                                      the hierarchical collectives that run across nodes of
+                                      equal size ((nodes - 1) / nodes of each collective). */
     double link_bytes_hpz;       /**< The same with hpZ. */
     double hpz_bytes;            /**< hpZ's secondary partition per rank (Ψ elements / group). */
 } zsh_node_estimate_out_t;

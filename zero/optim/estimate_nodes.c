@@ -8,9 +8,13 @@
  * - hpZ (stage 3, a secondary partition over groups of G ranks of a node)
  *   keeps backward's all-gather within the group: 2pΨ cross nodes, and each
  *   rank holds pΨ / G more parameter bytes;
- * - a ring in node order brings (N - 1) / N of each collective's count into
- *   each node over its link (one edge into the node), so a node's link
- *   receives the cross-node bytes times (N - 1) / N.
+ * - across nodes of equal size the collectives run hierarchically (each
+ *   step within the node or on a rail, the automatic choice of
+ *   coll/select/select.c), which brings into each node over its link only
+ *   what the other K - 1 nodes hold, (K - 1) / K of each collective's
+ *   count; with one rank per node that is the ring in node order's
+ *   (N - 1) / N. So a node's link receives the cross-node bytes times
+ *   (K - 1) / K.
  */
 #include "core/status.h"
 
@@ -22,7 +26,7 @@ zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ran
     const char *fn = "zsh_optim_estimate_nodes";
     zsh_optim_estimate_out_t base;
     zsh_status_t status;
-    double n, pbytes, ring;
+    double pbytes, share;
     int g;
 
     if ((in == NULL) || (out == NULL)) {
@@ -47,16 +51,15 @@ zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ran
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: hpz=%d needs stage 3, and the stage is %d",
                          fn, hpz, in->stage);
     }
-    n      = in->ranks;
     pbytes = ((in->precision == ZSH_FLOAT32) ? 4.0 : 2.0) * in->params;
-    ring   = (n - 1.0) / n;
     out->nodes                = in->ranks / ranks_per_node;
+    share                     = (out->nodes - 1.0) / out->nodes;
     out->hpz                  = g;
     out->cross_node_bytes     = (out->nodes > 1) ? base.comm_bytes : 0.0;
     out->cross_node_bytes_hpz = (g > 1) ? ((out->nodes > 1) ? 2.0 * pbytes : 0.0)
                                         : out->cross_node_bytes;
-    out->link_bytes           = out->cross_node_bytes * ring;
-    out->link_bytes_hpz       = out->cross_node_bytes_hpz * ring;
+    out->link_bytes           = out->cross_node_bytes * share;
+    out->link_bytes_hpz       = out->cross_node_bytes_hpz * share;
     out->hpz_bytes            = (g > 1) ? pbytes / g : 0.0;
     return ZSH_OK;
 }

@@ -8,12 +8,13 @@
 # The formula: Ψ is the parameters' bytes (padded to equal shards). A step
 # makes three collectives of Ψ over all 4 ranks (forward's all-gather,
 # backward's all-gather, the reduce-scatter of the gradients); with hpZ the
-# backward all-gather runs within each node instead, leaving two. A ring in
-# node order (run_ring_order.sh) brings (n - 1) / n of each collective's
-# size into each node: 3/4 Ψ on 2 x 2. So each link receives
-#     3 x 3/4 Ψ = 2.25 Ψ bytes per step without hpZ, 2 x 3/4 Ψ = 1.5 Ψ with,
+# backward all-gather runs within each node instead, leaving two. Across
+# these even nodes the collectives run hierarchically (the automatic
+# choice), which brings into each node what the other node holds: 1/2 Ψ of
+# each collective on 2 x 2. So each link receives
+#     3 x 1/2 Ψ = 1.5 Ψ bytes per step without hpZ, 2 x 1/2 Ψ = Ψ with,
 # that is 3 and 2 collectives' worth of Ψ: the measure below is the link's
-# bytes per step over 3/4 Ψ. Per step means the difference between a run of
+# bytes per step over 1/2 Ψ. Per step means the difference between a run of
 # 1 + K steps and a run of 1, over K, so start-up, the bootstrap and the
 # final report cancel. Headers and the step's small all-reduces (loss,
 # gradient norm) come on top: with hpZ at most 2.1, without at least 2.85.
@@ -82,14 +83,14 @@ hpz_case() {
     psi=$(awk '/^parameters:/ { print $2 * 4 }' "$log/train.$((K + 1)).off")
     for i in 0 1; do
         hpz=$([ $i = 0 ] && echo off || echo auto)
-        # in hundredths of 3/4 Psi
-        units[i]=$((per[i] * 4 * 100 / (3 * ${psi:-1})))
+        # in hundredths of 1/2 Psi
+        units[i]=$((per[i] * 2 * 100 / ${psi:-1}))
         line=$(grep "cross-node" "$log/train.$((K + 1)).$hpz")
-        echo "  $name --hpz $hpz: Psi $psi bytes; a link received ${per[i]} bytes per step, $((units[i] / 100)).$(printf '%02d' $((units[i] % 100))) x 3/4 Psi (formula $([ $i = 0 ] && echo 3 || echo 2)); zsh_train: $line"
+        echo "  $name --hpz $hpz: Psi $psi bytes; a link received ${per[i]} bytes per step, $((units[i] / 100)).$(printf '%02d' $((units[i] % 100))) x 1/2 Psi (formula $([ $i = 0 ] && echo 3 || echo 2)); zsh_train: $line"
     done
     [ -n "$psi" ] || errs+=("no parameter count in zsh_train's output")
-    [ "${units[1]}" -le 210 ] || errs+=("with hpZ ${units[1]} hundredths of 3/4 Psi per step, more than 2.10")
-    [ "${units[0]}" -ge 285 ] || errs+=("without hpZ ${units[0]} hundredths of 3/4 Psi per step, fewer than 2.85")
+    [ "${units[1]}" -le 210 ] || errs+=("with hpZ ${units[1]} hundredths of 1/2 Psi per step, more than 2.10")
+    [ "${units[0]}" -ge 285 ] || errs+=("without hpZ ${units[0]} hundredths of 1/2 Psi per step, fewer than 2.85")
     if ! diff <(grep -E '^step |last loss' "$log/train.$((K + 1)).off" | sed 's/, peak rss.*//') \
         <(grep -E '^step |last loss' "$log/train.$((K + 1)).auto" | sed 's/, peak rss.*//') >"$log/diff"; then
         errs+=("losses differ with hpZ: $(cat "$log/diff")")

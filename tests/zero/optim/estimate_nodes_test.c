@@ -1,7 +1,8 @@
 /*
  * zsh_optim_estimate_nodes(): on 2 nodes x 2 ranks at stage 3, hpZ takes a
  * step's cross-node traffic from 3Ψ to 2Ψ elements, each node's link gets
- * 3/4 of it with rings in node order, and the secondary partition costs Ψ / 2
+ * half of it (what the other node holds) with the hierarchical collectives,
+ * and the secondary partition costs Ψ / 2
  * per rank; one node crosses nothing; what cannot apply is refused.
  */
 #include "harness/zsh_test.h"
@@ -18,8 +19,8 @@ ZSH_TEST(optim_estimate_nodes, hpz_takes_stage_3_from_3_to_2_psi_across_nodes)
     ZSH_EXPECT_EQ(2, o.hpz);
     ZSH_EXPECT_TRUE(o.cross_node_bytes == 12000.0);
     ZSH_EXPECT_TRUE(o.cross_node_bytes_hpz == 8000.0);
-    ZSH_EXPECT_TRUE(o.link_bytes == 9000.0);
-    ZSH_EXPECT_TRUE(o.link_bytes_hpz == 6000.0);
+    ZSH_EXPECT_TRUE(o.link_bytes == 6000.0);
+    ZSH_EXPECT_TRUE(o.link_bytes_hpz == 4000.0);
     ZSH_EXPECT_TRUE(o.hpz_bytes == 2000.0);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_estimate_nodes(&in, 4, ZSH_HPZ_AUTO, &o));
     ZSH_EXPECT_TRUE((o.cross_node_bytes == 0.0) && (o.cross_node_bytes_hpz == 0.0));

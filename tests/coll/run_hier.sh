@@ -1,0 +1,77 @@
+#!/bin/bash
+# The automatic choice across nodes, without root: 4 ranks of one machine
+# placed by ZSH_NODE_NAME on made-up nodes (tests/harness/fake_nodes.sh),
+# so that the rank map, the transports and the selection rule treat them
+# as nodes. coll_check runs every collective, dtype and op and the barrier
+# on 2 x 2 in blocks and round-robin (hierarchical by default), on 3 + 1
+# (uneven: the flat algorithms) and on 2 x 2 with the flat algorithms
+# forced. Then one rank runs the barrier flat while the others run it
+# hierarchically: every rank must fail with the mismatch, and none crash
+# (a hierarchical call failing mid-step cancels its step, which the
+# progress loop must not then advance). Ends with a GoogleTest-style
+# summary that tests/run_all.sh counts.
+set -u
+top_builddir=${top_builddir:-.}
+check=$(cd "$top_builddir" && pwd)/tests/system/cluster/coll_check
+SUITE=coll_hier
+expected=5
+passed=0
+failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+result() { # NAME DETAIL: DETAIL empty is a pass
+    if [ -z "$2" ]; then
+        echo "[       OK ] $SUITE.$1"
+        passed=$((passed + 1))
+    else
+        echo "[  FAILED  ] $SUITE.$1"
+        echo "$2" | sed 's/^/    /'
+        failed=$((failed + 1))
+    fi
+}
+
+# shellcheck source=../harness/fake_nodes.sh
+. "$(dirname "$0")/../harness/fake_nodes.sh"
+
+# every_rank_ok: each rank exited 0 and said so.
+every_rank_ok() {
+    local r
+    for r in 0 1 2 3; do
+        if [ "$(cat "$log/rc.$r" 2>/dev/null)" != 0 ] || ! grep -q "^rank $r of 4 .*: ok" "$log/out.$r"; then
+            echo "rank $r exited $(cat "$log/rc.$r" 2>/dev/null): $(tail -n 3 "$log/out.$r")"
+        fi
+    done
+}
+
+fake_nodes_job aabb 300 "$check"
+result every_collective_is_right_on_2x2_made_up_nodes_in_blocks "$(every_rank_ok)"
+fake_nodes_job abab 300 "$check"
+result every_collective_is_right_on_2x2_made_up_nodes_round_robin "$(every_rank_ok)"
+fake_nodes_job aaab 300 "$check"
+result every_collective_is_right_on_uneven_made_up_nodes "$(every_rank_ok)"
+fake_nodes_job abab 300 env ZSH_ALLGATHER_ALGO=ring ZSH_REDUCE_SCATTER_ALGO=ring \
+    ZSH_ALLREDUCE_ALGO=ring ZSH_BROADCAST_ALGO=binomial ZSH_BARRIER_ALGO=dissemination "$check"
+result every_collective_is_right_on_2x2_made_up_nodes_with_the_flat_algorithms_forced \
+    "$(every_rank_ok)"
+
+# Rank 0 alone runs the dissemination barrier.
+# shellcheck disable=SC2016 # expanded by the rank's shell
+fake_nodes_job abab 120 env ZSH_TIMEOUT=20 sh -c \
+    '[ "$RANK" = 0 ] && export ZSH_BARRIER_ALGO=dissemination; exec "$0"' "$check"
+msg=""
+for r in 0 1 2 3; do
+    rc=$(cat "$log/rc.$r" 2>/dev/null)
+    [ "$rc" = 1 ] || msg+="rank $r exited '$rc', expected 1 (checks failed, no crash): $(tail -n 3 "$log/out.$r")"$'\n'
+    grep -q "ran barrier() as \(hier\|dissemination\) but rank [0-9] as \(hier\|dissemination\)" "$log/out.$r" ||
+        msg+="rank $r does not name the two barriers: $(grep -m 2 ERROR "$log/out.$r")"$'\n'
+done
+result a_rank_running_another_barrier_fails_every_rank_with_the_mismatch_and_none_crashes "$msg"
+
+if [ $((passed + failed)) != "$expected" ]; then
+    echo "[  FAILED  ] $SUITE: $((passed + failed)) results reported, $expected expected"
+    failed=$((failed + 1))
+fi
+echo "[  PASSED  ] $passed tests."
+[ "$failed" = 0 ] || echo "[  FAILED  ] $failed tests, listed above"
+[ "$failed" = 0 ]

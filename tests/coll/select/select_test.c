@@ -1,0 +1,114 @@
+/*
+ * The selection rule on made-up communicators: across even nodes (a
+ * communicator with node and rail children) the automatic choice is the
+ * hierarchical algorithm for every collective and the barrier, past the
+ * one-message eager sizes; without children (one node, uneven nodes) it
+ * is the node-ordered ring, binomial and dissemination; an override of
+ * hier where there are no children gives way to the automatic choice, and
+ * an algorithm the barrier lacks is refused by name.
+ */
+#include "harness/zsh_test.h"
+
+#include "api/config.h"
+#include "comm/context.h"
+#include "select/select.h"
+
+#include <string.h>
+
+typedef struct {
+    zsh_ctx_t  ctx;
+    zsh_comm_t comm, child;
+} select_fixture_t;
+
+/* @size ranks, with children (across even nodes) or without; no shared
+ * memory or cross-memory attach between them, as across nodes. */
+static void select_setup(select_fixture_t *f, int size, bool children)
+{
+    memset(f, 0, sizeof(*f));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_coll_config_read(&f->ctx.cfg));
+    f->ctx.cfg.allgather_algo      = ZSH_ALGO_AUTO;
+    f->ctx.cfg.reduce_scatter_algo = ZSH_ALGO_AUTO;
+    f->ctx.cfg.allreduce_algo      = ZSH_ALGO_AUTO;
+    f->ctx.cfg.broadcast_algo      = ZSH_ALGO_AUTO;
+    f->ctx.cfg.barrier_algo        = ZSH_ALGO_AUTO;
+    f->ctx.cfg.small_msg_size      = 16 * 1024;
+    f->comm.ctx                    = &f->ctx;
+    f->comm.size                   = size;
+    f->comm.hier.node              = children ? &f->child : NULL;
+    f->comm.hier.rail              = children ? &f->child : NULL;
+}
+
+static zsh_algo_t select_pick(select_fixture_t *f, zsh_coll_type_t type, size_t bytes)
+{
+    zsh_algo_t algo = ZSH_ALGO_LAST;
+
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_select(&f->comm, type, bytes, &algo));
+    return algo;
+}
+
+ZSH_TEST(select, auto_chooses_hier_across_even_nodes_for_every_collective_past_the_eager_sizes)
+{
+    static select_fixture_t f;
+    size_t sizes[] = {8 * 1024, 16 * 1024, 64 * 1024, 1 << 20, 64u << 20};
+    size_t i;
+
+    select_setup(&f, 4, true);
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_ALLGATHER, sizes[i]));
+        ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_REDUCE_SCATTER, sizes[i]));
+        ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_ALLREDUCE, sizes[i]));
+        ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BROADCAST, sizes[i]));
+    }
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+}
+
+ZSH_TEST(select, across_even_nodes_a_few_bytes_still_ride_in_the_descriptors)
+{
+    static select_fixture_t f;
+
+    select_setup(&f, 4, true);
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_ALLREDUCE, 8));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_ALLGATHER, 1024));
+}
+
+ZSH_TEST(select, without_node_children_auto_keeps_the_flat_algorithms)
+{
+    static select_fixture_t f;
+
+    select_setup(&f, 4, false);
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_REDUCE_SCATTER, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLREDUCE, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 8 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_BRUCK, select_pick(&f, ZSH_COLL_ALLGATHER, 8 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, select_pick(&f, ZSH_COLL_BROADCAST, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+}
+
+ZSH_TEST(select, hier_forced_without_children_gives_way_and_dissemination_forced_across_nodes_runs)
+{
+    static select_fixture_t f;
+
+    select_setup(&f, 4, false);
+    f.ctx.cfg.allgather_algo = ZSH_ALGO_HIER;
+    f.ctx.cfg.barrier_algo   = ZSH_ALGO_HIER;
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+
+    select_setup(&f, 4, true);
+    f.ctx.cfg.barrier_algo   = ZSH_ALGO_DISSEMINATION;
+    f.ctx.cfg.allgather_algo = ZSH_ALGO_RING;
+    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
+}
+
+ZSH_TEST(select, barrier_algorithm_of_another_collective_is_refused_by_name)
+{
+    static select_fixture_t f;
+
+    select_setup(&f, 4, true);
+    f.ctx.cfg.barrier_algo = ZSH_ALGO_RING;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_select_check_config(&f.ctx.cfg));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_BARRIER_ALGO=ring");
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "auto, hier or dissemination");
+}
