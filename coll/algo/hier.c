@@ -18,6 +18,21 @@ static void zsh_hier_pass_turn(zsh_task_t *task)
     }
 }
 
+/* Give the step in flight back once it settled. A receive it left to the
+ * transport may still write into this call's scratch, where the step
+ * gathered or reduced: then the call keeps its scratch out of every later
+ * call's way too (zsh_ctx_orphan()). */
+static void zsh_hier_put_sub(zsh_task_t *task)
+{
+    zsh_hier_t *st = zsh_hier(task);
+
+    if (st->sub->orphan) {
+        task->orphan = true;
+    }
+    zsh_task_put(st->sub);
+    st->sub = NULL;
+}
+
 static zsh_status_t zsh_hier_progress(zsh_task_t *task)
 {
     zsh_hier_t *st = zsh_hier(task);
@@ -32,8 +47,7 @@ static zsh_status_t zsh_hier_progress(zsh_task_t *task)
             if (status == ZSH_INPROGRESS) {
                 return ZSH_INPROGRESS;
             }
-            zsh_task_put(st->sub);
-            st->sub = NULL;
+            zsh_hier_put_sub(task);
             if (status != ZSH_OK) {
                 return status;
             }
@@ -63,18 +77,19 @@ static zsh_status_t zsh_hier_progress(zsh_task_t *task)
     }
 }
 
-/* A step still in flight is cancelled; the error the call failed with is
- * kept, not the cancellation's. */
-static void zsh_hier_cleanup(zsh_task_t *task)
+/* A step still in flight fails with the call's status: a call that timed
+ * out lets its step's receives go as soon as its own (comm/xfer.h), so it
+ * fails at its deadline, not a few liveness periods later. The error the
+ * call failed with is kept, not the step's. */
+static void zsh_hier_cleanup(zsh_task_t *task, zsh_status_t status)
 {
     zsh_hier_t *st = zsh_hier(task);
     char *why;
 
     if (st->sub != NULL) {
         why = strdup(zsh_last_error());
-        zsh_task_cancel(st->sub);
-        zsh_task_put(st->sub);
-        st->sub = NULL;
+        zsh_task_cancel(st->sub, (status != ZSH_OK) ? status : ZSH_ERR_ABORTED);
+        zsh_hier_put_sub(task);
         if (why != NULL) {
             zsh_error_set_quiet(why);
             free(why);

@@ -41,8 +41,9 @@ static zsh_tl_ctx_t *zsh_rma_tl(const zsh_task_t *task, const zsh_tl_rma_ops_t *
     return task->comm->ctx->tl_ctx;
 }
 
-static void zsh_rma_cleanup(zsh_task_t *task)
+static void zsh_rma_cleanup(zsh_task_t *task, zsh_status_t status)
 {
+    (void)status;
     zsh_rma_t *rma = zsh_rma(task);
     const zsh_tl_rma_ops_t *tl;
     zsh_tl_ctx_t *tl_ctx = zsh_rma_tl(task, &tl);

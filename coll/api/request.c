@@ -54,7 +54,7 @@ void zsh_request_free(zsh_request_t *req)
     if ((req == NULL) || (zsh_request_check("zsh_request_free", req) != ZSH_OK)) {
         return;
     }
-    zsh_task_cancel(req);
+    zsh_task_cancel(req, ZSH_ERR_ABORTED);
     zsh_task_put(req);
 }
 

@@ -76,8 +76,9 @@ static zsh_status_t zsh_dev_progress(zsh_task_t *task)
     return status;
 }
 
-static void zsh_dev_cleanup(zsh_task_t *task)
+static void zsh_dev_cleanup(zsh_task_t *task, zsh_status_t status)
 {
+    (void)status;
     zsh_dev_task_t *st = zsh_task_state(task);
 
     if (!st->finished) {

@@ -22,7 +22,7 @@ void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
         zsh_task_fail(task, status);
     }
     if (task->run.cleanup != NULL) {
-        task->run.cleanup(task);
+        task->run.cleanup(task, status);
         task->run.cleanup = NULL;
     }
     zsh_hs_release(&task->hs);

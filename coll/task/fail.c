@@ -172,10 +172,12 @@ void zsh_task_fail(zsh_task_t *task, zsh_status_t status)
     zsh_hs_abandon(&task->hs, status);
 }
 
-void zsh_task_cancel(zsh_task_t *task)
+void zsh_task_cancel(zsh_task_t *task, zsh_status_t status)
 {
     if (task->run.status == ZSH_INPROGRESS) {
-        zsh_error(ZSH_ERR_ABORTED, "request freed before it completed");
-        zsh_task_complete(task, ZSH_ERR_ABORTED);
+        if (status == ZSH_ERR_ABORTED) {
+            zsh_error(ZSH_ERR_ABORTED, "request freed before it completed");
+        }
+        zsh_task_complete(task, status);
     }
 }

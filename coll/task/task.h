@@ -29,7 +29,8 @@
 
 typedef struct zsh_request zsh_task_t;  /* the public request is the task */
 typedef zsh_status_t (*zsh_task_progress_t)(zsh_task_t *task);
-typedef void (*zsh_task_cleanup_t)(zsh_task_t *task);
+/* @status: what the task completes with, ZSH_OK or its failure. */
+typedef void (*zsh_task_cleanup_t)(zsh_task_t *task, zsh_status_t status);
 
 /* How the engine drives one call; reset for each use in one statement. */
 typedef struct zsh_task_run {
@@ -136,8 +137,11 @@ void         zsh_task_fail(zsh_task_t *task, zsh_status_t status);
  * and the first failure that breaks the communicator. */
 void         zsh_task_dump_trace(zsh_task_t *task, zsh_status_t status);
 
-/* Settle a task still in progress as aborted, cancelling its operations. */
-void         zsh_task_cancel(zsh_task_t *task);
+/* Settle a task still in progress with @status, cancelling its operations:
+ * ZSH_ERR_ABORTED for a request freed early; a call's own failure for a
+ * step it started, whose message stays the thread's last error and whose
+ * status decides how long a receive may drain (comm/xfer.h). */
+void         zsh_task_cancel(zsh_task_t *task, zsh_status_t status);
 
 /* A message of the wrong length said the ranks disagree: ZSH_INPROGRESS
  * while the descriptors may yet say how (fail.c), then ZSH_ERR_MISMATCH. */
