@@ -147,10 +147,11 @@ static zsh_algo_t zsh_select_eager(const zsh_comm_t *comm, const zsh_select_rule
                ? ZSH_ALGO_EAGER : ZSH_ALGO_AUTO;
 }
 
-/* Across nodes the hierarchy's steps cost a latency more than a flat
- * algorithm's, and save every byte a node's link would carry twice: they
- * pay from the sizes past the one-message eager path on
- * (docs/DECISIONS.md, "Hierarchical by default across nodes"). */
+/* Across nodes the hierarchy's steps cost latency (each a call of its own
+ * on a child) and save every byte a node's link would carry twice: they
+ * pay once the log-latency algorithms no longer do, past
+ * ZSH_SMALL_MSG_SIZE; the barrier, which moves nothing, stays with
+ * dissemination (docs/DECISIONS.md, "Across nodes"). */
 static zsh_algo_t zsh_select_hier(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
                                   size_t total_bytes)
 {
@@ -185,11 +186,11 @@ static const zsh_select_step_t zsh_select_steps[] = {
     {zsh_select_eager, "2 to " ZSH_SELECT_STR(ZSH_EAGER_MAX_RANKS) " ranks, up to "
                        ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX) " bytes in all, each rank sending at "
                        "most " ZSH_SELECT_STR(ZSH_EAGER_AUTO_SEND_MAX) " bytes in all: eager"},
-    {zsh_select_hier, "across nodes with the same number of ranks on each, more than one "
-                      "(the communicator has node and rail children): hier"},
     {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
                        "(reduce-scatter, all-reduce), binomial (broadcast), dissemination "
-                       "(barrier)"},
+                       "(barrier, which moves nothing)"},
+    {zsh_select_hier, "across nodes with the same number of ranks on each, more than one "
+                      "(the communicator has node and rail children): hier"},
     {zsh_select_large, "otherwise (one node, one rank per node, uneven nodes): ring in node "
                        "order (all-gather, reduce-scatter, all-reduce), binomial (broadcast), "
                        "dissemination (barrier)"},

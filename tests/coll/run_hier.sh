@@ -3,18 +3,19 @@
 # placed by ZSH_NODE_NAME on made-up nodes (tests/harness/fake_nodes.sh),
 # so that the rank map, the transports and the selection rule treat them
 # as nodes. coll_check runs every collective, dtype and op and the barrier
-# on 2 x 2 in blocks and round-robin (hierarchical by default), on 3 + 1
-# (uneven: the flat algorithms) and on 2 x 2 with the flat algorithms
-# forced. Then one rank runs the barrier flat while the others run it
-# hierarchically: every rank must fail with the mismatch, and none crash
-# (a hierarchical call failing mid-step cancels its step, which the
-# progress loop must not then advance). Ends with a GoogleTest-style
-# summary that tests/run_all.sh counts.
+# on 2 x 2 in blocks and round-robin (hierarchical by default past
+# ZSH_SMALL_MSG_SIZE), on 3 + 1 (uneven: the flat algorithms), and on 2 x 2
+# with the flat algorithms forced and with the hierarchical ones forced at
+# every size, the barrier's included. Then one rank runs the barrier flat
+# while the others run it hierarchically: every rank must fail with the
+# mismatch, and none crash (a hierarchical call failing mid-step cancels
+# its step, which the progress loop must not then advance). Ends with a
+# GoogleTest-style summary that tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
 check=$(cd "$top_builddir" && pwd)/tests/system/cluster/coll_check
 SUITE=coll_hier
-expected=5
+expected=6
 passed=0
 failed=0
 log=$(mktemp -d)
@@ -54,10 +55,15 @@ fake_nodes_job abab 300 env ZSH_ALLGATHER_ALGO=ring ZSH_REDUCE_SCATTER_ALGO=ring
     ZSH_ALLREDUCE_ALGO=ring ZSH_BROADCAST_ALGO=binomial ZSH_BARRIER_ALGO=dissemination "$check"
 result every_collective_is_right_on_2x2_made_up_nodes_with_the_flat_algorithms_forced \
     "$(every_rank_ok)"
+hier=(ZSH_ALLGATHER_ALGO=hier ZSH_REDUCE_SCATTER_ALGO=hier ZSH_ALLREDUCE_ALGO=hier
+    ZSH_BROADCAST_ALGO=hier ZSH_BARRIER_ALGO=hier)
+fake_nodes_job abab 300 env "${hier[@]}" "$check"
+result every_collective_is_right_on_2x2_made_up_nodes_with_the_hierarchical_algorithms_forced \
+    "$(every_rank_ok)"
 
-# Rank 0 alone runs the dissemination barrier.
+# Rank 0 alone runs the dissemination barrier, the others the hierarchical one.
 # shellcheck disable=SC2016 # expanded by the rank's shell
-fake_nodes_job abab 120 env ZSH_TIMEOUT=20 sh -c \
+fake_nodes_job abab 120 env ZSH_TIMEOUT=20 ZSH_BARRIER_ALGO=hier sh -c \
     '[ "$RANK" = 0 ] && export ZSH_BARRIER_ALGO=dissemination; exec "$0"' "$check"
 msg=""
 for r in 0 1 2 3; do

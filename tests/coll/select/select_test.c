@@ -1,11 +1,12 @@
 /*
  * The selection rule on made-up communicators: across even nodes (a
  * communicator with node and rail children) the automatic choice is the
- * hierarchical algorithm for every collective and the barrier, past the
- * one-message eager sizes; without children (one node, uneven nodes) it
- * is the node-ordered ring, binomial and dissemination; an override of
- * hier where there are no children gives way to the automatic choice, and
- * an algorithm the barrier lacks is refused by name.
+ * hierarchical algorithm for every collective past ZSH_SMALL_MSG_SIZE,
+ * and the eager and log-latency ones up to it, the barrier included;
+ * without children (one node, uneven nodes) it is the node-ordered ring
+ * and binomial; an override of hier where there are no children gives way
+ * to the automatic choice, hier forced for the barrier across even nodes
+ * runs, and an algorithm the barrier lacks is refused by name.
  */
 #include "harness/zsh_test.h"
 
@@ -46,10 +47,10 @@ static zsh_algo_t select_pick(select_fixture_t *f, zsh_coll_type_t type, size_t 
     return algo;
 }
 
-ZSH_TEST(select, auto_chooses_hier_across_even_nodes_for_every_collective_past_the_eager_sizes)
+ZSH_TEST(select, auto_chooses_hier_across_even_nodes_for_every_collective_past_the_small_sizes)
 {
     static select_fixture_t f;
-    size_t sizes[] = {8 * 1024, 16 * 1024, 64 * 1024, 1 << 20, 64u << 20};
+    size_t sizes[] = {16 * 1024 + 1, 64 * 1024, 1 << 20, 64u << 20};
     size_t i;
 
     select_setup(&f, 4, true);
@@ -59,16 +60,22 @@ ZSH_TEST(select, auto_chooses_hier_across_even_nodes_for_every_collective_past_t
         ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_ALLREDUCE, sizes[i]));
         ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BROADCAST, sizes[i]));
     }
-    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
 }
 
-ZSH_TEST(select, across_even_nodes_a_few_bytes_still_ride_in_the_descriptors)
+ZSH_TEST(select, across_even_nodes_latency_bound_calls_keep_the_eager_and_log_latency_algorithms)
 {
     static select_fixture_t f;
 
     select_setup(&f, 4, true);
     ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_ALLREDUCE, 8));
     ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_ALLGATHER, 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_BRUCK, select_pick(&f, ZSH_COLL_ALLGATHER, 16 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_REDUCE_SCATTER, 8 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 16 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, select_pick(&f, ZSH_COLL_BROADCAST, 16 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    f.ctx.cfg.small_msg_size = 0; /* log-latency algorithms never */
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_ALLGATHER, 16 * 1024));
 }
 
 ZSH_TEST(select, without_node_children_auto_keeps_the_flat_algorithms)
@@ -85,7 +92,7 @@ ZSH_TEST(select, without_node_children_auto_keeps_the_flat_algorithms)
     ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
 }
 
-ZSH_TEST(select, hier_forced_without_children_gives_way_and_dissemination_forced_across_nodes_runs)
+ZSH_TEST(select, hier_forced_without_children_gives_way_and_forced_across_even_nodes_runs)
 {
     static select_fixture_t f;
 
@@ -96,9 +103,9 @@ ZSH_TEST(select, hier_forced_without_children_gives_way_and_dissemination_forced
     ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
 
     select_setup(&f, 4, true);
-    f.ctx.cfg.barrier_algo   = ZSH_ALGO_DISSEMINATION;
+    f.ctx.cfg.barrier_algo   = ZSH_ALGO_HIER;
     f.ctx.cfg.allgather_algo = ZSH_ALGO_RING;
-    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
 }
 

@@ -21,18 +21,20 @@ MPIRUN=${MPIRUN:-mpirun}
 cases_begin cluster
 launch_vars=(ZSH_LOG_LEVEL=debug)
 shapes=("2 2" "2 2 1" "1 1")
-# Per shape: 2 placements x 2 launchers under the automatic choice (the
-# hierarchical algorithms across even nodes, the flat ones on uneven
-# nodes), and the flat algorithms forced under the env bootstrap; then the
-# two transport cases and the rate limit.
-flat_env=(ZSH_ALLGATHER_ALGO=ring ZSH_REDUCE_SCATTER_ALGO=ring ZSH_ALLREDUCE_ALGO=ring
-    ZSH_BROADCAST_ALGO=binomial ZSH_BARRIER_ALGO=dissemination)
+# Per shape: 2 placements x 2 launchers under the automatic choice (across
+# even nodes the hierarchical algorithms past ZSH_SMALL_MSG_SIZE, the flat
+# ones below it and on uneven nodes), and the hierarchical algorithms forced
+# at every size, the barrier's included, under the env bootstrap (on uneven
+# nodes they give way to the automatic choice); then the two transport
+# cases and the rate limit.
+hier_env=(ZSH_ALLGATHER_ALGO=hier ZSH_REDUCE_SCATTER_ALGO=hier ZSH_ALLREDUCE_ALGO=hier
+    ZSH_BROADCAST_ALGO=hier ZSH_BARRIER_ALGO=hier)
 expected=$((${#shapes[@]} * 6 + 3))
 
 if why=$(cluster_unsupported); then
     for shape in "${shapes[@]}"; do
         for mode in block rr; do
-            for launch in env_bootstrap mpirun flat_env_bootstrap; do
+            for launch in env_bootstrap mpirun hier_env_bootstrap; do
                 echo "[  SKIPPED ] cluster.every_collective_across_nodes_under_$launch/${mode}_${shape// /_} ($why)"
             done
         done
@@ -118,7 +120,7 @@ for shape in "${shapes[@]}"; do
     tag=$(echo "$shape" | tr ' ' '_')
     if ! cluster_create "$k" >"$log/create.out" 2>&1; then
         for mode in block rr; do
-            for launch in env_bootstrap mpirun flat_env_bootstrap; do
+            for launch in env_bootstrap mpirun hier_env_bootstrap; do
                 fail "every_collective_across_nodes_under_$launch/${mode}_$tag" \
                     "cluster_create $k: $(cat "$log/create.out")"
             done
@@ -135,10 +137,10 @@ for shape in "${shapes[@]}"; do
         launch_mpi "$shape" "$mode" "${#nodes[@]}"
         check "every_collective_across_nodes_under_mpirun/${mode}_$tag" "${nodes[@]}"
         rm -f "$log"/out.* "$log"/rc.* "$log/mpirun.out"
-        run=(env "${flat_env[@]}" "$prog")
+        run=(env "${hier_env[@]}" "$prog")
         launch_env "${nodes[@]}"
         run=("$prog")
-        check "every_collective_across_nodes_under_flat_env_bootstrap/${mode}_$tag" "${nodes[@]}"
+        check "every_collective_across_nodes_under_hier_env_bootstrap/${mode}_$tag" "${nodes[@]}"
     done
     cluster_destroy
 done
