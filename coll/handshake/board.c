@@ -7,8 +7,8 @@
  * straight from their peers' boards. A direct call's "done" message follows
  * as the next ticket.
  *
- * Transfer slots: the probe of each peer at [peer], posted after
- * ZSH_HS_PROBE seconds of waiting for its message, as on a mailbox.
+ * Transfer slots: the probe of each peer at [peer], posted for every peer
+ * not heard from after ZSH_HS_PROBE seconds of waiting.
  */
 #include "handshake/variant.h"
 
@@ -45,8 +45,9 @@ static zsh_status_t zsh_hs_board_post(zsh_hs_t *hs)
 /*
  * Look at message @ticket on every peer's board, in order; *@taken counts
  * the peers done. With @check it is a descriptor: it is compared with ours
- * and held where it lies until zsh_hs_release(). After ZSH_HS_PROBE seconds
- * on one peer, listen for that peer's descriptor through the transport too.
+ * and held where it lies until zsh_hs_release(). After ZSH_HS_PROBE seconds,
+ * listen for the descriptor of every peer not heard from through the
+ * transport too.
  * Without @check it is a "done" message, which says nothing more than that
  * it came.
  */
@@ -59,6 +60,7 @@ static zsh_status_t zsh_hs_board_take(zsh_hs_t *hs, uint64_t ticket, unsigned *t
     zsh_status_t status;
     const void *msg;
     size_t len;
+    unsigned k;
     int peer;
 
     for (; *taken < (unsigned)comm->size - 1; (*taken)++) {
@@ -93,21 +95,32 @@ static zsh_status_t zsh_hs_board_take(zsh_hs_t *hs, uint64_t ticket, unsigned *t
     if (!check) {
         return ZSH_INPROGRESS;
     }
-    peer  = zsh_hs_shm_peer(hs, *taken); /* the one we wait for */
-    probe = &b->xfers[peer];
-    if (probe->req != NULL) {
-        status = zsh_xfer_test(comm, probe);
-        return (status == ZSH_OK) ? zsh_hs_probed(hs, peer, &b->all_in[peer].desc) : status;
-    }
     if (zsh_clock_coarse() - hs->posted_at < ZSH_HS_PROBE) {
         return ZSH_INPROGRESS;
     }
-    /* The peer's message, if it comes this way, is the only thing that
-     * lands in its slot: it never puts this call on its board as well. */
-    memset(&b->all_in[peer].desc, 0, sizeof(b->all_in[peer].desc));
-    status = zsh_xfer_recv_upto(comm, hs->seq, probe, peer, ZSH_TAG_STEP_DESC, &b->all_in[peer],
-                                sizeof(b->all_in[peer]));
-    return (status == ZSH_OK) ? ZSH_INPROGRESS : status;
+    /* Every peer not heard from yet, not only the one we wait for: a peer
+     * that runs another call with the ring handshake sends its descriptor
+     * only to its right neighbour, which may be any of them. */
+    for (k = *taken; k < (unsigned)comm->size - 1; k++) {
+        peer  = zsh_hs_shm_peer(hs, k);
+        probe = &b->xfers[peer];
+        if (probe->req == NULL) {
+            /* The peer's message, if it comes this way, is the only thing
+             * that lands in its slot: it never puts this call on its board
+             * as well. */
+            memset(&b->all_in[peer].desc, 0, sizeof(b->all_in[peer].desc));
+            status = zsh_xfer_recv_upto(comm, hs->seq, probe, peer, ZSH_TAG_STEP_DESC,
+                                        &b->all_in[peer], sizeof(b->all_in[peer]));
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
+        status = zsh_xfer_test(comm, probe);
+        if (status != ZSH_INPROGRESS) {
+            return (status == ZSH_OK) ? zsh_hs_probed(hs, peer, &b->all_in[peer].desc) : status;
+        }
+    }
+    return ZSH_INPROGRESS;
 }
 
 /* Every peer's descriptor message, compared with ours and held. */

@@ -318,10 +318,6 @@ def expect_mismatch(ctx, comm, call, *named):
 
 @case
 def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
-    # Two ranks: on three or more, an all-reduce whose handshake goes through
-    # the shared-memory board against broadcasts whose handshake goes through
-    # the transport is not seen as a mismatch by the C layer; every rank
-    # times out instead.
     ctx.need_ranks(2)
     pair = ctx.comm.split(0 if ctx.rank < 2 else -1, key=ctx.rank)
     if pair is None:
@@ -333,6 +329,25 @@ def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
                         "called broadcast(count=8, fp32, root=0)")
     finally:
         pair.close()
+
+
+@case
+def test_mismatch_board_all_reduce_against_broadcasts_raises_on_every_rank_of_three(ctx):
+    # On three ranks of one node the all-reduce's descriptor goes onto its
+    # board, the broadcasts' to their right neighbours through the transport:
+    # rank 0 hears rank 2, whose right neighbour it is, though it waits for
+    # rank 1 first.
+    ctx.need_ranks(3)
+    trio = ctx.comm.split(0 if ctx.rank < 3 else -1, key=ctx.rank)
+    if trio is None:
+        return
+    try:
+        x = np.ones(8, np.float32)
+        call = (lambda: trio.all_reduce(x)) if ctx.rank == 0 else (lambda: trio.broadcast(x, 0))
+        expect_mismatch(ctx, trio, call, "called allreduce(count=8, fp32, sum)",
+                        "called broadcast(count=8, fp32, root=0)")
+    finally:
+        trio.close()
 
 
 @case

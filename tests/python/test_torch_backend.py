@@ -290,9 +290,6 @@ def mismatch_group(ranks=None):
 
 @mismatch_case
 def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
-    # Two ranks: on three or more, the C layer does not see an all-reduce
-    # whose handshake goes through the shared-memory board against broadcasts
-    # whose handshake goes through the transport; every rank times out.
     ctx.need_ranks(2)
     group = mismatch_group([0, 1])
     if ctx.rank > 1:
