@@ -40,7 +40,7 @@
  * - Keep the buffers of a collective that failed allocated until the
  *   job's last communicator is destroyed: transfers with live peers that
  *   were already under way cannot be cancelled, and may still read or write
- *   them until then.
+ *   them until then. zsh_comm_free_buffer() frees one when that is safe.
  * - With ZSH_TRACE=1, each communicator keeps a flight recorder of its last
  *   collectives and dumps it on a timeout, abort, mismatch or peer failure.
  *
@@ -247,6 +247,25 @@ double zsh_comm_get_timeout(const zsh_comm_t *comm);
  *         communicator already destroyed (a second destroy changes nothing).
  */
 zsh_status_t zsh_comm_destroy(zsh_comm_t *comm);
+
+/**
+ * @brief Free a buffer that collectives of @p comm's job used, once no
+ *        transfer can write it any more.
+ *
+ * A collective that failed may leave receives under way (see above): their
+ * data may still land in its buffers until the job's last communicator is
+ * destroyed. This hands such a buffer over instead of freeing it:
+ * @p release(@p ptr) runs at once when no collective of the job has failed
+ * leaving a receive under way, else right after the job's transport is torn
+ * down, in the destroy of its last communicator. A buffer no collective
+ * ever used may be freed either way.
+ * @param comm    A live communicator of the job.
+ * @param ptr     The buffer; NULL does nothing.
+ * @param release What frees it (free(), or the allocator's own).
+ * @return ZSH_ERR_INVALID_ARG, freeing nothing, if @p comm is NULL, destroyed
+ *         or not a communicator, or @p release is NULL.
+ */
+zsh_status_t zsh_comm_free_buffer(zsh_comm_t *comm, void *ptr, void (*release)(void *ptr));
 
 /** @brief This process's rank in @p comm, or -1 if @p comm is NULL, destroyed
  *         or not a communicator (zsh_last_error() says which). */

@@ -278,6 +278,26 @@ int zsh_comm_size(const zsh_comm_t *comm)
     return comm->size;
 }
 
+zsh_status_t zsh_comm_free_buffer(zsh_comm_t *comm, void *ptr, void (*release)(void *ptr))
+{
+    if (!zsh_comm_live(comm)) {
+        zsh_comm_refuse("zsh_comm_free_buffer", comm);
+        return ZSH_ERR_INVALID_ARG;
+    }
+    if (release == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_free_buffer: release is NULL");
+    }
+    if (ptr == NULL) {
+        return ZSH_OK;
+    }
+    if (comm->ctx->receives_left) {
+        zsh_ctx_orphan(comm->ctx, ptr, release);
+    } else {
+        release(ptr);
+    }
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_comm_node(const zsh_comm_t *comm, int *node_p, int *nnodes_p, int *local_rank_p,
                            int *local_size_p)
 {
