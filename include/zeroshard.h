@@ -256,9 +256,10 @@ zsh_status_t zsh_comm_destroy(zsh_comm_t *comm);
  * data may still land in its buffers until the job's last communicator is
  * destroyed. This hands such a buffer over instead of freeing it:
  * @p release(@p ptr) runs at once when no collective of the job has failed
- * leaving a receive under way, else right after the job's transport is torn
+ * leaving a transfer under way, else right after the job's transport is torn
  * down, in the destroy of its last communicator. A buffer no collective
- * ever used may be freed either way.
+ * ever used may be freed either way. (Sends left under way count too: they
+ * may still read it.)
  * @param comm    A live communicator of the job.
  * @param ptr     The buffer; NULL does nothing.
  * @param release What frees it (free(), or the allocator's own).

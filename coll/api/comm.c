@@ -290,7 +290,7 @@ zsh_status_t zsh_comm_free_buffer(zsh_comm_t *comm, void *ptr, void (*release)(v
     if (ptr == NULL) {
         return ZSH_OK;
     }
-    if (comm->ctx->receives_left) {
+    if (comm->ctx->transfers_left) {
         zsh_ctx_orphan(comm->ctx, ptr, release);
     } else {
         release(ptr);

@@ -51,7 +51,7 @@ typedef struct zsh_ctx {
     uint8_t             ids_used[ZSH_MAX_COMMS / 8];
     uint32_t            id_cursor;     /* after the last id a split handed out */
     zsh_ctx_orphan_t   *orphans;       /* what a failed call's receives may still write */
-    bool                receives_left; /* a failed call left a receive to the transport */
+    bool                transfers_left; /* a failed call left a transfer to the transport */
     size_t              norphans, orphans_cap;
 } zsh_ctx_t;
 

@@ -188,6 +188,9 @@ unsigned zsh_xfer_drain(zsh_comm_t *comm, const zsh_xfer_span_t *spans, unsigned
             ctx->tl->release(ctx->tl_ctx, x->req);
             x->req = NULL;
             left += x->is_recv;
+            /* It may still read or write the caller's buffers: they are
+             * freed after the transport (zsh_comm_free_buffer()). */
+            ctx->transfers_left = true;
         }
     }
     zsh_error_set_quiet(error);

@@ -166,11 +166,8 @@ void zsh_task_fail(zsh_task_t *task, zsh_status_t status)
                        status) > 0) {
         /* A receive left to the transport may still land in the task's
          * buffers (a peer that was only slow, a link that comes back): the
-         * pooled task must not hand them to its next call, nor the
-         * caller free the call's buffers before the transport is gone
-         * (zsh_comm_free_buffer()). */
-        task->orphan             = true;
-        comm->ctx->receives_left = true;
+         * pooled task must not hand them to its next call. */
+        task->orphan = true;
     }
     zsh_hs_abandon(&task->hs, status);
 }

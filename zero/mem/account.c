@@ -44,3 +44,15 @@ void zsh_account_free(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_
     free(ptr);
     zsh_account_unhold(acct, kind, bytes);
 }
+
+void zsh_account_free_buffer(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_t bytes,
+                             zsh_comm_t *comm)
+{
+    if (ptr == NULL) {
+        return;
+    }
+    if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, free) != ZSH_OK)) {
+        free(ptr);
+    }
+    zsh_account_unhold(acct, kind, bytes);
+}

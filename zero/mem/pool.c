@@ -27,6 +27,17 @@ static void zsh_pool_drop(zsh_pool_t *pool, zsh_pool_block_t **link)
     free(blk);
 }
 
+void zsh_pool_retire(zsh_pool_t *pool, void *ptr, size_t bytes, zsh_comm_t *comm)
+{
+    if (ptr == NULL) {
+        return;
+    }
+    pool->held -= bytes;
+    if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, free) != ZSH_OK)) {
+        free(ptr);
+    }
+}
+
 void zsh_pool_fini(zsh_pool_t *pool)
 {
     while (pool->free != NULL) {

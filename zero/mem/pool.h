@@ -9,6 +9,8 @@
 #ifndef ZSH_MEM_POOL_H_
 #define ZSH_MEM_POOL_H_
 
+#include <zeroshard.h>
+
 #include <stddef.h>
 
 #define ZSH_POOL_ALIGN 4096
@@ -34,6 +36,11 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes);
 
 /* Give back a block zsh_pool_get() returned for @bytes; NULL is ignored. */
 void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes);
+
+/* Take a block out of the pool for good instead: a failed collective on
+ * @comm's job used it and may still write it, so it is freed only once
+ * nothing can (zsh_comm_free_buffer()) and never handed out again. */
+void zsh_pool_retire(zsh_pool_t *pool, void *ptr, size_t bytes, zsh_comm_t *comm);
 
 /* Round @bytes up to ZSH_POOL_ALIGN. */
 static inline size_t zsh_pool_round(size_t bytes)

@@ -119,8 +119,9 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
 
     if (b->sec_valid) {
         /* hpZ: gathered since the last update, so the node group has it. */
-        status = zsh_shard_gather_start_over(b->pshard, b->sec, zsh_optim_hpz_count(opt, b),
-                                             opt->hpzcomm);
+        status = zsh_optim_comm_status(
+            opt, zsh_shard_gather_start_over(b->pshard, b->sec, zsh_optim_hpz_count(opt, b),
+                                             opt->hpzcomm));
         if (status == ZSH_OK) {
             opt->node_bytes += zsh_shard_gathered_bytes(b->pshard);
             opt->stats.hpz_gathers++;
@@ -128,10 +129,11 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
     } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
         status = zsh_optim_param_read_wait(opt, b);
         if (status == ZSH_OK) {
-            status = zsh_shard_gather_start_from(b->pshard, b->pbounce);
+            status = zsh_optim_comm_status(opt, zsh_shard_gather_start_from(b->pshard,
+                                                                            b->pbounce));
         }
     } else {
-        status = zsh_shard_gather_start(b->pshard);
+        status = zsh_optim_comm_status(opt, zsh_shard_gather_start(b->pshard));
     }
     if (status != ZSH_OK) {
         return status;
@@ -226,7 +228,7 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
         opt->stats.prefetch_hits++;
         b->prefetched = false;
     }
-    status = zsh_shard_gather_wait(b->pshard, full_p);
+    status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->pshard, full_p));
     if (b->pbounce != NULL) {
         zsh_optim_bounce_put(opt, b);
     }
@@ -250,6 +252,9 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
                          (opt == NULL) ? "opt" : (param == NULL) ? "param" : "data_p");
     }
     status = zsh_optim_setup(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, fn);
+    }
     if (status != ZSH_OK) {
         return status;
     }
@@ -319,7 +324,7 @@ zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)
     if ((b->pshard == NULL) || !zsh_shard_is_gathered(b->pshard)) {
         return ZSH_OK;
     }
-    status = zsh_shard_gather_wait(b->pshard, &full);
+    status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->pshard, &full));
     if (b->pbounce != NULL) {
         zsh_optim_bounce_put(opt, b);
     }

@@ -61,21 +61,26 @@ static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
     }
 }
 
-/* The reduction of @b finished with @status: release what it held. */
+/* The reduction of @b finished with @status: release what it held. A
+ * failed one's buffers may still be written by a receive it left under
+ * way: they leave the pool and go through the communicator. */
 static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_status_t status)
 {
     zsh_request_free(b->req);
     b->req = NULL;
+    zsh_optim_comm_status(opt, status);
     if ((b->gtransit != NULL) && (b->gwrite == NULL)) {
         if (status == ZSH_OK) {
             zsh_optim_grad_to_file(opt, b);
         } else {
-            zsh_optim_grad_transit_put(opt, b);
+            zsh_pool_retire(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize),
+                            opt->comm);
+            b->gtransit = NULL;
         }
     }
     if (b->staging != NULL) {
-        zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
-                         zsh_obucket_staging_bytes(opt, b));
+        zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
+                                zsh_obucket_staging_bytes(opt, b), opt->comm);
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
         b->staging = NULL;
     }
@@ -186,6 +191,9 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
                          (opt == NULL) ? "opt" : (param == NULL) ? "param" : "grad");
     }
     status = zsh_optim_setup(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, fn);
+    }
     if (status != ZSH_OK) {
         return status;
     }

@@ -116,7 +116,7 @@ static zsh_status_t zsh_optim_hpz_check_nodes(zsh_optim_t *opt)
     int32_t v[2] = {opt->local_size, -opt->local_size}, r[2];
     zsh_status_t status;
 
-    status = zsh_allreduce(v, r, 2, ZSH_INT32, ZSH_MAX, opt->comm);
+    status = zsh_optim_comm_status(opt, zsh_allreduce(v, r, 2, ZSH_INT32, ZSH_MAX, opt->comm));
     if (status != ZSH_OK) {
         return status;
     }

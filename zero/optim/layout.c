@@ -238,11 +238,12 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
     for (i = 0; i < opt->nbuckets; i++) {
         b      = &opt->buckets[i];
         region = zsh_obucket_region(opt, b);
-        zsh_account_free(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
-                         ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
-                             opt->esize);
-        zsh_account_free(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS, b->grad_shard,
-                         b->count * opt->esize);
+        /* The buffers collectives wrote: a failed one's receives may still. */
+        zsh_account_free_buffer(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
+                                ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
+                                    opt->esize, opt->comm);
+        zsh_account_free_buffer(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS, b->grad_shard,
+                                b->count * opt->esize, opt->comm);
         zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG), ZSH_MEM_STATES, b->m,
                          region * sizeof(float));
         zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG_SQ), ZSH_MEM_STATES, b->v,

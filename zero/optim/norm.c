@@ -56,7 +56,8 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
         }
     }
     if ((opt->cfg.stage > 0) && (opt->size > 1)) {
-        status = zsh_allreduce(&sum, &sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm);
+        status = zsh_optim_comm_status(
+            opt, zsh_allreduce(&sum, &sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm));
         if (status != ZSH_OK) {
             return status;
         }

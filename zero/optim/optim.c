@@ -237,6 +237,27 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
     return ZSH_OK;
 }
 
+zsh_status_t zsh_optim_comm_status(zsh_optim_t *opt, zsh_status_t status)
+{
+    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS) && (status != ZSH_ERR_INVALID_ARG) &&
+        (opt->comm_failed == ZSH_OK)) {
+        opt->comm_failed = status;
+        snprintf(opt->comm_failed_msg, sizeof(opt->comm_failed_msg), "%s", zsh_last_error());
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_comm_check(const zsh_optim_t *opt, const char *fn)
+{
+    if (opt->comm_failed == ZSH_OK) {
+        return ZSH_OK;
+    }
+    return zsh_error(opt->comm_failed,
+                     "%s: a collective of this optimizer failed (%s), so the ranks' parameters "
+                     "and states no longer agree: destroy the optimizer and its communicator, "
+                     "and resume from a checkpoint", fn, opt->comm_failed_msg);
+}
+
 void zsh_optim_destroy(zsh_optim_t *opt)
 {
     size_t i;

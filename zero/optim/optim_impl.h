@@ -105,7 +105,20 @@ struct zsh_optim {
     zsh_comm_t        *hpzcomm;         /* hpZ: this rank's node group; NULL when off */
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
+    zsh_status_t       comm_failed;     /* the first failed collective, sticky */
+    char               comm_failed_msg[768];
 };
+
+/* Record the status of one of the optimizer's collectives and return it:
+ * the first failure is kept (bad arguments aside, which post nothing), and
+ * zsh_optim_comm_check() raises it from then on. The ranks' states no
+ * longer agree after one, and a transfer it left under way may still write
+ * the buffers it used, which are never reused but freed through
+ * zsh_comm_free_buffer(). */
+zsh_status_t zsh_optim_comm_status(zsh_optim_t *opt, zsh_status_t status);
+
+/* ZSH_OK, or the recorded failure raised again for @fn. */
+zsh_status_t zsh_optim_comm_check(const zsh_optim_t *opt, const char *fn);
 
 /* The part of @param's view that falls in the flat range [lo, hi), as
  * [*s_p, *e_p); false if none. */

@@ -91,6 +91,9 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     }
     status = zsh_optim_setup(opt);
     if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, "zsh_optim_step");
+    }
+    if (status == ZSH_OK) {
         status = zsh_optim_step_check(opt);
     }
     if (status != ZSH_OK) {

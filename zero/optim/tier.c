@@ -247,7 +247,8 @@ zsh_status_t zsh_tier_agree(zsh_optim_t *opt, const char *fn)
         return ZSH_OK;
     }
     mine   = (opt->tiers.failed != ZSH_OK) ? opt->rank + 1 : 0;
-    status = zsh_allreduce(&mine, &any, 1, ZSH_INT32, ZSH_MAX, opt->comm);
+    status = zsh_optim_comm_status(opt,
+                                   zsh_allreduce(&mine, &any, 1, ZSH_INT32, ZSH_MAX, opt->comm));
     if (status != ZSH_OK) {
         return status;
     }

@@ -117,13 +117,14 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
         }
     }
     /* In place: this rank's block already sits at rank * count. */
-    status = zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
-                           opt->cfg.precision, opt->comm);
+    status = zsh_optim_comm_status(
+        opt, zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
+                           opt->cfg.precision, opt->comm));
     opt->comm_bytes += bytes;
     for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
         param = b->params[i];
         memcpy(param->buf, full + param->offset * opt->esize, param->numel * opt->esize);
     }
-    zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, full, bytes);
+    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, full, bytes, opt->comm);
     return status;
 }

@@ -226,7 +226,9 @@ zsh_status_t zsh_shard_gather(zsh_shard_t *shard, void **full_p)
 
 void zsh_shard_release(zsh_shard_t *shard)
 {
-    zsh_account_free(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard));
+    /* A failed gather's receives may still write it. */
+    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard),
+                            shard->comm);
     shard->full = NULL;
 }
 
@@ -252,6 +254,6 @@ zsh_status_t zsh_shard_reduce_scatter(zsh_shard_t *shard, const void *grad, zsh_
     }
     memcpy(padded, grad, shard->numel * shard->esize);
     status = zsh_reduce_scatter(padded, out, shard->count, shard->dtype, op, shard->comm);
-    zsh_account_free(shard->acct, ZSH_MEM_BUFFERS, padded, bytes);
+    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, padded, bytes, shard->comm);
     return status;
 }

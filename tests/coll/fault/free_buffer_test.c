@@ -1,9 +1,9 @@
 /*
  * zsh_comm_free_buffer(): a buffer is freed at once while no collective of
- * the job has failed leaving a receive under way (a call that timed out
+ * the job has failed leaving a transfer under way (a call that timed out
  * against a silent peer cancelled its receives, which never matched), and
  * only after the transport is gone once one has (the job's context marked
- * as a failed call's drain marks it, since a receive caught mid-transfer
+ * as a failed call's drain marks it, since a transfer caught mid-way
  * cannot be staged between threads of one process); bad arguments free
  * nothing.
  */
@@ -96,14 +96,14 @@ static void free_buffer_left_rank(zsh_comm_t *comm, void *arg)
 
     free_buffer_count = &job->released[rank];
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, 0, rank, &half));
-    comm->ctx->receives_left = true;
+    comm->ctx->transfers_left = true;
     /* Through any communicator of the job: the split's too. */
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_free_buffer(half, malloc(64), free_buffer_release));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(half));
     job->during[rank] = atomic_load(free_buffer_count);
 }
 
-ZSH_TEST(free_buffer, after_a_receive_was_left_to_the_transport_a_buffer_goes_with_the_last_communicator)
+ZSH_TEST(free_buffer, after_a_transfer_was_left_to_the_transport_a_buffer_goes_with_the_last_communicator)
 {
     static free_buffer_job_t job;
 
