@@ -14,23 +14,11 @@
 set -u
 top_builddir=${top_builddir:-.}
 check=$(cd "$top_builddir" && pwd)/tests/system/cluster/coll_check
-SUITE=coll_hier
-expected=6
-passed=0
-failed=0
+# shellcheck source=../harness/results.sh
+. "$(dirname "$0")/../harness/results.sh"
+results_begin coll_hier 6
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-
-result() { # NAME DETAIL: DETAIL empty is a pass
-    if [ -z "$2" ]; then
-        echo "[       OK ] $SUITE.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] $SUITE.$1"
-        echo "$2" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
 
 # shellcheck source=../harness/fake_nodes.sh
 . "$(dirname "$0")/../harness/fake_nodes.sh"
@@ -74,10 +62,4 @@ for r in 0 1 2 3; do
 done
 result a_rank_running_another_barrier_fails_every_rank_with_the_mismatch_and_none_crashes "$msg"
 
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] $SUITE: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-echo "[  PASSED  ] $passed tests."
-[ "$failed" = 0 ] || echo "[  FAILED  ] $failed tests, listed above"
-[ "$failed" = 0 ]
+results_end

@@ -7,22 +7,11 @@
 set -u
 top_builddir=${top_builddir:-.}
 info="$top_builddir/tools/zsh_info"
-expected=5
-passed=0
-failed=0
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+results_begin info_map 5
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-
-result() { # NAME DETAIL: DETAIL empty is a pass
-    if [ -z "$2" ]; then
-        echo "[       OK ] info_map.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] info_map.$1"
-        echo "$2" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
 
 # shellcheck source=../../harness/fake_nodes.sh
 . "$(dirname "$0")/../../harness/fake_nodes.sh"
@@ -72,12 +61,4 @@ info_line() {
 }
 result log_level_info_prints_the_map_at_init "$(info_line)"
 
-echo "[  PASSED  ] $passed tests."
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] info_map: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
+results_end

@@ -10,22 +10,11 @@ set -u
 top_builddir=${top_builddir:-.}
 check="$top_builddir/tests/zero/optim/hpz_check"
 train="$top_builddir/tools/zsh_train"
-expected=5
-passed=0
-failed=0
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+results_begin hpz 5
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-
-result() { # NAME DETAIL: DETAIL empty is a pass
-    if [ -z "$2" ]; then
-        echo "[       OK ] hpz.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] hpz.$1"
-        echo "$2" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
 
 # shellcheck source=../../harness/fake_nodes.sh
 . "$(dirname "$0")/../../harness/fake_nodes.sh"
@@ -74,12 +63,4 @@ result a_group_that_does_not_divide_the_node_is_refused "$(
     refused aaabbb "hpz=2 does not divide the 3 ranks on this rank's node" --stage 3 --hpz 2)"
 result below_stage_3_hpz_is_refused "$(refused aabb "hpz=2 needs stage 3" --stage 2 --hpz 2)"
 
-echo "[  PASSED  ] $passed tests."
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] hpz: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
+results_end
