@@ -291,6 +291,8 @@ static void zsh_bench_cuda_call_nccl(const zsh_bench_cuda_t *cuda, const zsh_ben
     case ZSH_BUSBW_BROADCAST:
         r = ncclBroadcast(send, send, count, dt, 0, cuda->nccl, cuda->stream);
         break;
+    case ZSH_BUSBW_BARRIER:
+        break; /* refused with --device cuda when the options are read */
     }
     if (r != ncclSuccess) {
         char why[512];

@@ -18,12 +18,14 @@ static const zsh_bench_coll_t zsh_bench_colls[] = {
      "(n-1)/n", "MPI_Reduce_scatter_block", "ncclReduceScatter"},
     {"allreduce", "Allreduce", ZSH_BUSBW_ALLREDUCE, "the buffer", "2(n-1)/n", "MPI_Allreduce", "ncclAllReduce"},
     {"broadcast", "Broadcast", ZSH_BUSBW_BROADCAST, "the buffer", "1", "MPI_Bcast", "ncclBroadcast"},
+    {"barrier", "Barrier", ZSH_BUSBW_BARRIER, "nothing (one row: a barrier moves no data)", "0",
+     "MPI_Barrier", NULL},
 };
 
 void zsh_bench_usage(FILE *out)
 {
     fprintf(out,
-            "usage: mpirun -np N zsh_bench allgather|reduce_scatter|allreduce|broadcast [options]\n"
+            "usage: mpirun -np N zsh_bench allgather|reduce_scatter|allreduce|broadcast|barrier [options]\n"
             "       zshrun -n N zsh_bench ... (ZeroShard's own bootstrap, no MPI)\n"
             "  -m, --message-size MIN:MAX  sizes in bytes, k/m/g suffixes (default 1:32m; MAX alone\n"
             "                              keeps the default MIN); total bytes as nccl-tests counts them\n"
@@ -123,6 +125,11 @@ static int zsh_bench_parse_device(const zsh_bench_opts_t *opts, char *err, size_
 {
     if (opts->device != ZSH_BENCH_CUDA) {
         return 0;
+    }
+    if (opts->coll->nccl_call == NULL) {
+        snprintf(err, errlen, "--device cuda: %s has no buffers and NCCL no such call; run it on the host",
+                 opts->coll->name);
+        return -1;
     }
     if (!zsh_bench_cuda_built()) {
         snprintf(err, errlen, "--device cuda: this zsh_bench was built without CUDA/NCCL "
@@ -227,14 +234,14 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
         }
     }
     if (optind != argc - 1) {
-        snprintf(err, errlen, "expected one collective (allgather, reduce_scatter, allreduce or broadcast), got %d",
-                 argc - optind);
+        snprintf(err, errlen, "expected one collective (allgather, reduce_scatter, allreduce, broadcast or "
+                 "barrier), got %d", argc - optind);
         return -1;
     }
     opts->coll = zsh_bench_coll_find(argv[optind]);
     if (opts->coll == NULL) {
-        snprintf(err, errlen, "unknown collective '%s': allgather, reduce_scatter, allreduce or broadcast",
-                 argv[optind]);
+        snprintf(err, errlen, "unknown collective '%s': allgather, reduce_scatter, allreduce, broadcast or "
+                 "barrier", argv[optind]);
         return -1;
     }
     return zsh_bench_parse_device(opts, err, errlen);

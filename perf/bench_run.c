@@ -69,13 +69,15 @@ int zsh_bench_bufs_init(zsh_bench_bufs_t *b, const zsh_bench_opts_t *opts, size_
     case ZSH_BUSBW_BROADCAST:
         b->send_bytes = count * esize; /* in place: the one buffer */
         break;
+    case ZSH_BUSBW_BARRIER:
+        break; /* no buffers: an arena of one page keeps the pointers valid */
     }
     set_bytes = zsh_bench_set_bytes(b);
     b->nsets  = 1;
-    if (opts->cold && (set_bytes < zsh_bench_cold_budget())) {
+    if (opts->cold && (set_bytes > 0) && (set_bytes < zsh_bench_cold_budget())) {
         b->nsets = zsh_bench_cold_budget() / set_bytes;
     }
-    b->arena = aligned_alloc(ZSH_BENCH_ALIGN, b->nsets * set_bytes);
+    b->arena = aligned_alloc(ZSH_BENCH_ALIGN, (set_bytes > 0) ? b->nsets * set_bytes : ZSH_BENCH_ALIGN);
     return b->arena != NULL;
 }
 
@@ -102,6 +104,7 @@ zsh_status_t zsh_bench_zsh_call(const zsh_bench_opts_t *opts, char *send, char *
     case ZSH_BUSBW_REDUCE_SCATTER: return zsh_reduce_scatter(send, recv, count, dt, ZSH_SUM, comm);
     case ZSH_BUSBW_ALLREDUCE:      return zsh_allreduce(send, recv, count, dt, ZSH_SUM, comm);
     case ZSH_BUSBW_BROADCAST:      return zsh_broadcast(send, count, dt, 0, comm);
+    case ZSH_BUSBW_BARRIER:        return zsh_barrier(comm);
     }
     return ZSH_ERR_INVALID_ARG;
 }
@@ -134,6 +137,9 @@ static void zsh_bench_call_mpi(const zsh_bench_opts_t *opts, char *send, char *r
         break;
     case ZSH_BUSBW_BROADCAST:
         rc = MPI_Bcast(send, n, dt, 0, MPI_COMM_WORLD);
+        break;
+    case ZSH_BUSBW_BARRIER:
+        rc = MPI_Barrier(MPI_COMM_WORLD);
         break;
     }
     if (rc != MPI_SUCCESS) {

@@ -13,6 +13,7 @@
  *   reduce_scatter  n * recvcount * esize (send)   (n - 1) / n
  *   allreduce       count * esize                  2 * (n - 1) / n
  *   broadcast       count * esize                  1
+ *   barrier         0 (it moves no data)           0
  *
  * busbw is the rate at which the busiest link must move data for the
  * algorithm that is optimal on a ring, so it can be held against the hardware
@@ -30,7 +31,8 @@ typedef enum {
     ZSH_BUSBW_ALLGATHER,
     ZSH_BUSBW_REDUCE_SCATTER,
     ZSH_BUSBW_ALLREDUCE,
-    ZSH_BUSBW_BROADCAST
+    ZSH_BUSBW_BROADCAST,
+    ZSH_BUSBW_BARRIER
 } zsh_busbw_coll_t;
 
 /* busbw / algbw for @coll over @n ranks; 0 when @n < 1. */
@@ -44,6 +46,7 @@ static inline double zsh_busbw_factor(zsh_busbw_coll_t coll, int n)
     case ZSH_BUSBW_REDUCE_SCATTER: return (double)(n - 1) / n;
     case ZSH_BUSBW_ALLREDUCE:      return 2.0 * (n - 1) / n;
     case ZSH_BUSBW_BROADCAST:      return 1.0;
+    case ZSH_BUSBW_BARRIER:        return 0.0;
     }
     return 0.0;
 }
@@ -61,6 +64,7 @@ static inline size_t zsh_busbw_bytes(zsh_busbw_coll_t coll, size_t count, size_t
     case ZSH_BUSBW_REDUCE_SCATTER: return (n < 1) ? 0 : (size_t)n * count * esize;
     case ZSH_BUSBW_ALLREDUCE:
     case ZSH_BUSBW_BROADCAST:      return count * esize;
+    case ZSH_BUSBW_BARRIER:        return 0;
     }
     return 0;
 }

@@ -207,7 +207,7 @@ static int zsh_bench_size(zsh_bench_t *bench, size_t size_bytes)
     zsh_bench_row_t  row;
     long             ok;
 
-    if (count == 0) {
+    if ((count == 0) && (c != ZSH_BUSBW_BARRIER)) {
         return 1; /* less than one element per rank */
     }
     memset(&b, 0, sizeof(b));
@@ -308,7 +308,11 @@ static int zsh_bench_run(zsh_bench_t *bench)
     if (bench->rank == 0) {
         zsh_bench_header(bench);
     }
-    for (s = bench->opts.min_size; s <= bench->opts.max_size; s *= 2) {
+    if (bench->opts.coll->coll == ZSH_BUSBW_BARRIER) {
+        ok = zsh_bench_size(bench, 0); /* one row: it moves no data */
+    }
+    for (s = bench->opts.min_size; (bench->opts.coll->coll != ZSH_BUSBW_BARRIER) &&
+                                   (s <= bench->opts.max_size); s *= 2) {
         ok &= zsh_bench_size(bench, s);
         if (s > SIZE_MAX / 2) {
             break;

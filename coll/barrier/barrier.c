@@ -1,6 +1,5 @@
 /*
- * zsh_barrier: validate, choose (dissemination, or hier across nodes) and
- * run. The dissemination barrier is ceil(log2 size) rounds of empty
+ * zsh_barrier: validate, choose (eager, dissemination or hier) and run. The dissemination barrier is ceil(log2 size) rounds of empty
  * messages; in round k a rank signals rank + 2^k and waits for rank - 2^k.
  * The same task, on the job's communicator, is the fence before teardown.
  */
@@ -53,8 +52,9 @@ zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type, zsh_request
         status = zsh_select(comm, type, 0, &task->algo);
     }
     if (status == ZSH_OK) {
-        status = (task->algo == ZSH_ALGO_HIER) ? zsh_barrier_hier_init(task)
-                                               : zsh_barrier_dissemination_init(task);
+        status = (task->algo == ZSH_ALGO_HIER)    ? zsh_barrier_hier_init(task)
+                 : (task->algo == ZSH_ALGO_EAGER) ? zsh_barrier_eager_init(task)
+                                                  : zsh_barrier_dissemination_init(task);
     }
     if (status != ZSH_OK) {
         zsh_task_put(task);

@@ -1,8 +1,9 @@
 /*
- * zsh_barrier(): the dissemination barrier, or across nodes the
- * hierarchical one (the selection rule, select/select.c, chooses); the
- * job-wide fence before a context's teardown is always the dissemination
- * barrier, on the job's communicator.
+ * zsh_barrier(): the eager barrier (the descriptor exchange alone) on 2 to 8
+ * ranks, the dissemination barrier on more, or the hierarchical one when
+ * asked for (the selection rule, select/select.c, chooses); the job-wide
+ * fence before a context's teardown is always the dissemination barrier,
+ * on the job's communicator.
  */
 #ifndef ZSH_COLL_BARRIER_BARRIER_H_
 #define ZSH_COLL_BARRIER_BARRIER_H_
@@ -17,6 +18,7 @@ zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type, zsh_request
 
 /* The algorithms' set-up. */
 zsh_status_t zsh_barrier_dissemination_init(zsh_task_t *task);
+zsh_status_t zsh_barrier_eager_init(zsh_task_t *task);
 zsh_status_t zsh_barrier_hier_init(zsh_task_t *task);
 
 #endif

@@ -55,7 +55,8 @@ static const zsh_select_rule_t zsh_select_rules[] = {
     [ZSH_COLL_BARRIER] = {ZSH_COLL_BARRIER, "ZSH_BARRIER_ALGO",
                           offsetof(zsh_coll_config_t, barrier_algo), ZSH_ALGO_DISSEMINATION,
                           ZSH_ALGO_DISSEMINATION,
-                          ZSH_SELECT_BIT(ZSH_ALGO_DISSEMINATION) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+                          ZSH_SELECT_BIT(ZSH_ALGO_DISSEMINATION) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
+                          ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
 };
 
 #define ZSH_SELECT_NRULES (sizeof(zsh_select_rules) / sizeof(zsh_select_rules[0]))
@@ -84,7 +85,7 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "one node), or one on the rank's board read where it lies (more "
                           "ranks of one node, ZSH_SHM); up to " ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX)
                           " bytes in all, " ZSH_SELECT_STR(ZSH_DESC_BOARD_INLINE_MAX)
-                          " on boards",
+                          " on boards; a barrier is the descriptor exchange alone, all to all",
     [ZSH_ALGO_HIER]     = "a communicator across nodes with the same number of ranks on each, "
                           "more than one: steps on its node's ranks (which choose their own "
                           "algorithm: direct, eager or ring) and on its rail, the ranks of its "

@@ -2,7 +2,8 @@
  * The selection rule on made-up communicators: across even nodes (a
  * communicator with node and rail children) the automatic choice is the
  * hierarchical algorithm for every collective past ZSH_SMALL_MSG_SIZE,
- * and the eager and log-latency ones up to it, the barrier included;
+ * and the eager and log-latency ones up to it; the barrier is the
+ * descriptor exchange alone (eager) on up to 8 ranks, dissemination above;
  * without children (one node, uneven nodes) it is the node-ordered ring
  * and binomial; an override of hier where there are no children gives way
  * to the automatic choice, hier forced for the barrier across even nodes
@@ -73,7 +74,7 @@ ZSH_TEST(select, across_even_nodes_latency_bound_calls_keep_the_eager_and_log_la
     ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_REDUCE_SCATTER, 8 * 1024));
     ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 16 * 1024));
     ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, select_pick(&f, ZSH_COLL_BROADCAST, 16 * 1024));
-    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
     f.ctx.cfg.small_msg_size = 0; /* log-latency algorithms never */
     ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_ALLGATHER, 16 * 1024));
 }
@@ -89,7 +90,25 @@ ZSH_TEST(select, without_node_children_auto_keeps_the_flat_algorithms)
     ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 8 * 1024));
     ZSH_EXPECT_EQ(ZSH_ALGO_BRUCK, select_pick(&f, ZSH_COLL_ALLGATHER, 8 * 1024));
     ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, select_pick(&f, ZSH_COLL_BROADCAST, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+}
+
+ZSH_TEST(select, barrier_is_the_descriptor_exchange_on_up_to_8_ranks_and_dissemination_above)
+{
+    static select_fixture_t f;
+
+    select_setup(&f, 2, false);
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    select_setup(&f, 8, true);
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    select_setup(&f, 9, false);
     ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    select_setup(&f, 16, true);
+    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    f.ctx.cfg.barrier_algo = ZSH_ALGO_EAGER; /* forced past 8 ranks: refused by name */
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, zsh_select(&f.comm, ZSH_COLL_BARRIER, 0,
+                                                      &(zsh_algo_t){ZSH_ALGO_AUTO}));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_BARRIER_ALGO=eager needs 2 to 8 ranks");
 }
 
 ZSH_TEST(select, hier_forced_without_children_gives_way_and_forced_across_even_nodes_runs)
@@ -100,7 +119,7 @@ ZSH_TEST(select, hier_forced_without_children_gives_way_and_forced_across_even_n
     f.ctx.cfg.allgather_algo = ZSH_ALGO_HIER;
     f.ctx.cfg.barrier_algo   = ZSH_ALGO_HIER;
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
-    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
 
     select_setup(&f, 4, true);
     f.ctx.cfg.barrier_algo   = ZSH_ALGO_HIER;
@@ -117,5 +136,5 @@ ZSH_TEST(select, barrier_algorithm_of_another_collective_is_refused_by_name)
     f.ctx.cfg.barrier_algo = ZSH_ALGO_RING;
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_select_check_config(&f.ctx.cfg));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_BARRIER_ALGO=ring");
-    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "auto, hier or dissemination");
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "auto, eager, hier or dissemination");
 }

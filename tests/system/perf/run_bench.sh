@@ -3,7 +3,8 @@
 # collective, the OSU header and columns, Validation Pass on every size, a
 # well-formed CSV whose busbw follows the nccl-tests formula of the
 # collective, the MPI baseline columns, every element type, --cold, the plot
-# script, and bad options refused with a message.
+# script, the barrier's one row of latency against MPI_Barrier, and bad
+# options refused with a message.
 # Ends with a GoogleTest-style summary that tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
@@ -13,8 +14,9 @@ SUITE=zsh_bench
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 
 # Two per collective at 2 and 3 ranks, the MPI baseline of each collective,
-# every element type, --cold, -m, the plot, and the 11 bad options below.
-expected=$((2 * 4 * 2 + 4 + 10 + 1 + 1 + 1 + 11))
+# every element type, --cold, -m, the plot, the barrier, and the 12 bad
+# options below.
+expected=$((2 * 4 * 2 + 4 + 10 + 1 + 1 + 1 + 1 + 12))
 
 # On failure it says so, with the ends of both outputs: the checks that run
 # it pass only when they print nothing, and a bench that dies can leave
@@ -137,6 +139,21 @@ sizes_ok() {
 }
 check m_takes_a_range_with_suffixes sizes_ok
 
+# The barrier moves nothing: one row of size 0 whatever -m says, a latency,
+# zero bandwidths, and against MPI_Barrier the ratio of the two times.
+barrier_ok() {
+    local t=$out/barrier rows
+    bench 3 "$t" barrier -m 1k:64k -i 20 -x 2 -c --baseline mpi --csv "$t.csv" || return 1
+    grep -q "^# Baseline: MPI_Barrier" "$t" || { echo "no '# Baseline: MPI_Barrier' line"; return 1; }
+    rows=$(grep -v '^#' "$t")
+    [ "$(echo "$rows" | wc -l)" = 1 ] || { echo "rows: $rows"; return 1; }
+    echo "$rows" | awk 'NF != 7 || $1 != 0 || !($2 > 0) || $3 != "0.000" || $4 != "0.000" ||
+                        !($6 > 0) || $7 != "Pass" { print "bad row: " $0; exit 1 }' || return 1
+    awk -F, 'NR == 2 && ($1 != "barrier" || $4 != 0 || !($7 > 0) || !($12 > 0)) { print "bad CSV row: " $0; exit 1 }
+             END { if (NR != 2) { print NR " CSV lines"; exit 1 } }' "$t.csv"
+}
+check barrier_prints_one_row_of_latency_against_mpi_barrier barrier_ok
+
 if command -v gnuplot >/dev/null; then
     plot_ok() {
         bash "$srcdir/perf/plot_busbw.sh" "$out/base.allgather.csv" "$out/plot.png" >/dev/null ||
@@ -178,6 +195,7 @@ only baseline is 'mpi'|allreduce --baseline nccl
 unknown option|allreduce --bogus
 needs an argument|allreduce -T
 --csv /nonexistent/dir/x.csv|allreduce -m 1k:1k --csv /nonexistent/dir/x.csv
+--device cuda: |barrier --device cuda
 CASES
 
 summary
