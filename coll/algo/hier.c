@@ -77,10 +77,12 @@ static zsh_status_t zsh_hier_progress(zsh_task_t *task)
     }
 }
 
-/* A step still in flight fails with the call's status: a call that timed
- * out lets its step's receives go as soon as its own (comm/xfer.h), so it
- * fails at its deadline, not a few liveness periods later. The error the
- * call failed with is kept, not the step's. */
+/* A step still in flight is cancelled. After a timeout it fails as timed
+ * out, which lets its receives go as soon as the call's own (comm/xfer.h),
+ * so the call fails at its deadline, not a few liveness periods later;
+ * after anything else it is aborted (as a mismatch it would revoke the
+ * child and name a rank that saw none). The error the call failed with is
+ * kept, not the step's. */
 static void zsh_hier_cleanup(zsh_task_t *task, zsh_status_t status)
 {
     zsh_hier_t *st = zsh_hier(task);
@@ -88,7 +90,7 @@ static void zsh_hier_cleanup(zsh_task_t *task, zsh_status_t status)
 
     if (st->sub != NULL) {
         why = strdup(zsh_last_error());
-        zsh_task_cancel(st->sub, (status != ZSH_OK) ? status : ZSH_ERR_ABORTED);
+        zsh_task_cancel(st->sub, (status == ZSH_ERR_TIMEOUT) ? status : ZSH_ERR_ABORTED);
         zsh_hier_put_sub(task);
         if (why != NULL) {
             zsh_error_set_quiet(why);

@@ -151,7 +151,7 @@ static zsh_algo_t zsh_select_eager(const zsh_comm_t *comm, const zsh_select_rule
 /* Across nodes the hierarchy's steps cost latency (each a call of its own
  * on a child) and save every byte a node's link would carry twice: they
  * pay once the log-latency algorithms no longer do, past
- * ZSH_SMALL_MSG_SIZE; the barrier, which moves nothing, stays with
+ * ZSH_SMALL_MSG_SIZE; the barrier, which moves nothing, stays eager or
  * dissemination (docs/DECISIONS.md, "Across nodes"). */
 static zsh_algo_t zsh_select_hier(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
                                   size_t total_bytes)

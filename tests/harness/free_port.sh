@@ -9,8 +9,9 @@
 # skipped.
 free_port() {
     local lo=32768 hi base=20000 used p _
-    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+    { read -r lo hi </proc/sys/net/ipv4/ip_local_port_range; } 2>/dev/null || lo=32768
     [ $((lo - base)) -ge 1024 ] || base=1024
+    [ "$lo" -gt $((base + 1)) ] || lo=65535 # no room below the range: any port above 1024
     used=$(awk 'FNR > 1 { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
     for _ in $(seq 100); do
         p=$((base + (RANDOM * 32768 + RANDOM) % (lo - base)))

@@ -35,10 +35,10 @@ void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes);
 /* Free what zsh_account_alloc() returned for the same @kind and @bytes; NULL is ignored. */
 void  zsh_account_free(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_t bytes);
 
-/* zsh_account_free() for a buffer collectives on @comm's job used: it stops
- * counting at once, and is freed once no transfer left under way by a
- * failed collective can write it (zsh_comm_free_buffer()); at once where
- * @comm is NULL. */
+/* zsh_account_free() for a buffer a failed collective on @comm's job used:
+ * it stops counting at once, and is freed once no transfer that collective
+ * left under way can write it (zsh_comm_free_buffer()); at once where @comm
+ * is NULL (no collective failed on it). */
 void  zsh_account_free_buffer(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_t bytes,
                               zsh_comm_t *comm);
 

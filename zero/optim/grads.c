@@ -80,7 +80,8 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
     }
     if (b->staging != NULL) {
         zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
-                                zsh_obucket_staging_bytes(opt, b), opt->comm);
+                                zsh_obucket_staging_bytes(opt, b),
+                                (status != ZSH_OK) ? opt->comm : NULL);
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
         b->staging = NULL;
     }
@@ -226,8 +227,14 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
     if (--b->pending == 0) {
         status = zsh_optim_reduce_start(opt, b);
         if (status != ZSH_OK) {
+            /* The bucket cannot be reduced this step: a step would apply it
+             * unreduced, so the failure is the optimizer's from now on.
+             * Nothing was posted: its transit buffer goes back to the pool. */
             zsh_error_prefix("%s: reducing the bucket of parameter '%s': ", fn, param->name);
-            return status;
+            if (b->gtransit != NULL) {
+                zsh_optim_grad_transit_put(opt, b);
+            }
+            return zsh_optim_comm_status(opt, status);
         }
     }
     return zsh_optim_grads_progress(opt);

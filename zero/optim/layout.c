@@ -227,6 +227,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
 
 void zsh_optim_layout_free(zsh_optim_t *opt)
 {
+    zsh_comm_t *comm;
     zsh_obucket_t *b;
     size_t i, region;
 
@@ -238,12 +239,14 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
     for (i = 0; i < opt->nbuckets; i++) {
         b      = &opt->buckets[i];
         region = zsh_obucket_region(opt, b);
-        /* The buffers collectives wrote: a failed one's receives may still. */
+        /* The buffers every step's reductions use: after a failed one its
+         * transfers may still write them. */
+        comm = (opt->comm_failed != ZSH_OK) ? opt->comm : NULL;
         zsh_account_free_buffer(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
                                 ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
-                                    opt->esize, opt->comm);
+                                    opt->esize, comm);
         zsh_account_free_buffer(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS, b->grad_shard,
-                                b->count * opt->esize, opt->comm);
+                                b->count * opt->esize, comm);
         zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG), ZSH_MEM_STATES, b->m,
                          region * sizeof(float));
         zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG_SQ), ZSH_MEM_STATES, b->v,

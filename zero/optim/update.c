@@ -125,6 +125,8 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
         param = b->params[i];
         memcpy(param->buf, full + param->offset * opt->esize, param->numel * opt->esize);
     }
-    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, full, bytes, opt->comm);
+    /* After a failure, its transfers may still write it. */
+    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, full, bytes,
+                            (status != ZSH_OK) ? opt->comm : NULL);
     return status;
 }

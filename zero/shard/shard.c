@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "mem/checked.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,16 +92,33 @@ zsh_status_t zsh_shard_create(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
     return zsh_shard_create_counted(comm, numel, dtype, NULL, NULL, ZSH_MEM_PARAMS, shard_p);
 }
 
+static size_t zsh_shard_full_bytes(const zsh_shard_t *shard)
+{
+    return shard->count * (size_t)shard->size * shard->esize;
+}
+
+/* Free the gathered buffer; a failed gather's receives may still write
+ * it, so it goes through the communicator then. */
+static void zsh_shard_free_full(zsh_shard_t *shard, bool failed)
+{
+    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard),
+                            failed ? shard->comm : NULL);
+    shard->full = NULL;
+}
+
 void zsh_shard_destroy(zsh_shard_t *shard)
 {
+    bool failed = false;
+
     if (shard == NULL) {
         return;
     }
+
     if (shard->req != NULL) {
-        zsh_request_wait(shard->req);
+        failed = (zsh_request_wait(shard->req) != ZSH_OK);
         zsh_request_free(shard->req);
     }
-    zsh_shard_release(shard);
+    zsh_shard_free_full(shard, failed);
     if (shard->local_kind != ZSH_MEM_KINDS) {
         zsh_account_free(shard->local_acct, shard->local_kind, shard->local,
                          shard->count * shard->esize);
@@ -137,11 +155,6 @@ size_t zsh_shard_owned(const zsh_shard_t *shard)
 void *zsh_shard_local(zsh_shard_t *shard)
 {
     return shard->local;
-}
-
-static size_t zsh_shard_full_bytes(const zsh_shard_t *shard)
-{
-    return shard->count * (size_t)shard->size * shard->esize;
 }
 
 size_t zsh_shard_gathered_bytes(const zsh_shard_t *shard)
@@ -210,7 +223,7 @@ zsh_status_t zsh_shard_gather_wait(zsh_shard_t *shard, void **full_p)
         shard->req = NULL;
     }
     if (status != ZSH_OK) {
-        zsh_shard_release(shard);
+        zsh_shard_free_full(shard, true);
         return status;
     }
     *full_p = shard->full;
@@ -226,10 +239,7 @@ zsh_status_t zsh_shard_gather(zsh_shard_t *shard, void **full_p)
 
 void zsh_shard_release(zsh_shard_t *shard)
 {
-    /* A failed gather's receives may still write it. */
-    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard),
-                            shard->comm);
-    shard->full = NULL;
+    zsh_shard_free_full(shard, false);
 }
 
 zsh_status_t zsh_shard_reduce_scatter(zsh_shard_t *shard, const void *grad, zsh_op_t op,
@@ -254,6 +264,7 @@ zsh_status_t zsh_shard_reduce_scatter(zsh_shard_t *shard, const void *grad, zsh_
     }
     memcpy(padded, grad, shard->numel * shard->esize);
     status = zsh_reduce_scatter(padded, out, shard->count, shard->dtype, op, shard->comm);
-    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, padded, bytes, shard->comm);
+    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, padded, bytes,
+                            (status != ZSH_OK) ? shard->comm : NULL);
     return status;
 }
