@@ -8,22 +8,11 @@
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/tools/zsh_estimate"
-expected=7
-passed=0
-failed=0
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+results_begin zsh_estimate 7
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-result() { # NAME DETAIL: DETAIL empty is a pass
-    if [ -z "$2" ]; then
-        echo "[       OK ] zsh_estimate.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] zsh_estimate.$1"
-        echo "$2" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
 
 # refused NEEDLE ARGS...: exit 2, nothing on stdout, NEEDLE in the message.
 refused() {
@@ -131,12 +120,4 @@ tier_lines() {
 }
 result tier_lines_give_bytes_per_tier_and_the_disk_bound "$(tier_lines)"
 
-echo "[  PASSED  ] $passed tests."
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] zsh_estimate: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
+results_end

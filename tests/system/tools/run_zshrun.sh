@@ -11,25 +11,14 @@ top_builddir=${top_builddir:-.}
 zshrun="$top_builddir/tools/zshrun"
 demo="$top_builddir/examples/zsh_demo"
 train="$top_builddir/tools/zsh_train"
-expected=13
-passed=0
-failed=0
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+results_begin zshrun 13
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
 # so that pgrep finds ours and no one else's.
 mark=60.$$$RANDOM
-
-result() { # NAME DETAIL: DETAIL empty is a pass
-    if [ -z "$2" ]; then
-        echo "[       OK ] zshrun.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] zshrun.$1"
-        echo "$2" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
 
 now_ms() {
     echo $(($(date +%s%N) / 1000000))
@@ -304,12 +293,4 @@ help_version() {
 }
 result help_version_and_the_keyless_multi_node_warning "$(help_version)"
 
-echo "[  PASSED  ] $passed tests."
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] zshrun: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
+results_end
