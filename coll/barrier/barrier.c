@@ -1,11 +1,13 @@
 /*
- * zsh_barrier: validate, choose (eager, dissemination or hier) and run. The dissemination barrier is ceil(log2 size) rounds of empty
- * messages; in round k a rank signals rank + 2^k and waits for rank - 2^k.
- * The same task, on the job's communicator, is the fence before teardown.
+ * zsh_barrier: validate, choose (eager, dissemination or hier) and run.
+ * The dissemination barrier is ceil(log2 size) rounds of empty messages; in
+ * round k a rank signals rank + 2^k and waits for rank - 2^k. The same
+ * task, on the job's communicator, is the fence before teardown.
  */
 #include "barrier/barrier.h"
 
 #include "algo/rounds.h"
+#include "select/prepare.h"
 #include "select/select.h"
 #include "task/validate.h"
 
@@ -34,10 +36,16 @@ zsh_status_t zsh_barrier_dissemination_init(zsh_task_t *task)
     return zsh_task_ops(task, 2);
 }
 
+static const zsh_coll_init_t zsh_barrier_algos[ZSH_ALGO_LAST] = {
+    [ZSH_ALGO_DISSEMINATION] = zsh_barrier_dissemination_init,
+    [ZSH_ALGO_EAGER]         = zsh_barrier_eager_init,
+    [ZSH_ALGO_HIER]          = zsh_barrier_hier_init,
+};
+
 zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type, zsh_request_t **req_p)
 {
     zsh_coll_args_t args = ZSH_COLL_ARGS(type, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0);
-    zsh_status_t status  = ZSH_OK;
+    zsh_status_t status;
     zsh_task_t *task;
 
     args.blocking = (req_p == NULL);
@@ -52,9 +60,7 @@ zsh_status_t zsh_barrier_run(zsh_comm_t *comm, zsh_coll_type_t type, zsh_request
         status = zsh_select(comm, type, 0, &task->algo);
     }
     if (status == ZSH_OK) {
-        status = (task->algo == ZSH_ALGO_HIER)    ? zsh_barrier_hier_init(task)
-                 : (task->algo == ZSH_ALGO_EAGER) ? zsh_barrier_eager_init(task)
-                                                  : zsh_barrier_dissemination_init(task);
+        status = zsh_barrier_algos[task->algo](task); /* the rule allows only these */
     }
     if (status != ZSH_OK) {
         zsh_task_put(task);

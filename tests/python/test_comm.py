@@ -316,19 +316,24 @@ def expect_mismatch(ctx, comm, call, *named):
         pass
 
 
-@case
-def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
-    ctx.need_ranks(2)
-    pair = ctx.comm.split(0 if ctx.rank < 2 else -1, key=ctx.rank)
-    if pair is None:
+def all_reduce_against_broadcasts(ctx, n):
+    """Rank 0 of the first n ranks all-reduces while the others broadcast: every one raises."""
+    ctx.need_ranks(n)
+    group = ctx.comm.split(0 if ctx.rank < n else -1, key=ctx.rank)
+    if group is None:
         return
     try:
         x = np.ones(8, np.float32)
-        call = (lambda: pair.all_reduce(x)) if ctx.rank == 0 else (lambda: pair.broadcast(x, 0))
-        expect_mismatch(ctx, pair, call, "called allreduce(count=8, fp32, sum)",
+        call = (lambda: group.all_reduce(x)) if ctx.rank == 0 else (lambda: group.broadcast(x, 0))
+        expect_mismatch(ctx, group, call, "called allreduce(count=8, fp32, sum)",
                         "called broadcast(count=8, fp32, root=0)")
     finally:
-        pair.close()
+        group.close()
+
+
+@case
+def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
+    all_reduce_against_broadcasts(ctx, 2)
 
 
 @case
@@ -337,17 +342,7 @@ def test_mismatch_board_all_reduce_against_broadcasts_raises_on_every_rank_of_th
     # board, the broadcasts' to their right neighbours through the transport:
     # rank 0 hears rank 2, whose right neighbour it is, though it waits for
     # rank 1 first.
-    ctx.need_ranks(3)
-    trio = ctx.comm.split(0 if ctx.rank < 3 else -1, key=ctx.rank)
-    if trio is None:
-        return
-    try:
-        x = np.ones(8, np.float32)
-        call = (lambda: trio.all_reduce(x)) if ctx.rank == 0 else (lambda: trio.broadcast(x, 0))
-        expect_mismatch(ctx, trio, call, "called allreduce(count=8, fp32, sum)",
-                        "called broadcast(count=8, fp32, root=0)")
-    finally:
-        trio.close()
+    all_reduce_against_broadcasts(ctx, 3)
 
 
 @case
