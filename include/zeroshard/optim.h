@@ -31,6 +31,24 @@
  * ZSH_SUM: a framework that wants the mean over a global batch scales its
  * gradients by 1 / (global batch) first.
  *
+ * Device memory: when the registered parameters are CUDA device memory
+ * (zsh_mem_type() of <zeroshard/device.h>), the optimizer runs on the
+ * current CUDA device: its buckets, gathered buffers, gradient shards,
+ * optimizer states and master weights are device memory, gradients are
+ * handed over as device buffers, the collectives take the NCCL path and the
+ * update runs as CUDA kernels that give the host kernels' bits. Its device
+ * work is enqueued on zsh_optim_config_t::stream, in call order, with its
+ * collectives on a communicator the layout splits from the optimizer's for
+ * that stream (the caller's communicator keeps its own). Calls return once
+ * their work is enqueued, except zsh_optim_fetch() and zsh_optim_step(),
+ * which return once it is done. Parameters and gradients are all host
+ * memory or all device memory. With offload_optimizer cpu the states and
+ * master weights live in pinned host memory: each bucket's reduced
+ * gradient shard is copied there on a copy stream as its reduction ends,
+ * the step runs on the host, and each bucket's updated parameters are
+ * copied back on the copy stream while the next bucket is updated. Not
+ * yet with device parameters: the NVMe tier, offload_params and hpZ.
+ *
  * Precision: fp32 parameters and gradients, or bf16/fp16 ones with fp32
  * master weights and fp32 optimizer states. fp16 uses dynamic loss scaling:
  * scale the loss by zsh_optim_loss_scale(); a step whose gradients overflow
@@ -150,6 +168,11 @@ typedef struct zsh_optim_config {
                                          ZSH_HPZ (default off). Needs stage 3, in-memory
                                          parameters (offload_params none) and the same
                                          number of ranks on every node. */
+    /* A caller built before this field passes the shorter size and gets
+     * the default stream. */
+    void            *stream;        /**< Device parameters: the cudaStream_t the optimizer's
+                                         device work is enqueued on; NULL: the legacy default
+                                         stream. Ignored for host parameters. */
 } zsh_optim_config_t;
 
 /** zsh_optim_config_t::hpz: a secondary group of every rank of a node. */
@@ -218,6 +241,19 @@ typedef struct zsh_optim_stats {
                                      param_bytes). */
     unsigned long hpz_gathers;  /**< Stage 3 gathers served from the secondary partition
                                      over the node group, so far. */
+    /* Device memory. Filled only for a caller whose config carried
+     * zsh_optim_config_t::stream. */
+    int      device;            /**< 1 when the parameters are CUDA device memory. */
+    size_t   device_bytes;      /**< Bytes of device memory the layer holds now: model state
+                                     in compute memory and every buffer (0 on the host). */
+    size_t   device_peak_bytes; /**< The most held at once so far. */
+    unsigned long long copy_bytes; /**< offload_optimizer cpu from the device: bytes copied
+                                        between host and device so far (reduced gradient
+                                        shards down, updated parameters up). */
+    double   copy_s;            /**< Seconds the copy stream spent on those copies. */
+    double   copy_wait_s;       /**< Seconds the caller was blocked waiting for them: of
+                                     copy_s, copy_s - copy_wait_s (at least) was hidden behind
+                                     the reductions, the host update and the caller's work. */
 } zsh_optim_stats_t;
 
 /**

@@ -14,12 +14,17 @@ void zsh_account_hold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
     if (acct->cur[kind] > acct->peak[kind]) {
         acct->peak[kind] = acct->cur[kind];
     }
+    acct->all += bytes;
+    if (acct->all > acct->all_peak) {
+        acct->all_peak = acct->all;
+    }
 }
 
 void zsh_account_unhold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
 {
     if (acct != NULL) {
         acct->cur[kind] -= bytes;
+        acct->all       -= bytes;
     }
 }
 
@@ -27,6 +32,13 @@ void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
 {
     void *ptr;
 
+    if ((acct != NULL) && (acct->place != ZSH_PLACE_HOST)) {
+        ptr = zsh_dev_alloc(acct->place, bytes, acct->stream);
+        if (ptr != NULL) {
+            zsh_account_hold(acct, kind, bytes);
+        }
+        return ptr;
+    }
     /* posix_memalign wants a non-zero size for a pointer that free() takes. */
     if (posix_memalign(&ptr, ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) != 0) {
         return NULL;
@@ -41,18 +53,24 @@ void zsh_account_free(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_
     if (ptr == NULL) {
         return;
     }
-    free(ptr);
+    zsh_dev_free((acct != NULL) ? acct->place : ZSH_PLACE_HOST, ptr,
+                 (acct != NULL) ? acct->stream : NULL);
     zsh_account_unhold(acct, kind, bytes);
 }
 
 void zsh_account_free_buffer(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr, size_t bytes,
                              zsh_comm_t *comm)
 {
+    zsh_place_t place = (acct != NULL) ? acct->place : ZSH_PLACE_HOST;
+
     if (ptr == NULL) {
         return;
     }
-    if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, free) != ZSH_OK)) {
-        free(ptr);
+    if ((comm == NULL) || (place == ZSH_PLACE_DEVICE) ||
+        (zsh_comm_free_buffer(comm, ptr,
+                              (place == ZSH_PLACE_PINNED) ? zsh_dev_free_pinned : free) !=
+         ZSH_OK)) {
+        zsh_dev_free(place, ptr, (acct != NULL) ? acct->stream : NULL);
     }
     zsh_account_unhold(acct, kind, bytes);
 }

@@ -41,7 +41,8 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
     const char *fn = "zsh_optim_create";
 
     if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0) &&
-        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_2)) {
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_2) &&
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_3)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: config.size is %zu, expected %zu: fill it with "
                          "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
@@ -85,10 +86,13 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
     return ZSH_OK;
 }
 
-/* Give a caller built before the tiers, the update threads or hpZ existed
+/* Give a caller built before the tiers, the update threads, hpZ or the stream existed
  * their defaults. */
 static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
+    if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_3) {
+        cfg->stream = NULL;
+    }
     if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_2) {
         cfg->hpz = 0;
     }
@@ -456,6 +460,7 @@ zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     memcpy(stats, &full,
            (opt->caller_cfg_size == ZSH_OPTIM_CONFIG_SIZE_0)   ? ZSH_OPTIM_STATS_SIZE_0
            : (opt->caller_cfg_size <= ZSH_OPTIM_CONFIG_SIZE_2) ? ZSH_OPTIM_STATS_SIZE_1
+           : (opt->caller_cfg_size <= ZSH_OPTIM_CONFIG_SIZE_3) ? ZSH_OPTIM_STATS_SIZE_2
                                                                : sizeof(full));
     return ZSH_OK;
 }

@@ -72,6 +72,9 @@ struct zsh_param {
 #define ZSH_OPTIM_CONFIG_SIZE_2 offsetof(zsh_optim_config_t, hpz)
 #define ZSH_OPTIM_STATS_SIZE_1  offsetof(zsh_optim_stats_t, comm_bytes_cross_node_last_step)
 #define ZSH_OPTIM_MAX_HPZ       65536 /* group sizes ZSH_HPZ and hpz take */
+/* Before the device: the config ends before stream, the stats before device. */
+#define ZSH_OPTIM_CONFIG_SIZE_3 offsetof(zsh_optim_config_t, stream)
+#define ZSH_OPTIM_STATS_SIZE_2  offsetof(zsh_optim_stats_t, device)
 
 struct zsh_optim {
     zsh_comm_t        *comm;
