@@ -67,6 +67,9 @@ static void zsh_optim_apply_run(const zsh_optim_t *opt, float *p, const void *g,
         } else {
             zsh_adam_update(p, g, m, v, n, u);
         }
+        if (out != NULL) { /* fp32 master weights of a device model: its copy */
+            memcpy(out, p, n * sizeof(float));
+        }
         return;
     }
     if (opt->cfg.precision == ZSH_BFLOAT16) {

@@ -78,6 +78,12 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
             b->gtransit = NULL;
         }
     }
+    if ((b->staging != NULL) && (status == ZSH_OK) && opt->device && !opt->dev_update) {
+        /* Offload from the device: the shard goes down, and the staging
+         * buffer is freed behind that copy. */
+        opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
+        zsh_optim_comm_status(opt, zsh_optim_dev_grad_down(opt, b));
+    }
     if (b->staging != NULL) {
         zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
                                 zsh_obucket_staging_bytes(opt, b),
@@ -175,6 +181,14 @@ static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
                                    b->count, dt, ZSH_SUM, opt->comm, &b->req);
     default:
         opt->comm_bytes += full;
+        if (opt->device && !opt->dev_update) {
+            /* The host tier's shard cannot take a device reduction: it is
+             * reduced in place, then copied down (zsh_optim_dev_grad_down). */
+            return zsh_ireduce_scatter(b->staging,
+                                       (char *)b->staging +
+                                           (size_t)opt->rank * b->count * opt->esize,
+                                       b->count, dt, ZSH_SUM, opt->comm, &b->req);
+        }
         return zsh_ireduce_scatter(b->staging, (b->gtransit != NULL) ? b->gtransit : b->grad_shard,
                                    b->count, dt, ZSH_SUM, opt->comm, &b->req);
     }
@@ -203,6 +217,10 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
                          "%s: parameter '%s' already has a gradient pending this step", fn,
                          param->name);
     }
+    status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
+    if (status != ZSH_OK) {
+        return status;
+    }
     b = &opt->buckets[param->bucket];
     if (opt->cfg.stage <= 1) {
         dst = b->grad_full;
@@ -222,7 +240,12 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
         }
         dst = b->staging;
     }
-    memcpy(dst + param->offset * opt->esize, grad, param->numel * opt->esize);
+    status = zsh_optim_copy(opt, dst + param->offset * opt->esize, grad,
+                            param->numel * opt->esize);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+        return zsh_optim_comm_status(opt, status);
+    }
     param->has_grad = true;
     if (--b->pending == 0) {
         status = zsh_optim_reduce_start(opt, b);

@@ -56,26 +56,30 @@ static zsh_status_t zsh_optim_layout_buckets(zsh_optim_t *opt, size_t capacity)
 }
 
 /* Copy (and widen, if @to_float) the parameters' initial values over the
- * flat range [lo, hi) into @dst, indexed from @base. */
-static void zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b, size_t lo,
-                                     size_t hi, size_t base, void *dst, bool to_float)
+ * flat range [lo, hi) into @dst, indexed from @base, wherever they live. */
+static zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b,
+                                             size_t lo, size_t hi, size_t base, void *dst,
+                                             bool to_float)
 {
+    zsh_status_t status = ZSH_OK;
     const zsh_param_t *p;
     const char *src;
     size_t i, s, e;
 
-    for (i = 0; i < b->nparams; i++) {
+    for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
         p = b->params[i];
         if (!zsh_param_overlap(p, lo, hi, &s, &e)) {
             continue;
         }
         src = (const char *)p->buf + (s - p->offset) * opt->esize;
         if (to_float) {
-            zsh_optim_to_float(opt->cfg.precision, src, (float *)dst + (s - base), e - s);
+            status = zsh_optim_to_float_at(opt, src, (float *)dst + (s - base), e - s);
         } else {
-            memcpy((char *)dst + (s - base) * opt->esize, src, (e - s) * opt->esize);
+            status = zsh_optim_copy(opt, (char *)dst + (s - base) * opt->esize, src,
+                                    (e - s) * opt->esize);
         }
     }
+    return status;
 }
 
 /* Registration bounds the elements (zsh_optim_elem_bytes()); padding to
@@ -123,15 +127,16 @@ static zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, z
         *mem_p = dst;
     }
     if (!in_file) {
-        zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
-        return ZSH_OK;
+        return zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
     }
     dst = calloc(region, es);
     if (dst == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: out of memory");
     }
-    zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
-    status = zsh_tier_patch(opt, kind, b, base, base + region, dst);
+    status = zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
+    if (status == ZSH_OK) {
+        status = zsh_tier_patch(opt, kind, b, base, base + region, dst);
+    }
     free(dst);
     return status;
 }
@@ -168,7 +173,7 @@ static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
                                    region * sizeof(float))) == NULL)) {
         goto err_nomem;
     }
-    if (opt->mixed) {
+    if (opt->has_master) {
         status = zsh_optim_layout_place(opt, b, ZSH_TK_MASTER, base, region, (void **)&b->master);
         if (status != ZSH_OK) {
             return status;
@@ -200,7 +205,10 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
     zsh_obucket_t *b;
     zsh_status_t status;
 
-    status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
+    status = zsh_optim_dev_setup(opt); /* the buckets' communicator and memory */
+    if (status == ZSH_OK) {
+        status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
+    }
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         b      = &opt->buckets[i];
         status = zsh_optim_layout_check(opt, b);
@@ -216,6 +224,9 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
     }
     if (status == ZSH_OK) {
         status = zsh_optim_hpz_setup(opt);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_setup_buckets(opt);
     }
     if (status != ZSH_OK) {
         zsh_optim_layout_free(opt);
@@ -256,6 +267,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
         zsh_bucket_destroy(b->layout); /* and the stage 3 shard it sealed */
         free(b->params);
     }
+    zsh_optim_dev_teardown(opt); /* before the tiers: its pinned buffers are theirs */
     zsh_tier_teardown(opt);
     free(opt->buckets);
     opt->buckets  = NULL;

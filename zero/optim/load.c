@@ -25,8 +25,7 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
     float *tmp;
 
     if (!zsh_tier_in_file(opt, ZSH_TK_MASTER)) {
-        zsh_optim_to_float(opt->cfg.precision, src, b->master + (s - base), e - s);
-        return ZSH_OK;
+        return zsh_optim_to_float_at(opt, src, b->master + (s - base), e - s);
     }
     tmp = malloc((e - s) * sizeof(*tmp));
     if (tmp == NULL) {
@@ -66,6 +65,10 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
                          "%s: parameter '%s' has a gradient pending; step or zero_grad first", fn,
                          param->name);
     }
+    status = zsh_optim_dev_check_ptr(opt, fn, "values", param, values);
+    if (status != ZSH_OK) {
+        return status;
+    }
     if (opt->cfg.stage == 3) {
         zsh_optim_param_reads_drop(opt); /* a shard read ahead would be stale */
         status       = zsh_optim_drop_gather(opt, b);
@@ -75,19 +78,24 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
             if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
                 status = zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
             } else {
-                memcpy((char *)zsh_shard_local(b->pshard) + (s - b->lo) * opt->esize, src,
-                       (e - s) * opt->esize);
+                status = zsh_optim_copy(opt,
+                                        (char *)zsh_shard_local(b->pshard) +
+                                            (s - b->lo) * opt->esize,
+                                        src, (e - s) * opt->esize);
             }
         }
     } else if (values != param->buf) {
-        memmove(param->buf, values, param->numel * opt->esize);
+        status = zsh_optim_copy(opt, param->buf, values, param->numel * opt->esize);
     }
-    if ((status == ZSH_OK) && opt->mixed) {
+    if ((status == ZSH_OK) && opt->has_master) {
         base = zsh_obucket_base(opt, b);
         hi   = (opt->cfg.stage == 0) ? b->numel : b->hi;
         if (zsh_param_overlap(param, base, hi, &s, &e)) {
             status = zsh_optim_set_master(opt, b, param, values, s, e);
         }
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_sync(opt); /* @values may be reused once this returns */
     }
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);

@@ -42,7 +42,25 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
     zsh_status_t status;
     size_t i;
 
-    for (i = 0; i < opt->nbuckets; i++) {
+    if (opt->dev_update) {
+        for (i = 0; i < opt->nbuckets; i++) {
+            b      = &opt->buckets[i];
+            status = zsh_optim_dev_sumsq(opt,
+                                         (opt->cfg.stage == 0) ? b->grad_full
+                                         : (b->grad_full != NULL)
+                                             ? (const char *)b->grad_full + b->lo * opt->esize
+                                             : b->grad_shard,
+                                         (opt->cfg.stage == 0) ? b->numel : b->hi - b->lo, i == 0);
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
+        status = (opt->nbuckets > 0) ? zsh_optim_dev_sumsq_get(opt, &sum) : ZSH_OK;
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    for (i = 0; !opt->dev_update && (i < opt->nbuckets); i++) {
         b = &opt->buckets[i];
         if (opt->cfg.stage == 0) {
             sum += zsh_optim_sumsq(opt, b->grad_full, b->numel);

@@ -234,6 +234,7 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
     opt->size    = zsh_comm_size(comm);
     opt->esize   = zsh_dtype_size(opt->cfg.precision);
     opt->mixed   = opt->cfg.precision != ZSH_FLOAT32;
+    opt->has_master = opt->mixed;
     opt->nstates = (opt->cfg.kind != ZSH_OPTIM_SGD) ? 2 : (opt->cfg.momentum > 0.0f) ? 1 : 0;
     zsh_scaler_init(&opt->scaler, opt->cfg.loss_scale, opt->cfg.dynamic_loss_scale != 0,
                     opt->cfg.loss_scale_window, opt->cfg.min_loss_scale);
@@ -341,6 +342,9 @@ zsh_status_t zsh_optim_register(zsh_optim_t *opt, const char *name, size_t numel
     size_t max;
 
     status = zsh_optim_check_register(opt, name, numel, dtype, buf);
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_register(opt, name, buf);
+    }
     if (status != ZSH_OK) {
         return status;
     }
@@ -439,6 +443,7 @@ static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     zsh_optim_tier_stats(opt, stats);
     stats->hpz    = opt->cfg.hpz;
     stats->nnodes = opt->nnodes;
+    zsh_optim_dev_stats(opt, stats);
     for (i = 0; i < opt->nbuckets; i++) {
         stats->hpz_bytes += (opt->buckets[i].sec != NULL)
                                 ? zsh_optim_hpz_count(opt, &opt->buckets[i]) * opt->esize

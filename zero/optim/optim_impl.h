@@ -48,6 +48,7 @@ typedef struct zsh_obucket {
     zsh_aio_req_t  *gwrite;      /* its write */
     void           *pbounce;     /* NVMe parameters: this rank's shard read for a gather */
     zsh_aio_req_t  *pread;       /* its read */
+    void           *publish;     /* device offload, stage 2: the step's all-gather buffer */
     void           *sec;         /* hpZ: this rank's slice of the secondary partition */
     bool            sec_valid;   /* hpZ: filled by a gather since the last update */
 } zsh_obucket_t;
@@ -75,6 +76,22 @@ struct zsh_param {
 /* Before the device: the config ends before stream, the stats before device. */
 #define ZSH_OPTIM_CONFIG_SIZE_3 offsetof(zsh_optim_config_t, stream)
 #define ZSH_OPTIM_STATS_SIZE_2  offsetof(zsh_optim_stats_t, device)
+
+/* The optimizer on device memory (device.c). */
+typedef struct zsh_devopt {
+    zsh_comm_t        *ucomm;        /* the caller's communicator; opt->comm is split from it */
+    double            *sum;          /* the norm's device sum, then its scratch */
+    void              *cstream;      /* offload: the copy stream */
+    void              *sev;          /* offload: where the optimizer's stream is, for it */
+    void             **events;       /* offload: per bucket, around its copies down and up */
+    bool              *timed;        /* offload: per bucket, whether this step copied down, up */
+    void              *up[2];        /* offload: pinned buffers of updated parameters */
+    size_t             up_bytes;
+    size_t             up_bucket[2]; /* the bucket each last held (SIZE_MAX: none) */
+    int                next_up;
+    unsigned long long copy_bytes;
+    double             copy_s, copy_wait_s;
+} zsh_devopt_t;
 
 struct zsh_optim {
     zsh_comm_t        *comm;
@@ -108,6 +125,11 @@ struct zsh_optim {
     zsh_comm_t        *hpzcomm;         /* hpZ: this rank's node group; NULL when off */
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
+    bool               device;          /* parameters and gradients are device memory */
+    bool               dev_update;      /* the rule runs on the device (no optimizer offload) */
+    bool               has_master;      /* fp32 master weights: mixed precision, or the device's
+                                           states offloaded to the host */
+    zsh_devopt_t       dev;
     zsh_status_t       comm_failed;     /* the first failed collective, sticky */
     char               comm_failed_msg[768];
 };
@@ -160,7 +182,9 @@ static inline size_t zsh_obucket_full_bytes(const zsh_optim_t *opt, const zsh_ob
  * byte count of the layout or its accounting can wrap. */
 static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
 {
-    return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->mixed ? 1 : 0));
+    bool master = opt->mixed || (opt->cfg.offload_optimizer != ZSH_OFFLOAD_NONE);
+
+    return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (master ? 1 : 0));
 }
 
 /* tier.c: the offload tiers. */
@@ -241,10 +265,46 @@ typedef struct zsh_swap_view {
 /* update.c: apply the rule to the owned region and publish the parameters.
  * zsh_optim_update_bucket() updates the whole owned region in memory;
  * zsh_optim_update_view() the part of it in a swapped sub-group. */
-void         zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u);
+zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u);
 void         zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
                                    const zsh_swap_view_t *view);
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
+
+/* The rule over the owned region of @b in memory, the updated parameters
+ * written to @out (indexed from b->lo) instead of their place. */
+void         zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                        void *out);
+
+/* device.c: device parameters. Register notes where the parameters are
+ * (refusing a mix, and what the device cannot honour); setup splits the
+ * stream's communicator and places the accounts (before the buckets), then
+ * what offload needs (after them); teardown undoes both. */
+zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const void *buf);
+zsh_status_t zsh_optim_dev_check_ptr(const zsh_optim_t *opt, const char *fn, const char *what,
+                                     const zsh_param_t *param, const void *ptr);
+zsh_status_t zsh_optim_dev_setup(zsh_optim_t *opt);
+zsh_status_t zsh_optim_dev_setup_buckets(zsh_optim_t *opt);
+void         zsh_optim_dev_teardown(zsh_optim_t *opt);
+/* Copies and widening wherever the model lives, in the optimizer's stream
+ * order; zsh_optim_dev_sync() waits for them (a no-op on the host). */
+zsh_status_t zsh_optim_copy(zsh_optim_t *opt, void *dst, const void *src, size_t bytes);
+zsh_status_t zsh_optim_to_float_at(zsh_optim_t *opt, const void *src, float *dst, size_t n);
+zsh_status_t zsh_optim_dev_sync(zsh_optim_t *opt);
+/* The rule, the norm's sum of squares (added to the device sum unless
+ * @first) and the sum read back, on the device. */
+zsh_status_t zsh_optim_dev_apply(zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
+                                 void *out, size_t n, const zsh_update_t *u);
+zsh_status_t zsh_optim_dev_sumsq(zsh_optim_t *opt, const void *g, size_t n, bool first);
+zsh_status_t zsh_optim_dev_sumsq_get(zsh_optim_t *opt, double *sum_p);
+/* Offload from the device: a reduced shard goes down as its reduction ends;
+ * the step waits for every one, updates a bucket on the host and sends its
+ * parameters up; closing the step adds up the copies' times. */
+zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b);
+zsh_status_t zsh_optim_dev_grads_landed(zsh_optim_t *opt);
+zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
+                                            const zsh_update_t *u);
+void         zsh_optim_dev_close_step(zsh_optim_t *opt);
+void         zsh_optim_dev_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 
 /* Convert @n elements between fp32 and the layer's half precision @dtype. */
 void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);

@@ -78,6 +78,36 @@ static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *
     return ZSH_OK;
 }
 
+/* Update one bucket (unless the NVMe tier's sub-groups did) and publish it
+ * at stages 1-2. */
+static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
+                                          const zsh_update_t *u)
+{
+    zsh_status_t status = ZSH_OK;
+
+    if (opt->device && !opt->dev_update) {
+        if (opt->cfg.stage == 2) {
+            b->publish = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
+                                           zsh_obucket_full_bytes(opt, b));
+            if (b->publish == NULL) {
+                return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes",
+                                 zsh_obucket_full_bytes(opt, b));
+            }
+        }
+        status = zsh_optim_dev_update_offloaded(opt, b, u);
+    } else if (opt->tiers.aio == NULL) {
+        status = zsh_optim_update_bucket(opt, b, u);
+    }
+    if ((status == ZSH_OK) && ((opt->cfg.stage == 1) || (opt->cfg.stage == 2))) {
+        status = zsh_optim_publish_bucket(opt, b);
+    }
+    if ((status != ZSH_OK) && (b->publish != NULL)) {
+        zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->publish, zsh_obucket_full_bytes(opt, b));
+        b->publish = NULL;
+    }
+    return status;
+}
+
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
 {
     zsh_update_t u;
@@ -104,6 +134,9 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
      * the others waiting in it. */
     status = zsh_optim_grads_wait(opt);
     zsh_optim_grad_writes_wait(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_grads_landed(opt); /* offload: the shards copied down */
+    }
     if ((status == ZSH_OK) && (opt->cfg.stage == 3)) {
         zsh_optim_param_reads_drop(opt);
         status = zsh_optim_drop_gathers(opt); /* the update would make them stale */
@@ -131,17 +164,16 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
                 return status;
             }
         }
-        for (i = 0; i < opt->nbuckets; i++) {
-            if (opt->tiers.aio == NULL) {
-                zsh_optim_update_bucket(opt, &opt->buckets[i], &u);
-            }
-            if ((opt->cfg.stage == 1) || (opt->cfg.stage == 2)) {
-                status = zsh_optim_publish_bucket(opt, &opt->buckets[i]);
-                if (status != ZSH_OK) {
-                    zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
-                    return status;
-                }
-            }
+        for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
+            status = zsh_optim_step_bucket(opt, &opt->buckets[i], &u);
+        }
+        zsh_optim_dev_close_step(opt);
+        if (status == ZSH_OK) {
+            status = zsh_optim_dev_sync(opt); /* the step returns once its device work is done */
+        }
+        if (status != ZSH_OK) {
+            zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+            return status;
         }
     }
     zsh_optim_step_close(opt);

@@ -39,7 +39,7 @@ static int zsh_tier_of(const zsh_optim_t *opt, zsh_tkind_t kind)
     case ZSH_TK_GRADS:
         return (opt->cfg.stage >= 2) ? (int)opt->cfg.offload_optimizer : -1;
     case ZSH_TK_MASTER:
-        return opt->mixed ? (int)opt->cfg.offload_optimizer : -1;
+        return opt->has_master ? (int)opt->cfg.offload_optimizer : -1;
     case ZSH_TK_EXP_AVG:
         return (opt->nstates >= 1) ? (int)opt->cfg.offload_optimizer : -1;
     default:

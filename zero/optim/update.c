@@ -12,8 +12,6 @@
 
 #include "core/status.h"
 
-#include <string.h>
-
 /* Where flat element @s of @param lives: in the framework's buffer, or in
  * the stage 3 shard. */
 static void *zsh_optim_param_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param, size_t s)
@@ -49,27 +47,53 @@ static void *zsh_optim_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param
     }
 }
 
-/* The rule over the owned flat elements [s0, e0) of @b. */
-static void zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
-                                   size_t s0, size_t e0, const zsh_swap_view_t *view)
+/* The rule over the owned flat elements [s0, e0) of @b; the updated
+ * parameters of a master-weight optimizer go to @out (indexed from b->lo)
+ * when given, else to their place. At stage 3 every array is contiguous
+ * over the shard, so the range is one run; below, one run per parameter. */
+static zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b,
+                                           const zsh_update_t *u, size_t s0, size_t e0,
+                                           const zsh_swap_view_t *view, char *out)
 {
+    zsh_tkind_t pk = opt->has_master ? ZSH_TK_MASTER : ZSH_TK_PARAMS;
     size_t i, s, e;
     zsh_param_t *param;
-    float *p;
+    zsh_status_t status;
+    void *o;
 
     for (i = 0; i < b->nparams; i++) {
         param = b->params[i];
-        if (!zsh_param_overlap(param, s0, e0, &s, &e)) {
+        if ((opt->cfg.stage == 3) && (view == NULL) && (s0 < e0)) {
+            s = s0;
+            e = e0;
+        } else if (!zsh_param_overlap(param, s0, e0, &s, &e)) {
             continue;
         }
-        p = zsh_optim_at(opt, b, param, opt->mixed ? ZSH_TK_MASTER : ZSH_TK_PARAMS, s, view);
-        zsh_optim_apply_out(opt, p, zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
-                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
-                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view),
-                            opt->mixed ? zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view)
-                                       : NULL,
-                            e - s, u);
+        o = !opt->has_master ? NULL
+            : (out != NULL)  ? out + (s - b->lo) * opt->esize
+                             : zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view);
+        if (opt->dev_update) {
+            status = zsh_optim_dev_apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
+                                         zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                                         zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                                         zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view),
+                                         o, e - s, u);
+            if (status != ZSH_OK) {
+                zsh_error_prefix("zsh_optim_step: parameter '%s': ", param->name);
+                return status;
+            }
+        } else {
+            zsh_optim_apply_out(opt, zsh_optim_at(opt, b, param, pk, s, view),
+                                zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                                zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                                zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), o, e - s,
+                                u);
+        }
+        if ((opt->cfg.stage == 3) && (view == NULL)) {
+            break;
+        }
     }
+    return ZSH_OK;
 }
 
 /* The end of the owned flat range: the whole bucket at stage 0. */
@@ -78,10 +102,17 @@ static size_t zsh_optim_owned_end(const zsh_optim_t *opt, const zsh_obucket_t *b
     return (opt->cfg.stage == 0) ? b->numel : b->hi;
 }
 
-void zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u)
+zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u)
 {
-    zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b), zsh_optim_owned_end(opt, b),
-                           NULL);
+    return zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b),
+                                  zsh_optim_owned_end(opt, b), NULL, NULL);
+}
+
+void zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                void *out)
+{
+    (void)zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b), zsh_optim_owned_end(opt, b),
+                                 NULL, out); /* on the host: cannot fail */
 }
 
 void zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
@@ -95,35 +126,45 @@ void zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_
     }
     s0 = base + ((view->lo > b->foff) ? view->lo - b->foff : 0);
     e0 = base + ((view->hi - b->foff < region) ? view->hi - b->foff : region);
-    zsh_optim_update_range(opt, b, u, s0, (e0 < end) ? e0 : end, view);
+    /* The swapped tiers are on the host: this cannot fail. */
+    (void)zsh_optim_update_range(opt, b, u, s0, (e0 < end) ? e0 : end, view, NULL);
 }
 
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     size_t bytes = zsh_obucket_full_bytes(opt, b), i, s, e;
+    zsh_status_t status = ZSH_OK;
     zsh_param_t *param;
-    zsh_status_t status;
     char *full;
 
-    full = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, bytes);
+    /* Offload from the device sent this rank's block up into it already. */
+    full       = b->publish;
+    b->publish = NULL;
     if (full == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes", bytes);
-    }
-    for (i = 0; i < b->nparams; i++) {
-        param = b->params[i];
-        if (zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
-            memcpy(full + s * opt->esize, zsh_optim_param_at(opt, b, param, s),
-                   (e - s) * opt->esize);
+        full = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, bytes);
+        if (full == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes", bytes);
+        }
+        for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
+            param = b->params[i];
+            if (zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
+                status = zsh_optim_copy(opt, full + s * opt->esize,
+                                        zsh_optim_param_at(opt, b, param, s),
+                                        (e - s) * opt->esize);
+            }
         }
     }
     /* In place: this rank's block already sits at rank * count. */
-    status = zsh_optim_comm_status(
-        opt, zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
-                           opt->cfg.precision, opt->comm));
-    opt->comm_bytes += bytes;
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_status(
+            opt, zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
+                               opt->cfg.precision, opt->comm));
+        opt->comm_bytes += bytes;
+    }
     for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
-        param = b->params[i];
-        memcpy(param->buf, full + param->offset * opt->esize, param->numel * opt->esize);
+        param  = b->params[i];
+        status = zsh_optim_copy(opt, param->buf, full + param->offset * opt->esize,
+                                param->numel * opt->esize);
     }
     /* After a failure, its transfers may still write it. */
     zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, full, bytes,
