@@ -13,7 +13,9 @@
 #
 # Usage: bash tests/system/gpu/run.sh [OUT]   (OUT: where logs and tables go)
 # Environment: ZSH_GPU_DEBS (the .deb folder), ZSH_GPU_PREFIX (where they are
-# unpacked), ZSH_GPU_BUILD (build directory), CUDA_HOME (default /usr/local/cuda).
+# unpacked), ZSH_GPU_BUILD (build directory), CUDA_HOME (default /usr/local/cuda),
+# ZSH_GPU_STEPS (the steps after the build to run, by name; default: all),
+# ZSH_GPU_EXTRA (a command run last in the build directory).
 # Exit status: 0 when every step passed; the summary lists each step.
 set -u
 top=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -31,6 +33,9 @@ failed=0
 step() { # step NAME COMMAND...: run, log to OUT/NAME.log, record the result
     local name=$1 rc t0=$SECONDS
     shift
+    if [ -n "${ZSH_GPU_STEPS:-}" ] && [[ " unpack_debs configure build extra $ZSH_GPU_STEPS " != *" $name "* ]]; then
+        return 0
+    fi
     "$@" >"$out/$name.log" 2>&1
     rc=$?
     printf '%-28s %s (%d s)\n' "$name" "$([ $rc = 0 ] && echo ok || echo "FAILED rc=$rc")" \
