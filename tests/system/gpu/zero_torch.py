@@ -396,6 +396,19 @@ def print_stats(label, s):
              s.nbuckets))
 
 
+def no_tf32():
+    """fp32 matmuls in fp32 on the device (the default; said, in case the
+    environment changed it). torch 2.9 and later refuse a mix of the legacy
+    allow_tf32 flags and the fp32_precision ones, so one of the two is set."""
+    matmul = torch.backends.cuda.matmul
+    try:
+        matmul.fp32_precision = "ieee"
+        return
+    except Exception:  # torch before 2.9: no such setting
+        pass
+    matmul.allow_tf32 = False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("lib", nargs="?",
@@ -404,10 +417,7 @@ def main():
     args = ap.parse_args()
     print("torch %s, library %s" % (torch.__version__, args.lib))
     torch.set_num_threads(1)  # one summation order on the host, run after run
-    if hasattr(torch, "set_float32_matmul_precision"):
-        torch.set_float32_matmul_precision("highest")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    no_tf32()
 
     lib = Lib(args.lib)
     model, init, batches = make_problem()
