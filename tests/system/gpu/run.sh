@@ -109,6 +109,16 @@ optim_bench_table() {
     "$build/perf/zsh_optim_bench" --device cuda -n 1m,16m,64m,256m
 }
 
+# ZeRO stage 3 of a torch model through the C API: host, device and offload
+# give the same losses. Its skip (77, no CUDA) counts as a failure here.
+zero_torch() {
+    local py
+    for py in ${PYTHON:-} /usr/bin/python3 python3; do
+        "$py" -c 'import torch' 2>/dev/null && break
+    done
+    "$py" "$top/tests/system/gpu/zero_torch.py" "$build/.libs/libzeroshard.so"
+}
+
 nvidia-smi -L >"$out/gpu.txt" 2>&1
 step unpack_debs unpack || exit 1
 setup_env
@@ -120,6 +130,7 @@ step bench_tables bench_tables
 step bench_told bench_told
 step optim_bench_tests optim_bench_tests
 step optim_bench_table optim_bench_table
+step zero_torch zero_torch
 if [ -n "${ZSH_GPU_EXTRA:-}" ]; then
     step extra bash -c "cd '$build' && $ZSH_GPU_EXTRA"
 fi
