@@ -409,12 +409,23 @@ def no_tf32():
     matmul.allow_tf32 = False
 
 
+def set_shape(hidden, bucket):
+    global HIDDEN, BUCKET_SIZE
+    HIDDEN, BUCKET_SIZE = hidden, bucket
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("lib", nargs="?",
                     default=os.environ.get("ZSH_LIB", os.path.join("build", ".libs",
                                                                    "libzeroshard.so")))
+    ap.add_argument("--hidden", type=int, default=HIDDEN,
+                    help="width of the hidden layers (default %(default)s); a wide one makes "
+                         "the offloaded copies long enough to time their overlap")
+    ap.add_argument("--bucket", type=int, default=BUCKET_SIZE,
+                    help="bucket size in bytes (default %(default)s)")
     args = ap.parse_args()
+    set_shape(args.hidden, args.bucket)
     print("torch %s, library %s" % (torch.__version__, args.lib))
     torch.set_num_threads(1)  # one summation order on the host, run after run
     no_tf32()
