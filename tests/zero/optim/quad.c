@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ZSH_QUAD_BATCH 12
 
@@ -77,8 +78,45 @@ static double zsh_quad_grad(zsh_dtype_t dt, const void *w, size_t p, int first, 
     return loss;
 }
 
+/* Buffers of one training: the model's gradient and, with run->mem, a host
+ * copy of the fetched values and one gradient buffer per parameter there
+ * (a gradient handed over is never rewritten before the step). */
+typedef struct zsh_quad_bufs {
+    void *grad, *host;
+    void *init[ZSH_QUAD_NPARAMS], *there[ZSH_QUAD_NPARAMS], *grads[ZSH_QUAD_NPARAMS];
+} zsh_quad_bufs_t;
+
+static size_t zsh_quad_bytes(zsh_dtype_t dt, size_t p)
+{
+    return zsh_quad_sizes[p] * ((dt == ZSH_FLOAT32) ? sizeof(float) : sizeof(uint16_t));
+}
+
+/* The values a fetch of parameter @p returned at @w, readable here. */
+static const void *zsh_quad_view(const zsh_quad_run_t *run, zsh_quad_bufs_t *b, zsh_dtype_t dt,
+                                 size_t p, const void *w)
+{
+    if (run->mem == NULL) {
+        return w;
+    }
+    if (!run->mem->get(b->host, w, zsh_quad_bytes(dt, p))) {
+        memset(b->host, 0, zsh_quad_bytes(dt, p));
+    }
+    return b->host;
+}
+
+/* The gradient of parameter @p, computed into b->grad, where it is handed over. */
+static const void *zsh_quad_hand(const zsh_quad_run_t *run, zsh_quad_bufs_t *b, zsh_dtype_t dt,
+                                 size_t p)
+{
+    if (run->mem == NULL) {
+        return b->grad;
+    }
+    (void)run->mem->put(b->grads[p], b->grad, zsh_quad_bytes(dt, p));
+    return b->grads[p];
+}
+
 static bool zsh_quad_step(zsh_comm_t *comm, zsh_optim_t *opt, zsh_param_t **params,
-                          zsh_dtype_t dt, int step, zsh_quad_run_t *run, void *grad)
+                          zsh_dtype_t dt, int step, zsh_quad_run_t *run, zsh_quad_bufs_t *b)
 {
     int n = zsh_comm_size(comm), r = zsh_comm_rank(comm);
     int first = ZSH_QUAD_BATCH * r / n, rows = ZSH_QUAD_BATCH * (r + 1) / n - first;
@@ -91,20 +129,22 @@ static bool zsh_quad_step(zsh_comm_t *comm, zsh_optim_t *opt, zsh_param_t **para
     for (k = 0; k < ZSH_QUAD_NPARAMS; k++) {  /* forward */
         p = (order != NULL) ? order[k] : k;
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], &w));
-        loss += zsh_quad_grad(dt, w, p, first, rows, step, scale, grad);
+        loss += zsh_quad_grad(dt, zsh_quad_view(run, b, dt, p, w), p, first, rows, step, scale,
+                              b->grad);
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, params[p]));
     }
     for (k = ZSH_QUAD_NPARAMS; k-- > 0;) {   /* backward */
         p = (order != NULL) ? order[k] : k;
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], &w));
-        zsh_quad_grad(dt, w, p, first, rows, step, scale, grad);
+        zsh_quad_grad(dt, zsh_quad_view(run, b, dt, p, w), p, first, rows, step, scale, b->grad);
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, params[p]));
         if ((r == run->bad_rank) && (step == run->bad_step)) {
             for (e = 0; e < zsh_quad_sizes[p]; e++) {
-                zsh_quad_put(dt, grad, e, zsh_quad_get(dt, grad, e) * INFINITY);
+                zsh_quad_put(dt, b->grad, e, zsh_quad_get(dt, b->grad, e) * INFINITY);
             }
         }
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, params[p], grad));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, params[p],
+                                                       zsh_quad_hand(run, b, dt, p)));
     }
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &run->applied[step - 1]));
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(&loss, &run->loss[step - 1], 1, ZSH_FLOAT64, ZSH_SUM,
@@ -114,56 +154,96 @@ static bool zsh_quad_step(zsh_comm_t *comm, zsh_optim_t *opt, zsh_param_t **para
 
 /* Copy the full parameters out as fp32. */
 static void zsh_quad_collect(zsh_optim_t *opt, zsh_param_t **params, zsh_dtype_t dt,
-                             zsh_quad_run_t *run)
+                             zsh_quad_run_t *run, zsh_quad_bufs_t *b)
 {
+    const void *v;
     size_t p, e;
     void *w;
 
     for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
         run->final[p] = calloc(zsh_quad_sizes[p], sizeof(float));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], &w));
+        v = zsh_quad_view(run, b, dt, p, w);
         for (e = 0; e < zsh_quad_sizes[p]; e++) {
-            run->final[p][e] = zsh_quad_get(dt, w, e);
+            run->final[p][e] = zsh_quad_get(dt, v, e);
         }
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, params[p]));
     }
+}
+
+/* The initial values, and with run->mem their copies and the gradient
+ * buffers there; false after a test failure. */
+static bool zsh_quad_bufs_make(const zsh_quad_run_t *run, zsh_dtype_t dt, zsh_quad_bufs_t *b)
+{
+    size_t p, e;
+
+    b->grad = calloc(1024, sizeof(float));
+    b->host = calloc(1024, sizeof(float));
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        b->init[p] = calloc(zsh_quad_sizes[p], sizeof(float));
+        for (e = 0; e < zsh_quad_sizes[p]; e++) {
+            zsh_quad_put(dt, b->init[p], e, (float)cos(0.11 * (double)e + (double)p));
+        }
+        if (run->mem != NULL) {
+            b->there[p] = run->mem->alloc(zsh_quad_bytes(dt, p));
+            b->grads[p] = run->mem->alloc(zsh_quad_bytes(dt, p));
+            if ((b->there[p] == NULL) || (b->grads[p] == NULL) ||
+                !run->mem->put(b->there[p], b->init[p], zsh_quad_bytes(dt, p))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static void zsh_quad_bufs_free(const zsh_quad_run_t *run, zsh_quad_bufs_t *b)
+{
+    size_t p;
+
+    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
+        if (run->mem != NULL) {
+            run->mem->release(b->grads[p]);
+            run->mem->release(b->there[p]);
+        }
+        free(b->init[p]);
+    }
+    free(b->host);
+    free(b->grad);
 }
 
 bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
                     zsh_quad_run_t *run)
 {
     zsh_param_t *params[ZSH_QUAD_NPARAMS];
-    void *init[ZSH_QUAD_NPARAMS], *grad = calloc(1024, sizeof(float));
+    zsh_quad_bufs_t b = {0};
     zsh_dtype_t dt = cfg->precision;
     zsh_optim_t *opt;
     char name[32];
-    size_t p, e;
+    size_t p;
     int k;
 
+    if (!zsh_quad_bufs_make(run, dt, &b)) {
+        zsh_quad_bufs_free(run, &b);
+        return false;
+    }
     if (zsh_optim_create(comm, cfg, &opt) != ZSH_OK) {
         zsh_test_fail(__FILE__, __LINE__, "zsh_optim_create: %s", zsh_last_error());
-        free(grad);
+        zsh_quad_bufs_free(run, &b);
         return false;
     }
     for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
-        init[p] = calloc(zsh_quad_sizes[p], sizeof(float));
-        for (e = 0; e < zsh_quad_sizes[p]; e++) {
-            zsh_quad_put(dt, init[p], e, (float)cos(0.11 * (double)e + (double)p));
-        }
         snprintf(name, sizeof(name), "quad%zu", p);
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, name, zsh_quad_sizes[p], dt, init[p],
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, name, zsh_quad_sizes[p], dt,
+                                                     (run->mem != NULL) ? b.there[p] : b.init[p],
                                                      &params[p]));
     }
     for (k = 1; (k <= steps) && (zsh_test_failures() == 0); k++) {
-        zsh_quad_step(comm, opt, params, dt, k, run, grad);
+        zsh_quad_step(comm, opt, params, dt, k, run, &b);
     }
-    zsh_quad_collect(opt, params, dt, run);
+    zsh_quad_collect(opt, params, dt, run, &b);
     zsh_optim_get_stats(opt, &run->stats);
     zsh_optim_destroy(opt);
-    for (p = 0; p < ZSH_QUAD_NPARAMS; p++) {
-        free(init[p]);
-    }
-    free(grad);
+    zsh_quad_bufs_free(run, &b);
     return zsh_test_failures() == 0;
 }
 

@@ -21,6 +21,20 @@
 
 extern const size_t zsh_quad_sizes[ZSH_QUAD_NPARAMS];
 
+/*
+ * Where the buffers handed to the optimizer live, for a framework whose
+ * parameters and gradients are not host memory (CUDA device memory, say):
+ * the initial values and each gradient are put there, and what a fetch
+ * returns is got back to the host, where the model computes. NULL in
+ * zsh_quad_run_t::mem: host memory, handed over as computed.
+ */
+typedef struct zsh_quad_mem {
+    void *(*alloc)(size_t bytes);                            /* NULL after a test failure */
+    void  (*release)(void *buf);
+    bool  (*put)(void *dst, const void *src, size_t bytes);  /* host to there */
+    bool  (*get)(void *dst, const void *src, size_t bytes);  /* there to host */
+} zsh_quad_mem_t;
+
 /* Ψ, the elements of all parameters. */
 size_t zsh_quad_psi(void);
 
@@ -34,6 +48,8 @@ typedef struct zsh_quad_run {
     const size_t     *(*order)(int step);
     /* Optional: multiply rank @bad_rank's gradient by inf at step @bad_step (1-based). */
     int               bad_rank, bad_step;
+    /* Optional: where parameters and gradients live (NULL: host memory). */
+    const zsh_quad_mem_t *mem;
 } zsh_quad_run_t;
 
 /* Train @steps steps with @cfg on @comm; false after a failed expectation. */
