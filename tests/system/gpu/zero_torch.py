@@ -40,6 +40,10 @@ import torch.nn.functional as F
 
 STEPS = 10
 RTOL = 1e-5
+# The final parameters against torch's AdamW: its formula rounds differently,
+# and where a gradient element is near zero the update's sign can follow the
+# rounding, moving that weight by up to 2 lr; a wrong rule is off by far more.
+PARAMS_RTOL = 1e-4
 SEED = 1234
 BATCH, D_IN, HIDDEN, D_OUT = 64, 64, 256, 16
 LR, BETAS, EPS, WD = 3e-3, (0.9, 0.999), 1e-8, 0.1
@@ -459,7 +463,7 @@ def main():
         for i in range(STEPS):
             print("%4d " % i + "".join("%16.9f" % runs[k][0][i] for k in runs))
         print()
-        compare("host vs torch AdamW", host, ref, failures, params_rtol=RTOL)
+        compare("host vs torch AdamW", host, ref, failures, params_rtol=PARAMS_RTOL)
         if skip is None:
             compare("device vs host", runs["device"], host, failures)
             compare("offload vs host", runs["offload"], host, failures)
