@@ -41,8 +41,12 @@
  * collectives on a communicator the layout splits from the optimizer's for
  * that stream (the caller's communicator keeps its own). Calls return once
  * their work is enqueued, except zsh_optim_fetch() and zsh_optim_step(),
- * which return once it is done. Parameters and gradients are all host
- * memory or all device memory. With offload_optimizer cpu the states and
+ * which return once it is done. The stream orders the caller's work too:
+ * a gradient is read, and a released parameter's buffer freed, in that
+ * stream's order, so produce gradients and use fetched parameters on that
+ * stream (or make it wait for the stream that does), and write a handed-over
+ * gradient's buffer again only after zsh_optim_step(). Parameters and
+ * gradients are all host memory or all device memory. With offload_optimizer cpu the states and
  * master weights live in pinned host memory: each bucket's reduced
  * gradient shard is copied there on a copy stream as its reduction ends,
  * the step runs on the host, and each bucket's updated parameters are
