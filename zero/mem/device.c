@@ -47,14 +47,14 @@ void *zsh_dev_alloc(zsh_place_t place, size_t bytes, void *stream)
         return ptr;
     }
     err = cudaMallocAsync(&ptr, (bytes == 0) ? 1 : bytes, (cudaStream_t)stream);
-    if (err == cudaSuccess) {
-        err = cudaMemsetAsync(ptr, 0, bytes, (cudaStream_t)stream);
-        if (err != cudaSuccess) {
-            (void)cudaFreeAsync(ptr, (cudaStream_t)stream);
-        }
-    }
     if (err != cudaSuccess) {
         zsh_dev_error(err, "cudaMallocAsync");
+        return NULL;
+    }
+    err = cudaMemsetAsync(ptr, 0, bytes, (cudaStream_t)stream);
+    if (err != cudaSuccess) {
+        zsh_dev_error(err, "cudaMemsetAsync");
+        (void)cudaFreeAsync(ptr, (cudaStream_t)stream);
         return NULL;
     }
     return ptr;

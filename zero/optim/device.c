@@ -344,7 +344,18 @@ zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
     return status;
 }
 
-zsh_status_t zsh_optim_dev_grads_landed(zsh_optim_t *opt)
+zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status)
+{
+    if ((status != ZSH_OK) && opt->device) {
+        /* The other ranks would wait in the next collective for this one:
+         * stop them, naming this rank, and keep the failure. */
+        zsh_optim_comm_status(opt, status);
+        zsh_comm_abort(opt->comm);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt)
 {
     double t0;
     zsh_status_t status;

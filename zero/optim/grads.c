@@ -66,6 +66,8 @@ static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
  * way: they leave the pool and go through the communicator. */
 static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_status_t status)
 {
+    bool reduced = b->req != NULL; /* else a staging buffer dropped unreduced */
+
     zsh_request_free(b->req);
     b->req = NULL;
     zsh_optim_comm_status(opt, status);
@@ -78,11 +80,12 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
             b->gtransit = NULL;
         }
     }
-    if ((b->staging != NULL) && (status == ZSH_OK) && opt->device && !opt->dev_update) {
+    if ((b->staging != NULL) && reduced && (status == ZSH_OK) && opt->device &&
+        !opt->dev_update) {
         /* Offload from the device: the shard goes down, and the staging
          * buffer is freed behind that copy. */
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
-        zsh_optim_comm_status(opt, zsh_optim_dev_grad_down(opt, b));
+        zsh_optim_dev_failed(opt, zsh_optim_dev_grad_down(opt, b));
     }
     if (b->staging != NULL) {
         zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,

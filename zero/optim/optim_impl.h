@@ -182,9 +182,7 @@ static inline size_t zsh_obucket_full_bytes(const zsh_optim_t *opt, const zsh_ob
  * byte count of the layout or its accounting can wrap. */
 static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
 {
-    bool master = opt->mixed || (opt->cfg.offload_optimizer != ZSH_OFFLOAD_NONE);
-
-    return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (master ? 1 : 0));
+    return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->has_master ? 1 : 0));
 }
 
 /* tier.c: the offload tiers. */
@@ -300,7 +298,10 @@ zsh_status_t zsh_optim_dev_sumsq_get(zsh_optim_t *opt, double *sum_p);
  * the step waits for every one, updates a bucket on the host and sends its
  * parameters up; closing the step adds up the copies' times. */
 zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b);
-zsh_status_t zsh_optim_dev_grads_landed(zsh_optim_t *opt);
+zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt);
+/* A failure of the device's own work in a collective path: recorded as the
+ * optimizer's, and the communicator aborted so no rank waits for this one. */
+zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status);
 zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
                                             const zsh_update_t *u);
 void         zsh_optim_dev_close_step(zsh_optim_t *opt);

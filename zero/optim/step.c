@@ -102,6 +102,7 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
         status = zsh_optim_publish_bucket(opt, b);
     }
     if ((status != ZSH_OK) && (b->publish != NULL)) {
+        (void)zsh_optim_dev_copies_wait(opt); /* a copy up may still write it */
         zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->publish, zsh_obucket_full_bytes(opt, b));
         b->publish = NULL;
     }
@@ -135,7 +136,8 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     status = zsh_optim_grads_wait(opt);
     zsh_optim_grad_writes_wait(opt);
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_grads_landed(opt); /* offload: the shards copied down */
+        /* offload: the shards copied down */
+        status = zsh_optim_dev_failed(opt, zsh_optim_dev_copies_wait(opt));
     }
     if ((status == ZSH_OK) && (opt->cfg.stage == 3)) {
         zsh_optim_param_reads_drop(opt);
@@ -171,6 +173,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         if (status == ZSH_OK) {
             status = zsh_optim_dev_sync(opt); /* the step returns once its device work is done */
         }
+        zsh_optim_dev_failed(opt, status);
         if (status != ZSH_OK) {
             zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
             return status;
