@@ -29,14 +29,6 @@ void *zsh_dev_alloc(zsh_place_t place, size_t bytes, void *stream)
     cudaError_t err;
     void *ptr = NULL;
 
-    if (place == ZSH_PLACE_HOST) {
-        /* 64-byte lines for the host kernels, as zsh_account_alloc() gives. */
-        if (posix_memalign(&ptr, 64, (bytes == 0) ? 1 : bytes) != 0) {
-            return NULL;
-        }
-        memset(ptr, 0, bytes);
-        return ptr;
-    }
     if (place == ZSH_PLACE_PINNED) {
         err = cudaHostAlloc(&ptr, (bytes == 0) ? 1 : bytes, cudaHostAllocPortable);
         if (err != cudaSuccess) {
@@ -184,18 +176,11 @@ bool zsh_dev_built(void)
 
 void *zsh_dev_alloc(zsh_place_t place, size_t bytes, void *stream)
 {
-    void *ptr;
-
+    (void)place;
+    (void)bytes;
     (void)stream;
-    if (place != ZSH_PLACE_HOST) {
-        zsh_dev_absent("zsh_dev_alloc");
-        return NULL;
-    }
-    if (posix_memalign(&ptr, 64, (bytes == 0) ? 1 : bytes) != 0) {
-        return NULL;
-    }
-    memset(ptr, 0, bytes);
-    return ptr;
+    zsh_dev_absent("zsh_dev_alloc");
+    return NULL;
 }
 
 void zsh_dev_free(zsh_place_t place, void *ptr, void *stream)

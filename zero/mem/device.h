@@ -32,8 +32,9 @@ typedef enum {
  * zsh_last_error(). */
 bool zsh_dev_built(void);
 
-/* @bytes zeroed bytes at @place (device: allocated and zeroed in order on
- * @stream), or NULL with the reason in zsh_last_error(). */
+/* @bytes zeroed bytes at @place, pinned or device (device: allocated and
+ * zeroed in order on @stream), or NULL with the reason in zsh_last_error().
+ * Host memory is zsh_account_alloc()'s own. */
 void *zsh_dev_alloc(zsh_place_t place, size_t bytes, void *stream);
 
 /* Free what zsh_dev_alloc() returned for @place (device: in order on
