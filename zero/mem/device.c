@@ -71,6 +71,20 @@ void zsh_dev_free_pinned(void *ptr)
     zsh_dev_free(ZSH_PLACE_PINNED, ptr, NULL);
 }
 
+zsh_status_t zsh_dev_host_register(void *ptr, size_t bytes)
+{
+    cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable);
+
+    return (err == cudaSuccess) ? ZSH_OK : zsh_dev_error(err, "cudaHostRegister");
+}
+
+void zsh_dev_host_unregister(void *ptr)
+{
+    if (cudaHostUnregister(ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+}
+
 zsh_status_t zsh_dev_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
     cudaError_t err;
@@ -148,6 +162,16 @@ zsh_status_t zsh_dev_event_sync(void *event)
     return (err == cudaSuccess) ? ZSH_OK : zsh_dev_error(err, "cudaEventSynchronize");
 }
 
+zsh_status_t zsh_dev_event_query(void *event)
+{
+    cudaError_t err = cudaEventQuery((cudaEvent_t)event);
+
+    if (err == cudaErrorNotReady) {
+        return ZSH_INPROGRESS;
+    }
+    return (err == cudaSuccess) ? ZSH_OK : zsh_dev_error(err, "cudaEventQuery");
+}
+
 double zsh_dev_event_elapsed(void *start, void *end)
 {
     float ms = 0.0f;
@@ -192,6 +216,18 @@ void zsh_dev_free(zsh_place_t place, void *ptr, void *stream)
 }
 
 void zsh_dev_free_pinned(void *ptr)
+{
+    (void)ptr;
+}
+
+zsh_status_t zsh_dev_host_register(void *ptr, size_t bytes)
+{
+    (void)ptr;
+    (void)bytes;
+    return zsh_dev_absent("zsh_dev_host_register");
+}
+
+void zsh_dev_host_unregister(void *ptr)
 {
     (void)ptr;
 }
@@ -249,6 +285,12 @@ zsh_status_t zsh_dev_event_sync(void *event)
 {
     (void)event;
     return zsh_dev_absent("zsh_dev_event_sync");
+}
+
+zsh_status_t zsh_dev_event_query(void *event)
+{
+    (void)event;
+    return zsh_dev_absent("zsh_dev_event_query");
 }
 
 double zsh_dev_event_elapsed(void *start, void *end)

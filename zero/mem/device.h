@@ -44,6 +44,11 @@ void zsh_dev_free(zsh_place_t place, void *ptr, void *stream);
 /* Free pinned host memory: a release function of one argument. */
 void zsh_dev_free_pinned(void *ptr);
 
+/* Page-lock host memory from malloc (and give it back) so that copies
+ * between it and the device run at full speed without blocking the host. */
+zsh_status_t zsh_dev_host_register(void *ptr, size_t bytes);
+void         zsh_dev_host_unregister(void *ptr);
+
 /* Copy @bytes between any two places, enqueued on @stream. */
 zsh_status_t zsh_dev_copy(void *dst, const void *src, size_t bytes, void *stream);
 
@@ -63,6 +68,8 @@ zsh_status_t zsh_dev_event_record(void *event, void *stream);
 zsh_status_t zsh_dev_stream_wait(void *stream, void *event);
 /* Wait for @event on the host. */
 zsh_status_t zsh_dev_event_sync(void *event);
+/* ZSH_OK once @event is done, ZSH_INPROGRESS before. */
+zsh_status_t zsh_dev_event_query(void *event);
 /* Seconds between two completed events. */
 double       zsh_dev_event_elapsed(void *start, void *end);
 

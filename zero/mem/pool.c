@@ -1,5 +1,7 @@
 #include "mem/pool.h"
 
+#include "mem/device.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,10 +13,19 @@ struct zsh_pool_block {
 
 void zsh_pool_init(zsh_pool_t *pool, size_t limit)
 {
-    pool->limit = limit;
-    pool->held  = 0;
-    pool->peak  = 0;
-    pool->free  = NULL;
+    pool->limit  = limit;
+    pool->held   = 0;
+    pool->peak   = 0;
+    pool->free   = NULL;
+    pool->pinned = false;
+}
+
+/* A block leaves the pool: unlocked first if the pool locked it. */
+static void zsh_pool_release(const zsh_pool_t *pool, void *ptr)
+{
+    if (pool->pinned) {
+        zsh_dev_host_unregister(ptr);
+    }
 }
 
 static void zsh_pool_drop(zsh_pool_t *pool, zsh_pool_block_t **link)
@@ -23,6 +34,7 @@ static void zsh_pool_drop(zsh_pool_t *pool, zsh_pool_block_t **link)
 
     *link       = blk->next;
     pool->held -= blk->bytes;
+    zsh_pool_release(pool, blk->ptr);
     free(blk->ptr);
     free(blk);
 }
@@ -33,6 +45,7 @@ void zsh_pool_retire(zsh_pool_t *pool, void *ptr, size_t bytes, zsh_comm_t *comm
         return;
     }
     pool->held -= bytes;
+    zsh_pool_release(pool, ptr);
     if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, free) != ZSH_OK)) {
         free(ptr);
     }
@@ -71,6 +84,10 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
      * rank's cross-memory write) is then never seen as uninitialised by
      * valgrind, and costs only the page faults its first use takes anyway. */
     memset(ptr, 0, bytes);
+    if (pool->pinned && (zsh_dev_host_register(ptr, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != ZSH_OK)) {
+        free(ptr);
+        return NULL;
+    }
     pool->held += bytes;
     if (pool->held > pool->peak) {
         pool->peak = pool->held;
@@ -89,6 +106,7 @@ void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes)
     if (blk == NULL) {
         /* Cannot keep it: give it back to the system instead. */
         pool->held -= bytes;
+        zsh_pool_release(pool, ptr);
         free(ptr);
         return;
     }

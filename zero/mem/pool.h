@@ -5,12 +5,15 @@
  * is the most host memory these buffers ever take; the peak is reported.
  * Blocks are aligned for O_DIRECT and freed ones are kept for a request of
  * the same size, since the step asks for the same sizes again and again.
+ * A pinned pool page-locks its blocks for the device (zsh_dev_host_register)
+ * once, when it allocates them, so that reuse keeps them locked.
  */
 #ifndef ZSH_MEM_POOL_H_
 #define ZSH_MEM_POOL_H_
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ZSH_POOL_ALIGN 4096
@@ -22,6 +25,7 @@ typedef struct zsh_pool {
     size_t            held;   /* bytes held now */
     size_t            peak;   /* the most held at once */
     zsh_pool_block_t *free;   /* kept blocks */
+    bool              pinned; /* blocks are page-locked for device copies */
 } zsh_pool_t;
 
 void zsh_pool_init(zsh_pool_t *pool, size_t limit);
@@ -31,7 +35,7 @@ void zsh_pool_fini(zsh_pool_t *pool);
 
 /* @bytes (a multiple of ZSH_POOL_ALIGN) aligned to ZSH_POOL_ALIGN, or NULL
  * when they do not fit in the limit even after dropping the kept blocks, or
- * the system has no memory. */
+ * the system has no memory (or a pinned pool could not lock them). */
 void *zsh_pool_get(zsh_pool_t *pool, size_t bytes);
 
 /* Give back a block zsh_pool_get() returned for @bytes; NULL is ignored. */

@@ -14,6 +14,13 @@
  * stream while the host updates the next bucket. Events around every copy
  * time the copy stream; the host's waits for it are timed too, so the stats
  * say how much of the copying was hidden.
+ *
+ * With offload_optimizer nvme the same copies serve the NVMe tier: a shard
+ * comes down into the transit buffer of its write (the pool is page-locked
+ * for it), and the write starts once it has landed; the step updates each
+ * swapped sub-group on the host and sends the parameters of every bucket it
+ * covers up from the same two pinned buffers (stage 2: into the framework's
+ * buffers, which the publishing all-gather reads).
  */
 #include "optim/optim_impl.h"
 
@@ -43,22 +50,18 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
         zsh_error_prefix("%s: parameter '%s' is CUDA device memory: ", fn, name);
         return ZSH_ERR_INVALID_ARG;
     }
-    if ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) ||
-        (opt->cfg.offload_params != ZSH_OFFLOAD_NONE)) {
+    if (opt->cfg.offload_params != ZSH_OFFLOAD_NONE) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: parameter '%s' is CUDA device memory, and offload_%s=%s is not "
-                         "supported with device parameters yet (offload_optimizer=cpu is)", fn,
-                         name, (opt->cfg.offload_params != ZSH_OFFLOAD_NONE) ? "params"
-                                                                             : "optimizer",
-                         zsh_offload_names[(opt->cfg.offload_params != ZSH_OFFLOAD_NONE)
-                                               ? opt->cfg.offload_params
-                                               : opt->cfg.offload_optimizer]);
+                         "%s: parameter '%s' is CUDA device memory, and offload_params=%s is "
+                         "not supported with device parameters yet (offload_optimizer is)", fn,
+                         name, zsh_offload_names[opt->cfg.offload_params]);
     }
-    if ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_CPU) && (opt->cfg.stage < 2)) {
+    if ((opt->cfg.offload_optimizer != ZSH_OFFLOAD_NONE) && (opt->cfg.stage < 2)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: parameter '%s' is CUDA device memory, and offload_optimizer=cpu "
+                         "%s: parameter '%s' is CUDA device memory, and offload_optimizer=%s "
                          "needs stage 2 or 3 there (the stage is %d): below it the gradients "
-                         "are reduced in full in device memory", fn, name, opt->cfg.stage);
+                         "are reduced in full in device memory", fn, name,
+                         zsh_offload_names[opt->cfg.offload_optimizer], opt->cfg.stage);
     }
     if (opt->cfg.hpz > 1) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
@@ -148,7 +151,10 @@ static zsh_status_t zsh_optim_dev_setup_offload(zsh_optim_t *opt)
                              "zsh_optim_setup: no pinned host memory for %zu bytes of updated "
                              "parameters", d->up_bytes);
         }
-        d->up_bucket[k] = SIZE_MAX;
+        d->up_done[k] = zsh_dev_event_create();
+        if (d->up_done[k] == NULL) {
+            return ZSH_ERR_TRANSPORT;
+        }
     }
     return ZSH_OK;
 }
@@ -212,6 +218,7 @@ void zsh_optim_dev_teardown(zsh_optim_t *opt)
     }
     for (k = 0; k < 2; k++) {
         zsh_account_free(&opt->tiers.host, ZSH_MEM_BUFFERS, d->up[k], d->up_bytes);
+        zsh_dev_event_destroy(d->up_done[k]);
     }
     if (d->events != NULL) {
         for (i = 0; i < opt->nbuckets * ZSH_DEV_EVENTS; i++) {
@@ -249,6 +256,22 @@ zsh_status_t zsh_optim_to_float_at(zsh_optim_t *opt, const void *src, float *dst
         return zsh_dev_copy(dst, src, n * sizeof(float), opt->cfg.stream);
     }
     return zsh_cuda_to_float(src, opt->cfg.precision, dst, n, opt->cfg.stream);
+}
+
+void *zsh_optim_host_tmp(zsh_optim_t *opt, size_t bytes)
+{
+    void *ptr = opt->device ? zsh_dev_alloc(ZSH_PLACE_PINNED, bytes, NULL)
+                            : calloc(1, (bytes == 0) ? 1 : bytes);
+
+    if (!opt->device && (ptr == NULL)) {
+        zsh_error(ZSH_ERR_NO_MEMORY, "out of memory for %zu bytes", bytes);
+    }
+    return ptr;
+}
+
+void zsh_optim_host_tmp_free(zsh_optim_t *opt, void *ptr)
+{
+    zsh_dev_free(opt->device ? ZSH_PLACE_PINNED : ZSH_PLACE_HOST, ptr, NULL);
 }
 
 zsh_status_t zsh_optim_dev_sync(zsh_optim_t *opt)
@@ -296,25 +319,18 @@ static void **zsh_optim_dev_ev(zsh_optim_t *opt, const zsh_obucket_t *b, int whi
     return &opt->dev.events[(size_t)(b - opt->buckets) * ZSH_DEV_EVENTS + (size_t)which];
 }
 
-/* A copy on the copy stream, between events @e0 and @e0 + 1 of @b. */
-static zsh_status_t zsh_optim_dev_timed_copy(zsh_optim_t *opt, zsh_obucket_t *b, int e0,
-                                             void *dst, const void *src, size_t bytes)
+/* Add the copy-stream time between events @e0 and @e0 + 1 of bucket @i,
+ * once, if a copy was timed there. Both events must be done. */
+static void zsh_optim_dev_time_take(zsh_optim_t *opt, size_t i, int e0)
 {
     zsh_devopt_t *d = &opt->dev;
-    zsh_status_t status;
+    bool *timed     = &d->timed[i * 2 + (e0 == ZSH_DEV_UP0)];
 
-    status = zsh_dev_event_record(*zsh_optim_dev_ev(opt, b, e0), d->cstream);
-    if (status == ZSH_OK) {
-        status = zsh_dev_copy(dst, src, bytes, d->cstream);
+    if (*timed) {
+        d->copy_s += zsh_dev_event_elapsed(d->events[i * ZSH_DEV_EVENTS + (size_t)e0],
+                                           d->events[i * ZSH_DEV_EVENTS + (size_t)e0 + 1]);
+        *timed = false;
     }
-    if (status == ZSH_OK) {
-        status = zsh_dev_event_record(*zsh_optim_dev_ev(opt, b, e0 + 1), d->cstream);
-    }
-    if (status == ZSH_OK) {
-        d->timed[(size_t)(b - opt->buckets) * 2 + (e0 == ZSH_DEV_UP0)] = true;
-        d->copy_bytes += bytes;
-    }
-    return status;
 }
 
 /* Block until @event is done, counting the wait. */
@@ -327,21 +343,65 @@ static zsh_status_t zsh_optim_dev_wait(zsh_optim_t *opt, void *event)
     return status;
 }
 
+/* Open a timed copy of @b's (@e0: down or up) on the copy stream. A bucket
+ * copied the same way before in this step (sub-groups of the NVMe tier cut
+ * buckets) has that copy counted before its events are recorded again. */
+static zsh_status_t zsh_optim_dev_copy_begin(zsh_optim_t *opt, zsh_obucket_t *b, int e0)
+{
+    size_t i = (size_t)(b - opt->buckets);
+    zsh_status_t status = ZSH_OK;
+
+    if (opt->dev.timed[i * 2 + (e0 == ZSH_DEV_UP0)]) {
+        status = zsh_optim_dev_wait(opt, *zsh_optim_dev_ev(opt, b, e0 + 1));
+        zsh_optim_dev_time_take(opt, i, e0);
+    }
+    return (status == ZSH_OK) ? zsh_dev_event_record(*zsh_optim_dev_ev(opt, b, e0),
+                                                     opt->dev.cstream)
+                              : status;
+}
+
+static zsh_status_t zsh_optim_dev_copy_end(zsh_optim_t *opt, zsh_obucket_t *b, int e0,
+                                           size_t bytes)
+{
+    zsh_status_t status = zsh_dev_event_record(*zsh_optim_dev_ev(opt, b, e0 + 1),
+                                               opt->dev.cstream);
+
+    if (status == ZSH_OK) {
+        opt->dev.timed[(size_t)(b - opt->buckets) * 2 + (e0 == ZSH_DEV_UP0)] = true;
+        opt->dev.copy_bytes += bytes;
+    }
+    return status;
+}
+
 zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     const char *shard = (const char *)b->staging + (size_t)opt->rank * b->count * opt->esize;
+    void *dst         = (b->gtransit != NULL) ? b->gtransit : b->grad_shard;
+    size_t bytes      = b->count * opt->esize;
     zsh_status_t status;
 
     /* The reduction's stream work is done (its request completed), so the
      * copy stream needs no wait; the staging buffer is freed behind the
      * copy, in its stream's order. */
-    status = zsh_optim_dev_timed_copy(opt, b, ZSH_DEV_DOWN0, b->grad_shard, shard,
-                                      b->count * opt->esize);
+    status = zsh_optim_dev_copy_begin(opt, b, ZSH_DEV_DOWN0);
+    if (status == ZSH_OK) {
+        status = zsh_dev_copy(dst, shard, bytes, opt->dev.cstream);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_copy_end(opt, b, ZSH_DEV_DOWN0, bytes);
+    }
     zsh_account_unhold(&opt->acct, ZSH_MEM_BUFFERS, zsh_obucket_full_bytes(opt, b));
     zsh_dev_free(ZSH_PLACE_DEVICE, b->staging,
                  (status == ZSH_OK) ? opt->dev.cstream : opt->cfg.stream);
     b->staging = NULL;
     return status;
+}
+
+zsh_status_t zsh_optim_dev_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
+{
+    void *landed = *zsh_optim_dev_ev(opt, b, ZSH_DEV_DOWN1);
+
+    return wait ? zsh_optim_dev_wait(opt, landed) : zsh_dev_event_query(landed);
 }
 
 zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status)
@@ -369,44 +429,79 @@ zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt)
     return status;
 }
 
+/* Enqueue the copies of @b's updated parameters [s0, e0), from @src
+ * (indexed from b->lo), to where the device keeps them. */
+static zsh_status_t zsh_optim_dev_up_copies(zsh_optim_t *opt, zsh_obucket_t *b, size_t s0,
+                                            size_t e0, const char *src)
+{
+    size_t es = opt->esize, i, s, e;
+    zsh_status_t status = ZSH_OK;
+    zsh_param_t *param;
+
+    if (opt->cfg.stage == 3) {
+        return zsh_dev_copy((char *)zsh_shard_local(b->pshard) + (s0 - b->lo) * es,
+                            src + (s0 - b->lo) * es, (e0 - s0) * es, opt->dev.cstream);
+    }
+    if (b->publish != NULL) {
+        /* Stage 2 from the host tier: straight into the publishing
+         * all-gather's buffer, at this rank's block. */
+        return zsh_dev_copy((char *)b->publish + ((size_t)opt->rank * b->count + s0 - b->lo) * es,
+                            src + (s0 - b->lo) * es, (e0 - s0) * es, opt->dev.cstream);
+    }
+    /* Stage 2 from the NVMe tier: into the framework's buffers, which the
+     * publishing all-gather reads (update.c), so no bucket-sized buffer
+     * waits on the device for the whole swapped step. */
+    for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
+        param = b->params[i];
+        if (zsh_param_overlap(param, s0, e0, &s, &e)) {
+            status = zsh_dev_copy((char *)param->buf + (s - param->offset) * es,
+                                  src + (s - b->lo) * es, (e - s) * es, opt->dev.cstream);
+        }
+    }
+    return status;
+}
+
 zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
-                                            const zsh_update_t *u)
+                                            const zsh_update_t *u, size_t s0, size_t e0,
+                                            const zsh_swap_view_t *view)
 {
     zsh_devopt_t *d = &opt->dev;
     int k = d->next_up;
     zsh_status_t status = ZSH_OK;
-    char *dst;
 
-    /* The buffer's previous bucket must have gone up before it is rewritten. */
-    if (d->up_bucket[k] != SIZE_MAX) {
-        status = zsh_optim_dev_wait(opt, *zsh_optim_dev_ev(opt, &opt->buckets[d->up_bucket[k]],
-                                                           ZSH_DEV_UP1));
+    /* The buffer's previous parameters must have gone up before it is rewritten. */
+    if (d->up_busy[k]) {
+        status = zsh_optim_dev_wait(opt, d->up_done[k]);
+        d->up_busy[k] = false;
     }
-    if (status != ZSH_OK) {
-        return status;
-    }
-    zsh_optim_update_range_out(opt, b, u, d->up[k]);
-    if (opt->cfg.stage == 3) {
-        dst = zsh_shard_local(b->pshard);
-    } else {
-        /* Stage 2: straight into the publishing all-gather's buffer. */
-        dst = (char *)b->publish + (size_t)opt->rank * b->count * opt->esize;
+    if (status == ZSH_OK) {
+        status = zsh_optim_update_range_out(opt, b, u, s0, e0, view, d->up[k]);
     }
     /* The destination was allocated, or last read, in the optimizer's
      * stream order: the copy stream goes after it. */
-    status = zsh_dev_event_record(d->sev, opt->cfg.stream);
+    if (status == ZSH_OK) {
+        status = zsh_dev_event_record(d->sev, opt->cfg.stream);
+    }
     if (status == ZSH_OK) {
         status = zsh_dev_stream_wait(d->cstream, d->sev);
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_timed_copy(opt, b, ZSH_DEV_UP0, dst, d->up[k],
-                                          (b->hi - b->lo) * opt->esize);
+        status = zsh_optim_dev_copy_begin(opt, b, ZSH_DEV_UP0);
     }
-    d->up_bucket[k] = (size_t)(b - opt->buckets);
-    d->next_up      = 1 - k;
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_up_copies(opt, b, s0, e0, d->up[k]);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_copy_end(opt, b, ZSH_DEV_UP0, (e0 - s0) * opt->esize);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_dev_event_record(d->up_done[k], d->cstream);
+        d->up_busy[k] = status == ZSH_OK;
+    }
+    d->next_up = 1 - k;
     if (status == ZSH_OK) {
         /* The optimizer's stream reads what went up only after it landed. */
-        status = zsh_dev_stream_wait(opt->cfg.stream, *zsh_optim_dev_ev(opt, b, ZSH_DEV_UP1));
+        status = zsh_dev_stream_wait(opt->cfg.stream, d->up_done[k]);
     }
     return status;
 }
@@ -421,17 +516,10 @@ void zsh_optim_dev_close_step(zsh_optim_t *opt)
     }
     (void)zsh_dev_sync(d->cstream);
     for (i = 0; i < opt->nbuckets; i++) {
-        if (d->timed[2 * i]) {
-            d->copy_s += zsh_dev_event_elapsed(d->events[i * ZSH_DEV_EVENTS + ZSH_DEV_DOWN0],
-                                               d->events[i * ZSH_DEV_EVENTS + ZSH_DEV_DOWN1]);
-        }
-        if (d->timed[2 * i + 1]) {
-            d->copy_s += zsh_dev_event_elapsed(d->events[i * ZSH_DEV_EVENTS + ZSH_DEV_UP0],
-                                               d->events[i * ZSH_DEV_EVENTS + ZSH_DEV_UP1]);
-        }
-        d->timed[2 * i] = d->timed[2 * i + 1] = false;
+        zsh_optim_dev_time_take(opt, i, ZSH_DEV_DOWN0);
+        zsh_optim_dev_time_take(opt, i, ZSH_DEV_UP0);
     }
-    d->up_bucket[0] = d->up_bucket[1] = SIZE_MAX;
+    d->up_busy[0] = d->up_busy[1] = false;
 }
 
 void zsh_optim_dev_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)

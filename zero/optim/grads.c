@@ -27,6 +27,8 @@ static void zsh_optim_grad_transit_put(zsh_optim_t *opt, zsh_obucket_t *b)
     b->gtransit = NULL;
 }
 
+static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);
+
 /* Put a finished gradient write's buffer back; a failure becomes the tier's. */
 static zsh_status_t zsh_optim_grad_write_done(zsh_optim_t *opt, zsh_obucket_t *b)
 {
@@ -42,6 +44,9 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
+        if (opt->buckets[i].gdown) {
+            zsh_optim_grad_landed(opt, &opt->buckets[i], true);
+        }
         if (opt->buckets[i].gtransit != NULL) {
             status = zsh_optim_grad_write_done(opt, &opt->buckets[i]);
             first  = (first == ZSH_OK) ? status : first;
@@ -61,17 +66,39 @@ static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
     }
 }
 
+/* From the device, the shard bound for the NVMe tier is written once it has
+ * come down (@wait: block till then). A failed copy is the optimizer's. */
+static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
+{
+    zsh_status_t status = zsh_optim_dev_grad_landed(opt, b, wait);
+
+    if (status == ZSH_INPROGRESS) {
+        return;
+    }
+    b->gdown = false;
+    if (zsh_optim_dev_failed(opt, status) == ZSH_OK) {
+        zsh_optim_grad_to_file(opt, b);
+    } else {
+        zsh_optim_grad_transit_put(opt, b); /* a failed copy has nothing left to write it */
+    }
+}
+
 /* The reduction of @b finished with @status: release what it held. A
  * failed one's buffers may still be written by a receive it left under
  * way: they leave the pool and go through the communicator. */
 static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_status_t status)
 {
     bool reduced = b->req != NULL; /* else a staging buffer dropped unreduced */
+    /* Offload from the device: the reduced shard goes down (to the host
+     * tier, or to the transit buffer of its write), and the staging buffer
+     * is freed behind that copy. */
+    bool down = reduced && (status == ZSH_OK) && (b->staging != NULL) && opt->device &&
+                !opt->dev_update;
 
     zsh_request_free(b->req);
     b->req = NULL;
     zsh_optim_comm_status(opt, status);
-    if ((b->gtransit != NULL) && (b->gwrite == NULL)) {
+    if ((b->gtransit != NULL) && (b->gwrite == NULL) && !down) {
         if (status == ZSH_OK) {
             zsh_optim_grad_to_file(opt, b);
         } else {
@@ -80,12 +107,16 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
             b->gtransit = NULL;
         }
     }
-    if ((b->staging != NULL) && reduced && (status == ZSH_OK) && opt->device &&
-        !opt->dev_update) {
-        /* Offload from the device: the shard goes down, and the staging
-         * buffer is freed behind that copy. */
+    if (down) {
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
-        zsh_optim_dev_failed(opt, zsh_optim_dev_grad_down(opt, b));
+        status = zsh_optim_dev_failed(opt, zsh_optim_dev_grad_down(opt, b));
+        if (b->gtransit != NULL) {
+            if (status == ZSH_OK) {
+                b->gdown = true;
+            } else {
+                zsh_optim_grad_transit_put(opt, b); /* nothing was enqueued into it */
+            }
+        }
     }
     if (b->staging != NULL) {
         zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
@@ -103,6 +134,9 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
+        if (opt->buckets[i].gdown) {
+            zsh_optim_grad_landed(opt, &opt->buckets[i], false);
+        }
         if ((opt->buckets[i].gwrite != NULL) &&
             (zsh_aio_test(opt->buckets[i].gwrite) != ZSH_INPROGRESS)) {
             zsh_optim_grad_write_done(opt, &opt->buckets[i]); /* a failure is the tier's */

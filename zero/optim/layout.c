@@ -129,15 +129,19 @@ static zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, z
     if (!in_file) {
         return zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
     }
-    dst = calloc(region, es);
+    dst = zsh_optim_host_tmp(opt, region * es);
     if (dst == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: out of memory");
+        zsh_error_prefix("zsh_optim_setup: ");
+        return ZSH_ERR_NO_MEMORY;
     }
     status = zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
     if (status == ZSH_OK) {
+        status = zsh_optim_dev_sync(opt); /* from the device: landed */
+    }
+    if (status == ZSH_OK) {
         status = zsh_tier_patch(opt, kind, b, base, base + region, dst);
     }
-    free(dst);
+    zsh_optim_host_tmp_free(opt, dst);
     return status;
 }
 

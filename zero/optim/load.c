@@ -27,13 +27,18 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
     if (!zsh_tier_in_file(opt, ZSH_TK_MASTER)) {
         return zsh_optim_to_float_at(opt, src, b->master + (s - base), e - s);
     }
-    tmp = malloc((e - s) * sizeof(*tmp));
+    tmp = zsh_optim_host_tmp(opt, (e - s) * sizeof(*tmp));
     if (tmp == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY, "out of memory");
+        return ZSH_ERR_NO_MEMORY;
     }
-    zsh_optim_to_float(opt->cfg.precision, src, tmp, e - s);
-    status = zsh_tier_patch(opt, ZSH_TK_MASTER, b, s, e, tmp);
-    free(tmp);
+    status = zsh_optim_to_float_at(opt, src, tmp, e - s);
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_sync(opt); /* from the device: landed */
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_patch(opt, ZSH_TK_MASTER, b, s, e, tmp);
+    }
+    zsh_optim_host_tmp_free(opt, tmp);
     return status;
 }
 

@@ -46,6 +46,7 @@ typedef struct zsh_obucket {
     double          gsumsq;      /* NVMe gradients: sum of squares of the owned shard */
     void           *gtransit;    /* NVMe gradients: the reduced shard on its way to disk */
     zsh_aio_req_t  *gwrite;      /* its write */
+    bool            gdown;       /* device NVMe gradients: it is still coming down */
     void           *pbounce;     /* NVMe parameters: this rank's shard read for a gather */
     zsh_aio_req_t  *pread;       /* its read */
     void           *publish;     /* device offload, stage 2: the step's all-gather buffer */
@@ -87,7 +88,8 @@ typedef struct zsh_devopt {
     bool              *timed;        /* offload: per bucket, whether this step copied down, up */
     void              *up[2];        /* offload: pinned buffers of updated parameters */
     size_t             up_bytes;
-    size_t             up_bucket[2]; /* the bucket each last held (SIZE_MAX: none) */
+    void              *up_done[2];   /* recorded after each one's last copy up */
+    bool               up_busy[2];   /* holds parameters that may not have gone up yet */
     int                next_up;
     unsigned long long copy_bytes;
     double             copy_s, copy_wait_s;
@@ -194,6 +196,8 @@ static inline bool zsh_tier_in_file(const zsh_optim_t *opt, zsh_tkind_t kind)
 zsh_account_t *zsh_tier_acct(zsh_optim_t *opt, zsh_tkind_t kind); /* memory kinds only */
 zsh_status_t   zsh_tier_setup(zsh_optim_t *opt);   /* after the buckets, before their buffers */
 void           zsh_tier_teardown(zsh_optim_t *opt);
+/* Record @status (with zsh_last_error()) as the tier's failure, unless it failed before. */
+void           zsh_tier_fail(zsh_optim_t *opt, zsh_status_t status);
 /* Start a read or write of @nelem elements of @kind's file from element @felem. */
 zsh_status_t   zsh_tier_io(zsh_optim_t *opt, zsh_tkind_t kind, bool write, size_t felem,
                            void *buf, size_t nelem, zsh_aio_req_t **req_p);
@@ -264,14 +268,16 @@ typedef struct zsh_swap_view {
  * zsh_optim_update_bucket() updates the whole owned region in memory;
  * zsh_optim_update_view() the part of it in a swapped sub-group. */
 zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u);
-void         zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
                                    const zsh_swap_view_t *view);
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
 
-/* The rule over the owned region of @b in memory, the updated parameters
- * written to @out (indexed from b->lo) instead of their place. */
-void         zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
-                                        void *out);
+/* The rule over the owned flat elements [s0, e0) of @b, in memory or in
+ * @view, the updated parameters written to @out (indexed from b->lo)
+ * instead of their place. */
+zsh_status_t zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b,
+                                        const zsh_update_t *u, size_t s0, size_t e0,
+                                        const zsh_swap_view_t *view, void *out);
 
 /* device.c: device parameters. Register notes where the parameters are
  * (refusing a mix, and what the device cannot honour); setup splits the
@@ -288,22 +294,31 @@ void         zsh_optim_dev_teardown(zsh_optim_t *opt);
 zsh_status_t zsh_optim_copy(zsh_optim_t *opt, void *dst, const void *src, size_t bytes);
 zsh_status_t zsh_optim_to_float_at(zsh_optim_t *opt, const void *src, float *dst, size_t n);
 zsh_status_t zsh_optim_dev_sync(zsh_optim_t *opt);
+/* A zeroed host buffer that copies and kernels from the model's place can
+ * fill (pinned with device parameters), or NULL with the reason. */
+void        *zsh_optim_host_tmp(zsh_optim_t *opt, size_t bytes);
+void         zsh_optim_host_tmp_free(zsh_optim_t *opt, void *ptr);
 /* The rule, the norm's sum of squares (added to the device sum unless
  * @first) and the sum read back, on the device. */
 zsh_status_t zsh_optim_dev_apply(zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
                                  void *out, size_t n, const zsh_update_t *u);
 zsh_status_t zsh_optim_dev_sumsq(zsh_optim_t *opt, const void *g, size_t n, bool first);
 zsh_status_t zsh_optim_dev_sumsq_get(zsh_optim_t *opt, double *sum_p);
-/* Offload from the device: a reduced shard goes down as its reduction ends;
- * the step waits for every one, updates a bucket on the host and sends its
- * parameters up; closing the step adds up the copies' times. */
+/* Offload from the device: a reduced shard goes down as its reduction ends
+ * (to the host tier, or to the transit buffer bound for the NVMe tier,
+ * whose write waits till it has landed); the step waits for every one,
+ * updates the owned range [s0, e0) of a bucket on the host (in memory, or
+ * in a swapped sub-group's @view) and sends its parameters up; closing the
+ * step adds up the copies' times. */
 zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b);
+zsh_status_t zsh_optim_dev_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);
 zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt);
 /* A failure of the device's own work in a collective path: recorded as the
  * optimizer's, and the communicator aborted so no rank waits for this one. */
 zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status);
 zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
-                                            const zsh_update_t *u);
+                                            const zsh_update_t *u, size_t s0, size_t e0,
+                                            const zsh_swap_view_t *view);
 void         zsh_optim_dev_close_step(zsh_optim_t *opt);
 void         zsh_optim_dev_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 

@@ -85,7 +85,9 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
 {
     zsh_status_t status = ZSH_OK;
 
-    if (opt->device && !opt->dev_update) {
+    if (opt->tiers.aio != NULL) {
+        /* The NVMe tier's sub-groups updated it (and sent it up from the device). */
+    } else if (opt->device && !opt->dev_update) {
         if (opt->cfg.stage == 2) {
             b->publish = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
                                            zsh_obucket_full_bytes(opt, b));
@@ -94,8 +96,8 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
                                  zsh_obucket_full_bytes(opt, b));
             }
         }
-        status = zsh_optim_dev_update_offloaded(opt, b, u);
-    } else if (opt->tiers.aio == NULL) {
+        status = zsh_optim_dev_update_offloaded(opt, b, u, b->lo, b->hi, NULL);
+    } else {
         status = zsh_optim_update_bucket(opt, b, u);
     }
     if ((status == ZSH_OK) && ((opt->cfg.stage == 1) || (opt->cfg.stage == 2))) {
@@ -159,8 +161,12 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         u = zsh_update_make(&opt->cfg, ++opt->updates, mul);
         zsh_optim_hpz_invalidate(opt); /* the next gathers read the updated primary shards */
         if (opt->tiers.aio != NULL) {
-            zsh_optim_swap_step(opt, &u); /* a failure is the tier's: */
+            /* A failure of the tier's is agreed on by every rank; one of
+             * the device's aborted the communicator already. */
+            zsh_status_t swapped = zsh_optim_swap_step(opt, &u);
+
             status = zsh_tier_agree(opt, "zsh_optim_step");
+            status = (status == ZSH_OK) ? swapped : status;
             if (status != ZSH_OK) {
                 zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
                 return status;

@@ -94,16 +94,21 @@ static zsh_status_t zsh_swap_write(zsh_optim_t *opt, zsh_swap_slot_t *slot)
     return status;
 }
 
-static void zsh_swap_update(zsh_optim_t *opt, zsh_swap_slot_t *slot, const zsh_update_t *u)
+/* A failure can only be the device's, sending parameters up: the
+ * optimizer's, which stops the step at the agreement after it. */
+static zsh_status_t zsh_swap_update(zsh_optim_t *opt, zsh_swap_slot_t *slot,
+                                    const zsh_update_t *u)
 {
+    zsh_status_t status = ZSH_OK;
     zsh_swap_view_t view;
     size_t i;
 
     zsh_swap_range(opt, slot->sg, &view.lo, &view.hi);
     memcpy(view.buf, slot->buf, sizeof(view.buf));
-    for (i = 0; i < opt->nbuckets; i++) {
-        zsh_optim_update_view(opt, &opt->buckets[i], u, &view);
+    for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
+        status = zsh_optim_update_view(opt, &opt->buckets[i], u, &view);
     }
+    return zsh_optim_dev_failed(opt, status);
 }
 
 static void zsh_swap_free(zsh_optim_t *opt, zsh_swap_slot_t *slots, size_t n)
@@ -150,6 +155,9 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
     zsh_status_t status;
 
     status = zsh_swap_alloc(opt, slots, nslots); /* tier.c planned 1..ZSH_TIER_SLOTS_MAX */
+    if (status != ZSH_OK) {
+        zsh_tier_fail(opt, status); /* so that every rank stops at the agreement */
+    }
     for (k = 0; (status == ZSH_OK) && (k < nsg); k++) {
         ahead = k + ((nslots >= 3) ? nslots - 2 : 0);
         ahead = (ahead < nsg) ? ahead : nsg - 1;
@@ -165,12 +173,16 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
             status = zsh_swap_wait(opt, slot); /* its reads */
         }
         if (status == ZSH_OK) {
-            zsh_swap_update(opt, slot, u);
+            status = zsh_swap_update(opt, slot, u);
+        }
+        if (status == ZSH_OK) {
             status = zsh_swap_write(opt, slot);
         }
     }
     zsh_swap_free(opt, slots, nslots); /* waits for the last writes */
-    status = zsh_tier_check(opt, NULL);
+    if (zsh_tier_check(opt, NULL) != ZSH_OK) {
+        status = zsh_tier_check(opt, NULL);
+    }
     if (status == ZSH_OK) {
         for (k = 0; k < nsg; k++) {
             opt->tiers.fresh[k] = false;

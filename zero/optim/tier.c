@@ -132,6 +132,7 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
     int k;
 
     zsh_pool_init(&t->pool, opt->cfg.host_mem_limit);
+    t->pool.pinned = opt->device; /* gradient shards come down into it from the device */
     for (i = 0; i < opt->nbuckets; i++) {
         opt->buckets[i].foff = t->felems;
         t->felems += zsh_tier_round(zsh_obucket_region(opt, &opt->buckets[i]));
@@ -184,7 +185,7 @@ void zsh_tier_teardown(zsh_optim_t *opt)
     zsh_pool_fini(&t->pool);
 }
 
-static void zsh_tier_fail(zsh_optim_t *opt, zsh_status_t status)
+void zsh_tier_fail(zsh_optim_t *opt, zsh_status_t status)
 {
     if (opt->tiers.failed == ZSH_OK) {
         opt->tiers.failed = status;

@@ -108,26 +108,30 @@ zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const z
                                   zsh_optim_owned_end(opt, b), NULL, NULL);
 }
 
-void zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
-                                void *out)
+zsh_status_t zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b,
+                                        const zsh_update_t *u, size_t s0, size_t e0,
+                                        const zsh_swap_view_t *view, void *out)
 {
-    (void)zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b), zsh_optim_owned_end(opt, b),
-                                 NULL, out); /* on the host: cannot fail */
+    return zsh_optim_update_range(opt, b, u, s0, e0, view, out);
 }
 
-void zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
-                           const zsh_swap_view_t *view)
+zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                   const zsh_swap_view_t *view)
 {
     size_t base = zsh_obucket_base(opt, b), region = zsh_obucket_region(opt, b);
     size_t end = zsh_optim_owned_end(opt, b), s0, e0;
 
     if ((view->hi <= b->foff) || (view->lo >= b->foff + region)) {
-        return;
+        return ZSH_OK;
     }
     s0 = base + ((view->lo > b->foff) ? view->lo - b->foff : 0);
     e0 = base + ((view->hi - b->foff < region) ? view->hi - b->foff : region);
-    /* The swapped tiers are on the host: this cannot fail. */
-    (void)zsh_optim_update_range(opt, b, u, s0, (e0 < end) ? e0 : end, view, NULL);
+    e0 = (e0 < end) ? e0 : end;
+    if (opt->device) {
+        /* Updated on the host like the swapped states, then sent up. */
+        return zsh_optim_dev_update_offloaded(opt, b, u, s0, e0, view);
+    }
+    return zsh_optim_update_range(opt, b, u, s0, e0, view, NULL); /* on the host: cannot fail */
 }
 
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)

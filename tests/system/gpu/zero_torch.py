@@ -15,15 +15,19 @@ one-rank out-of-band exchange), three ways:
   (a) host:    the parameters, gradients and optimizer on the CPU;
   (b) device:  CUDA tensors: the layer keeps everything on the device;
   (c) offload: CUDA tensors with offload_optimizer cpu: optimizer states and
-               master weights in pinned host memory.
+               master weights in pinned host memory;
+  (d) nvme:    CUDA tensors with offload_optimizer nvme: gradient shards,
+               optimizer states and master weights in files (a temporary
+               directory), swapped in sub-groups a third of a bucket long.
 Each step fetches every parameter (the pointer wrapped as a tensor view),
 runs forward and backward with torch, releases, hands each gradient over
 with zsh_optim_grad_ready and calls zsh_optim_step.
 
-Checks: (a) against torch.optim.AdamW on the same model and data, (b) and (c)
-against (a), losses and final parameters within fp32 tolerance; (b) and (c)
-report device memory, and (c) peaks lower on the device than (b) and copies
-bytes between host and device (the overlap fraction is printed).
+Checks: (a) against torch.optim.AdamW on the same model and data, (b), (c) and
+(d) against (a), losses and final parameters within fp32 tolerance; (b), (c)
+and (d) report device memory, and (c) and (d) peak lower on the device than
+(b) and copy bytes between host and device (the overlap fraction is printed);
+(d) reads and writes its files.
 
 Exit status: 0 when every check passed; 1 on a mismatch; 2 when a library
 call failed; 77 (after (a) passed) when torch has no CUDA or the library
@@ -33,7 +37,9 @@ import argparse
 import ctypes
 import math
 import os
+import shutil
 import sys
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -54,7 +60,7 @@ BUCKET_SIZE = 64 << 10  # several buckets, so offloaded copies can overlap updat
 ZSH_OK = 0
 ZSH_FLOAT32 = 8
 ZSH_OPTIM_ADAMW = 2
-ZSH_OFFLOAD_NONE, ZSH_OFFLOAD_CPU = 0, 1
+ZSH_OFFLOAD_NONE, ZSH_OFFLOAD_CPU, ZSH_OFFLOAD_NVME = 0, 1, 2
 ZSH_MEM_HOST, ZSH_MEM_CUDA = 1, 2
 
 c_size_t, c_int, c_uint, c_float = ctypes.c_size_t, ctypes.c_int, ctypes.c_uint, ctypes.c_float
@@ -276,7 +282,7 @@ def train_reference(model, init, batches):
     return losses, {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
-def train_zero(lib, comm, model, init, batches, device, offload, stream):
+def train_zero(lib, comm, model, init, batches, device, offload, stream, nvme_dir=None):
     """ZeRO stage 3 through the C API: the losses, the final parameters, the stats."""
     cfg = OptimConfig()
     lib.c.zsh_optim_config_init(ctypes.byref(cfg))
@@ -289,6 +295,10 @@ def train_zero(lib, comm, model, init, batches, device, offload, stream):
     cfg.offload_optimizer = offload
     cfg.offload_params = ZSH_OFFLOAD_NONE
     cfg.stream = stream
+    if nvme_dir is not None:
+        cfg.nvme_dir = nvme_dir.encode()
+        # Sub-groups cut the buckets, so a bucket goes up in several copies.
+        cfg.sub_group_size = max(2048, BUCKET_SIZE // 4 // 3)
     opt = c_void_p()
     lib.check(lib.c.zsh_optim_create(comm, ctypes.byref(cfg), ctypes.byref(opt)),
               "zsh_optim_create")
@@ -394,10 +404,10 @@ def print_stats(label, s):
     overlap = (1.0 - s.copy_wait_s / s.copy_s) if s.copy_s > 0 else float("nan")
     print("%-8s device=%d device_bytes=%d device_peak_bytes=%d copy_bytes=%d copy_s=%.6f "
           "copy_wait_s=%.6f overlap=%.3f param_bytes=%d grad_bytes=%d state_bytes=%d "
-          "host_bytes=%d nbuckets=%d"
+          "host_bytes=%d nvme_bytes=%d io_read_bytes=%d io_write_bytes=%d nbuckets=%d"
           % (label, s.device, s.device_bytes, s.device_peak_bytes, s.copy_bytes, s.copy_s,
              s.copy_wait_s, overlap, s.param_bytes, s.grad_bytes, s.state_bytes, s.host_bytes,
-             s.nbuckets))
+             s.nvme_bytes, s.io_read_bytes, s.io_write_bytes, s.nbuckets))
 
 
 def no_tf32():
@@ -458,6 +468,12 @@ def main():
                                         ZSH_OFFLOAD_NONE, stream)
             runs["offload"] = train_zero(lib, comm, model, init, batches, dev,
                                          ZSH_OFFLOAD_CPU, stream)
+            nvme_dir = tempfile.mkdtemp(prefix="zsh-zero-torch-", dir="/var/tmp")
+            try:
+                runs["nvme"] = train_zero(lib, comm, model, init, batches, dev,
+                                          ZSH_OFFLOAD_NVME, stream, nvme_dir)
+            finally:
+                shutil.rmtree(nvme_dir, ignore_errors=True)
 
         print("\nstep " + "".join("%16s" % k for k in runs))
         for i in range(STEPS):
@@ -467,20 +483,28 @@ def main():
         if skip is None:
             compare("device vs host", runs["device"], host, failures)
             compare("offload vs host", runs["offload"], host, failures)
-            same = runs["device"][0] == runs["offload"][0]
-            print("offload vs device: losses %s" % ("bit for bit" if same else "differ"))
+            compare("nvme vs host", runs["nvme"], host, failures)
+            for k in ("offload", "nvme"):
+                same = runs["device"][0] == runs[k][0]
+                print("%s vs device: losses %s" % (k, "bit for bit" if same else "differ"))
             print()
-            dstats, ostats = runs["device"][2], runs["offload"][2]
+            dstats, nstats = runs["device"][2], runs["nvme"][2]
             print_stats("host", host[2])
             print_stats("device", dstats)
-            print_stats("offload", ostats)
-            if host[2].device != 0 or dstats.device != 1 or ostats.device != 1:
-                failures.append("stats.device is not 0, 1, 1 for host, device, offload")
-            if not ostats.device_peak_bytes < dstats.device_peak_bytes:
-                failures.append("offload's device_peak_bytes %d is not below device's %d"
-                                % (ostats.device_peak_bytes, dstats.device_peak_bytes))
-            if ostats.copy_bytes == 0:
-                failures.append("offload copied no bytes between host and device")
+            print_stats("offload", runs["offload"][2])
+            print_stats("nvme", nstats)
+            if host[2].device != 0 or any(runs[k][2].device != 1
+                                          for k in ("device", "offload", "nvme")):
+                failures.append("stats.device is not 0, 1, 1, 1 for host, device, offload, nvme")
+            for k in ("offload", "nvme"):
+                s = runs[k][2]
+                if not s.device_peak_bytes < dstats.device_peak_bytes:
+                    failures.append("%s's device_peak_bytes %d is not below device's %d"
+                                    % (k, s.device_peak_bytes, dstats.device_peak_bytes))
+                if s.copy_bytes == 0:
+                    failures.append("%s copied no bytes between host and device" % k)
+            if nstats.nvme_bytes == 0 or nstats.io_read_bytes == 0 or nstats.io_write_bytes == 0:
+                failures.append("nvme kept nothing in, or read or wrote nothing from, its files")
         else:
             print_stats("host", host[2])
     finally:

@@ -18,6 +18,7 @@
  */
 #include "cuda_helpers.h"
 #include "device_quad.h"
+#include "optim/tier.h"
 
 #include <zeroshard/device.h>
 
@@ -260,6 +261,63 @@ ZSH_RANK_TEST(optim_device, optimizer_offload_to_host_gives_the_same_bits_in_les
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(self));
 }
 
+ZSH_RANK_TEST(optim_device, optimizer_offload_to_nvme_gives_the_same_bits_in_less_device_memory)
+{
+    const zsh_quad_run_t tmpl = {.bad_rank = -1, .mem = &zsh_dv_mem};
+    char dtmpl[] = "/var/tmp/zsh-device-nvme-XXXXXX", *dir;
+    zsh_quad_run_t in, off;
+    zsh_optim_config_t cfg;
+    zsh_comm_t *self;
+    char what[160];
+    int c, stage, prec;
+
+    ZSH_DV_NEED_DEVICE();
+    self = zsh_dv_self(comm);
+    ZSH_ASSERT_TRUE(self != NULL);
+    dir = mkdtemp(dtmpl);
+    ZSH_EXPECT_TRUE(dir != NULL);
+    for (c = zsh_comm_rank(comm); (dir != NULL) && (c < 4); c += zsh_comm_size(comm)) {
+        stage = 2 + c % 2;
+        prec  = c / 2; /* fp32, and bf16 with its fp32 master weights */
+        zsh_dv_config(&cfg, stage, zsh_dv_precs[prec], 0);
+        snprintf(what, sizeof(what), "offload nvme, stage %d %s", stage, zsh_dv_prec_names[prec]);
+        in  = tmpl;
+        off = tmpl;
+        if (zsh_quad_train(self, &cfg, ZSH_DV_STEPS, &in)) {
+            cfg.offload_optimizer = ZSH_OFFLOAD_NVME;
+            cfg.nvme_dir          = dir;
+            /* A sub-group per bucket, two swapped at once: the step's
+             * pipeline reuses its buffers, and sends up bucket by bucket. */
+            cfg.sub_group_size = ZSH_TIER_ALIGN_ELEMS;
+            cfg.host_mem_limit = 2 * 5 * 4 * ZSH_TIER_ALIGN_ELEMS;
+            if (zsh_quad_train(self, &cfg, ZSH_DV_STEPS, &off)) {
+                const zsh_optim_stats_t *s = &off.stats;
+
+                zsh_dv_expect_bits(&off, &in, ZSH_DV_STEPS, what);
+                if ((s->device != 1) || !(s->device_bytes < in.stats.device_bytes) ||
+                    (s->nvme_bytes == 0) || (s->io_read_bytes == 0) ||
+                    (s->io_write_bytes == 0) || (s->copy_bytes == 0) ||
+                    (s->host_buffer_peak_bytes > cfg.host_mem_limit) ||
+                    !(s->copy_s > 0.0) || !(s->copy_wait_s >= 0.0)) {
+                    zsh_test_fail(__FILE__, __LINE__, "%s: device=%d device_bytes=%zu (%zu "
+                                  "without offload) nvme_bytes=%zu io read %llu write %llu "
+                                  "copy_bytes=%llu host_buffer_peak_bytes=%zu copy_s=%g "
+                                  "copy_wait_s=%g", what, s->device, s->device_bytes,
+                                  in.stats.device_bytes, s->nvme_bytes, s->io_read_bytes,
+                                  s->io_write_bytes, s->copy_bytes, s->host_buffer_peak_bytes,
+                                  s->copy_s, s->copy_wait_s);
+                }
+            }
+        }
+        zsh_quad_free(&off);
+        zsh_quad_free(&in);
+    }
+    if (dir != NULL) {
+        rmdir(dir);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(self));
+}
+
 /* A stream of the caller's (cudaStreamCreate), or NULL after a test failure. */
 static void *zsh_dv_stream_create(void)
 {
@@ -424,7 +482,7 @@ static void zsh_dv_tier_case(zsh_comm_t *comm, const zsh_optim_config_t *cfg, vo
     zsh_optim_destroy(opt);
 }
 
-ZSH_RANK_TEST(optim_device, nvme_offload_param_offload_and_hpz_are_refused_for_device_parameters)
+ZSH_RANK_TEST(optim_device, param_offload_hpz_and_offload_below_stage_2_are_refused_for_device_parameters)
 {
     char tmpl[] = "/var/tmp/zsh-device-optim-XXXXXX", *dir;
     float host[37] = {0};
@@ -440,11 +498,13 @@ ZSH_RANK_TEST(optim_device, nvme_offload_param_offload_and_hpz_are_refused_for_d
     dev = zsh_ck_dev_alloc(sizeof(host));
     if ((dir != NULL) && (dev != NULL) && zsh_ck_put(dev, host, sizeof(host))) {
         /* Each setting works with host parameters: the refusal is the device's. */
-        zsh_dv_config(&cfg, 3, ZSH_FLOAT32, 0);
+        zsh_dv_config(&cfg, 1, ZSH_FLOAT32, 0);
         cfg.offload_optimizer = ZSH_OFFLOAD_NVME;
         cfg.nvme_dir          = dir;
-        zsh_dv_tier_case(self, &cfg, host, NULL, "offload_optimizer=nvme");
-        zsh_dv_tier_case(self, &cfg, dev, "nvme", "offload_optimizer=nvme");
+        zsh_dv_tier_case(self, &cfg, host, NULL, "offload_optimizer=nvme at stage 1");
+        zsh_dv_tier_case(self, &cfg, dev, "stage", "offload_optimizer=nvme at stage 1");
+        cfg.stage = 3; /* where the device takes it */
+        zsh_dv_tier_case(self, &cfg, dev, NULL, "offload_optimizer=nvme at stage 3");
         zsh_dv_config(&cfg, 3, ZSH_FLOAT32, 0);
         cfg.offload_params = ZSH_OFFLOAD_CPU;
         zsh_dv_tier_case(self, &cfg, host, NULL, "offload_params=cpu");
