@@ -21,6 +21,11 @@
  * swapped sub-group on the host and sends the parameters of every bucket it
  * covers up from the same two pinned buffers (stage 2: into the framework's
  * buffers, which the publishing all-gather reads).
+ *
+ * With offload_params too (stage 3, ZeRO-Infinity), the parameter shards
+ * live in pinned host memory or in the file: the host updates them in
+ * place, and a gather copies this rank's shard up into its block of the
+ * gathered device buffer and all-gathers in place (zsh_shard_gather_start_staged).
  */
 #include "optim/optim_impl.h"
 
@@ -50,11 +55,12 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
         zsh_error_prefix("%s: parameter '%s' is CUDA device memory: ", fn, name);
         return ZSH_ERR_INVALID_ARG;
     }
-    if (opt->cfg.offload_params != ZSH_OFFLOAD_NONE) {
+    if ((opt->cfg.offload_params != ZSH_OFFLOAD_NONE) &&
+        (opt->cfg.offload_optimizer == ZSH_OFFLOAD_NONE)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: parameter '%s' is CUDA device memory, and offload_params=%s is "
-                         "not supported with device parameters yet (offload_optimizer is)", fn,
-                         name, zsh_offload_names[opt->cfg.offload_params]);
+                         "%s: parameter '%s' is CUDA device memory, and offload_params=%s needs "
+                         "offload_optimizer cpu or nvme there: the host updates the offloaded "
+                         "parameters", fn, name, zsh_offload_names[opt->cfg.offload_params]);
     }
     if ((opt->cfg.offload_optimizer != ZSH_OFFLOAD_NONE) && (opt->cfg.stage < 2)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
@@ -69,6 +75,11 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
                          "supported with device parameters yet", fn, name, opt->cfg.hpz);
     }
     return ZSH_OK;
+}
+
+bool zsh_optim_dev_params_away(const zsh_optim_t *opt)
+{
+    return opt->device && (opt->cfg.stage == 3) && (opt->cfg.offload_params != ZSH_OFFLOAD_NONE);
 }
 
 zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const void *buf)
@@ -468,6 +479,12 @@ zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
     zsh_devopt_t *d = &opt->dev;
     int k = d->next_up;
     zsh_status_t status = ZSH_OK;
+
+    if (zsh_optim_dev_params_away(opt)) {
+        /* The shard is host memory or a swapped sub-group: updated in place
+         * there, and the next gather takes it up. */
+        return zsh_optim_update_range_out(opt, b, u, s0, e0, view, NULL);
+    }
 
     /* The buffer's previous parameters must have gone up before it is rewritten. */
     if (d->up_busy[k]) {

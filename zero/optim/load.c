@@ -42,6 +42,32 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
     return status;
 }
 
+/* The shard elements [s, e) of @b from @src into the parameter file,
+ * through a host copy where @src is device memory. */
+static zsh_status_t zsh_optim_set_in_file(zsh_optim_t *opt, zsh_obucket_t *b, size_t s,
+                                          size_t e, const char *src)
+{
+    zsh_status_t status;
+    void *tmp;
+
+    if (!opt->device) {
+        return zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
+    }
+    tmp = zsh_optim_host_tmp(opt, (e - s) * opt->esize);
+    if (tmp == NULL) {
+        return ZSH_ERR_NO_MEMORY;
+    }
+    status = zsh_optim_copy(opt, tmp, src, (e - s) * opt->esize);
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_sync(opt);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, tmp);
+    }
+    zsh_optim_host_tmp_free(opt, tmp);
+    return status;
+}
+
 zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values)
 {
     const char *fn = "zsh_optim_set_param";
@@ -81,7 +107,7 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
         if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
             src = (const char *)values + (s - param->offset) * opt->esize;
             if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-                status = zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
+                status = zsh_optim_set_in_file(opt, b, s, e, src);
             } else {
                 status = zsh_optim_copy(opt,
                                         (char *)zsh_shard_local(b->pshard) +

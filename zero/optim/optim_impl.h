@@ -284,6 +284,8 @@ zsh_status_t zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b,
  * stream's communicator and places the accounts (before the buckets), then
  * what offload needs (after them); teardown undoes both. */
 zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const void *buf);
+/* Device parameters whose stage 3 shards are offloaded (host or file). */
+bool         zsh_optim_dev_params_away(const zsh_optim_t *opt);
 zsh_status_t zsh_optim_dev_check_ptr(const zsh_optim_t *opt, const char *fn, const char *what,
                                      const zsh_param_t *param, const void *ptr);
 zsh_status_t zsh_optim_dev_setup(zsh_optim_t *opt);

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "mem/checked.h"
+#include "mem/device.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -182,6 +183,22 @@ zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local)
     return zsh_shard_gather_start_over(shard, local, shard->count, shard->comm);
 }
 
+/* The gathered buffer, allocated for a gather about to start. */
+static zsh_status_t zsh_shard_full_alloc(zsh_shard_t *shard)
+{
+    if (shard->full != NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: the tensor of %zu elements is already gathered; "
+                         "release it first", shard->numel);
+    }
+    shard->full = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_full_bytes(shard));
+    if (shard->full == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
+                         zsh_shard_full_bytes(shard));
+    }
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, size_t part_count,
                                          zsh_comm_t *comm)
 {
@@ -193,17 +210,37 @@ zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, s
                          "zsh_shard_gather: %zu elements from each of %d ranks do not make the "
                          "%zu x %d of the tensor", part_count, nparts, shard->count, shard->size);
     }
-    if (shard->full != NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "zsh_shard_gather: the tensor of %zu elements is already gathered; "
-                         "release it first", shard->numel);
+    status = zsh_shard_full_alloc(shard);
+    if (status == ZSH_OK) {
+        status = zsh_iallgather(part, shard->full, part_count, shard->dtype, comm, &shard->req);
+        if (status != ZSH_OK) {
+            zsh_shard_release(shard);
+        }
     }
-    shard->full = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_full_bytes(shard));
-    if (shard->full == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
-                         zsh_shard_full_bytes(shard));
+    return status;
+}
+
+zsh_status_t zsh_shard_gather_start_staged(zsh_shard_t *shard, const void *local)
+{
+    size_t bytes = shard->count * shard->esize;
+    char *mine;
+    zsh_status_t status;
+
+    if ((shard->acct == NULL) || (shard->acct->place != ZSH_PLACE_DEVICE)) {
+        return zsh_shard_gather_start_from(shard, local); /* host to host */
     }
-    status = zsh_iallgather(part, shard->full, part_count, shard->dtype, comm, &shard->req);
+    status = zsh_shard_full_alloc(shard);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    /* The gather is enqueued on the account's stream too (the layer's
+     * communicator has it), so it starts once the block has landed. */
+    mine   = (char *)shard->full + (size_t)shard->rank * bytes;
+    status = zsh_dev_copy(mine, local, bytes, shard->acct->stream);
+    if (status == ZSH_OK) {
+        status = zsh_iallgather(mine, shard->full, shard->count, shard->dtype, shard->comm,
+                                &shard->req);
+    }
     if (status != ZSH_OK) {
         zsh_shard_release(shard);
     }

@@ -49,6 +49,12 @@ zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local);
 zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, size_t part_count,
                                          zsh_comm_t *comm);
 
+/* zsh_shard_gather_start_from() into a gathered buffer of device memory
+ * (the account's place) from host memory @local: the block is copied to
+ * this rank's place in the buffer on the account's stream, and gathered in
+ * place there, so no collective mixes host and device buffers. */
+zsh_status_t zsh_shard_gather_start_staged(zsh_shard_t *shard, const void *local);
+
 /* Whether the tensor has a gathered buffer or a gather in flight. */
 int zsh_shard_is_gathered(const zsh_shard_t *shard);
 

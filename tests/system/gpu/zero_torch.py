@@ -18,16 +18,18 @@ one-rank out-of-band exchange), three ways:
                master weights in pinned host memory;
   (d) nvme:    CUDA tensors with offload_optimizer nvme: gradient shards,
                optimizer states and master weights in files (a temporary
-               directory), swapped in sub-groups a third of a bucket long.
+               directory), swapped in sub-groups a third of a bucket long;
+  (e) infinity: (d) with offload_params nvme too: the parameter shards in a
+               file as well, each gather reading this rank's and taking it up.
 Each step fetches every parameter (the pointer wrapped as a tensor view),
 runs forward and backward with torch, releases, hands each gradient over
 with zsh_optim_grad_ready and calls zsh_optim_step.
 
-Checks: (a) against torch.optim.AdamW on the same model and data, (b), (c) and
-(d) against (a), losses and final parameters within fp32 tolerance; (b), (c)
-and (d) report device memory, and (c) and (d) peak lower on the device than
-(b) and copy bytes between host and device (the overlap fraction is printed);
-(d) reads and writes its files.
+Checks: (a) against torch.optim.AdamW on the same model and data, (b) to (e)
+against (a), losses and final parameters within fp32 tolerance; (b) to (e)
+report device memory, (c) to (e) peak lower on the device than (b) and copy
+bytes between host and device (the overlap fraction is printed); (d) and (e)
+read and write their files; (e) keeps less on the device than (d).
 
 Exit status: 0 when every check passed; 1 on a mismatch; 2 when a library
 call failed; 77 (after (a) passed) when torch has no CUDA or the library
@@ -282,7 +284,8 @@ def train_reference(model, init, batches):
     return losses, {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
-def train_zero(lib, comm, model, init, batches, device, offload, stream, nvme_dir=None):
+def train_zero(lib, comm, model, init, batches, device, offload, stream, nvme_dir=None,
+               offload_params=ZSH_OFFLOAD_NONE):
     """ZeRO stage 3 through the C API: the losses, the final parameters, the stats."""
     cfg = OptimConfig()
     lib.c.zsh_optim_config_init(ctypes.byref(cfg))
@@ -293,7 +296,7 @@ def train_zero(lib, comm, model, init, batches, device, offload, stream, nvme_di
     cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay = LR, BETAS[0], BETAS[1], EPS, WD
     cfg.bucket_size = BUCKET_SIZE
     cfg.offload_optimizer = offload
-    cfg.offload_params = ZSH_OFFLOAD_NONE
+    cfg.offload_params = offload_params
     cfg.stream = stream
     if nvme_dir is not None:
         cfg.nvme_dir = nvme_dir.encode()
@@ -402,7 +405,7 @@ def compare(label, got, want, failures, params_rtol=None):
 
 def print_stats(label, s):
     overlap = (1.0 - s.copy_wait_s / s.copy_s) if s.copy_s > 0 else float("nan")
-    print("%-8s device=%d device_bytes=%d device_peak_bytes=%d copy_bytes=%d copy_s=%.6f "
+    print("%-9s device=%d device_bytes=%d device_peak_bytes=%d copy_bytes=%d copy_s=%.6f "
           "copy_wait_s=%.6f overlap=%.3f param_bytes=%d grad_bytes=%d state_bytes=%d "
           "host_bytes=%d nvme_bytes=%d io_read_bytes=%d io_write_bytes=%d nbuckets=%d"
           % (label, s.device, s.device_bytes, s.device_peak_bytes, s.copy_bytes, s.copy_s,
@@ -472,6 +475,9 @@ def main():
             try:
                 runs["nvme"] = train_zero(lib, comm, model, init, batches, dev,
                                           ZSH_OFFLOAD_NVME, stream, nvme_dir)
+                runs["infinity"] = train_zero(lib, comm, model, init, batches, dev,
+                                              ZSH_OFFLOAD_NVME, stream, nvme_dir,
+                                              ZSH_OFFLOAD_NVME)
             finally:
                 shutil.rmtree(nvme_dir, ignore_errors=True)
 
@@ -484,7 +490,8 @@ def main():
             compare("device vs host", runs["device"], host, failures)
             compare("offload vs host", runs["offload"], host, failures)
             compare("nvme vs host", runs["nvme"], host, failures)
-            for k in ("offload", "nvme"):
+            compare("infinity vs host", runs["infinity"], host, failures)
+            for k in ("offload", "nvme", "infinity"):
                 same = runs["device"][0] == runs[k][0]
                 print("%s vs device: losses %s" % (k, "bit for bit" if same else "differ"))
             print()
@@ -493,18 +500,26 @@ def main():
             print_stats("device", dstats)
             print_stats("offload", runs["offload"][2])
             print_stats("nvme", nstats)
+            istats = runs["infinity"][2]
+            print_stats("infinity", istats)
             if host[2].device != 0 or any(runs[k][2].device != 1
-                                          for k in ("device", "offload", "nvme")):
-                failures.append("stats.device is not 0, 1, 1, 1 for host, device, offload, nvme")
-            for k in ("offload", "nvme"):
+                                          for k in ("device", "offload", "nvme", "infinity")):
+                failures.append("stats.device is not 0 for host and 1 for the device runs")
+            for k in ("offload", "nvme", "infinity"):
                 s = runs[k][2]
                 if not s.device_peak_bytes < dstats.device_peak_bytes:
                     failures.append("%s's device_peak_bytes %d is not below device's %d"
                                     % (k, s.device_peak_bytes, dstats.device_peak_bytes))
                 if s.copy_bytes == 0:
                     failures.append("%s copied no bytes between host and device" % k)
-            if nstats.nvme_bytes == 0 or nstats.io_read_bytes == 0 or nstats.io_write_bytes == 0:
-                failures.append("nvme kept nothing in, or read or wrote nothing from, its files")
+            for k in ("nvme", "infinity"):
+                s = runs[k][2]
+                if s.nvme_bytes == 0 or s.io_read_bytes == 0 or s.io_write_bytes == 0:
+                    failures.append("%s kept nothing in, or read or wrote nothing from, its "
+                                    "files" % k)
+            if not istats.device_bytes < nstats.device_bytes:
+                failures.append("infinity keeps %d bytes on the device, not fewer than nvme's %d"
+                                % (istats.device_bytes, nstats.device_bytes))
         else:
             print_stats("host", host[2])
     finally:

@@ -74,5 +74,18 @@ if [ $rc != 0 ]; then
     find tests -name '*.log' -exec grep -hE \
         'ERROR: (Address|Leak|Thread)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: |runtime error' {} + \
         2>/dev/null | sort | uniq -c | sort -rn | head -20
+    # The first reports in full, each with the test that was running, so a
+    # failure seen once (a race needs its interleaving) says where it was.
+    for t in $tests; do
+        awk -v where="$build/$t.log" '
+            /^\[ RUN      \]/ { test = $4 }
+            /^(WARNING|ERROR): (Address|Leak|Thread)Sanitizer/ {
+                if (++n > 3) exit
+                printf "== report %d in %s, during %s:\n", n, where, test
+                lines = 40
+            }
+            lines > 0 { print; lines--; if (/^SUMMARY: /) lines = 0 }
+        ' "$t.log" 2>/dev/null
+    done
 fi
 exit $rc

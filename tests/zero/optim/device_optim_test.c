@@ -318,6 +318,75 @@ ZSH_RANK_TEST(optim_device, optimizer_offload_to_nvme_gives_the_same_bits_in_les
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(self));
 }
 
+ZSH_RANK_TEST(optim_device, parameter_offload_to_host_and_nvme_gives_the_same_bits_off_the_device)
+{
+    static const zsh_offload_t tiers[4][2] = {/* optimizer, parameters */
+                                              {ZSH_OFFLOAD_CPU, ZSH_OFFLOAD_CPU},
+                                              {ZSH_OFFLOAD_NVME, ZSH_OFFLOAD_NVME},
+                                              {ZSH_OFFLOAD_CPU, ZSH_OFFLOAD_NVME},
+                                              {ZSH_OFFLOAD_NVME, ZSH_OFFLOAD_CPU}};
+    static const char *const names[] = {"none", "cpu", "nvme"};
+    const zsh_quad_run_t tmpl = {.bad_rank = -1, .mem = &zsh_dv_mem};
+    char dtmpl[] = "/var/tmp/zsh-device-params-XXXXXX", *dir;
+    zsh_quad_run_t in, opt_only, off;
+    zsh_optim_config_t cfg;
+    zsh_comm_t *self;
+    char what[160];
+    int c, t, prec;
+
+    ZSH_DV_NEED_DEVICE();
+    self = zsh_dv_self(comm);
+    ZSH_ASSERT_TRUE(self != NULL);
+    dir = mkdtemp(dtmpl);
+    ZSH_EXPECT_TRUE(dir != NULL);
+    for (c = zsh_comm_rank(comm); (dir != NULL) && (c < 8); c += zsh_comm_size(comm)) {
+        t    = c % 4;
+        prec = c / 4; /* fp32, and bf16 with its fp32 master weights */
+        zsh_dv_config(&cfg, 3, zsh_dv_precs[prec], 0);
+        cfg.nvme_dir       = dir;
+        cfg.sub_group_size = ZSH_TIER_ALIGN_ELEMS;
+        cfg.host_mem_limit = 2 * 5 * 4 * ZSH_TIER_ALIGN_ELEMS;
+        snprintf(what, sizeof(what), "stage 3 %s, optimizer %s, parameters %s",
+                 zsh_dv_prec_names[prec], names[tiers[t][0]], names[tiers[t][1]]);
+        in       = tmpl;
+        opt_only = tmpl;
+        off      = tmpl;
+        if (zsh_quad_train(self, &cfg, ZSH_DV_STEPS, &in)) {
+            cfg.offload_optimizer = tiers[t][0];
+            if (zsh_quad_train(self, &cfg, ZSH_DV_STEPS, &opt_only)) {
+                cfg.offload_params = tiers[t][1];
+                if (zsh_quad_train(self, &cfg, ZSH_DV_STEPS, &off)) {
+                    const zsh_optim_stats_t *s = &off.stats;
+                    bool in_file = tiers[t][1] == ZSH_OFFLOAD_NVME;
+
+                    zsh_dv_expect_bits(&off, &in, ZSH_DV_STEPS, what);
+                    /* The shards left the device: less there than with the
+                     * optimizer alone offloaded, and found in their tier. */
+                    if ((s->device != 1) || !(s->device_bytes < opt_only.stats.device_bytes) ||
+                        (s->param_bytes != in.stats.param_bytes) ||
+                        (in_file ? (s->nvme_bytes == 0) || (s->io_read_bytes == 0)
+                                 : (s->host_bytes <= opt_only.stats.host_bytes))) {
+                        zsh_test_fail(__FILE__, __LINE__, "%s: device=%d device_bytes=%zu (%zu "
+                                      "with the optimizer alone offloaded) param_bytes=%zu (%zu) "
+                                      "host_bytes=%zu (%zu) nvme_bytes=%zu io_read_bytes=%llu",
+                                      what, s->device, s->device_bytes,
+                                      opt_only.stats.device_bytes, s->param_bytes,
+                                      in.stats.param_bytes, s->host_bytes,
+                                      opt_only.stats.host_bytes, s->nvme_bytes, s->io_read_bytes);
+                    }
+                }
+            }
+        }
+        zsh_quad_free(&off);
+        zsh_quad_free(&opt_only);
+        zsh_quad_free(&in);
+    }
+    if (dir != NULL) {
+        rmdir(dir);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(self));
+}
+
 /* A stream of the caller's (cudaStreamCreate), or NULL after a test failure. */
 static void *zsh_dv_stream_create(void)
 {
@@ -482,7 +551,7 @@ static void zsh_dv_tier_case(zsh_comm_t *comm, const zsh_optim_config_t *cfg, vo
     zsh_optim_destroy(opt);
 }
 
-ZSH_RANK_TEST(optim_device, param_offload_hpz_and_offload_below_stage_2_are_refused_for_device_parameters)
+ZSH_RANK_TEST(optim_device, lone_param_offload_hpz_and_offload_below_stage_2_are_refused_for_device_parameters)
 {
     char tmpl[] = "/var/tmp/zsh-device-optim-XXXXXX", *dir;
     float host[37] = {0};
@@ -505,10 +574,14 @@ ZSH_RANK_TEST(optim_device, param_offload_hpz_and_offload_below_stage_2_are_refu
         zsh_dv_tier_case(self, &cfg, dev, "stage", "offload_optimizer=nvme at stage 1");
         cfg.stage = 3; /* where the device takes it */
         zsh_dv_tier_case(self, &cfg, dev, NULL, "offload_optimizer=nvme at stage 3");
+        /* Offloaded device parameters are updated by the host: the
+         * optimizer must be offloaded with them. */
         zsh_dv_config(&cfg, 3, ZSH_FLOAT32, 0);
         cfg.offload_params = ZSH_OFFLOAD_CPU;
-        zsh_dv_tier_case(self, &cfg, host, NULL, "offload_params=cpu");
-        zsh_dv_tier_case(self, &cfg, dev, "offload_params", "offload_params=cpu");
+        zsh_dv_tier_case(self, &cfg, host, NULL, "offload_params=cpu alone");
+        zsh_dv_tier_case(self, &cfg, dev, "offload_optimizer", "offload_params=cpu alone");
+        cfg.offload_optimizer = ZSH_OFFLOAD_CPU;
+        zsh_dv_tier_case(self, &cfg, dev, NULL, "offload_params=cpu with offload_optimizer=cpu");
         /* hpZ needs a group size that divides the ranks of a node, so it is
          * asked of the test's communicator, on one node at even rank counts;
          * every rank there registers memory of the same GPU, which NCCL
