@@ -50,8 +50,14 @@
  * master weights live in pinned host memory: each bucket's reduced
  * gradient shard is copied there on a copy stream as its reduction ends,
  * the step runs on the host, and each bucket's updated parameters are
- * copied back on the copy stream while the next bucket is updated. Not
- * yet with device parameters: the NVMe tier, offload_params and hpZ.
+ * copied back on the copy stream while the next bucket is updated. With
+ * offload_optimizer nvme the same copies serve the files: a shard is
+ * written once it has come down, and the step sends each swapped
+ * sub-group's parameters up. offload_params (stage 3) from the device
+ * needs offload_optimizer cpu or nvme: the host updates the offloaded
+ * shards, and a gather copies this rank's shard up on the stream before
+ * the all-gather. Offload needs stage 2 or 3 there; hpZ is not yet
+ * supported with device parameters.
  *
  * Precision: fp32 parameters and gradients, or bf16/fp16 ones with fp32
  * master weights and fp32 optimizer states. fp16 uses dynamic loss scaling:
@@ -251,9 +257,10 @@ typedef struct zsh_optim_stats {
     size_t   device_bytes;      /**< Bytes of device memory the layer holds now: model state
                                      in compute memory and every buffer (0 on the host). */
     size_t   device_peak_bytes; /**< The most held at once so far. */
-    unsigned long long copy_bytes; /**< offload_optimizer cpu from the device: bytes copied
+    unsigned long long copy_bytes; /**< offload_optimizer from the device: bytes copied
                                         between host and device so far (reduced gradient
-                                        shards down, updated parameters up). */
+                                        shards down, updated parameters up; not the shards
+                                        an offload_params gather takes up). */
     double   copy_s;            /**< Seconds the copy stream spent on those copies. */
     double   copy_wait_s;       /**< Seconds the caller was blocked waiting for them: of
                                      copy_s, copy_s - copy_wait_s (at least) was hidden behind
