@@ -401,6 +401,11 @@ zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
     if (status == ZSH_OK) {
         status = zsh_optim_dev_copy_end(opt, b, ZSH_DEV_DOWN0, bytes);
     }
+    if (status != ZSH_OK) {
+        /* A copy may have been enqueued before the failure: nothing it
+         * reads or writes is given back before it is done. */
+        (void)zsh_dev_sync(opt->dev.cstream);
+    }
     zsh_account_unhold(&opt->acct, ZSH_MEM_BUFFERS, zsh_obucket_full_bytes(opt, b));
     zsh_dev_free(ZSH_PLACE_DEVICE, b->staging,
                  (status == ZSH_OK) ? opt->dev.cstream : opt->cfg.stream);

@@ -129,12 +129,16 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
     } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
         status = zsh_optim_param_read_wait(opt, b);
         if (status == ZSH_OK) {
-            status = zsh_optim_comm_status(
-                opt, opt->device ? zsh_shard_gather_start_staged(b->pshard, b->pbounce)
-                                 : zsh_shard_gather_start_from(b->pshard, b->pbounce));
+            status = opt->device
+                         ? zsh_optim_dev_failed(opt, zsh_shard_gather_start_staged(b->pshard,
+                                                                                  b->pbounce))
+                         : zsh_optim_comm_status(opt, zsh_shard_gather_start_from(b->pshard,
+                                                                                 b->pbounce));
         }
     } else if (zsh_optim_dev_params_away(opt)) {
-        status = zsh_optim_comm_status(
+        /* A copy that fails leaves the all-gather unposted: the others are
+         * stopped rather than left waiting in it. */
+        status = zsh_optim_dev_failed(
             opt, zsh_shard_gather_start_staged(b->pshard, zsh_shard_local(b->pshard)));
     } else {
         status = zsh_optim_comm_status(opt, zsh_shard_gather_start(b->pshard));

@@ -44,6 +44,9 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
+        if (opt->buckets[i].req != NULL) {
+            continue; /* its reduction still writes its transit buffer */
+        }
         if (opt->buckets[i].gdown) {
             zsh_optim_grad_landed(opt, &opt->buckets[i], true);
         }
@@ -114,7 +117,7 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
             if (status == ZSH_OK) {
                 b->gdown = true;
             } else {
-                zsh_optim_grad_transit_put(opt, b); /* nothing was enqueued into it */
+                zsh_optim_grad_transit_put(opt, b); /* the copy stream was drained */
             }
         }
     }

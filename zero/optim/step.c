@@ -168,6 +168,8 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
             status = zsh_tier_agree(opt, "zsh_optim_step");
             status = (status == ZSH_OK) ? swapped : status;
             if (status != ZSH_OK) {
+                zsh_optim_dev_close_step(opt); /* no copy up outlives the step */
+                (void)zsh_optim_dev_sync(opt);
                 zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
                 return status;
             }

@@ -120,6 +120,7 @@ static void zsh_swap_free(zsh_optim_t *opt, zsh_swap_slot_t *slots, size_t n)
         zsh_swap_wait(opt, &slots[i]);
         for (k = 0; k < ZSH_TK_KINDS; k++) {
             zsh_pool_put(&opt->tiers.pool, slots[i].buf[k], zsh_swap_bytes(opt, (zsh_tkind_t)k));
+            slots[i].buf[k] = NULL; /* a failed allocation frees them before the step does */
         }
     }
 }

@@ -127,6 +127,9 @@ zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh
     s0 = base + ((view->lo > b->foff) ? view->lo - b->foff : 0);
     e0 = base + ((view->hi - b->foff < region) ? view->hi - b->foff : region);
     e0 = (e0 < end) ? e0 : end;
+    if (s0 >= e0) {
+        return ZSH_OK; /* the sub-group starts in this rank's padding */
+    }
     if (opt->device) {
         /* Updated on the host like the swapped states, then sent up. */
         return zsh_optim_dev_update_offloaded(opt, b, u, s0, e0, view);
