@@ -81,7 +81,7 @@ static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b
     zsh_status_t status = zsh_optim_param_read_start(opt, b);
 
     if (status == ZSH_ERR_NO_MEMORY) {
-        zsh_optim_grad_writes_wait(opt);
+        zsh_optim_grad_room(opt);
         zsh_optim_param_reads_drop(opt);
         status = zsh_optim_param_read_start(opt, b);
         if (status == ZSH_ERR_NO_MEMORY) {

@@ -178,15 +178,30 @@ static zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
     return status;
 }
 
+zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt)
+{
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        if (opt->buckets[i].req != NULL) {
+            /* A failure is the optimizer's from now on: the step reports it. */
+            zsh_optim_reduction_done(opt, &opt->buckets[i],
+                                     zsh_request_wait(opt->buckets[i].req));
+        }
+    }
+    return zsh_optim_grad_writes_wait(opt);
+}
+
 /* A host buffer for @b's reduced shard on its way to disk, within the
- * budget: when it is full, the gradient writes in flight are waited for. */
+ * budget: when it is full, the reductions in flight and then the gradient
+ * writes are waited for. */
 static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     size_t bytes = zsh_pool_round(b->count * opt->esize), used = b->count * opt->esize;
 
     b->gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
     if (b->gtransit == NULL) {
-        zsh_optim_grad_writes_wait(opt);
+        zsh_optim_grad_room(opt);
         b->gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
     }
     if (b->gtransit == NULL) {

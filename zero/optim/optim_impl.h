@@ -218,6 +218,9 @@ void           zsh_optim_tier_stats(const zsh_optim_t *opt, zsh_optim_stats_t *s
 
 /* grads.c: NVMe gradients: writes still in flight are completed. */
 zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
+/* Room in the host budget: the reductions in flight are waited for (their
+ * shards then go to disk), then every gradient write. */
+zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt);
 
 /* swap.c: the step over sub-groups when any state lives in files. */
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
