@@ -276,11 +276,10 @@ zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
 
 /* The rule over the owned flat elements [s0, e0) of @b, in memory or in
- * @view, the updated parameters written to @out (indexed from b->lo)
- * instead of their place. */
-zsh_status_t zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b,
-                                        const zsh_update_t *u, size_t s0, size_t e0,
-                                        const zsh_swap_view_t *view, void *out);
+ * @view; the updated parameters of a master-weight optimizer go to @out
+ * (indexed from b->lo) when given, else to their place. */
+zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                    size_t s0, size_t e0, const zsh_swap_view_t *view, void *out);
 
 /* device.c: device parameters. Register notes where the parameters are
  * (refusing a mix, and what the device cannot honour); setup splits the
@@ -294,6 +293,10 @@ zsh_status_t zsh_optim_dev_check_ptr(const zsh_optim_t *opt, const char *fn, con
 zsh_status_t zsh_optim_dev_setup(zsh_optim_t *opt);
 zsh_status_t zsh_optim_dev_setup_buckets(zsh_optim_t *opt);
 void         zsh_optim_dev_teardown(zsh_optim_t *opt);
+/* offload_device.c: the copy stream, events and pinned buffers of
+ * optimizer offload from the device, made after the buckets. */
+zsh_status_t zsh_optim_dev_offload_setup(zsh_optim_t *opt);
+void         zsh_optim_dev_offload_teardown(zsh_optim_t *opt);
 /* Copies and widening wherever the model lives, in the optimizer's stream
  * order; zsh_optim_dev_sync() waits for them (a no-op on the host). */
 zsh_status_t zsh_optim_copy(zsh_optim_t *opt, void *dst, const void *src, size_t bytes);

@@ -47,13 +47,10 @@ static void *zsh_optim_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param
     }
 }
 
-/* The rule over the owned flat elements [s0, e0) of @b; the updated
- * parameters of a master-weight optimizer go to @out (indexed from b->lo)
- * when given, else to their place. At stage 3 every array is contiguous
- * over the shard, so the range is one run; below, one run per parameter. */
-static zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b,
-                                           const zsh_update_t *u, size_t s0, size_t e0,
-                                           const zsh_swap_view_t *view, char *out)
+/* At stage 3 every array is contiguous over the shard, so the range is
+ * one run; below, one run per parameter. */
+zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                    size_t s0, size_t e0, const zsh_swap_view_t *view, void *out)
 {
     zsh_tkind_t pk = opt->has_master ? ZSH_TK_MASTER : ZSH_TK_PARAMS;
     size_t i, s, e;
@@ -70,7 +67,7 @@ static zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b,
             continue;
         }
         o = !opt->has_master ? NULL
-            : (out != NULL)  ? out + (s - b->lo) * opt->esize
+            : (out != NULL)  ? (char *)out + (s - b->lo) * opt->esize
                              : zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view);
         if (opt->dev_update) {
             status = zsh_optim_dev_apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
@@ -106,13 +103,6 @@ zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const z
 {
     return zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b),
                                   zsh_optim_owned_end(opt, b), NULL, NULL);
-}
-
-zsh_status_t zsh_optim_update_range_out(zsh_optim_t *opt, zsh_obucket_t *b,
-                                        const zsh_update_t *u, size_t s0, size_t e0,
-                                        const zsh_swap_view_t *view, void *out)
-{
-    return zsh_optim_update_range(opt, b, u, s0, e0, view, out);
 }
 
 zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
