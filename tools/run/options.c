@@ -35,6 +35,9 @@ static void zsh_run_usage(FILE *out)
             "      --grace SECONDS      after a failure, time between SIGTERM and SIGKILL\n"
             "                           (default 5)\n"
             "      --no-prefix          do not put \"[RANK] \" before each output line\n"
+            "      --no-thp             leave GLIBC_TUNABLES alone (by default, with N above\n"
+            "                           1, glibc.malloc.hugetlb=1 is added: transparent huge\n"
+            "                           pages for large blocks, faster copies between ranks)\n"
             "  -h, --help               this text\n"
             "  -V, --version            the ZeroShard version\n"
             "Options with a dash also take torchrun's underscore (--node_rank).\n",
@@ -179,12 +182,14 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         {"job-key-file", required_argument, NULL, 'k'},
         {"grace", required_argument, NULL, 'g'},
         {"no-prefix", no_argument, NULL, 'P'},
+        {"no-thp", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int opt, rc;
 
-    *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .grace = 5.0, .prefix = true};
+    *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .grace = 5.0, .prefix = true,
+                           .thp = true};
     /* "+": options end at the program, so its own options are left to it. */
     while ((opt = getopt_long(argc, argv, "+n:hV", longopts, NULL)) != -1) {
         switch (opt) {
@@ -196,6 +201,7 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         case 'k': o->key_file = optarg; rc = 0; break;
         case 'g': rc = zsh_run_seconds(optarg, &o->grace); break;
         case 'P': o->prefix = false; rc = 0; break;
+        case 'T': o->thp = false; rc = 0; break;
         case 'h': zsh_run_usage(stdout); return 1;
         case 'V': printf("zshrun (ZeroShard) %s\n", ZSH_VERSION_STRING); return 1;
         default: rc = -1; break; /* getopt named the option */

@@ -32,6 +32,7 @@ typedef struct zsh_run_opts {
     const char  *key_file;    /* --job-key-file, NULL for none */
     double       grace;       /* seconds between SIGTERM and SIGKILL */
     bool         prefix;      /* "[rank] " before each output line */
+    bool         thp;         /* huge pages for the ranks' malloc (--no-thp: false) */
     char *const *argv;        /* the program and its arguments */
     char        *path;        /* the program as found on PATH (malloc'd) */
 } zsh_run_opts_t;

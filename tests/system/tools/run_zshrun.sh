@@ -13,7 +13,7 @@ demo="$top_builddir/examples/zsh_demo"
 train="$top_builddir/tools/zsh_train"
 # shellcheck source=../../harness/results.sh
 . "$(dirname "$0")/../../harness/results.sh"
-results_begin zshrun 13
+results_begin zshrun 14
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
@@ -276,11 +276,39 @@ bad_input() {
 }
 result bad_input_is_refused_with_a_message_before_any_rank_starts "$(bad_input)"
 
+# Huge pages for the ranks' malloc: glibc.malloc.hugetlb=1 added to what the
+# user has, never over the user's own hugetlb choice, not with --no-thp or
+# one rank; and where the kernel offers transparent huge pages, a large
+# block a rank fills is backed by them.
+thp() {
+    local out want py_huge
+    out=$(timeout 20 "$zshrun" -n 2 --no-prefix sh -c 'echo "${GLIBC_TUNABLES-unset}"' | sort -u)
+    [ "$out" = glibc.malloc.hugetlb=1 ] || echo "default: GLIBC_TUNABLES '$out'"
+    out=$(GLIBC_TUNABLES=glibc.malloc.arena_max=2 timeout 20 "$zshrun" -n 2 --no-prefix sh -c 'echo "$GLIBC_TUNABLES"' | sort -u)
+    [ "$out" = glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1 ] || echo "appended: GLIBC_TUNABLES '$out'"
+    out=$(GLIBC_TUNABLES=glibc.malloc.hugetlb=0 timeout 20 "$zshrun" -n 2 --no-prefix sh -c 'echo "$GLIBC_TUNABLES"' | sort -u)
+    [ "$out" = glibc.malloc.hugetlb=0 ] || echo "the user's hugetlb: GLIBC_TUNABLES '$out'"
+    out=$(timeout 20 "$zshrun" -n 2 --no-thp --no-prefix sh -c 'echo "${GLIBC_TUNABLES-unset}"' | sort -u)
+    [ "$out" = unset ] || echo "--no-thp: GLIBC_TUNABLES '$out'"
+    out=$(timeout 20 "$zshrun" -n 1 --no-prefix sh -c 'echo "${GLIBC_TUNABLES-unset}"')
+    [ "$out" = unset ] || echo "one rank: GLIBC_TUNABLES '$out'"
+    [ -n "$py" ] && [ -r /proc/self/smaps_rollup ] || return 0
+    grep -q '\[never\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null && return 0
+    py_huge='b = bytearray(b"\x01") * (64 << 20)
+print([l for l in open("/proc/self/smaps_rollup") if l.startswith("AnonHugePages")][0].split()[1])'
+    out=$(timeout 60 "$zshrun" -n 2 --no-prefix "$py" -c "$py_huge" | sort -n | head -1)
+    [ "${out:-0}" -ge 32768 ] 2>/dev/null || echo "a filled 64 MiB block has ${out:-?} kB in huge pages"
+    out=$(timeout 60 "$zshrun" -n 2 --no-thp --no-prefix "$py" -c "$py_huge" | sort -n | tail -1)
+    want=$(grep -q '\[always\]' /sys/kernel/mm/transparent_hugepage/enabled && echo any || echo 0)
+    [ "$want" = any ] || [ "$out" = 0 ] || echo "--no-thp: $out kB in huge pages"
+}
+result ranks_get_huge_pages_for_malloc_unless_told_otherwise "$(thp)"
+
 help_version() {
     local out opt
     out=$("$zshrun" --help) || echo "--help exited $?"
     for opt in -n, --nproc-per-node --nnodes --node-rank --master-addr --master-port --job-key-file \
-        --grace --no-prefix --help --version; do
+        --grace --no-prefix --no-thp --help --version; do
         echo "$out" | grep -q -- "$opt" || echo "--help lacks $opt"
     done
     out=$("$zshrun" --version) || echo "--version exited $?"
