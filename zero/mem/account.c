@@ -1,5 +1,7 @@
 #include "mem/account.h"
 
+#include "mem/huge.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,7 @@ void zsh_account_unhold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
 
 void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
 {
+    size_t huge = zsh_huge_align(bytes);
     void *ptr;
 
     if ((acct != NULL) && (acct->place != ZSH_PLACE_HOST)) {
@@ -40,8 +43,12 @@ void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
         return ptr;
     }
     /* posix_memalign wants a non-zero size for a pointer that free() takes. */
-    if (posix_memalign(&ptr, ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) != 0) {
+    if (posix_memalign(&ptr, (huge != 0) ? huge : ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) !=
+        0) {
         return NULL;
+    }
+    if (huge != 0) {
+        zsh_huge_advise(ptr, bytes); /* before the memset first touches it */
     }
     memset(ptr, 0, bytes);
     zsh_account_hold(acct, kind, bytes);

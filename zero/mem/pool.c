@@ -1,6 +1,7 @@
 #include "mem/pool.h"
 
 #include "mem/device.h"
+#include "mem/huge.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ void zsh_pool_fini(zsh_pool_t *pool)
 void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
 {
     zsh_pool_block_t **link;
+    size_t huge;
     void *ptr;
 
     for (link = &pool->free; *link != NULL; link = &(*link)->next) {
@@ -76,10 +78,13 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
     while ((pool->held + bytes > pool->limit) && (pool->free != NULL)) {
         zsh_pool_drop(pool, &pool->free);
     }
+    huge = zsh_huge_align(bytes);
     if ((bytes > pool->limit) || (pool->held + bytes > pool->limit) ||
-        (posix_memalign(&ptr, ZSH_POOL_ALIGN, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0)) {
+        (posix_memalign(&ptr, (huge > ZSH_POOL_ALIGN) ? huge : ZSH_POOL_ALIGN,
+                        (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0)) {
         return NULL;
     }
+    zsh_huge_advise(ptr, bytes);
     /* Zeroed once: a block filled later by the kernel (a read, another
      * rank's cross-memory write) is then never seen as uninitialised by
      * valgrind, and costs only the page faults its first use takes anyway. */

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "mem/checked.h"
+#include "mem/huge.h"
 #include "optim/config.h"
 
 #include <stdint.h>
@@ -145,6 +146,9 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
     bool fp16 = cfg->precision == ZSH_FLOAT16;
 
     status = zsh_zero_config_read(&env);
+    if (status == ZSH_OK) {
+        status = zsh_huge_config_check();
+    }
     if (status != ZSH_OK) {
         return status;
     }

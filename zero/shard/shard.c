@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "mem/checked.h"
 #include "mem/device.h"
+#include "mem/huge.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -58,6 +59,10 @@ zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_
                          "zsh_shard_create: numel %zu of %s, padded to %zu x %d ranks, "
                          "is more than %zu bytes", numel, zsh_dtype_name(dtype), count, nranks,
                          SIZE_MAX);
+    }
+    if (zsh_huge_config_check() != ZSH_OK) {
+        zsh_error_prefix("zsh_shard_create: ");
+        return ZSH_ERR_INVALID_ARG;
     }
     shard = calloc(1, sizeof(*shard));
     if (shard == NULL) {

@@ -110,3 +110,17 @@ ZSH_TEST(optim_config, sizes_and_counts_outside_their_range_are_refused_by_name)
     unsetenv("ZSH_PREFETCH");
     ZSH_EXPECT_STATUS(ZSH_OK, r.status);
 }
+
+ZSH_TEST(optim_config, a_malformed_huge_pages_setting_is_refused_by_name)
+{
+    zsh_optim_create_result_t r = {ZSH_ERR_INTERNAL, ""};
+
+    setenv("ZSH_HUGE_PAGES", "sometimes", 1);
+    zsh_inproc_run(1, zsh_optim_own_variables_run, &r);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, r.status);
+    ZSH_EXPECT_STR_CONTAINS(r.error, "ZSH_HUGE_PAGES='sometimes'");
+    setenv("ZSH_HUGE_PAGES", "off", 1);
+    zsh_inproc_run(1, zsh_optim_own_variables_run, &r);
+    unsetenv("ZSH_HUGE_PAGES");
+    ZSH_EXPECT_STATUS(ZSH_OK, r.status);
+}
