@@ -115,15 +115,18 @@ def main():
         sizes.append(size)
         size *= 2
     if rank == 0:
+        # zshrun turns huge pages on for malloc (see man zshrun); copies between ranks run
+        # faster on them, so a table says which it was measured with.
+        thp = "glibc.malloc.hugetlb=1" in os.environ.get("GLIBC_TUNABLES", "")
         print("# %d ranks, torch %s, float32; time in us (median of the slowest rank), busbw "
-              "in GB/s" % (n, torch.__version__))
+              "in GB/s; malloc huge pages %s" % (n, torch.__version__, "on" if thp else "off"))
     for coll in [c for c in args.collectives.split(",") if c]:
         if rank == 0:
             print("\n# %s\n%10s %12s %10s %12s %10s %8s" % (coll, "bytes", "zsh us", "zsh GB/s",
                                                            "gloo us", "gloo GB/s", "ratio"))
         gloo_ok = supported(coll, 1024, gloo, n)
         for nbytes in sizes:
-            iters = args.iters or max(5, min(200, (64 << 20) // max(nbytes, 1) // 8))
+            iters = args.iters or max(15, min(200, (64 << 20) // max(nbytes, 1) // 8))
             cell = {}
             for name, group in groups.items():
                 if name == "gloo" and not gloo_ok:
