@@ -42,6 +42,11 @@ static zsh_status_t zsh_direct_copy(zsh_task_t *task, int peer, void *local, uin
                                 write);
 }
 
+zsh_status_t zsh_direct_fetch(zsh_task_t *task, int peer, void *local, size_t off, size_t len)
+{
+    return zsh_direct_copy(task, peer, local, zsh_direct(task)->peers[peer].dst + off, len, false);
+}
+
 zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, size_t len)
 {
     const zsh_direct_t *d = zsh_direct(task);
@@ -201,8 +206,9 @@ static void zsh_direct_received(zsh_task_t *task)
     const zsh_direct_t *d = zsh_direct(task);
     size_t esize = zsh_task_esize(task), first, count, total;
 
-    if (task->args.type == ZSH_COLL_REDUCE_SCATTER) {
-        return; /* nothing was written into it */
+    if ((task->args.type == ZSH_COLL_REDUCE_SCATTER) ||
+        (task->args.type == ZSH_COLL_BROADCAST)) {
+        return; /* nothing was written into it: a broadcast's readers read into their own */
     }
     /* Blocks before and after this rank's own. */
     first = zsh_part_offset(&d->part, (size_t)task->comm->rank);
@@ -257,7 +263,8 @@ zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
     const zsh_coll_args_t *a = &task->args;
     size_t n = (size_t)task->comm->size, esize = zsh_task_esize(task);
     size_t acc_esize   = zsh_task_acc_esize(task);
-    size_t total       = (a->type == ZSH_COLL_ALLREDUCE) ? a->count : a->count * n;
+    size_t total       = ((a->type == ZSH_COLL_ALLREDUCE) || (a->type == ZSH_COLL_BROADCAST))
+                             ? a->count : a->count * n;
     size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
     size_t peers_bytes = (n * sizeof(*d->peers) + 63) & ~(size_t)63;
     zsh_direct_addr_t mine;

@@ -21,10 +21,13 @@
  *                   and write each reduced chunk into every peer's recvbuf
  *                   (allreduce/allreduce_direct.c). Each block is reduced
  *                   once, by its owner, so every rank ends with identical
- *                   bits.
+ *                   bits;
+ *   broadcast       every rank but the root reads the root's buffer into its
+ *                   own, all at once; the root copies nothing
+ *                   (bcast/bcast_direct.c).
  *
  * Block b of any rank's buffers is touched only by rank b, so in-place
- * calls are safe. Messages are small and few: each rank's addresses ride in
+ * calls are safe (a broadcast's root buffer is only read). Messages are small and few: each rank's addresses ride in
  * its descriptor message, which goes to every peer (handshake/), then each
  * rank says when it has finished with its peers' buffers ("done"); a rank
  * returns only once every peer has said so. Where the ranks share
@@ -79,6 +82,9 @@ static inline zsh_direct_t *zsh_direct(zsh_task_t *task)
 /* Set up a direct call whose share of the work @step does; the vector is
  * the gathered or reduced one, split into a block per rank. */
 zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step);
+
+/* Read @len bytes at byte @off of comm rank @peer's recvbuf into @local. */
+zsh_status_t zsh_direct_fetch(zsh_task_t *task, int peer, void *local, size_t off, size_t len);
 
 /* Write @len bytes of @chunk, at byte @off of recvbuf, into every peer's recvbuf. */
 zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, size_t len);

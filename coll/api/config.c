@@ -61,7 +61,7 @@ static const zsh_config_field_t zsh_coll_config_fields[] = {
     {"BARRIER_ALGO", NULL, "auto", zsh_coll_algo_help[4], ZSH_COLL_OFF(barrier_algo),
      ZSH_CONFIG_ENUM, zsh_coll_algo_choices[4], NULL, NULL},
     {"DIRECT_MIN_SIZE", NULL, "4k",
-     "Total bytes above which all-gather, reduce-scatter and all-reduce run the direct "
+     "Total bytes above which all-gather, reduce-scatter, all-reduce and broadcast run the direct "
      "algorithms on one node, counted once per round of recursive doubling (zsh_info -s); "
      "0: at any size",
      ZSH_COLL_OFF(direct_min_size), ZSH_CONFIG_SIZE, NULL, "0", "1024g"},

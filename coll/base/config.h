@@ -22,8 +22,8 @@ typedef enum {
     ZSH_ALGO_RD,         /* recursive doubling: allreduce, reduce_scatter */
     ZSH_ALGO_BINOMIAL,   /* broadcast */
     ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
-    ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce: copies between ranks' buffers
-                            on one node */
+    ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce, broadcast: copies between
+                            ranks' buffers on one node */
     ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: the data in the descriptor
                             messages */
     ZSH_ALGO_HIER,       /* allgather, reduce_scatter, allreduce, broadcast, barrier: within

@@ -1,6 +1,6 @@
 /*
- * zsh_broadcast: validate, run the binomial tree (or, on device buffers,
- * the device path).
+ * zsh_broadcast: validate, run the algorithm the rule picks (or, on device
+ * buffers, the device path).
  */
 #include "bcast/bcast.h"
 
@@ -18,6 +18,7 @@ static zsh_status_t zsh_bcast_local(zsh_task_t *task)
 static const zsh_coll_init_t zsh_bcast_algos[ZSH_ALGO_LAST] = {
     [ZSH_ALGO_AUTO]     = zsh_bcast_local,
     [ZSH_ALGO_BINOMIAL] = zsh_bcast_binomial_init,
+    [ZSH_ALGO_DIRECT]   = zsh_bcast_direct_init,
     [ZSH_ALGO_HIER]     = zsh_bcast_hier_init,
 };
 

@@ -1,5 +1,7 @@
 /*
- * The broadcast algorithm: a pipelined binomial tree (bcast_binomial.c).
+ * The broadcast algorithms: a pipelined binomial tree (bcast_binomial.c),
+ * reads of the root's buffer on one node (bcast_direct.c), and the
+ * hierarchical one across nodes (bcast_hier.c).
  */
 #ifndef ZSH_COLL_BCAST_BCAST_H_
 #define ZSH_COLL_BCAST_BCAST_H_
@@ -7,6 +9,9 @@
 #include "task/task.h"
 
 zsh_status_t zsh_bcast_binomial_init(zsh_task_t *task);
+
+/* Every reader copies the root's buffer by cross-memory attach (algo/direct.h). */
+zsh_status_t zsh_bcast_direct_init(zsh_task_t *task);
 
 /* Along the root's rail across nodes, then within each node (algo/hier.h). */
 zsh_status_t zsh_bcast_hier_init(zsh_task_t *task);

@@ -22,12 +22,14 @@ static void zsh_coll_self(const zsh_coll_args_t *args)
     }
 }
 
-/* Bytes a call moves in all: the gathered buffer, the input vector, the vector. */
+/* Bytes a call moves in all, as nccl-tests counts them: the gathered buffer, the input
+ * vector, the vector, the broadcast buffer. */
 static size_t zsh_coll_bytes(const zsh_coll_args_t *args, int nranks)
 {
     size_t bytes = args->count * zsh_dtype_size(args->dtype);
 
-    return (args->type == ZSH_COLL_ALLREDUCE) ? bytes : bytes * (size_t)nranks;
+    return ((args->type == ZSH_COLL_ALLREDUCE) || (args->type == ZSH_COLL_BROADCAST))
+               ? bytes : bytes * (size_t)nranks;
 }
 
 static zsh_status_t zsh_coll_init(zsh_task_t *task, const zsh_coll_init_t *algos)

@@ -51,7 +51,8 @@ static const zsh_select_rule_t zsh_select_rules[] = {
     [ZSH_COLL_BROADCAST] = {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO",
                             offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
                             ZSH_ALGO_BINOMIAL,
-                            ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+                            ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL) | ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
+                            ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
     [ZSH_COLL_BARRIER] = {ZSH_COLL_BARRIER, "ZSH_BARRIER_ALGO",
                           offsetof(zsh_coll_config_t, barrier_algo), ZSH_ALGO_DISSEMINATION,
                           ZSH_ALGO_DISSEMINATION,

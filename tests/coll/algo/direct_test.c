@@ -6,6 +6,7 @@
  */
 #include "algo/direct.h"
 #include "algo/eager.h"
+#include "bcast/bcast.h"
 #include "coll/check.h"
 
 #include "core/dtype.h"
@@ -57,6 +58,12 @@ ZSH_RANK_TEST(direct, forced_where_it_cannot_run_fails_with_unsupported_and_lose
     cfg->reduce_scatter_algo = ZSH_ALGO_DIRECT;
     ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED,
                       zsh_reduce_scatter(recv, send, 64 / (size_t)n, ZSH_FLOAT32, ZSH_SUM, comm));
+    cfg->reduce_scatter_algo = saved.reduce_scatter_algo;
+    cfg->broadcast_algo      = ZSH_ALGO_DIRECT;
+    send[0] = (float)zsh_comm_rank(comm);
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, zsh_broadcast(send, 64, ZSH_FLOAT32, 0, comm));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_BROADCAST_ALGO=direct");
+    ZSH_EXPECT_TRUE(send[0] == (float)zsh_comm_rank(comm)); /* nothing was touched */
     *cfg = saved;
     comm->local.direct = direct;
     /* The communicator is still good. */
@@ -186,6 +193,63 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
     *cfg = saved;
     free(send);
     free(recv);
+}
+
+/* A broadcast reads the root's buffer directly above the same minimum (one
+ * round on two ranks, two on three or four), and runs the binomial tree
+ * below it or where ranks cannot reach each other's memory. */
+static zsh_algo_t zsh_direct_bcast_chosen(zsh_comm_t *comm, size_t count, float *buf)
+{
+    zsh_request_t *req = NULL;
+    zsh_algo_t algo;
+
+    if (zsh_broadcast_post(buf, count, ZSH_FLOAT32, zsh_comm_size(comm) - 1, comm, &req) !=
+        ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "zsh_broadcast_post: %s", zsh_last_error());
+        return ZSH_ALGO_LAST;
+    }
+    algo = req->algo;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+    zsh_request_free(req);
+    return algo;
+}
+
+ZSH_RANK_TEST(direct, broadcast_reads_the_root_above_the_direct_minimum_size_on_one_node)
+{
+    zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
+    zsh_coll_config_t saved = *cfg;
+    int n = zsh_comm_size(comm), rounds = 0;
+    size_t count = 8192, i;
+    float *buf = zsh_check_alloc(count * sizeof(float));
+    bool direct = comm->local.direct;
+
+    while ((1 << rounds) < n) {
+        rounds++;
+    }
+    if ((n < 2) || !direct) {
+        free(buf);
+        ZSH_SKIP((n < 2) ? "a single rank never selects an algorithm"
+                         : "cross-memory attach is not available here");
+    }
+    cfg->broadcast_algo  = ZSH_ALGO_AUTO;
+    cfg->direct_min_size = 4096;
+    cfg->small_msg_size  = 16384;
+    for (i = 0; i < count; i++) {
+        buf[i] = (zsh_comm_rank(comm) == n - 1) ? (float)i : -1.0f;
+    }
+    ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, zsh_direct_bcast_chosen(comm, 1024 * (size_t)rounds, buf));
+    ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_bcast_chosen(comm, count, buf));
+    for (i = 0; i < count; i++) {
+        if (buf[i] != (float)i) {
+            zsh_test_fail(__FILE__, __LINE__, "element %zu is %g, not %zu", i, buf[i], i);
+            break;
+        }
+    }
+    comm->local.direct = false; /* as for ranks on two nodes */
+    ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, zsh_direct_bcast_chosen(comm, count, buf));
+    comm->local.direct = direct;
+    *cfg = saved;
+    free(buf);
 }
 
 /* Post a direct all-gather of @count floats from @send into @recv and say
