@@ -49,12 +49,21 @@ zsh_status_t zsh_direct_fetch(zsh_task_t *task, int peer, void *local, size_t of
 
 zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, size_t len)
 {
+    return zsh_direct_spread_but(task, chunk, off, len, -1);
+}
+
+zsh_status_t zsh_direct_spread_but(zsh_task_t *task, const char *chunk, size_t off, size_t len,
+                                   int skip)
+{
     const zsh_direct_t *d = zsh_direct(task);
     int n = task->comm->size, rank = task->comm->rank, k, p;
     zsh_status_t status;
 
     for (k = 1; k < n; k++) {
         p      = (rank + k) % n;
+        if (p == skip) {
+            continue;
+        }
         status = zsh_direct_copy(task, p, (void *)chunk, d->peers[p].dst + off, len, true);
         if (status != ZSH_OK) {
             return status;
@@ -207,8 +216,8 @@ static void zsh_direct_received(zsh_task_t *task)
     size_t esize = zsh_task_esize(task), first, count, total;
 
     if ((task->args.type == ZSH_COLL_REDUCE_SCATTER) ||
-        (task->args.type == ZSH_COLL_BROADCAST)) {
-        return; /* nothing was written into it: a broadcast's readers read into their own */
+        ((task->args.type == ZSH_COLL_BROADCAST) && (task->comm->rank == task->args.root))) {
+        return; /* nothing was written into it */
     }
     /* Blocks before and after this rank's own. */
     first = zsh_part_offset(&d->part, (size_t)task->comm->rank);

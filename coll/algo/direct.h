@@ -22,8 +22,10 @@
  *                   (allreduce/allreduce_direct.c). Each block is reduced
  *                   once, by its owner, so every rank ends with identical
  *                   bits;
- *   broadcast       every rank but the root reads the root's buffer into its
- *                   own, all at once; the root copies nothing
+ *   broadcast       the buffer split into a block per rank: each rank but
+ *                   the root reads its block from the root's buffer, and
+ *                   every rank writes its block into the buffers of every
+ *                   rank but the root, so all ranks copy alike
  *                   (bcast/bcast_direct.c).
  *
  * Block b of any rank's buffers is touched only by rank b, so in-place
@@ -88,6 +90,10 @@ zsh_status_t zsh_direct_fetch(zsh_task_t *task, int peer, void *local, size_t of
 
 /* Write @len bytes of @chunk, at byte @off of recvbuf, into every peer's recvbuf. */
 zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, size_t len);
+
+/* The same into every peer's but comm rank @skip's (-1: none skipped). */
+zsh_status_t zsh_direct_spread_but(zsh_task_t *task, const char *chunk, size_t off, size_t len,
+                                   int skip);
 
 /* The next step of reducing this rank's block of every rank's input into
  * @dst, and with @spread writing each reduced chunk into the peers'

@@ -28,7 +28,9 @@ bool zsh_eager_fits(const zsh_comm_t *comm, size_t total_bytes)
 bool zsh_eager_chosen(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total_bytes)
 {
     size_t sends = (size_t)comm->size - 1;
-    size_t each  = (type == ZSH_COLL_ALLREDUCE) ? total_bytes : total_bytes / (size_t)comm->size;
+    /* An all-reduce sends its whole vector to every peer, as a broadcast's root its buffer. */
+    size_t each  = ((type == ZSH_COLL_ALLREDUCE) || (type == ZSH_COLL_BROADCAST))
+                       ? total_bytes : total_bytes / (size_t)comm->size;
 
     return zsh_eager_fits(comm, total_bytes) &&
            (comm->local.board || (sends * each <= ZSH_EAGER_AUTO_SEND_MAX));

@@ -12,8 +12,12 @@
  * reduces its own block, and an all-reduce's whole vector is reduced from
  * every peer's board with no copy on the way.
  *
- * What the three share is here; each collective's own part is in its
- * folder (allgather_eager.c, reduce_scatter_eager.c, allreduce_eager.c).
+ * A broadcast's root sends its buffer the same way, and the other ranks
+ * send only their descriptors.
+ *
+ * What they share is here; each collective's own part is in its folder
+ * (allgather_eager.c, reduce_scatter_eager.c, allreduce_eager.c,
+ * bcast_eager.c).
  */
 #ifndef ZSH_COLL_ALGO_EAGER_H_
 #define ZSH_COLL_ALGO_EAGER_H_

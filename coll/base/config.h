@@ -24,8 +24,8 @@ typedef enum {
     ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
     ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce, broadcast: copies between
                             ranks' buffers on one node */
-    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce: the data in the descriptor
-                            messages */
+    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce, broadcast: the data in the
+                            descriptor messages */
     ZSH_ALGO_HIER,       /* allgather, reduce_scatter, allreduce, broadcast, barrier: within
                             each node, then across nodes between ranks of one local rank
                             (algo/hier.h) */

@@ -19,6 +19,7 @@ static const zsh_coll_init_t zsh_bcast_algos[ZSH_ALGO_LAST] = {
     [ZSH_ALGO_AUTO]     = zsh_bcast_local,
     [ZSH_ALGO_BINOMIAL] = zsh_bcast_binomial_init,
     [ZSH_ALGO_DIRECT]   = zsh_bcast_direct_init,
+    [ZSH_ALGO_EAGER]    = zsh_bcast_eager_init,
     [ZSH_ALGO_HIER]     = zsh_bcast_hier_init,
 };
 

@@ -1,7 +1,8 @@
 /*
  * The broadcast algorithms: a pipelined binomial tree (bcast_binomial.c),
- * reads of the root's buffer on one node (bcast_direct.c), and the
- * hierarchical one across nodes (bcast_hier.c).
+ * reads of the root's buffer on one node (bcast_direct.c), the root's data
+ * in its descriptor message (bcast_eager.c), and the hierarchical one
+ * across nodes (bcast_hier.c).
  */
 #ifndef ZSH_COLL_BCAST_BCAST_H_
 #define ZSH_COLL_BCAST_BCAST_H_
@@ -12,6 +13,9 @@ zsh_status_t zsh_bcast_binomial_init(zsh_task_t *task);
 
 /* Every reader copies the root's buffer by cross-memory attach (algo/direct.h). */
 zsh_status_t zsh_bcast_direct_init(zsh_task_t *task);
+
+/* The root's buffer rides in its descriptor message (algo/eager.h). */
+zsh_status_t zsh_bcast_eager_init(zsh_task_t *task);
 
 /* Along the root's rail across nodes, then within each node (algo/hier.h). */
 zsh_status_t zsh_bcast_hier_init(zsh_task_t *task);

@@ -52,7 +52,7 @@ static const zsh_select_rule_t zsh_select_rules[] = {
                             offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
                             ZSH_ALGO_BINOMIAL,
                             ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL) | ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
-                            ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+                            ZSH_SELECT_BIT(ZSH_ALGO_EAGER) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
     [ZSH_COLL_BARRIER] = {ZSH_COLL_BARRIER, "ZSH_BARRIER_ALGO",
                           offsetof(zsh_coll_config_t, barrier_algo), ZSH_ALGO_DISSEMINATION,
                           ZSH_ALGO_DISSEMINATION,
@@ -86,7 +86,8 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "one node), or one on the rank's board read where it lies (more "
                           "ranks of one node, ZSH_SHM); up to " ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX)
                           " bytes in all, " ZSH_SELECT_STR(ZSH_DESC_BOARD_INLINE_MAX)
-                          " on boards; a barrier is the descriptor exchange alone, all to all",
+                          " on boards; a broadcast's root sends its buffer, the others none; a "
+                          "barrier is the descriptor exchange alone, all to all",
     [ZSH_ALGO_HIER]     = "a communicator across nodes with the same number of ranks on each, "
                           "more than one: steps on its node's ranks (which choose their own "
                           "algorithm: direct, eager or ring) and on its rail, the ranks of its "

@@ -1,3 +1,4 @@
+#include "algo/eager.h"
 #include "coll/check.h"
 
 #include "core/clock.h"
@@ -27,32 +28,40 @@ static void zsh_bcast_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count, in
     free(buf);
 }
 
-/* Every algorithm a one-node job can run: the binomial tree, and the
- * direct reads where cross-memory attach works. */
+/* Every algorithm a one-node job can run: the binomial tree, the direct
+ * reads where cross-memory attach works, and eager on 2 to 8 ranks for the
+ * counts its message holds. */
 ZSH_RANK_TEST(broadcast, every_root_dtype_and_count_reaches_every_rank_by_every_algorithm)
 {
     zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
     zsh_coll_config_t saved = *cfg;
-    const zsh_algo_t algos[] = {ZSH_ALGO_BINOMIAL, ZSH_ALGO_DIRECT};
+    const zsh_algo_t algos[] = {ZSH_ALGO_BINOMIAL, ZSH_ALGO_DIRECT, ZSH_ALGO_EAGER};
     int n = zsh_comm_size(comm);
     int roots[3] = {0, n - 1, n / 2};
-    size_t a, d, c, r;
+    size_t a, d, c, r, bytes;
 
     for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-        if ((algos[a] == ZSH_ALGO_DIRECT) && ((n < 2) || !comm->local.direct)) {
-            continue; /* every rank takes the same branch: one job, one node */
+        /* Every rank takes the same branches: one job, one node. */
+        if (((algos[a] == ZSH_ALGO_DIRECT) && ((n < 2) || !comm->local.direct)) ||
+            ((algos[a] == ZSH_ALGO_EAGER) && ((n < 2) || (n > ZSH_EAGER_MAX_RANKS)))) {
+            continue;
         }
         cfg->broadcast_algo = algos[a];
         cfg->chunk_size     = ZSH_CHECK_CHUNK;
         for (r = 0; r < 3; r++) {
             for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
                 for (c = 0; c < zsh_check_ncounts; c++) {
-                    zsh_bcast_case(comm, zsh_check_dtypes[d], zsh_check_counts[c], roots[r]);
+                    bytes = zsh_check_counts[c] * zsh_dtype_size(zsh_check_dtypes[d]);
+                    if ((algos[a] != ZSH_ALGO_EAGER) || zsh_eager_fits(comm, bytes)) {
+                        zsh_bcast_case(comm, zsh_check_dtypes[d], zsh_check_counts[c], roots[r]);
+                    }
                 }
             }
         }
         cfg->chunk_size = saved.chunk_size;
-        zsh_bcast_case(comm, ZSH_FLOAT64, 100003, n - 1); /* above the default chunk size */
+        if (algos[a] != ZSH_ALGO_EAGER) {
+            zsh_bcast_case(comm, ZSH_FLOAT64, 100003, n - 1); /* above the default chunk size */
+        }
     }
     *cfg = saved;
 }

@@ -126,8 +126,8 @@ ZSH_TEST(coll_config, each_algo_variable_lists_only_its_collectives_algorithms)
                                              "hier"},
         {"ZSH_REDUCE_SCATTER_ALGO", "rma", "expected one of auto, ring, rd, direct, eager, hier"},
         {"ZSH_ALLREDUCE_ALGO", "binomial", "expected one of auto, ring, rd, direct, eager, hier"},
-        {"ZSH_BROADCAST_ALGO", "ring", "expected one of auto, binomial, direct, hier"},
-        {"ZSH_BROADCAST_ALGO", "nope", "expected one of auto, binomial, direct, hier"},
+        {"ZSH_BROADCAST_ALGO", "ring", "expected one of auto, binomial, direct, eager, hier"},
+        {"ZSH_BROADCAST_ALGO", "nope", "expected one of auto, binomial, direct, eager, hier"},
     };
     char err[ZSH_ERROR_MSG_MAX], want[128];
     size_t i;

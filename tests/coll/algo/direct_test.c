@@ -196,8 +196,10 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
 }
 
 /* A broadcast reads the root's buffer directly above the same minimum (one
- * round on two ranks, two on three or four), and runs the binomial tree
- * below it or where ranks cannot reach each other's memory. */
+ * round on two ranks, two on three or four); below it the root's buffer
+ * rides in its descriptor where that is written once (two ranks, or
+ * boards), else the binomial tree runs, as it does where ranks cannot
+ * reach each other's memory. */
 static zsh_algo_t zsh_direct_bcast_chosen(zsh_comm_t *comm, size_t count, float *buf)
 {
     zsh_request_t *req = NULL;
@@ -214,14 +216,14 @@ static zsh_algo_t zsh_direct_bcast_chosen(zsh_comm_t *comm, size_t count, float 
     return algo;
 }
 
-ZSH_RANK_TEST(direct, broadcast_reads_the_root_above_the_direct_minimum_size_on_one_node)
+ZSH_RANK_TEST(direct, broadcast_reads_the_root_above_the_direct_minimum_and_is_eager_below)
 {
     zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
     zsh_coll_config_t saved = *cfg;
     int n = zsh_comm_size(comm), rounds = 0;
     size_t count = 8192, i;
     float *buf = zsh_check_alloc(count * sizeof(float));
-    bool direct = comm->local.direct;
+    bool direct = comm->local.direct, board;
 
     while ((1 << rounds) < n) {
         rounds++;
@@ -237,7 +239,14 @@ ZSH_RANK_TEST(direct, broadcast_reads_the_root_above_the_direct_minimum_size_on_
     for (i = 0; i < count; i++) {
         buf[i] = (zsh_comm_rank(comm) == n - 1) ? (float)i : -1.0f;
     }
-    ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, zsh_direct_bcast_chosen(comm, 1024 * (size_t)rounds, buf));
+    ZSH_EXPECT_EQ(((n == 2) || (comm->local.board && (n <= ZSH_EAGER_MAX_RANKS)))
+                      ? ZSH_ALGO_EAGER : ZSH_ALGO_BINOMIAL,
+                  zsh_direct_bcast_chosen(comm, 1024 * (size_t)rounds, buf));
+    board             = comm->local.board;
+    comm->local.board = false; /* alike on every rank: through the transport */
+    ZSH_EXPECT_EQ((n == 2) ? ZSH_ALGO_EAGER : ZSH_ALGO_BINOMIAL,
+                  zsh_direct_bcast_chosen(comm, 1024 * (size_t)rounds, buf));
+    comm->local.board = board;
     ZSH_EXPECT_EQ(ZSH_ALGO_DIRECT, zsh_direct_bcast_chosen(comm, count, buf));
     for (i = 0; i < count; i++) {
         if (buf[i] != (float)i) {
