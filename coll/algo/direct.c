@@ -285,7 +285,9 @@ zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
     d->part      = zsh_part_make(total, n);
     d->chunk     = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
     d->step      = step;
-    chunks_bytes = (d->chunk * (acc_esize + esize) + 63) & ~(size_t)63;
+    /* A broadcast reduces nothing: no chunk buffers. */
+    chunks_bytes = (a->type == ZSH_COLL_BROADCAST)
+                       ? 0 : (d->chunk * (acc_esize + esize) + 63) & ~(size_t)63;
     status = (n > 2) ? zsh_hs_want_all(&task->hs) : ZSH_OK;
     if (status == ZSH_OK) {
         status = zsh_task_scratch(task, peers_bytes + chunks_bytes, (void **)&scratch);
@@ -297,8 +299,8 @@ zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
         return status;
     }
     d->peers = (zsh_direct_addr_t *)(void *)scratch;
-    d->acc   = scratch + peers_bytes;
-    d->tmp   = d->acc + d->chunk * acc_esize;
+    d->acc   = (chunks_bytes > 0) ? scratch + peers_bytes : NULL;
+    d->tmp   = (chunks_bytes > 0) ? d->acc + d->chunk * acc_esize : NULL;
 
     /* Where this rank's buffers are, for the peers: with the descriptor. */
     mine.src = (uint64_t)(uintptr_t)a->sendbuf;

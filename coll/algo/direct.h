@@ -1,7 +1,7 @@
 /*
  * Direct algorithms for a communicator whose ranks share one node and may
  * access each other's memory (the transport's local copy: cross-memory
- * attach), the part all three share: the handshake that carries each
+ * attach), the part all four share: the handshake that carries each
  * rank's buffer addresses, the "done" messages, and a step at a time of
  * this rank's own share of the copying.
  *
@@ -29,10 +29,11 @@
  *                   (bcast/bcast_direct.c).
  *
  * Block b of any rank's buffers is touched only by rank b, so in-place
- * calls are safe (a broadcast's root buffer is only read). Messages are small and few: each rank's addresses ride in
- * its descriptor message, which goes to every peer (handshake/), then each
- * rank says when it has finished with its peers' buffers ("done"); a rank
- * returns only once every peer has said so. Where the ranks share
+ * calls are safe (a broadcast's root buffer is only read). Messages are
+ * small and few: each rank's addresses ride in its descriptor message,
+ * which goes to every peer (handshake/), then each rank says when it has
+ * finished with its peers' buffers ("done"); a rank returns only once
+ * every peer has said so. Where the ranks share
  * mailboxes or boards, both go there, the descriptor as one ticket and
  * "done" as the next. No rank touches a peer's memory before it has
  * compared every peer's descriptor with its own, so a mismatched count
@@ -69,8 +70,8 @@ typedef struct zsh_direct {
     char              *tmp;     /* a chunk read from a peer */
     bool               stream;  /* all-gather: the own block is copied with non-temporal
                                    stores (ZSH_STREAM_MIN_SIZE) */
-    size_t             done;    /* of this rank's share so far: bytes (all-gather) or
-                                   elements (reductions) */
+    size_t             done;    /* of this rank's share so far: bytes (all-gather,
+                                   broadcast) or elements (reductions) */
     zsh_direct_step_t  step;
 } zsh_direct_t;
 

@@ -71,7 +71,9 @@ zsh_status_t zsh_eager_setup(zsh_task_t *task, const void *data, size_t len, siz
 {
     zsh_comm_t *comm = task->comm;
     size_t n         = (size_t)comm->size;
-    size_t acc_len   = zsh_eager_round_up(task->args.count * zsh_task_acc_esize(task));
+    /* The accumulation buffer of a reduction; a broadcast reduces nothing. */
+    size_t acc_len   = (task->args.type == ZSH_COLL_BROADCAST)
+                           ? 0 : zsh_eager_round_up(task->args.count * zsh_task_acc_esize(task));
     size_t out_stride = 0;
     zsh_status_t status;
     char *scratch, *msg;

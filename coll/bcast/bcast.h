@@ -11,7 +11,8 @@
 
 zsh_status_t zsh_bcast_binomial_init(zsh_task_t *task);
 
-/* Every reader copies the root's buffer by cross-memory attach (algo/direct.h). */
+/* A block per rank, read from the root and written into the other ranks'
+ * buffers by cross-memory attach (algo/direct.h). */
 zsh_status_t zsh_bcast_direct_init(zsh_task_t *task);
 
 /* The root's buffer rides in its descriptor message (algo/eager.h). */

@@ -339,7 +339,8 @@ def test_mismatch_all_reduce_against_broadcast_raises_on_both_ranks(ctx):
 @case
 def test_mismatch_board_all_reduce_against_broadcasts_raises_on_every_rank_of_three(ctx):
     # On three ranks of one node the all-reduce's descriptor goes onto its
-    # board, the broadcasts' to their right neighbours through the transport:
+    # board; run_comm.sh makes the broadcasts of its 4-rank job binomial,
+    # whose descriptors go to their right neighbours through the transport:
     # rank 0 hears rank 2, whose right neighbour it is, though it waits for
     # rank 1 first.
     all_reduce_against_broadcasts(ctx, 3)

@@ -32,7 +32,6 @@ void zsh_account_unhold(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
 
 void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
 {
-    size_t huge = zsh_huge_align(bytes);
     void *ptr;
 
     if ((acct != NULL) && (acct->place != ZSH_PLACE_HOST)) {
@@ -42,15 +41,14 @@ void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
         }
         return ptr;
     }
-    /* posix_memalign wants a non-zero size for a pointer that free() takes. */
-    if (posix_memalign(&ptr, (huge != 0) ? huge : ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) !=
-        0) {
-        return NULL;
+    ptr = zsh_huge_alloc(bytes); /* zeroed by the kernel */
+    if (ptr == NULL) {
+        /* posix_memalign wants a non-zero size for a pointer that free() takes. */
+        if (posix_memalign(&ptr, ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) != 0) {
+            return NULL;
+        }
+        memset(ptr, 0, bytes);
     }
-    if (huge != 0) {
-        zsh_huge_advise(ptr, bytes); /* before the memset first touches it */
-    }
-    memset(ptr, 0, bytes);
     zsh_account_hold(acct, kind, bytes);
     return ptr;
 }
@@ -75,7 +73,8 @@ void zsh_account_free_buffer(zsh_account_t *acct, zsh_mem_kind_t kind, void *ptr
     }
     if ((comm == NULL) || (place == ZSH_PLACE_DEVICE) ||
         (zsh_comm_free_buffer(comm, ptr,
-                              (place == ZSH_PLACE_PINNED) ? zsh_dev_free_pinned : free) !=
+                              (place == ZSH_PLACE_PINNED) ? zsh_dev_free_pinned
+                                                          : zsh_huge_free) !=
          ZSH_OK)) {
         zsh_dev_free(place, ptr, (acct != NULL) ? acct->stream : NULL);
     }

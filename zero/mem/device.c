@@ -2,6 +2,8 @@
 
 #include "mem/device.h"
 
+#include "mem/huge.h"
+
 #include "core/status.h"
 
 #include <stdlib.h>
@@ -58,7 +60,7 @@ void zsh_dev_free(zsh_place_t place, void *ptr, void *stream)
         return;
     }
     if (place == ZSH_PLACE_HOST) {
-        free(ptr);
+        zsh_huge_free(ptr); /* free() unless it is a huge page mapping */
     } else if (place == ZSH_PLACE_PINNED) {
         (void)cudaFreeHost(ptr);
     } else if (cudaFreeAsync(ptr, (cudaStream_t)stream) != cudaSuccess) {
@@ -211,7 +213,7 @@ void zsh_dev_free(zsh_place_t place, void *ptr, void *stream)
 {
     (void)stream;
     if (place == ZSH_PLACE_HOST) {
-        free(ptr);
+        zsh_huge_free(ptr); /* free() unless it is a huge page mapping */
     }
 }
 

@@ -36,7 +36,7 @@ static void zsh_pool_drop(zsh_pool_t *pool, zsh_pool_block_t **link)
     *link       = blk->next;
     pool->held -= blk->bytes;
     zsh_pool_release(pool, blk->ptr);
-    free(blk->ptr);
+    zsh_huge_free(blk->ptr);
     free(blk);
 }
 
@@ -47,8 +47,8 @@ void zsh_pool_retire(zsh_pool_t *pool, void *ptr, size_t bytes, zsh_comm_t *comm
     }
     pool->held -= bytes;
     zsh_pool_release(pool, ptr);
-    if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, free) != ZSH_OK)) {
-        free(ptr);
+    if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, zsh_huge_free) != ZSH_OK)) {
+        zsh_huge_free(ptr);
     }
 }
 
@@ -62,7 +62,6 @@ void zsh_pool_fini(zsh_pool_t *pool)
 void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
 {
     zsh_pool_block_t **link;
-    size_t huge;
     void *ptr;
 
     for (link = &pool->free; *link != NULL; link = &(*link)->next) {
@@ -78,19 +77,22 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
     while ((pool->held + bytes > pool->limit) && (pool->free != NULL)) {
         zsh_pool_drop(pool, &pool->free);
     }
-    huge = zsh_huge_align(bytes);
-    if ((bytes > pool->limit) || (pool->held + bytes > pool->limit) ||
-        (posix_memalign(&ptr, (huge > ZSH_POOL_ALIGN) ? huge : ZSH_POOL_ALIGN,
-                        (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0)) {
+    if ((bytes > pool->limit) || (pool->held + bytes > pool->limit)) {
         return NULL;
     }
-    zsh_huge_advise(ptr, bytes);
-    /* Zeroed once: a block filled later by the kernel (a read, another
-     * rank's cross-memory write) is then never seen as uninitialised by
-     * valgrind, and costs only the page faults its first use takes anyway. */
-    memset(ptr, 0, bytes);
+    /* Zeroed once, by the kernel or here: a block filled later by the kernel
+     * (a read, another rank's cross-memory write) is then never seen as
+     * uninitialised by valgrind, and costs only the page faults its first
+     * use takes anyway. */
+    ptr = zsh_huge_alloc(bytes);
+    if (ptr == NULL) {
+        if (posix_memalign(&ptr, ZSH_POOL_ALIGN, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0) {
+            return NULL;
+        }
+        memset(ptr, 0, bytes);
+    }
     if (pool->pinned && (zsh_dev_host_register(ptr, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != ZSH_OK)) {
-        free(ptr);
+        zsh_huge_free(ptr);
         return NULL;
     }
     pool->held += bytes;

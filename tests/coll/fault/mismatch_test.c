@@ -116,9 +116,11 @@ ZSH_RANK_TEST(mismatch, different_ops_are_named)
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }
 
-/* A broadcast is the one collective in which a rank may legitimately finish
- * despite a disagreement elsewhere: when it and every rank on its path from
- * the root agree, it has the root's data. It then fails at its next call. */
+/* A broadcast down the binomial tree is the one collective in which a rank
+ * may legitimately finish despite a disagreement elsewhere: when it and
+ * every rank on its path from the root agree, it has the root's data. It
+ * then fails at its next call. (Eager and direct broadcasts compare every
+ * rank's descriptor, and fail at once.) */
 ZSH_RANK_TEST(mismatch, different_broadcast_roots_are_named)
 {
     float buf[16] = {0};

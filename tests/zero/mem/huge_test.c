@@ -1,8 +1,9 @@
 /*
  * The layer's large host buffers (accounted allocations and the NVMe
- * tier's pool) start on a huge page boundary and carry the kernel's
- * huge page advice, so the copies between ranks pin 2 MiB pages; small ones
- * are left as they were, and so are all with ZSH_HUGE_PAGES=off.
+ * tier's pool) are mappings of their own that start on a huge page boundary
+ * and carry the kernel's huge page advice, so the copies between ranks pin
+ * 2 MiB pages, and the advice goes with them when they are freed; small
+ * ones are left to malloc, and so are all with ZSH_HUGE_PAGES=off.
  */
 #include "harness/zsh_test.h"
 
@@ -10,9 +11,11 @@
 #include "mem/huge.h"
 #include "mem/pool.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 /* Whether the mapping holding @ptr has the kernel's huge page advice
@@ -37,6 +40,13 @@ static int zsh_test_advised(const void *ptr)
     }
     fclose(f);
     return found;
+}
+
+/* Whether any page is mapped at @ptr: msync refuses an unmapped range. */
+static bool zsh_test_mapped(const void *ptr)
+{
+    return (msync((void *)((uintptr_t)ptr & ~(uintptr_t)4095), 4096, MS_ASYNC) == 0) ||
+           (errno != ENOMEM);
 }
 
 static bool zsh_test_zero(const unsigned char *p, size_t bytes)
@@ -77,8 +87,10 @@ ZSH_TEST(mem_huge, large_layer_buffers_start_on_a_huge_page_with_huge_page_advic
     ZSH_EXPECT_TRUE(zsh_test_advised(p) == 1);
     zsh_pool_put(&pool, p, bytes);
     zsh_pool_fini(&pool);
+    ZSH_EXPECT_TRUE(!zsh_test_mapped(p)); /* the advice went with it */
     zsh_account_free(&acct, ZSH_MEM_BUFFERS, a, bytes);
     ZSH_EXPECT_TRUE(acct.cur[ZSH_MEM_BUFFERS] == 0);
+    ZSH_EXPECT_TRUE(!zsh_test_mapped(a));
 }
 
 ZSH_TEST(mem_huge, buffers_below_one_huge_page_are_not_aligned_to_one)
@@ -114,4 +126,48 @@ ZSH_TEST(mem_huge, huge_pages_off_leaves_large_buffers_as_malloc_gives_them)
     ZSH_EXPECT_TRUE(zsh_test_zero(a, bytes));
     zsh_account_free(NULL, ZSH_MEM_BUFFERS, a, bytes);
     ZSH_EXPECT_TRUE(zsh_huge_align(bytes) == page); /* back on */
+}
+
+ZSH_TEST(mem_huge, freed_huge_buffers_are_unmapped_in_any_order_and_others_still_freed)
+{
+    enum { N = 300 };
+    size_t page = zsh_huge_align((size_t)64 << 20), i, j;
+    void *bufs[N], *small;
+    bool all_unmapped = true;
+
+    if (page == 0) {
+        ZSH_SKIP("the kernel's transparent huge pages are off (or unknown): nothing to map");
+    }
+    /* Mapped, never touched: cheap in memory. Freed in a scrambled order,
+     * half of them before the second half is made, so the table of live
+     * mappings grows, shrinks and grows again. */
+    for (i = 0; i < N / 2; i++) {
+        bufs[i] = zsh_huge_alloc(page + 4096 * i);
+        ZSH_ASSERT_TRUE(bufs[i] != NULL);
+    }
+    for (i = 0; i < N / 2; i += 2) {
+        zsh_huge_free(bufs[i]);
+        bufs[i] = NULL;
+    }
+    for (i = N / 2; i < N; i++) {
+        bufs[i] = zsh_huge_alloc(page);
+        ZSH_ASSERT_TRUE(bufs[i] != NULL);
+        ZSH_EXPECT_TRUE(((uintptr_t)bufs[i] % page) == 0);
+    }
+    for (i = 0; i < N; i++) {
+        j = (i * 7919) % N; /* 7919 is prime: every index once */
+        if (bufs[j] != NULL) {
+            zsh_huge_free(bufs[j]);
+        }
+    }
+    for (i = 0; i < N; i++) {
+        if ((bufs[i] != NULL) && zsh_test_mapped(bufs[i])) {
+            all_unmapped = false;
+        }
+    }
+    ZSH_EXPECT_TRUE(all_unmapped);
+    small = malloc(100); /* not a mapping of ours: free()d */
+    ZSH_ASSERT_TRUE(small != NULL);
+    zsh_huge_free(small);
+    zsh_huge_free(NULL);
 }
