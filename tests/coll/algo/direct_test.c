@@ -120,19 +120,27 @@ ZSH_RANK_TEST(direct, multi_chunk_blocks_match_the_reference)
  * ceil(log2(ranks)); below it eager on up to ZSH_EAGER_MAX_RANKS ranks while
  * a rank sends at most 4 KiB, else a log-latency algorithm; the ring where
  * ranks cannot reach each other and the call is large. */
-static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
+/* The algorithm of a call just posted (@posted its status), once it is done. */
+static zsh_algo_t zsh_direct_algo_of(zsh_status_t posted, zsh_request_t *req, const char *call)
 {
-    zsh_request_t *req = NULL;
     zsh_algo_t algo;
 
-    if (zsh_iallreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm, &req) != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "zsh_iallreduce: %s", zsh_last_error());
+    if (posted != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "%s: %s", call, zsh_last_error());
         return ZSH_ALGO_LAST;
     }
     algo = req->algo;
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
     zsh_request_free(req);
     return algo;
+}
+
+static zsh_algo_t zsh_direct_chosen(zsh_comm_t *comm, size_t count, float *send, float *recv)
+{
+    zsh_request_t *req = NULL;
+    zsh_status_t status = zsh_iallreduce(send, recv, count, ZSH_FLOAT32, ZSH_SUM, comm, &req);
+
+    return zsh_direct_algo_of(status, req, "zsh_iallreduce");
 }
 
 ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
@@ -203,17 +211,10 @@ ZSH_RANK_TEST(direct, is_chosen_above_the_direct_minimum_size_on_one_node)
 static zsh_algo_t zsh_direct_bcast_chosen(zsh_comm_t *comm, size_t count, float *buf)
 {
     zsh_request_t *req = NULL;
-    zsh_algo_t algo;
+    zsh_status_t status =
+        zsh_broadcast_post(buf, count, ZSH_FLOAT32, zsh_comm_size(comm) - 1, comm, &req);
 
-    if (zsh_broadcast_post(buf, count, ZSH_FLOAT32, zsh_comm_size(comm) - 1, comm, &req) !=
-        ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "zsh_broadcast_post: %s", zsh_last_error());
-        return ZSH_ALGO_LAST;
-    }
-    algo = req->algo;
-    ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
-    zsh_request_free(req);
-    return algo;
+    return zsh_direct_algo_of(status, req, "zsh_broadcast_post");
 }
 
 ZSH_RANK_TEST(direct, broadcast_reads_the_root_above_the_direct_minimum_and_is_eager_below)
