@@ -272,8 +272,7 @@ zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
     const zsh_coll_args_t *a = &task->args;
     size_t n = (size_t)task->comm->size, esize = zsh_task_esize(task);
     size_t acc_esize   = zsh_task_acc_esize(task);
-    size_t total       = ((a->type == ZSH_COLL_ALLREDUCE) || (a->type == ZSH_COLL_BROADCAST))
-                             ? a->count : a->count * n;
+    size_t total       = zsh_coll_count_per_rank(a->type) ? a->count * n : a->count;
     size_t chunk_bytes = task->comm->ctx->cfg.chunk_size;
     size_t peers_bytes = (n * sizeof(*d->peers) + 63) & ~(size_t)63;
     zsh_direct_addr_t mine;

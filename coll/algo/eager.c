@@ -29,8 +29,7 @@ bool zsh_eager_chosen(const zsh_comm_t *comm, zsh_coll_type_t type, size_t total
 {
     size_t sends = (size_t)comm->size - 1;
     /* An all-reduce sends its whole vector to every peer, as a broadcast's root its buffer. */
-    size_t each  = ((type == ZSH_COLL_ALLREDUCE) || (type == ZSH_COLL_BROADCAST))
-                       ? total_bytes : total_bytes / (size_t)comm->size;
+    size_t each  = zsh_coll_count_per_rank(type) ? total_bytes / (size_t)comm->size : total_bytes;
 
     return zsh_eager_fits(comm, total_bytes) &&
            (comm->local.board || (sends * each <= ZSH_EAGER_AUTO_SEND_MAX));

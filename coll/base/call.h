@@ -34,6 +34,13 @@ typedef struct zsh_coll_args {
     bool            blocking;  /* a blocking call (zsh_coll_call sets it) */
 } zsh_coll_args_t;
 
+/* Whether a call's count is per rank (all-gather, reduce-scatter), its
+ * vector that count times the ranks; else the count is the vector's. */
+static inline bool zsh_coll_count_per_rank(zsh_coll_type_t type)
+{
+    return (type == ZSH_COLL_ALLGATHER) || (type == ZSH_COLL_REDUCE_SCATTER);
+}
+
 /* A call as an entry point makes it: no stream, blocking set later. */
 #define ZSH_COLL_ARGS(_type, _send, _recv, _count, _dtype, _op, _root) \
     {(_type), (_send), (_recv), (_count), (_dtype), (_op), (_root), NULL, false, false}

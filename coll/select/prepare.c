@@ -28,8 +28,7 @@ static size_t zsh_coll_bytes(const zsh_coll_args_t *args, int nranks)
 {
     size_t bytes = args->count * zsh_dtype_size(args->dtype);
 
-    return ((args->type == ZSH_COLL_ALLREDUCE) || (args->type == ZSH_COLL_BROADCAST))
-               ? bytes : bytes * (size_t)nranks;
+    return zsh_coll_count_per_rank(args->type) ? bytes * (size_t)nranks : bytes;
 }
 
 static zsh_status_t zsh_coll_init(zsh_task_t *task, const zsh_coll_init_t *algos)

@@ -41,13 +41,9 @@ void *zsh_account_alloc(zsh_account_t *acct, zsh_mem_kind_t kind, size_t bytes)
         }
         return ptr;
     }
-    ptr = zsh_huge_alloc(bytes); /* zeroed by the kernel */
+    ptr = zsh_huge_zalloc(bytes, ZSH_ACCOUNT_ALIGN);
     if (ptr == NULL) {
-        /* posix_memalign wants a non-zero size for a pointer that free() takes. */
-        if (posix_memalign(&ptr, ZSH_ACCOUNT_ALIGN, (bytes == 0) ? 1 : bytes) != 0) {
-            return NULL;
-        }
-        memset(ptr, 0, bytes);
+        return NULL;
     }
     zsh_account_hold(acct, kind, bytes);
     return ptr;

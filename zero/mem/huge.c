@@ -221,6 +221,21 @@ void *zsh_huge_alloc(size_t bytes)
     return (void *)start;
 }
 
+void *zsh_huge_zalloc(size_t bytes, size_t align)
+{
+    void *ptr = zsh_huge_alloc(bytes); /* zeroed by the kernel */
+
+    if (ptr != NULL) {
+        return ptr;
+    }
+    /* posix_memalign wants a non-zero size for a pointer that free() takes. */
+    if (posix_memalign(&ptr, align, (bytes == 0) ? align : bytes) != 0) {
+        return NULL;
+    }
+    memset(ptr, 0, bytes);
+    return ptr;
+}
+
 void zsh_huge_free(void *ptr)
 {
     size_t len;

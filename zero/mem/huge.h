@@ -38,6 +38,11 @@ size_t zsh_huge_align(size_t bytes);
  * allocates as usual. Free it with zsh_huge_free(). */
 void *zsh_huge_alloc(size_t bytes);
 
+/* @bytes of zeroed host memory: zsh_huge_alloc()'s where it gives one, else
+ * aligned to @align from malloc (a power of two, at least a pointer's
+ * size); NULL where neither can. Free it with zsh_huge_free(). */
+void *zsh_huge_zalloc(size_t bytes, size_t align);
+
 /* Free a host buffer: unmap one zsh_huge_alloc() returned, free() any
  * other (so every host free of the layer may go through here); NULL is
  * ignored. */

@@ -80,16 +80,13 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
     if ((bytes > pool->limit) || (pool->held + bytes > pool->limit)) {
         return NULL;
     }
-    /* Zeroed once, by the kernel or here: a block filled later by the kernel
+    /* Zeroed once: a block filled later by the kernel
      * (a read, another rank's cross-memory write) is then never seen as
      * uninitialised by valgrind, and costs only the page faults its first
      * use takes anyway. */
-    ptr = zsh_huge_alloc(bytes);
+    ptr = zsh_huge_zalloc(bytes, ZSH_POOL_ALIGN);
     if (ptr == NULL) {
-        if (posix_memalign(&ptr, ZSH_POOL_ALIGN, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != 0) {
-            return NULL;
-        }
-        memset(ptr, 0, bytes);
+        return NULL;
     }
     if (pool->pinned && (zsh_dev_host_register(ptr, (bytes == 0) ? ZSH_POOL_ALIGN : bytes) != ZSH_OK)) {
         zsh_huge_free(ptr);
