@@ -35,9 +35,9 @@ static void zsh_run_setenv_int(const char *name, int value)
  * GLIBC_TUNABLES says glibc.malloc.hugetlb=1 (glibc 2.35 on; older ones
  * ignore it). Ranks on one node copy between each other's buffers by
  * cross-memory attach, whose kernel copy pins every page of both buffers:
- * a 2 MiB page is pinned once where 4 KiB pages are pinned 512 times, and
- * a 64 MiB all-reduce between two ranks ran 1.35x faster (docs/DECISIONS.md,
- * "Huge pages under zshrun"). A tunable the user set stays as it is.
+ * a 2 MiB page is pinned once where 4 KiB pages are pinned 512 times
+ * (measured in docs/DECISIONS.md, "Huge pages"). A tunable the user set
+ * stays as it is.
  */
 static void zsh_run_thp_env(void)
 {

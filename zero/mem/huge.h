@@ -4,8 +4,7 @@
  * Ranks on one node move the layer's buckets and shards by cross-memory
  * attach, whose kernel copy pins every page of the buffers on both sides, a
  * 4 KiB page at a time. Backed by 2 MiB pages the same copy pins 512 times
- * fewer, and zsh_train's stage 3 communication on two ranks took about half
- * the time (docs/DECISIONS.md, "Huge pages").
+ * fewer (measured in docs/DECISIONS.md, "Huge pages").
  *
  * Such a buffer is a mapping of its own, aligned to a huge page and advised
  * for huge pages before anything touches it, and unmapped when freed, so the
