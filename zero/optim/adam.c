@@ -10,8 +10,6 @@
  */
 #include "optim/rule.h"
 
-#include "core/half.h"
-
 #include <math.h>
 
 zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, float grad_mul)
@@ -68,18 +66,15 @@ void zsh_adam_update_bf16(float *restrict p, const uint16_t *restrict g, float *
                           const zsh_update_t *u)
 {
     const zsh_adam_k_t k = zsh_adam_k(u);
-    float pi;
-    size_t i;
+    size_t b, e, i;
 
-    if (out == NULL) {
-        for (i = 0; i < n; i++) {
+    for (b = 0; b < n; b = e) {
+        e = (n - b > ZSH_RULE_ROUND_BLOCK) ? b + ZSH_RULE_ROUND_BLOCK : n;
+        for (i = b; i < e; i++) {
             p[i] = zsh_adam_elem(&k, p[i], zsh_bf16_to_float(g[i]), &m[i], &v[i]);
         }
-        return;
-    }
-    for (i = 0; i < n; i++) {
-        pi     = zsh_adam_elem(&k, p[i], zsh_bf16_to_float(g[i]), &m[i], &v[i]);
-        p[i]   = pi;
-        out[i] = zsh_float_to_bf16(pi);
+        if (out != NULL) {
+            zsh_rule_round_bf16(p + b, out + b, e - b);
+        }
     }
 }

@@ -16,6 +16,8 @@
 
 #include <zeroshard/optim.h>
 
+#include "core/half.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +38,22 @@
 #else
 #define ZSH_KERNEL_CLONES
 #endif
+
+/* The bf16 kernels update this many elements, then round them into the
+ * bf16 parameters while they are still in L1: one loop doing both ran
+ * slower than the two, the rounding's integer work competing with the
+ * update's arithmetic for the same vector ports. */
+#define ZSH_RULE_ROUND_BLOCK 1024
+
+/* @p rounded to bf16 into @out, @n elements. */
+static inline void zsh_rule_round_bf16(const float *restrict p, uint16_t *restrict out, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        out[i] = zsh_float_to_bf16(p[i]);
+    }
+}
 
 typedef struct zsh_update {
     zsh_optim_kind_t kind;

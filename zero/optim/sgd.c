@@ -6,7 +6,6 @@
  */
 #include "optim/rule.h"
 
-#include "core/half.h"
 
 /* One element with momentum: updates *buf, returns the new parameter. */
 static inline float zsh_sgd_elem(const zsh_update_t *u, float nest, float keep, float p, float g,
@@ -49,28 +48,21 @@ void zsh_sgd_update_bf16(float *restrict p, const uint16_t *restrict g, float *r
 {
     const zsh_update_t k = *u;
     const float nest = k.nesterov ? k.momentum : 0.0f, keep = k.nesterov ? 1.0f : 0.0f;
-    float pi;
-    size_t i;
+    size_t b, e, i;
 
-    if ((k.momentum == 0.0f) && (out == NULL)) {
-        for (i = 0; i < n; i++) {
-            p[i] = zsh_sgd_plain(&k, p[i], zsh_bf16_to_float(g[i]));
+    for (b = 0; b < n; b = e) {
+        e = (n - b > ZSH_RULE_ROUND_BLOCK) ? b + ZSH_RULE_ROUND_BLOCK : n;
+        if (k.momentum == 0.0f) {
+            for (i = b; i < e; i++) {
+                p[i] = zsh_sgd_plain(&k, p[i], zsh_bf16_to_float(g[i]));
+            }
+        } else {
+            for (i = b; i < e; i++) {
+                p[i] = zsh_sgd_elem(&k, nest, keep, p[i], zsh_bf16_to_float(g[i]), &buf[i]);
+            }
         }
-    } else if (k.momentum == 0.0f) {
-        for (i = 0; i < n; i++) {
-            pi     = zsh_sgd_plain(&k, p[i], zsh_bf16_to_float(g[i]));
-            p[i]   = pi;
-            out[i] = zsh_float_to_bf16(pi);
-        }
-    } else if (out == NULL) {
-        for (i = 0; i < n; i++) {
-            p[i] = zsh_sgd_elem(&k, nest, keep, p[i], zsh_bf16_to_float(g[i]), &buf[i]);
-        }
-    } else {
-        for (i = 0; i < n; i++) {
-            pi     = zsh_sgd_elem(&k, nest, keep, p[i], zsh_bf16_to_float(g[i]), &buf[i]);
-            p[i]   = pi;
-            out[i] = zsh_float_to_bf16(pi);
+        if (out != NULL) {
+            zsh_rule_round_bf16(p + b, out + b, e - b);
         }
     }
 }

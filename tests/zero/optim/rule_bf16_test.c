@@ -3,7 +3,8 @@
  * does on the widened gradient, and the bf16 parameters they write in the
  * same pass are the updated master weights rounded to nearest even: the
  * same bits as the rule followed by a separate conversion. Lengths exercise
- * the vector bodies of every width and their tails.
+ * the vector bodies of every width and their tails, and runs of more than
+ * one rounding block (ZSH_RULE_ROUND_BLOCK), whole and with a partial last.
  */
 #include "harness/zsh_test.h"
 
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const size_t zsh_rb_lengths[] = {1, 7, 15, 16, 33, 100, 1000};
+static const size_t zsh_rb_lengths[] = {1, 7, 15, 16, 33, 100, 1000, 1024, 1025, 3000};
 
 static void zsh_rb_check(const zsh_optim_config_t *c, const char *what)
 {
