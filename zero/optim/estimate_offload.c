@@ -14,7 +14,9 @@
  *   the params tier on NVMe (stage 3) is read by the forward and the
  *   backward gathers (2pS), and the step reads and writes the fp32 shard it
  *   updates (4S each way), or in mixed precision writes only the half
- *   shard rounded from the master weights (pS);
+ *   shard rounded from the master weights (pS); with the optimizer tier on
+ *   NVMe and the parameters in memory, the step also writes the parameters
+ *   it is about to update (pR), which a failed step puts back;
  * - the disk bound: the ranks sharing a disk move their bytes through its
  *   read and write bandwidths one after the other.
  */
@@ -116,6 +118,9 @@ zsh_status_t zsh_optim_estimate_offload(const zsh_optim_estimate_in_t *in,
         if (in->stage >= 2) {
             o.read_bytes  += p * s;
             o.write_bytes += p * s;
+        }
+        if ((in->stage < 3) || (tiers->params != ZSH_OFFLOAD_NVME)) {
+            o.write_bytes += p * r; /* the undo copy */
         }
     }
     if ((in->stage == 3) && (tiers->params == ZSH_OFFLOAD_NVME)) {

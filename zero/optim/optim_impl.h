@@ -224,6 +224,9 @@ zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt);
 
 /* swap.c: the step over sub-groups when any state lives in files. */
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
+/* After a step that failed on any rank: the parameters in memory that the
+ * swapped step changed, put back from the undo file. */
+zsh_status_t zsh_optim_swap_undo(zsh_optim_t *opt);
 
 /* fetch.c: NVMe parameters: reads in flight are completed and dropped (a
  * failure is the tier's). */
@@ -274,6 +277,10 @@ zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const z
 zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
                                    const zsh_swap_view_t *view);
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b);
+
+/* The parameters in memory of @view's sub-group: copied into its
+ * ZSH_TK_UNDO buffer (@save), or back from it. */
+void zsh_optim_params_swap(zsh_optim_t *opt, const zsh_swap_view_t *view, bool save);
 
 /* The rule over the owned flat elements [s0, e0) of @b, in memory or in
  * @view; the updated parameters of a master-weight optimizer go to @out

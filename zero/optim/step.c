@@ -9,6 +9,7 @@
 #include "core/status.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* Bad calls are refused before anything changes. */
 static zsh_status_t zsh_optim_step_check(const zsh_optim_t *opt)
@@ -111,6 +112,29 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
     return status;
 }
 
+/* A step the NVMe tier failed, on this rank or another: its parameters in
+ * memory go back to what they were, and the error says whether they did.
+ * Parameters in the tier's own file (stage 3) or on the device stay as the
+ * step left them, behind the tier's sticky failure. */
+static void zsh_optim_step_undo(zsh_optim_t *opt, zsh_status_t status)
+{
+    char why[1024], undo[1024];
+
+    if (opt->tiers.file[ZSH_TK_UNDO] == NULL) {
+        zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+        return;
+    }
+    snprintf(why, sizeof(why), "%s", zsh_last_error());
+    if (zsh_optim_swap_undo(opt) == ZSH_OK) {
+        zsh_error(status, "zsh_optim_step %lu: %s; the parameters are as they were before it",
+                  opt->stats.steps + 1, why);
+        return;
+    }
+    snprintf(undo, sizeof(undo), "%s", zsh_last_error());
+    zsh_error(status, "zsh_optim_step %lu: %s; putting the parameters back failed too: %s",
+              opt->stats.steps + 1, why, undo);
+}
+
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
 {
     zsh_update_t u;
@@ -132,6 +156,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     if (status != ZSH_OK) {
         return status;
     }
+    opt->tiers.updated = 0; /* what a failure of this step puts back */
     /* A failed write of a gradient is the tier's failure, which every rank
      * learns at the agreement below: a rank returning early here would leave
      * the others waiting in it. */
@@ -150,6 +175,10 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     }
     if (status == ZSH_OK) {
         status = zsh_optim_grad_factor(opt, &mul, &skip);
+    }
+    if ((status != ZSH_OK) && (opt->tiers.failed != ZSH_OK)) {
+        zsh_optim_step_undo(opt, status); /* nothing to put back yet: it says so */
+        return status;
     }
     if (status != ZSH_OK) {
         zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
@@ -170,7 +199,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
             if (status != ZSH_OK) {
                 zsh_optim_dev_close_step(opt); /* no copy up outlives the step */
                 (void)zsh_optim_dev_sync(opt);
-                zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+                zsh_optim_step_undo(opt, status);
                 return status;
             }
         }

@@ -11,6 +11,11 @@
  *   master, m, v read (states never written yet are zeros, not read), written
  *   params      fp32: read and written (the shard is the weight updated);
  *               mixed precision: written only, rounded from the master
+ *   undo        written only: the sub-group's parameters in memory, copied
+ *               when it is read and on disk before the update may change
+ *               them, so a step that fails on any rank puts back every
+ *               sub-group it changed (zsh_optim_swap_undo) and leaves the
+ *               parameters as they were before it
  */
 #include "optim/optim_impl.h"
 
@@ -36,6 +41,13 @@ static void zsh_swap_range(const zsh_optim_t *opt, size_t sg, size_t *lo_p, size
 
     *lo_p = lo;
     *hi_p = (hi < opt->tiers.felems) ? hi : opt->tiers.felems;
+}
+
+static void zsh_swap_view(const zsh_optim_t *opt, const zsh_swap_slot_t *slot,
+                          zsh_swap_view_t *view)
+{
+    zsh_swap_range(opt, slot->sg, &view->lo, &view->hi);
+    memcpy(view->buf, slot->buf, sizeof(view->buf));
 }
 
 /* Wait for every request of @slot; the first failure is the tier's. */
@@ -65,6 +77,15 @@ static zsh_status_t zsh_swap_read(zsh_optim_t *opt, zsh_swap_slot_t *slot, size_
         if (slot->buf[k] == NULL) {
             continue;
         }
+        if (k == ZSH_TK_UNDO) {
+            zsh_swap_view_t view;
+
+            zsh_swap_view(opt, slot, &view);
+            zsh_optim_params_swap(opt, &view, true);
+            status = zsh_tier_io(opt, ZSH_TK_UNDO, true, lo, slot->buf[k], hi - lo,
+                                 &slot->req[k]);
+            continue;
+        }
         zero = ((k == ZSH_TK_EXP_AVG) || (k == ZSH_TK_EXP_AVG_SQ)) ? opt->tiers.fresh[sg]
                : (k == ZSH_TK_PARAMS)                             ? opt->mixed
                                                                    : false;
@@ -86,7 +107,7 @@ static zsh_status_t zsh_swap_write(zsh_optim_t *opt, zsh_swap_slot_t *slot)
 
     zsh_swap_range(opt, slot->sg, &lo, &hi);
     for (k = 0; (status == ZSH_OK) && (k < ZSH_TK_KINDS); k++) {
-        if ((slot->buf[k] != NULL) && (k != ZSH_TK_GRADS)) {
+        if ((slot->buf[k] != NULL) && (k != ZSH_TK_GRADS) && (k != ZSH_TK_UNDO)) {
             status = zsh_tier_io(opt, (zsh_tkind_t)k, true, lo, slot->buf[k], hi - lo,
                                  &slot->req[k]);
         }
@@ -103,8 +124,7 @@ static zsh_status_t zsh_swap_update(zsh_optim_t *opt, zsh_swap_slot_t *slot,
     zsh_swap_view_t view;
     size_t i;
 
-    zsh_swap_range(opt, slot->sg, &view.lo, &view.hi);
-    memcpy(view.buf, slot->buf, sizeof(view.buf));
+    zsh_swap_view(opt, slot, &view);
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         status = zsh_optim_update_view(opt, &opt->buckets[i], u, &view);
     }
@@ -155,6 +175,7 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
     zsh_swap_slot_t *slot;
     zsh_status_t status;
 
+    opt->tiers.updated = 0;
     status = zsh_swap_alloc(opt, slots, nslots); /* tier.c planned 1..ZSH_TIER_SLOTS_MAX */
     if (status != ZSH_OK) {
         zsh_tier_fail(opt, status); /* so that every rank stops at the agreement */
@@ -171,10 +192,11 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
         }
         slot = &slots[k % nslots];
         if (status == ZSH_OK) {
-            status = zsh_swap_wait(opt, slot); /* its reads */
+            status = zsh_swap_wait(opt, slot); /* its reads, and its undo on disk */
         }
         if (status == ZSH_OK) {
             status = zsh_swap_update(opt, slot, u);
+            opt->tiers.updated = k + 1;
         }
         if (status == ZSH_OK) {
             status = zsh_swap_write(opt, slot);
@@ -190,4 +212,42 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
         }
     }
     return status;
+}
+
+zsh_status_t zsh_optim_swap_undo(zsh_optim_t *opt)
+{
+    size_t bytes = zsh_swap_bytes(opt, ZSH_TK_UNDO), k;
+    zsh_status_t status = ZSH_OK;
+    zsh_swap_slot_t slot;
+    zsh_swap_view_t view;
+
+    if ((opt->tiers.file[ZSH_TK_UNDO] == NULL) || (opt->tiers.updated == 0)) {
+        return ZSH_OK;
+    }
+    memset(&slot, 0, sizeof(slot));
+    slot.buf[ZSH_TK_UNDO] = zsh_pool_get(&opt->tiers.pool, bytes);
+    if (slot.buf[ZSH_TK_UNDO] == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "no room in host_mem_limit (%zu bytes) to put the "
+                         "parameters back", opt->cfg.host_mem_limit);
+    }
+    for (k = 0; (status == ZSH_OK) && (k < opt->tiers.updated); k++) {
+        slot.sg = k;
+        zsh_swap_range(opt, k, &view.lo, &view.hi);
+        status = zsh_tier_io(opt, ZSH_TK_UNDO, false, view.lo, slot.buf[ZSH_TK_UNDO],
+                             view.hi - view.lo, &slot.req[ZSH_TK_UNDO]);
+        if (status == ZSH_OK) {
+            status = zsh_tier_wait(opt, &slot.req[ZSH_TK_UNDO]);
+        }
+        if (status == ZSH_OK) {
+            zsh_swap_view(opt, &slot, &view);
+            zsh_optim_params_swap(opt, &view, false);
+        }
+    }
+    zsh_pool_put(&opt->tiers.pool, slot.buf[ZSH_TK_UNDO], bytes);
+    if (status != ZSH_OK) {
+        return zsh_error(status, "the parameters of sub-groups %zu to %zu of %zu stay updated: "
+                         "%s", k - 1, opt->tiers.updated - 1, opt->tiers.nsg, zsh_last_error());
+    }
+    opt->tiers.updated = 0;
+    return ZSH_OK;
 }

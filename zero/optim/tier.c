@@ -6,6 +6,8 @@
  *   params      compute   host       file "params"    offload_params (stage 3)
  *   grads       compute   host       file "grads"     offload_optimizer (stages 2-3)
  *   master, m, v compute  host       files            offload_optimizer
+ *   undo        -         -          file "undo"      offload_optimizer nvme, while
+ *                                                     the parameters are in memory
  *
  * Below stage 2 the gradients are the full buffers the stage reduces in
  * place, and stay in compute memory; below stage 3 the parameters are the
@@ -22,11 +24,11 @@
 #include <string.h>
 
 static const char *const zsh_tier_file_names[ZSH_TK_KINDS] = {
-    "params", "grads", "master", "exp_avg", "exp_avg_sq"};
+    "params", "grads", "master", "exp_avg", "exp_avg_sq", "undo"};
 
 size_t zsh_tier_esize(const zsh_optim_t *opt, zsh_tkind_t kind)
 {
-    return (kind <= ZSH_TK_GRADS) ? opt->esize : sizeof(float);
+    return ((kind <= ZSH_TK_GRADS) || (kind == ZSH_TK_UNDO)) ? opt->esize : sizeof(float);
 }
 
 /* The tier a kind is configured to, or -1 when this optimizer has no such
@@ -42,8 +44,16 @@ static int zsh_tier_of(const zsh_optim_t *opt, zsh_tkind_t kind)
         return opt->has_master ? (int)opt->cfg.offload_optimizer : -1;
     case ZSH_TK_EXP_AVG:
         return (opt->nstates >= 1) ? (int)opt->cfg.offload_optimizer : -1;
-    default:
+    case ZSH_TK_EXP_AVG_SQ:
         return (opt->nstates >= 2) ? (int)opt->cfg.offload_optimizer : -1;
+    default:
+        /* A step swapping states changes the host's parameters in memory
+         * sub-group by sub-group. Parameters in the file are only written
+         * back, and the device's are sent up by offload_device.c. */
+        return ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) && !opt->device &&
+                ((opt->cfg.stage < 3) || (opt->cfg.offload_params != ZSH_OFFLOAD_NVME)))
+                   ? ZSH_OFFLOAD_NVME
+                   : -1;
     }
 }
 

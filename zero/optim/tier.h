@@ -35,6 +35,8 @@ typedef enum {
     ZSH_TK_MASTER,     /* fp32 master weights (mixed precision) */
     ZSH_TK_EXP_AVG,    /* first state: Adam's m, SGD's momentum */
     ZSH_TK_EXP_AVG_SQ, /* Adam's v */
+    ZSH_TK_UNDO,       /* the parameters in memory as they were before the step, in the
+                        * precision: what a failed step puts back (see swap.c) */
     ZSH_TK_KINDS
 } zsh_tkind_t;
 
@@ -46,6 +48,8 @@ typedef struct zsh_tiers {
     size_t          nsg;                 /* sub-groups */
     size_t          slots;               /* sub-groups held in host buffers at once */
     bool           *fresh;               /* per sub-group: states never written, read as 0 */
+    size_t          updated;             /* sub-groups whose parameters in memory the step
+                                          * has changed, from the first */
     zsh_pool_t      pool;                /* the NVMe tier's host buffers */
     zsh_account_t   host;                /* model state in the host tier */
     zsh_status_t    failed;              /* the first I/O failure, sticky */

@@ -12,6 +12,8 @@
 
 #include "core/status.h"
 
+#include <string.h>
+
 /* Where flat element @s of @param lives: in the framework's buffer, or in
  * the stage 3 shard. */
 static void *zsh_optim_param_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param, size_t s)
@@ -105,26 +107,67 @@ zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const z
                                   zsh_optim_owned_end(opt, b), NULL, NULL);
 }
 
-zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
-                                   const zsh_swap_view_t *view)
+/* The owned flat elements [*s0_p, *e0_p) of @b in @view's sub-group;
+ * false when there are none. */
+static bool zsh_optim_view_range(const zsh_optim_t *opt, const zsh_obucket_t *b,
+                                 const zsh_swap_view_t *view, size_t *s0_p, size_t *e0_p)
 {
     size_t base = zsh_obucket_base(opt, b), region = zsh_obucket_region(opt, b);
     size_t end = zsh_optim_owned_end(opt, b), s0, e0;
 
     if ((view->hi <= b->foff) || (view->lo >= b->foff + region)) {
-        return ZSH_OK;
+        return false;
     }
     s0 = base + ((view->lo > b->foff) ? view->lo - b->foff : 0);
     e0 = base + ((view->hi - b->foff < region) ? view->hi - b->foff : region);
     e0 = (e0 < end) ? e0 : end;
-    if (s0 >= e0) {
-        return ZSH_OK; /* the sub-group starts in this rank's padding */
+    *s0_p = s0;
+    *e0_p = e0;
+    return s0 < e0; /* else the sub-group starts in this rank's padding */
+}
+
+zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                   const zsh_swap_view_t *view)
+{
+    size_t s0, e0;
+
+    if (!zsh_optim_view_range(opt, b, view, &s0, &e0)) {
+        return ZSH_OK;
     }
     if (opt->device) {
         /* Updated on the host like the swapped states, then sent up. */
         return zsh_optim_dev_update_offloaded(opt, b, u, s0, e0, view);
     }
     return zsh_optim_update_range(opt, b, u, s0, e0, view, NULL); /* on the host: cannot fail */
+}
+
+void zsh_optim_params_swap(zsh_optim_t *opt, const zsh_swap_view_t *view, bool save)
+{
+    size_t i, j, s0, e0, s, e, bytes;
+    zsh_obucket_t *b;
+    zsh_param_t *param;
+    char *mem, *kept;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        b = &opt->buckets[i];
+        if (!zsh_optim_view_range(opt, b, view, &s0, &e0)) {
+            continue;
+        }
+        for (j = 0; j < b->nparams; j++) {
+            param = b->params[j];
+            if (!zsh_param_overlap(param, s0, e0, &s, &e)) {
+                continue;
+            }
+            mem   = zsh_optim_param_at(opt, b, param, s);
+            kept  = zsh_optim_at(opt, b, param, ZSH_TK_UNDO, s, view);
+            bytes = (e - s) * opt->esize;
+            if (save) {
+                memcpy(kept, mem, bytes);
+            } else {
+                memcpy(mem, kept, bytes);
+            }
+        }
+    }
 }
 
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
