@@ -276,6 +276,11 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
         *data_p        = param->buf;
         return ZSH_OK;
     }
+    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS) && (opt->tiers.failed != ZSH_OK)) {
+        /* A failed step may have rewritten some of the file's sub-groups
+         * and not others: no mix of the two is handed out. */
+        return zsh_tier_check(opt, fn);
+    }
     noted = zsh_prefetch_note(&opt->prefetch, param->bucket);
     if (noted < 0) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "%s: out of memory recording the fetch order", fn);
