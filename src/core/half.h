@@ -104,8 +104,14 @@ ZSH_HALF_FN uint16_t zsh_float_to_bf16(float f)
      * fewer per lane than testing the bits and selecting 16-bit halves. */
     uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
     uint32_t quiet   = bits | 0x00400000u;
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+    /* -ffinite-math-only (and -ffast-math) folds f != f to false. */
+    int is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
+#else
+    int is_nan = f != f;
+#endif
 
-    return (uint16_t)(((f != f) ? quiet : rounded) >> 16);
+    return (uint16_t)((is_nan ? quiet : rounded) >> 16);
 }
 
 #endif

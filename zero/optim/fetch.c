@@ -276,9 +276,11 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
         *data_p        = param->buf;
         return ZSH_OK;
     }
-    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS) && (opt->tiers.failed != ZSH_OK)) {
+    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS) && opt->tiers.agreed) {
         /* A failed step may have rewritten some of the file's sub-groups
-         * and not others: no mix of the two is handed out. */
+         * and not others: no mix of the two is handed out. Only once every
+         * rank knows (a gradient write can fail on one rank before the
+         * step's agreement), so no rank leaves the others in the gather. */
         return zsh_tier_check(opt, fn);
     }
     noted = zsh_prefetch_note(&opt->prefetch, param->bucket);

@@ -124,15 +124,17 @@ static void zsh_optim_step_undo(zsh_optim_t *opt, zsh_status_t status)
         zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
         return;
     }
+    /* What happened to the parameters first: a long cause is what gets
+     * cut at the message's bound. */
     snprintf(why, sizeof(why), "%s", zsh_last_error());
     if (zsh_optim_swap_undo(opt) == ZSH_OK) {
-        zsh_error(status, "zsh_optim_step %lu: %s; the parameters are as they were before it",
-                  opt->stats.steps + 1, why);
+        zsh_error(status, "zsh_optim_step %lu failed, and the parameters are as they were "
+                  "before it: %s", opt->stats.steps + 1, why);
         return;
     }
     snprintf(undo, sizeof(undo), "%s", zsh_last_error());
-    zsh_error(status, "zsh_optim_step %lu: %s; putting the parameters back failed too: %s",
-              opt->stats.steps + 1, why, undo);
+    zsh_error(status, "zsh_optim_step %lu failed, and putting the parameters back failed too "
+              "(%s): %s", opt->stats.steps + 1, undo, why);
 }
 
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)

@@ -245,8 +245,9 @@ zsh_status_t zsh_optim_swap_undo(zsh_optim_t *opt)
     }
     zsh_pool_put(&opt->tiers.pool, slot.buf[ZSH_TK_UNDO], bytes);
     if (status != ZSH_OK) {
-        return zsh_error(status, "the parameters of sub-groups %zu to %zu of %zu stay updated: "
-                         "%s", k - 1, opt->tiers.updated - 1, opt->tiers.nsg, zsh_last_error());
+        zsh_error_prefix("the parameters of sub-groups %zu to %zu of %zu stay updated: ", k - 1,
+                         opt->tiers.updated - 1, opt->tiers.nsg);
+        return status;
     }
     opt->tiers.updated = 0;
     return ZSH_OK;

@@ -148,7 +148,9 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
         t->felems += zsh_tier_round(zsh_obucket_region(opt, &opt->buckets[i]));
     }
     for (k = 0; k < ZSH_TK_KINDS; k++) {
-        any |= zsh_tier_of(opt, (zsh_tkind_t)k) == ZSH_OFFLOAD_NVME;
+        /* The undo copy alone swaps nothing: no tier for it (SGD without
+         * momentum below stage 2, say). */
+        any |= (k != ZSH_TK_UNDO) && (zsh_tier_of(opt, (zsh_tkind_t)k) == ZSH_OFFLOAD_NVME);
     }
     if (!any) {
         return ZSH_OK;
@@ -266,6 +268,7 @@ zsh_status_t zsh_tier_agree(zsh_optim_t *opt, const char *fn)
     if (any == 0) {
         return ZSH_OK;
     }
+    opt->tiers.agreed = true;
     if (mine == 0) {
         zsh_error(ZSH_ERR_IO, "rank %d's NVMe tier failed; every rank stops with it", any - 1);
         zsh_tier_fail(opt, ZSH_ERR_IO);

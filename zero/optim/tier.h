@@ -53,6 +53,7 @@ typedef struct zsh_tiers {
     zsh_pool_t      pool;                /* the NVMe tier's host buffers */
     zsh_account_t   host;                /* model state in the host tier */
     zsh_status_t    failed;              /* the first I/O failure, sticky */
+    bool            agreed;              /* every rank knows a rank's tier failed */
     char            failed_msg[768];
 } zsh_tiers_t;
 

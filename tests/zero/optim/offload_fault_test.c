@@ -297,6 +297,50 @@ ZSH_RANK_TEST(optim_offload_fault, a_parameter_shard_that_cannot_be_read_fails_t
     free(dir);
 }
 
+/* A gradient write fails on rank 0 only, and rank 0 learns it between steps
+ * (zsh_optim_zero_grad waits for the writes): the next fetches still run on
+ * every rank, none refused alone while the others wait in its gather, and
+ * the step after them fails on every rank. A child communicator with a
+ * short timeout turns a rank left waiting into a failure, not a hang. */
+ZSH_RANK_TEST(optim_offload_fault, a_gradient_write_failing_between_steps_stops_every_rank_at_the_step)
+{
+    float a[ZSH_FT_NUMEL], b[ZSH_FT_NUMEL], g[ZSH_FT_NUMEL];
+    zsh_optim_config_t cfg;
+    char *dir = zsh_ft_dir();
+    zsh_comm_t *child;
+    zsh_optim_t *opt;
+    zsh_param_t *pa, *pb;
+    int applied;
+    size_t i;
+
+    ZSH_ASSERT_TRUE(dir != NULL);
+    for (i = 0; i < ZSH_FT_NUMEL; i++) {
+        a[i] = b[i] = (float)i * 0.001f;
+        g[i]        = 0.25f;
+    }
+    zsh_ft_config(&cfg, 3, dir);
+    cfg.max_live_bytes = ZSH_FT_NUMEL * sizeof(float); /* one parameter gathered at a time */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, 0, zsh_comm_rank(comm), &child));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_set_timeout(child, 20.0));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(child, &cfg, &opt));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_register(opt, "a", ZSH_FT_NUMEL, ZSH_FLOAT32, a, &pa));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_register(opt, "b", ZSH_FT_NUMEL, ZSH_FLOAT32, b, &pb));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_setup(opt));
+    if (zsh_comm_rank(comm) == 0) {
+        zsh_aio_inject(opt->tiers.aio, ZSH_AIO_FAULT_EIO, 1, 0);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_ft_backward(opt, pa, g));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_ft_backward(opt, pb, g));
+    (void)zsh_optim_zero_grad(opt); /* rank 0's tier has failed, the others' not */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_ft_backward(opt, pa, g));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_ft_backward(opt, pb, g));
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_optim_step(opt, &applied));
+    zsh_optim_destroy(opt);
+    zsh_comm_destroy(child);
+    rmdir(dir);
+    free(dir);
+}
+
 ZSH_RANK_TEST(optim_offload_fault, settings_the_stage_or_budget_cannot_honour_are_refused_by_name)
 {
     zsh_optim_config_t cfg;

@@ -115,9 +115,10 @@ ZSH_RANK_TEST(optim_offload, gradients_between_fetches_in_a_full_host_budget_mat
         cfg.offload_params    = ZSH_OFFLOAD_NVME;
         cfg.nvme_dir          = dir;
         cfg.sub_group_size    = ZSH_TIER_ALIGN_ELEMS;
-        /* One sub-group of every kind: the budget is full as soon as a
-         * few gradient shards and parameter reads are under way. */
-        cfg.host_mem_limit = ZSH_TK_KINDS * ZSH_TIER_ALIGN_ELEMS * sizeof(float);
+        /* One sub-group of every kind of model state (parameters on NVMe
+         * need no undo copy): the budget is full as soon as a few gradient
+         * shards and parameter reads are under way. */
+        cfg.host_mem_limit = ZSH_TK_UNDO * ZSH_TIER_ALIGN_ELEMS * sizeof(float);
         if (zsh_il_train(comm, &cfg, off)) {
             for (j = 0; j < ZSH_IL_PARAMS * ZSH_IL_NUMEL; j++) {
                 if (memcmp(&ref[j], &off[j], sizeof(float)) != 0) {
