@@ -157,3 +157,40 @@ ZSH_RANK_TEST(optim_offload, fp16_with_an_overflowing_step_matches_memory_bit_fo
     cfg.dynamic_loss_scale = 1;
     zsh_off_check(comm, &cfg, "adamw fp16 loss-scaled");
 }
+
+/* SGD without momentum keeps no state, so below stage 2 (where the
+ * gradients stay the framework's) an NVMe optimizer tier has nothing to
+ * swap: no files and no I/O engine are made for it, not even for the
+ * parameters' undo copy, and the run is the in-memory one. */
+ZSH_RANK_TEST(optim_offload, stateless_sgd_below_stage_2_makes_no_nvme_tier)
+{
+    zsh_quad_run_t ref, run;
+    zsh_optim_config_t cfg;
+    char *dir = zsh_off_dir();
+    int stage;
+
+    ZSH_ASSERT_TRUE(dir != NULL);
+    for (stage = 0; stage <= 1; stage++) {
+        zsh_optim_config_init(&cfg);
+        cfg.kind     = ZSH_OPTIM_SGD;
+        cfg.lr       = 0.1f;
+        cfg.momentum = 0.0f;
+        cfg.stage    = stage;
+        zsh_off_small(&cfg, dir);
+        ref = (zsh_quad_run_t){.bad_rank = -1};
+        run = ref;
+        if (zsh_quad_train(comm, &cfg, ZSH_OFF_STEPS, &ref)) {
+            cfg.offload_optimizer = ZSH_OFFLOAD_NVME;
+            if (zsh_quad_train(comm, &cfg, ZSH_OFF_STEPS, &run)) {
+                zsh_quad_expect_near(&run, &ref, ZSH_OFF_STEPS, 0.0, "stateless sgd, nvme");
+                ZSH_EXPECT_TRUE(run.stats.io_engine == NULL);
+                ZSH_EXPECT_EQ(0, run.stats.nvme_bytes);
+                ZSH_EXPECT_EQ(0, run.stats.io_write_bytes);
+            }
+        }
+        zsh_quad_free(&run);
+        zsh_quad_free(&ref);
+    }
+    ZSH_EXPECT_EQ(0, rmdir(dir));
+    free(dir);
+}
