@@ -120,17 +120,26 @@ ZSH_TEST(mem_huge, buffers_below_one_huge_page_are_not_aligned_to_one)
 ZSH_TEST(mem_huge, huge_pages_off_leaves_large_buffers_as_malloc_gives_them)
 {
     size_t page = zsh_huge_align((size_t)64 << 20), bytes = (size_t)9 << 20;
-    unsigned char *a;
+    unsigned char *a, *plain;
+    bool headed;
 
     if (page == 0) {
         ZSH_SKIP("the kernel's transparent huge pages are off (or unknown)");
     }
+    /* glibc puts a header before a large block, so no block of its starts a
+     * page; a sanitizer's allocator may hand out whole pages, some of them
+     * huge-page aligned by chance, and then alignment tells nothing. */
+    plain  = malloc(bytes);
+    headed = (plain != NULL) && (((uintptr_t)plain % 4096) != 0);
+    free(plain);
     setenv("ZSH_HUGE_PAGES", "off", 1);
     ZSH_EXPECT_TRUE(zsh_huge_align(bytes) == 0);
     a = zsh_account_alloc(NULL, ZSH_MEM_BUFFERS, bytes);
     unsetenv("ZSH_HUGE_PAGES");
     ZSH_ASSERT_TRUE(a != NULL);
-    ZSH_EXPECT_TRUE(((uintptr_t)a % page) != 0);
+    if (headed) {
+        ZSH_EXPECT_TRUE(((uintptr_t)a % page) != 0);
+    }
     /* glibc advises its own mmapped blocks under glibc.malloc.hugetlb=1 (zshrun's default). */
     if (strstr(getenv("GLIBC_TUNABLES") ? getenv("GLIBC_TUNABLES") : "", "hugetlb=1") == NULL) {
         ZSH_EXPECT_TRUE(zsh_test_advised(a) == 0);
