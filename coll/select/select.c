@@ -90,8 +90,8 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "barrier is the descriptor exchange alone, all to all",
     [ZSH_ALGO_HIER]     = "a communicator across nodes with the same number of ranks on each, "
                           "more than one: steps on its node's ranks (which choose their own "
-                          "algorithm: direct, eager, ring or binomial) and on its rail, the ranks of its "
-                          "local rank on every node. all-gather: rail, then node; "
+                          "algorithm: direct, eager, ring or binomial) and on its rail, the ranks "
+                          "of its local rank on every node. all-gather: rail, then node; "
                           "reduce-scatter: node, then rail; all-reduce: node reduce-scatter, "
                           "rail all-reduce, node all-gather; broadcast: the root's rail, then "
                           "node; barrier: node, the node leaders' (local rank 0) rail, node. "

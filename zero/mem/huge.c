@@ -210,9 +210,7 @@ void *zsh_huge_alloc(size_t bytes)
     if (head > 0) {
         (void)munmap(map, head);
     }
-    if (page - head > 0) {
-        (void)munmap((void *)(start + len), page - head);
-    }
+    (void)munmap((void *)(start + len), page - head); /* head < page: never empty */
     (void)madvise((void *)start, bytes & ~(page - 1), MADV_HUGEPAGE);
     if (!zsh_huge_remember(start, len)) {
         (void)munmap((void *)start, len);

@@ -175,7 +175,6 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
     zsh_swap_slot_t *slot;
     zsh_status_t status;
 
-    opt->tiers.updated = 0;
     status = zsh_swap_alloc(opt, slots, nslots); /* tier.c planned 1..ZSH_TIER_SLOTS_MAX */
     if (status != ZSH_OK) {
         zsh_tier_fail(opt, status); /* so that every rank stops at the agreement */

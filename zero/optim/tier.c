@@ -51,7 +51,7 @@ static int zsh_tier_of(const zsh_optim_t *opt, zsh_tkind_t kind)
          * sub-group by sub-group. Parameters in the file are only written
          * back, and the device's are sent up by offload_device.c. */
         return ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) && !opt->device &&
-                ((opt->cfg.stage < 3) || (opt->cfg.offload_params != ZSH_OFFLOAD_NVME)))
+                (zsh_tier_of(opt, ZSH_TK_PARAMS) != ZSH_OFFLOAD_NVME))
                    ? ZSH_OFFLOAD_NVME
                    : -1;
     }
