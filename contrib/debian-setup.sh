@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ZSH_BUILD_DIR:-$top/build}
 packages=(build-essential pkg-config autoconf automake libtool
           libucx-dev ucx-utils libhwloc-dev hwloc libssl-dev
-          libopenmpi-dev openmpi-bin libpmix-dev libgtest-dev
+          libopenmpi-dev openmpi-bin libpmix-dev libgtest-dev libjson-c-dev libxxhash-dev
           lmod doxygen man-db python3 tcl8.6 less procps)
 # The sanitizer builds, the libFuzzer target and make valgrind (tests/run_all.sh
 # runs the first two): clang with its sanitizer and libFuzzer runtimes.

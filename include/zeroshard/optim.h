@@ -407,6 +407,55 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p);
 zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values);
 
 /**
+ * @brief Save everything needed to continue training exactly: the fp32
+ *        weights (master weights in mixed precision), the optimizer states,
+ *        the step counters, the loss scaler and the hyperparameters, from
+ *        whichever tier holds them (collective).
+ *
+ * Each rank writes its part of every bucket to its own files, in parallel,
+ * through the NVMe tier's I/O engine (O_DIRECT where the filesystem allows
+ * it, through bounded buffers: no second copy of the state is made). The
+ * files go to a temporary directory under @p dir; once every rank's are
+ * fsynced, rank 0 writes the manifest (docs/CHECKPOINT.md), renames the
+ * directory to `step-<steps>` and rewrites `dir/latest` to name it, each
+ * atomically. A process killed at any moment leaves the previous checkpoint
+ * and `latest` as they were; what it left half-written is swept, with a
+ * warning, by the next save or load. Ranks must see @p dir as one
+ * directory (a local disk for one node, a shared filesystem across nodes).
+ * @param opt The optimizer, between steps: no gradient pending.
+ * @param dir The checkpoint directory; created if missing (its parent must
+ *            exist). A checkpoint of the same step is replaced.
+ * @return ZSH_ERR_INVALID_ARG for a NULL argument or a gradient pending,
+ *         ZSH_ERR_UNSUPPORTED for device parameters, ZSH_ERR_IO naming the
+ *         file (nothing is saved then, on any rank), or a collective's failure.
+ */
+zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir);
+
+/**
+ * @brief Restore what zsh_optim_save() saved (collective), at any world size
+ *        and stage, with or without offload.
+ *
+ * @p dir is a checkpoint directory (its `latest` is loaded) or one
+ * checkpoint (`dir/step-N`). The model must be the same: the same
+ * parameters, names, numels and precision, in the same order, and the same
+ * update rule (SGD with momentum or without, as saved). Each rank reads only
+ * the ranges of the files that hold the state it now owns; every byte read
+ * is checked against its checksum first, on every rank, before any state is
+ * changed. On success the parameters, master weights, optimizer states, step
+ * counters (so Adam's bias correction continues), loss scaler and
+ * hyperparameters (lr, betas, eps, weight decay, momentum, clipping) are the
+ * saved ones; at stages 0-2 the framework's buffers hold the loaded values.
+ * @param opt The optimizer: no gradient pending, no parameter fetched.
+ * @param dir The checkpoint directory or a checkpoint.
+ * @return ZSH_ERR_INVALID_ARG for a NULL argument, a gradient pending, a
+ *         fetched parameter, or a checkpoint of another model or rule (naming
+ *         the parameter); ZSH_ERR_IO for a missing, truncated or corrupted
+ *         file (naming the file, the parameter and the offset). Either way
+ *         the optimizer keeps its state.
+ */
+zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir);
+
+/**
  * @brief Drop the gradients handed over this step (collective if reductions
  *        are in flight: they are completed and discarded).
  */

@@ -63,9 +63,8 @@ zsh_status_t zsh_aio_create(const zsh_aio_params_t *params, zsh_aio_t **aio_p)
     zsh_aio_t *aio;
     unsigned i;
 
-    if ((params == NULL) || (params->dir == NULL) || (aio_p == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_create: NULL parameters, directory or "
-                                              "engine");
+    if ((params == NULL) || (aio_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_create: NULL parameters or engine");
     }
     if ((unsigned)params->kind > ZSH_AIO_THREADS) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_create: unknown backend %d",
@@ -104,7 +103,9 @@ zsh_status_t zsh_aio_create(const zsh_aio_params_t *params, zsh_aio_t **aio_p)
         aio->pieces[i].next = aio->free_pieces;
         aio->free_pieces    = &aio->pieces[i];
     }
-    status = zsh_aio_dir_create(aio, params->dir, params->job_id, params->rank);
+    status = (params->dir == NULL) ? ZSH_OK
+                                   : zsh_aio_dir_create(aio, params->dir, params->job_id,
+                                                        params->rank);
     if (status != ZSH_OK) {
         goto err_free;
     }
@@ -126,7 +127,8 @@ zsh_status_t zsh_aio_create(const zsh_aio_params_t *params, zsh_aio_t **aio_p)
         goto err_backend;
     }
     zsh_log(ZSH_LOG_DEBUG, "NVMe I/O engine: %s in %s, %u pieces of %zu bytes in flight",
-            aio->ops->name, aio->dir, aio->depth, aio->block);
+            aio->ops->name, (aio->dir != NULL) ? aio->dir : "files by path", aio->depth,
+            aio->block);
     *aio_p = aio;
     return ZSH_OK;
 
@@ -159,7 +161,7 @@ void zsh_aio_destroy(zsh_aio_t *aio)
     while ((file = aio->files) != NULL) {
         aio->files = file->next;
         close(file->fd);
-        if ((unlink(file->path) != 0) && (errno != ENOENT)) {
+        if (!file->keep && (unlink(file->path) != 0) && (errno != ENOENT)) {
             zsh_log(ZSH_LOG_WARN, "cannot remove %s: %s", file->path, strerror(errno));
         }
         free(file);

@@ -21,6 +21,10 @@
  * the caller computes or communicates. Requests are submitted and waited
  * for by one caller thread at a time.
  *
+ * An engine made without a directory (zsh_aio_params_t::dir NULL) serves
+ * files the caller names by path (zsh_aio_open_path()), as a checkpoint's
+ * are: they are closed at destroy, never removed.
+ *
  * Buffers, offsets and lengths are multiples of ZSH_AIO_ALIGN.
  */
 #ifndef ZSH_AIO_AIO_H_
@@ -47,7 +51,8 @@ typedef struct zsh_aio_file zsh_aio_file_t;
 typedef struct zsh_aio_req  zsh_aio_req_t;
 
 typedef struct zsh_aio_params {
-    const char    *dir;         /* the NVMe directory; must exist and be writable */
+    const char    *dir;         /* the NVMe directory; must exist and be writable. NULL: no
+                                   directory of its own (zsh_aio_open_path() files only) */
     const char    *job_id;      /* names the job directory; NULL or "" takes "default" */
     int            rank;
     zsh_aio_kind_t kind;        /* ZSH_AIO_AUTO takes ZSH_AIO */
@@ -75,6 +80,20 @@ const char *zsh_aio_dir(const zsh_aio_t *aio);
 
 /* Create (truncating) the file @name in the engine's directory, 0600. */
 zsh_status_t zsh_aio_open(zsh_aio_t *aio, const char *name, zsh_aio_file_t **file_p);
+
+/* Open a file by path, outside the engine's directory, and keep it at
+ * destroy: @create makes it (0644 less the umask; an existing file is
+ * refused, EEXIST) for writing, else it is opened to read. O_DIRECT where
+ * the filesystem takes it. ZSH_ERR_IO naming the path and errno. */
+zsh_status_t zsh_aio_open_path(zsh_aio_t *aio, const char *path, int create,
+                               zsh_aio_file_t **file_p);
+
+/* fsync() the file: ZSH_ERR_IO naming it and errno. */
+zsh_status_t zsh_aio_sync(zsh_aio_file_t *file);
+
+/* Close a file of zsh_aio_open_path() (no request of it may be in flight),
+ * leaving it on disk. NULL is ignored. */
+void zsh_aio_close(zsh_aio_file_t *file);
 
 /* The file's full path, for messages. */
 const char *zsh_aio_file_path(const zsh_aio_file_t *file);

@@ -26,6 +26,7 @@ struct zsh_aio_file {
     zsh_aio_t           *aio;
     int                  fd;
     bool                 direct;
+    bool                 keep;     /* zsh_aio_open_path(): closed at destroy, not removed */
     char                 path[];
 };
 

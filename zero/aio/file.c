@@ -17,15 +17,58 @@
 
 #define ZSH_AIO_ZEROS (1u << 20)
 
+/* Open @path with @flags, O_DIRECT where the filesystem takes it, and add
+ * it to the engine's files. */
+static zsh_status_t zsh_aio_file_add(zsh_aio_t *aio, const char *path, int flags, mode_t mode,
+                                     bool keep, zsh_aio_file_t **file_p)
+{
+    size_t len = strlen(path) + 1;
+    zsh_aio_file_t *file;
+    int fd;
+
+    file = calloc(1, sizeof(*file) + len);
+    if (file == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_aio_open: no memory for %s", path);
+    }
+    memcpy(file->path, path, len);
+    fd           = open(file->path, flags | O_DIRECT, mode);
+    file->direct = (fd >= 0);
+    if ((fd < 0) && (errno == EINVAL)) {
+        fd = open(file->path, flags, mode);
+        if ((fd >= 0) && !aio->said_buffered) {
+            aio->said_buffered = true;
+            zsh_log(ZSH_LOG_INFO, "%s: the filesystem refuses O_DIRECT: buffered I/O",
+                    file->path);
+        }
+    }
+    if (fd < 0) {
+        zsh_status_t status = zsh_error(ZSH_ERR_IO, "cannot %s %s: %s",
+                                        (flags & O_CREAT) ? "create" : "open", file->path,
+                                        strerror(errno));
+        free(file);
+        return status;
+    }
+    file->fd   = fd;
+    file->aio  = aio;
+    file->keep = keep;
+    file->next = aio->files;
+    aio->files = file;
+    *file_p    = file;
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_aio_open(zsh_aio_t *aio, const char *name, zsh_aio_file_t **file_p)
 {
     const int flags = O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
-    zsh_aio_file_t *file;
+    zsh_status_t status;
+    char *path;
     size_t len;
-    int fd;
 
     if ((aio == NULL) || (name == NULL) || (file_p == NULL)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_open: NULL engine, name or file");
+    }
+    if (aio->dir == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_open: the engine has no directory");
     }
     if ((name[0] == '\0') || (strchr(name, '/') != NULL) || (strcmp(name, ".") == 0) ||
         (strcmp(name, "..") == 0)) {
@@ -33,34 +76,54 @@ zsh_status_t zsh_aio_open(zsh_aio_t *aio, const char *name, zsh_aio_file_t **fil
                          "zsh_aio_open: \"%s\" is not a file name (no '/', not empty)", name);
     }
     len  = strlen(aio->dir) + 1 + strlen(name) + 1;
-    file = calloc(1, sizeof(*file) + len);
-    if (file == NULL) {
+    path = malloc(len);
+    if (path == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_aio_open: no memory for %s", name);
     }
-    snprintf(file->path, len, "%s/%s", aio->dir, name);
-    fd           = open(file->path, flags | O_DIRECT, 0600);
-    file->direct = (fd >= 0);
-    if ((fd < 0) && (errno == EINVAL)) {
-        fd = open(file->path, flags, 0600);
-        if ((fd >= 0) && !aio->said_buffered) {
-            aio->said_buffered = true;
-            zsh_log(ZSH_LOG_INFO, "%s: the filesystem refuses O_DIRECT: buffered I/O",
-                    aio->dir);
+    snprintf(path, len, "%s/%s", aio->dir, name);
+    status = zsh_aio_file_add(aio, path, flags, 0600, false, file_p);
+    free(path);
+    if (status == ZSH_OK) {
+        (void)fchmod((*file_p)->fd, 0600); /* whatever the umask */
+    }
+    return status;
+}
+
+zsh_status_t zsh_aio_open_path(zsh_aio_t *aio, const char *path, int create,
+                               zsh_aio_file_t **file_p)
+{
+    const int flags = create ? (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW)
+                             : (O_RDONLY | O_CLOEXEC);
+
+    if ((aio == NULL) || (path == NULL) || (file_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_aio_open_path: NULL engine, path or file");
+    }
+    return zsh_aio_file_add(aio, path, flags, 0644, true, file_p);
+}
+
+zsh_status_t zsh_aio_sync(zsh_aio_file_t *file)
+{
+    if (fsync(file->fd) != 0) {
+        return zsh_error(ZSH_ERR_IO, "cannot fsync %s: %s", file->path, strerror(errno));
+    }
+    return ZSH_OK;
+}
+
+void zsh_aio_close(zsh_aio_file_t *file)
+{
+    zsh_aio_file_t **pp;
+
+    if (file == NULL) {
+        return;
+    }
+    for (pp = &file->aio->files; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == file) {
+            *pp = file->next;
+            break;
         }
     }
-    if (fd < 0) {
-        zsh_status_t status = zsh_error(ZSH_ERR_IO, "cannot create %s: %s", file->path,
-                                        strerror(errno));
-        free(file);
-        return status;
-    }
-    (void)fchmod(fd, 0600); /* whatever the umask */
-    file->fd   = fd;
-    file->aio  = aio;
-    file->next = aio->files;
-    aio->files = file;
-    *file_p    = file;
-    return ZSH_OK;
+    close(file->fd);
+    free(file);
 }
 
 const char *zsh_aio_file_path(const zsh_aio_file_t *file)

@@ -276,27 +276,50 @@ zsh_status_t zsh_tier_agree(zsh_optim_t *opt, const char *fn)
     return zsh_tier_check(opt, fn);
 }
 
-zsh_status_t zsh_tier_patch(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *b, size_t s,
-                            size_t e, const void *src)
+/* The aligned span of @kind's file around bucket @b's flat elements
+ * [s, e): elements [*lo_p, *lo_p + *n_p), of which [s, e) starts at
+ * *first_p; and a pool buffer for it. */
+static zsh_status_t zsh_tier_span(zsh_optim_t *opt, zsh_tkind_t kind, const zsh_obucket_t *b,
+                                  size_t s, size_t e, size_t *first_p, size_t *lo_p,
+                                  size_t *n_p, char **buf_p)
 {
     size_t es    = zsh_tier_esize(opt, kind);
     size_t base  = zsh_obucket_base(opt, b);
     size_t first = b->foff + (s - base), last = b->foff + (e - base);
     size_t lo    = first / ZSH_TIER_ALIGN_ELEMS * ZSH_TIER_ALIGN_ELEMS;
-    size_t hi    = zsh_tier_round(last), n = hi - lo;
-    zsh_aio_req_t *req = NULL;
-    zsh_status_t status;
-    char *buf;
+    size_t n     = zsh_tier_round(last) - lo;
 
-    buf = zsh_pool_get(&opt->tiers.pool, zsh_pool_round(n * es));
-    if (buf == NULL) {
+    *buf_p = zsh_pool_get(&opt->tiers.pool, zsh_pool_round(n * es));
+    if (*buf_p == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY,
                          "no room in host_mem_limit (%zu bytes) for %zu bytes of '%s'",
                          opt->cfg.host_mem_limit, zsh_pool_round(n * es),
                          zsh_aio_file_path(opt->tiers.file[kind]));
     }
-    status = ZSH_OK;
-    if ((lo != first) || (hi != last)) {
+    *first_p = first;
+    *lo_p    = lo;
+    *n_p     = n;
+    return ZSH_OK;
+}
+
+static bool zsh_tier_is_state(zsh_tkind_t kind)
+{
+    return (kind == ZSH_TK_EXP_AVG) || (kind == ZSH_TK_EXP_AVG_SQ);
+}
+
+zsh_status_t zsh_tier_patch(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *b, size_t s,
+                            size_t e, const void *src)
+{
+    size_t es = zsh_tier_esize(opt, kind), sgn = opt->tiers.sg_elems, first, lo, n, sg;
+    zsh_aio_req_t *req = NULL;
+    zsh_status_t status;
+    char *buf;
+
+    status = zsh_tier_span(opt, kind, b, s, e, &first, &lo, &n, &buf);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if ((lo != first) || (n != first - lo + (e - s))) {
         status = zsh_tier_io(opt, kind, false, lo, buf, n, &req);
         if (status == ZSH_OK) {
             status = zsh_tier_wait(opt, &req);
@@ -309,7 +332,47 @@ zsh_status_t zsh_tier_patch(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *b
     if (status == ZSH_OK) {
         status = zsh_tier_wait(opt, &req);
     }
+    /* A fresh sub-group's file reads as zeros (its blocks were reserved,
+     * never written), so once written in part it is read like any other. */
+    for (sg = first / sgn; (status == ZSH_OK) && zsh_tier_is_state(kind) &&
+                           (sg * sgn < first + (e - s));
+         sg++) {
+        opt->tiers.fresh[sg] = false;
+    }
     zsh_pool_put(&opt->tiers.pool, buf, zsh_pool_round(n * es));
+    return status;
+}
+
+zsh_status_t zsh_tier_peek(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *b, size_t s,
+                           size_t e, void *dst)
+{
+    size_t es = zsh_tier_esize(opt, kind), sgn = opt->tiers.sg_elems, first, lo, n = 0, sg;
+    size_t a, z;
+    zsh_aio_req_t *req = NULL;
+    zsh_status_t status;
+    char *buf;
+
+    status = zsh_tier_span(opt, kind, b, s, e, &first, &lo, &n, &buf);
+    if (status == ZSH_OK) {
+        status = zsh_tier_io(opt, kind, false, lo, buf, n, &req);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_wait(opt, &req);
+    }
+    if (status == ZSH_OK) {
+        memcpy(dst, buf + (first - lo) * es, (e - s) * es);
+        /* States a step has not written yet are zeros, whatever the file holds. */
+        for (sg = first / sgn; zsh_tier_is_state(kind) && (sg * sgn < first + (e - s)); sg++) {
+            if (opt->tiers.fresh[sg]) {
+                a = (sg * sgn > first) ? sg * sgn : first;
+                z = ((sg + 1) * sgn < first + (e - s)) ? (sg + 1) * sgn : first + (e - s);
+                memset((char *)dst + (a - first) * es, 0, (z - a) * es);
+            }
+        }
+    }
+    if (buf != NULL) {
+        zsh_pool_put(&opt->tiers.pool, buf, zsh_pool_round(n * es));
+    }
     return status;
 }
 

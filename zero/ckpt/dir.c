@@ -1,0 +1,162 @@
+#define _GNU_SOURCE
+#include "ckpt/dir.h"
+#include "ckpt/format.h"
+
+#include "core/log.h"
+#include "core/status.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int zsh_ckpt_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return (remove(path) != 0) && (errno != ENOENT) ? -1 : 0;
+}
+
+zsh_status_t zsh_ckpt_rmtree(const char *path)
+{
+    if ((nftw(path, zsh_ckpt_rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0) && (errno != ENOENT)) {
+        return zsh_error(ZSH_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ckpt_fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+    if (fd < 0) {
+        return zsh_error(ZSH_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    rc = fsync(fd);
+    close(fd);
+    if (rc != 0) {
+        return zsh_error(ZSH_ERR_IO, "cannot fsync %s: %s", path, strerror(errno));
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ckpt_dir_prepare(const char *root)
+{
+    char path[ZSH_CKPT_PATH_MAX];
+    struct dirent *e;
+    DIR *d;
+
+    if ((mkdir(root, 0755) != 0) && (errno != EEXIST)) {
+        return zsh_error(ZSH_ERR_IO, "cannot create the checkpoint directory %s: %s", root,
+                         strerror(errno));
+    }
+    d = opendir(root);
+    if (d == NULL) {
+        return zsh_error(ZSH_ERR_IO, "cannot open the checkpoint directory %s: %s", root,
+                         strerror(errno));
+    }
+    while ((e = readdir(d)) != NULL) {
+        if ((strncmp(e->d_name, ".tmp-", 5) != 0) && (strncmp(e->d_name, ".old-", 5) != 0) &&
+            (strcmp(e->d_name, ZSH_CKPT_LATEST ".tmp") != 0)) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+        zsh_log(ZSH_LOG_WARN, "%s: an incomplete checkpoint left by an interrupted save; "
+                "ignored and removed", path);
+        (void)zsh_ckpt_rmtree(path);
+    }
+    closedir(d);
+    return ZSH_OK;
+}
+
+static zsh_status_t zsh_ckpt_latest_write(const char *root, const char *name)
+{
+    char tmp[ZSH_CKPT_PATH_MAX], path[ZSH_CKPT_PATH_MAX];
+    size_t len = strlen(name);
+    int fd, ok;
+
+    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", root, ZSH_CKPT_LATEST);
+    snprintf(path, sizeof(path), "%s/%s", root, ZSH_CKPT_LATEST);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    }
+    ok = (write(fd, name, len) == (ssize_t)len) && (write(fd, "\n", 1) == 1) && (fsync(fd) == 0);
+    ok = (close(fd) == 0) && ok;
+    if (!ok || (rename(tmp, path) != 0)) {
+        zsh_status_t status = zsh_error(ZSH_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+
+        unlink(tmp);
+        return status;
+    }
+    return zsh_ckpt_fsync_dir(root);
+}
+
+zsh_status_t zsh_ckpt_publish(const char *root, const char *tmp, const char *name)
+{
+    char path[ZSH_CKPT_PATH_MAX], old[ZSH_CKPT_PATH_MAX];
+    zsh_status_t status;
+    bool had = false;
+
+    snprintf(path, sizeof(path), "%s/%s", root, name);
+    snprintf(old, sizeof(old), "%s/.old-%s", root, name);
+    /* A checkpoint of the same name is moved aside first: until `latest`
+     * is rewritten below, a crash leaves it as .old-*, swept next time. */
+    if (rename(path, old) == 0) {
+        had = true;
+    } else if (errno != ENOENT) {
+        return zsh_error(ZSH_ERR_IO, "cannot move %s aside: %s", path, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        status = zsh_error(ZSH_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        if (had) {
+            (void)rename(old, path);
+        }
+        return status;
+    }
+    status = zsh_ckpt_fsync_dir(root);
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_latest_write(root, name);
+    }
+    if ((status == ZSH_OK) && had) {
+        status = zsh_ckpt_rmtree(old);
+    }
+    return status;
+}
+
+zsh_status_t zsh_ckpt_resolve(const char *path, char *out, size_t len)
+{
+    char buf[ZSH_CKPT_PATH_MAX], name[256];
+    size_t n;
+    FILE *f;
+
+    snprintf(buf, sizeof(buf), "%s/%s", path, ZSH_CKPT_MANIFEST);
+    if (access(buf, F_OK) == 0) {
+        snprintf(out, len, "%s", path);
+        return ZSH_OK;
+    }
+    snprintf(buf, sizeof(buf), "%s/%s", path, ZSH_CKPT_LATEST);
+    f = fopen(buf, "r");
+    if (f == NULL) {
+        return zsh_error(ZSH_ERR_IO, "no checkpoint in %s: neither %s nor %s (%s)", path,
+                         ZSH_CKPT_MANIFEST, ZSH_CKPT_LATEST, strerror(errno));
+    }
+    n = fread(name, 1, sizeof(name) - 1, f);
+    fclose(f);
+    while ((n > 0) && ((name[n - 1] == '\n') || (name[n - 1] == ' '))) {
+        n--;
+    }
+    name[n] = '\0';
+    if ((n == 0) || (strchr(name, '/') != NULL) || (name[0] == '.')) {
+        return zsh_error(ZSH_ERR_IO, "%s does not name a checkpoint (\"%s\")", buf, name);
+    }
+    snprintf(out, len, "%s/%s", path, name);
+    return ZSH_OK;
+}

@@ -1,0 +1,33 @@
+/*
+ * A checkpoint directory's life: a save fills a temporary directory beside
+ * the checkpoints, renames it into place once its manifest is written, then
+ * points `latest` at it; each step is fsynced, so a crash at any moment
+ * leaves `latest` naming a complete checkpoint. What a crash leaves behind
+ * (.tmp-*, .old-*) is swept with a warning.
+ */
+#ifndef ZSH_CKPT_DIR_H_
+#define ZSH_CKPT_DIR_H_
+
+#include <zeroshard.h>
+
+#include <stddef.h>
+
+/* Make @root if it is missing (one level), and sweep what a crashed save
+ * left in it. */
+zsh_status_t zsh_ckpt_dir_prepare(const char *root);
+
+/* Remove @path and everything under it. */
+zsh_status_t zsh_ckpt_rmtree(const char *path);
+
+/* fsync() a directory, so the entries made or renamed in it are on disk. */
+zsh_status_t zsh_ckpt_fsync_dir(const char *path);
+
+/* Rename the finished @tmp to @root/@name (replacing a checkpoint of that
+ * name), then point @root/latest at it. */
+zsh_status_t zsh_ckpt_publish(const char *root, const char *tmp, const char *name);
+
+/* The checkpoint @path names, into @out: @path itself when it holds a
+ * manifest, else the one its `latest` names. ZSH_ERR_IO when there is none. */
+zsh_status_t zsh_ckpt_resolve(const char *path, char *out, size_t len);
+
+#endif

@@ -1,0 +1,425 @@
+/*
+ * The manifest read back and checked before anything trusts it: every field
+ * present with its type, the pieces of each parameter tiling it in order,
+ * every piece inside its shard's files, every file's chunk count matching
+ * its size. A manifest that fails names the field.
+ */
+#include "ckpt/format.h"
+#include "ckpt/hash.h"
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+#include <json-c/json.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct zsh_ckpt_parse {
+    const char  *path;
+    zsh_status_t status;
+} zsh_ckpt_parse_t;
+
+static json_object *zsh_ckpt_get(zsh_ckpt_parse_t *ps, json_object *o, const char *key,
+                                 json_type type, const char *where)
+{
+    json_object *v = NULL;
+
+    if (ps->status != ZSH_OK) {
+        return NULL;
+    }
+    if ((o == NULL) || !json_object_object_get_ex(o, key, &v) ||
+        !json_object_is_type(v, type)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s%s\"%s\" is missing or not a %s",
+                               ps->path, where, (where[0] != '\0') ? ": " : "", key,
+                               json_type_to_name(type));
+        return NULL;
+    }
+    return v;
+}
+
+/* A number field, integer or (for the floats) double. */
+static uint64_t zsh_ckpt_u64(zsh_ckpt_parse_t *ps, json_object *o, const char *key,
+                             const char *where)
+{
+    json_object *v = zsh_ckpt_get(ps, o, key, json_type_int, where);
+
+    if (v == NULL) {
+        return 0;
+    }
+    if (json_object_get_int64(v) < 0) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s: \"%s\" is negative", ps->path,
+                               where, key);
+        return 0;
+    }
+    return json_object_get_uint64(v);
+}
+
+static float zsh_ckpt_float(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
+{
+    json_object *v = NULL;
+
+    if ((ps->status != ZSH_OK) || !json_object_object_get_ex(o, key, &v) ||
+        !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int))) {
+        if (ps->status == ZSH_OK) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: \"%s\" is missing or not a number",
+                                   ps->path, key);
+        }
+        return 0.0f;
+    }
+    return (float)json_object_get_double(v);
+}
+
+static int zsh_ckpt_bool(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
+{
+    json_object *v = zsh_ckpt_get(ps, o, key, json_type_boolean, "");
+
+    return (v != NULL) ? json_object_get_boolean(v) : 0;
+}
+
+static uint64_t zsh_ckpt_hash(zsh_ckpt_parse_t *ps, json_object *v, const char *where)
+{
+    const char *s;
+    char *end;
+    uint64_t h;
+
+    if (ps->status != ZSH_OK) {
+        return 0;
+    }
+    s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    errno = 0;
+    h     = strtoull(s, &end, 16);
+    if ((strlen(s) != 16) || (*end != '\0') || (errno != 0)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s: \"%s\" is not a checksum", ps->path,
+                               where, s);
+    }
+    return h;
+}
+
+static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_ckpt_t *ck)
+{
+    json_object *v, *sc, *hy;
+    const char *s;
+    int i;
+
+    v = zsh_ckpt_get(ps, root, "format", json_type_string, "");
+    if ((v != NULL) && (strcmp(json_object_get_string(v), ZSH_CKPT_FORMAT) != 0)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: format \"%s\" is not \"%s\"", ps->path,
+                               json_object_get_string(v), ZSH_CKPT_FORMAT);
+    }
+    ck->version = (int)zsh_ckpt_u64(ps, root, "version", "");
+    if ((ps->status == ZSH_OK) && (ck->version != ZSH_CKPT_VERSION)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                               "%s: format version %d; this build reads version %d", ps->path,
+                               ck->version, ZSH_CKPT_VERSION);
+    }
+    ck->world_size = (int)zsh_ckpt_u64(ps, root, "world_size", "");
+    ck->stage      = (int)zsh_ckpt_u64(ps, root, "stage", "");
+    v = zsh_ckpt_get(ps, root, "precision", json_type_string, "");
+    ck->precision = (zsh_dtype_t)-1;
+    for (i = 0; (v != NULL) && (i < ZSH_DTYPE_COUNT); i++) {
+        if (strcmp(zsh_dtype_name((zsh_dtype_t)i), json_object_get_string(v)) == 0) {
+            ck->precision = (zsh_dtype_t)i;
+        }
+    }
+    if ((v != NULL) && (ck->precision != ZSH_FLOAT32) && (ck->precision != ZSH_BFLOAT16) &&
+        (ck->precision != ZSH_FLOAT16)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: precision \"%s\" is not fp32, bf16 or "
+                               "fp16", ps->path, json_object_get_string(v));
+    }
+    v = zsh_ckpt_get(ps, root, "optimizer", json_type_string, "");
+    s = (v != NULL) ? json_object_get_string(v) : "";
+    ck->kind = (strcmp(s, "sgd") == 0) ? ZSH_OPTIM_SGD
+               : (strcmp(s, "adam") == 0) ? ZSH_OPTIM_ADAM
+                                          : ZSH_OPTIM_ADAMW;
+    if ((v != NULL) && (strcmp(s, "sgd") != 0) && (strcmp(s, "adam") != 0) &&
+        (strcmp(s, "adamw") != 0)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: optimizer \"%s\" is not sgd, adam or "
+                               "adamw", ps->path, s);
+    }
+    ck->step          = zsh_ckpt_u64(ps, root, "step", "");
+    ck->steps         = zsh_ckpt_u64(ps, root, "steps", "");
+    ck->skipped_steps = zsh_ckpt_u64(ps, root, "skipped_steps", "");
+    sc = zsh_ckpt_get(ps, root, "loss_scaler", json_type_object, "");
+    if (sc != NULL) {
+        ck->scaler.scale     = zsh_ckpt_float(ps, sc, "scale");
+        ck->scaler.min_scale = zsh_ckpt_float(ps, sc, "min_scale");
+        ck->scaler.window    = (unsigned)zsh_ckpt_u64(ps, sc, "window", "loss_scaler");
+        ck->scaler.clean     = (unsigned)zsh_ckpt_u64(ps, sc, "clean", "loss_scaler");
+        ck->scaler.dynamic   = zsh_ckpt_bool(ps, sc, "dynamic");
+    }
+    hy = zsh_ckpt_get(ps, root, "hyperparameters", json_type_object, "");
+    if (hy != NULL) {
+        ck->hyper.lr            = zsh_ckpt_float(ps, hy, "lr");
+        ck->hyper.beta1         = zsh_ckpt_float(ps, hy, "beta1");
+        ck->hyper.beta2         = zsh_ckpt_float(ps, hy, "beta2");
+        ck->hyper.eps           = zsh_ckpt_float(ps, hy, "eps");
+        ck->hyper.weight_decay  = zsh_ckpt_float(ps, hy, "weight_decay");
+        ck->hyper.momentum      = zsh_ckpt_float(ps, hy, "momentum");
+        ck->hyper.max_grad_norm = zsh_ckpt_float(ps, hy, "max_grad_norm");
+        ck->hyper.nesterov      = zsh_ckpt_bool(ps, hy, "nesterov");
+    }
+    v = zsh_ckpt_get(ps, root, "kinds", json_type_array, "");
+    ck->nkinds = (v != NULL) ? (int)json_object_array_length(v) : 0;
+    for (i = 0; (v != NULL) && (ps->status == ZSH_OK) && (i < ck->nkinds); i++) {
+        if ((i >= ZSH_CKPT_KINDS) ||
+            (strcmp(json_object_get_string(json_object_array_get_idx(v, (size_t)i)),
+                    zsh_ckpt_kind_names[i]) != 0)) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: kinds: entry %d is not \"%s\"",
+                                   ps->path, i, (i < ZSH_CKPT_KINDS) ? zsh_ckpt_kind_names[i]
+                                                                      : "(none)");
+        }
+    }
+    if ((ps->status == ZSH_OK) && (ck->nkinds < 1)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: kinds is empty", ps->path);
+    }
+    if ((ps->status == ZSH_OK) && (zsh_ckpt_u64(ps, root, "chunk_bytes", "") != ZSH_CKPT_CHUNK)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: chunk_bytes is not %u", ps->path,
+                               ZSH_CKPT_CHUNK);
+    }
+    ck->nshards = (uint32_t)zsh_ckpt_u64(ps, root, "shards", "");
+    if ((ps->status == ZSH_OK) && ((ck->nshards == 0) || (ck->nshards > (1u << 24)))) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: shards is %u", ps->path, ck->nshards);
+    }
+}
+
+static void zsh_ckpt_parse_files(zsh_ckpt_parse_t *ps, json_object *root, zsh_ckpt_t *ck)
+{
+    size_t nfiles = (size_t)ck->nshards * (size_t)ck->nkinds, i, c;
+    json_object *files, *f, *chunks;
+    char where[64], name[64];
+
+    files = zsh_ckpt_get(ps, root, "files", json_type_array, "");
+    if ((files != NULL) && (json_object_array_length(files) != nfiles)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %zu files listed, %u shards x %d kinds "
+                               "expected", ps->path, json_object_array_length(files),
+                               ck->nshards, ck->nkinds);
+    }
+    if (ps->status != ZSH_OK) {
+        return;
+    }
+    ck->files = calloc(nfiles, sizeof(*ck->files));
+    if (ck->files == NULL) {
+        ps->status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory for %zu files", ps->path, nfiles);
+        return;
+    }
+    for (i = 0; (ps->status == ZSH_OK) && (i < nfiles); i++) {
+        zsh_ckpt_file_t *file = &ck->files[i];
+        json_object *nm;
+
+        f = json_object_array_get_idx(files, i);
+        snprintf(where, sizeof(where), "files[%zu]", i);
+        zsh_ckpt_file_name(name, sizeof(name), (int)(i % (size_t)ck->nkinds),
+                           (uint32_t)(i / (size_t)ck->nkinds));
+        nm = zsh_ckpt_get(ps, f, "name", json_type_string, where);
+        if ((nm != NULL) && (strcmp(json_object_get_string(nm), name) != 0)) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is \"%s\", \"%s\" expected",
+                                   ps->path, where, json_object_get_string(nm), name);
+        }
+        file->bytes = zsh_ckpt_u64(ps, f, "bytes", where);
+        file->hash  = zsh_ckpt_hash(ps, zsh_ckpt_get(ps, f, "xxh3", json_type_string, where),
+                                    where);
+        chunks = zsh_ckpt_get(ps, f, "chunks", json_type_array, where);
+        if ((ps->status == ZSH_OK) &&
+            ((file->bytes % ZSH_CKPT_ALIGN != 0) ||
+             (json_object_array_length(chunks) !=
+              (file->bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK))) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                                   "%s: %s (%s): %" PRIu64 " bytes do not match %zu chunks",
+                                   ps->path, where, name, file->bytes,
+                                   json_object_array_length(chunks));
+        }
+        if (ps->status != ZSH_OK) {
+            break;
+        }
+        file->nchunks = json_object_array_length(chunks);
+        file->chunks  = malloc((file->nchunks + 1) * sizeof(*file->chunks));
+        if (file->chunks == NULL) {
+            ps->status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", ps->path);
+            break;
+        }
+        for (c = 0; c < file->nchunks; c++) {
+            file->chunks[c] = zsh_ckpt_hash(ps, json_object_array_get_idx(chunks, c), where);
+        }
+    }
+}
+
+static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
+                                 zsh_ckpt_param_t *cp, const zsh_ckpt_t *ck)
+{
+    json_object *v, *pieces, *pc, *h;
+    uint64_t next = 0;
+    char where[96];
+    size_t j;
+    int k;
+
+    snprintf(where, sizeof(where), "params[%zu]", i);
+    v = zsh_ckpt_get(ps, p, "name", json_type_string, where);
+    cp->name  = (v != NULL) ? strdup(json_object_get_string(v)) : NULL;
+    cp->numel = zsh_ckpt_u64(ps, p, "numel", where);
+    pieces    = zsh_ckpt_get(ps, p, "pieces", json_type_array, where);
+    if ((ps->status == ZSH_OK) && (cp->name == NULL)) {
+        ps->status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", ps->path);
+    }
+    if (ps->status != ZSH_OK) {
+        return;
+    }
+    snprintf(where, sizeof(where), "parameter '%.60s'", cp->name);
+    cp->npieces = json_object_array_length(pieces);
+    cp->pieces  = calloc(cp->npieces + 1, sizeof(*cp->pieces));
+    if (cp->pieces == NULL) {
+        ps->status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", ps->path);
+        return;
+    }
+    for (j = 0; (ps->status == ZSH_OK) && (j < cp->npieces); j++) {
+        zsh_ckpt_piece_t *piece = &cp->pieces[j];
+
+        pc            = json_object_array_get_idx(pieces, j);
+        piece->shard  = (uint32_t)zsh_ckpt_u64(ps, pc, "shard", where);
+        piece->offset = zsh_ckpt_u64(ps, pc, "offset", where);
+        piece->start  = zsh_ckpt_u64(ps, pc, "start", where);
+        piece->count  = zsh_ckpt_u64(ps, pc, "count", where);
+        h             = zsh_ckpt_get(ps, pc, "xxh3", json_type_array, where);
+        if ((ps->status == ZSH_OK) && ((int)json_object_array_length(h) != ck->nkinds)) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s: piece %zu has %zu checksums",
+                                   ps->path, where, j, json_object_array_length(h));
+        }
+        for (k = 0; (ps->status == ZSH_OK) && (k < ck->nkinds); k++) {
+            piece->hash[k] = zsh_ckpt_hash(ps, json_object_array_get_idx(h, (size_t)k), where);
+        }
+        if ((ps->status == ZSH_OK) &&
+            ((piece->start != next) || (piece->count == 0) || (piece->count > cp->numel) ||
+             (piece->start > cp->numel - piece->count) || (piece->shard >= ck->nshards) ||
+             (piece->offset > UINT64_MAX / 8) ||
+             ((piece->offset + piece->count) * sizeof(float) >
+              ck->files[(size_t)piece->shard * ck->nkinds].bytes))) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                                   "%s: %s: piece %zu (shard %u, elements %" PRIu64 "+%" PRIu64
+                                   " at %" PRIu64 ") does not follow the one before it inside "
+                                   "the parameter and its shard's files", ps->path, where, j,
+                                   piece->shard, piece->start, piece->count, piece->offset);
+        }
+        next = piece->start + piece->count;
+    }
+    if ((ps->status == ZSH_OK) && (next != cp->numel)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                               "%s: %s: its pieces cover %" PRIu64 " of %" PRIu64 " elements",
+                               ps->path, where, next, cp->numel);
+    }
+}
+
+/* The whole file @path, NUL-terminated. */
+static zsh_status_t zsh_ckpt_slurp(const char *path, char **text_p, size_t *len_p)
+{
+    size_t cap = 1 << 16, len = 0, n;
+    char *text = malloc(cap), *grown;
+    FILE *f = fopen(path, "rb");
+
+    if ((f == NULL) || (text == NULL)) {
+        zsh_status_t status = (f == NULL) ? zsh_error(ZSH_ERR_IO, "cannot read %s: %s", path,
+                                                      strerror(errno))
+                                          : zsh_error(ZSH_ERR_NO_MEMORY, "no memory for %s", path);
+        if (f != NULL) {
+            fclose(f);
+        }
+        free(text);
+        return status;
+    }
+    while ((n = fread(text + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            grown = realloc(text, cap * 2);
+            if (grown == NULL) {
+                fclose(f);
+                free(text);
+                return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for %s", path);
+            }
+            text = grown;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    text[len] = '\0';
+    *text_p   = text;
+    *len_p    = len;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck)
+{
+    zsh_ckpt_parse_t ps = {path, ZSH_OK};
+    json_object *root, *params;
+    struct json_tokener *tok;
+    char *text = NULL, *digits, saved[17] = "", *end = saved;
+    zsh_status_t status;
+    uint64_t h = 0;
+    size_t i, k, len = 0;
+
+    memset(ck, 0, sizeof(*ck));
+    status = zsh_ckpt_slurp(path, &text, &len);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    digits = zsh_ckpt_self_digits(text, len);
+    if (digits != NULL) {
+        memcpy(saved, digits, 16);
+        saved[16] = '\0';
+        memset(digits, '0', 16);
+        h = XXH3_64bits(text, len);
+        memcpy(digits, saved, 16);
+    }
+    if ((digits == NULL) || (strtoull(saved, &end, 16) != h) || (*end != '\0')) {
+        free(text);
+        return zsh_error(ZSH_ERR_IO, "%s is corrupt: it does not match its own checksum (%s)",
+                         path, ZSH_CKPT_SELF_KEY);
+    }
+    tok  = json_tokener_new();
+    root = (tok != NULL) ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+    if (tok != NULL) {
+        json_tokener_free(tok);
+    }
+    free(text);
+    if (root == NULL) {
+        return zsh_error(ZSH_ERR_IO, "%s is not valid JSON", path);
+    }
+    zsh_ckpt_parse_header(&ps, root, ck);
+    zsh_ckpt_parse_files(&ps, root, ck);
+    params = zsh_ckpt_get(&ps, root, "params", json_type_array, "");
+    if (ps.status == ZSH_OK) {
+        ck->nparams = json_object_array_length(params);
+        ck->params  = calloc(ck->nparams + 1, sizeof(*ck->params));
+        if (ck->params == NULL) {
+            ps.status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", path);
+        }
+    }
+    for (i = 0; (ps.status == ZSH_OK) && (i < ck->nparams); i++) {
+        zsh_ckpt_parse_param(&ps, json_object_array_get_idx(params, i), i, &ck->params[i], ck);
+    }
+    /* Pieces of one shard must not overlap in its files. */
+    if (ps.status == ZSH_OK) {
+        uint64_t *elems = calloc(ck->nshards, sizeof(*elems));
+
+        if (elems == NULL) {
+            ps.status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", path);
+        } else {
+            zsh_ckpt_shard_elems(ck, elems);
+            for (k = 0; (ps.status == ZSH_OK) && (k < ck->nshards); k++) {
+                if (elems[k] * sizeof(float) > ck->files[k * (size_t)ck->nkinds].bytes) {
+                    ps.status = zsh_error(ZSH_ERR_INVALID_ARG,
+                                          "%s: shard %zu's pieces hold more than its files",
+                                          path, k);
+                }
+            }
+            free(elems);
+        }
+    }
+    json_object_put(root);
+    if (ps.status != ZSH_OK) {
+        zsh_ckpt_free(ck);
+    }
+    return ps.status;
+}

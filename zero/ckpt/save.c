@@ -1,0 +1,264 @@
+/*
+ * zsh_optim_save(): every rank streams its part of each kind into its own
+ * files in a temporary directory, fsyncs them and sends rank 0 their
+ * checksums; rank 0 writes the manifest last (to a temporary name, fsynced,
+ * renamed), renames the directory into place and points `latest` at it.
+ * Until that rename nothing a reader follows has changed.
+ */
+#include "ckpt/ckpt_impl.h"
+#include "ckpt/dir.h"
+#include "ckpt/writer.h"
+
+#include "core/log.h"
+#include "core/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <errno.h>
+
+/* Stream kind @k of this rank's pieces into @w, recording each piece's
+ * checksum in @ck. */
+static zsh_status_t zsh_ckpt_save_kind(zsh_optim_t *opt, zsh_ckpt_t *ck, int k,
+                                       zsh_ckpt_writer_t *w)
+{
+    size_t span = zsh_optim_state_span(opt), b, i, j, s, e, n, room, first = 0;
+
+    span = (span < ZSH_CKPT_SPAN) ? span : ZSH_CKPT_SPAN;
+    zsh_status_t status = ZSH_OK;
+    zsh_param_t *p;
+    float *dst;
+
+    for (b = 0; (status == ZSH_OK) && (b < opt->nbuckets); b++) {
+        zsh_obucket_t *bk = &opt->buckets[b];
+
+        for (i = 0; (status == ZSH_OK) && (i < bk->nparams); i++) {
+            p = bk->params[i];
+            if (!zsh_param_overlap(p, bk->lo, bk->hi, &s, &e)) {
+                continue;
+            }
+            for (; (status == ZSH_OK) && (s < e); s += n) {
+                dst = zsh_ckpt_writer_room(w, &room);
+                if (dst == NULL) {
+                    return w->status;
+                }
+                n = room / sizeof(float);
+                n = (n < e - s) ? n : e - s;
+                n = (n < span) ? n : span;
+                status = zsh_optim_state_get(opt, (zsh_ostate_t)k, bk, s, s + n, dst);
+                if (status == ZSH_OK) {
+                    status = zsh_ckpt_writer_commit(w, n * sizeof(float));
+                }
+            }
+            /* This rank's pieces of the parameter, in order: the one here. */
+            for (j = first; (status == ZSH_OK) && (j < opt->nparams); j++) {
+                if (opt->params[j] == p) {
+                    break;
+                }
+            }
+            first = j;
+            for (s = 0; (status == ZSH_OK) && (s < ck->params[j].npieces); s++) {
+                if (ck->params[j].pieces[s].shard == (uint32_t)opt->rank) {
+                    ck->params[j].pieces[s].hash[k] = zsh_ckpt_writer_piece(w);
+                }
+            }
+        }
+    }
+    return status;
+}
+
+/* Write every kind's file of this rank into @tmp. */
+static zsh_status_t zsh_ckpt_save_files(zsh_optim_t *opt, zsh_ckpt_t *ck, const char *tmp)
+{
+    zsh_aio_params_t params = {0};
+    char path[ZSH_CKPT_PATH_MAX + 128], name[64];
+    zsh_status_t status;
+    zsh_ckpt_writer_t w;
+    zsh_aio_t *aio;
+    int k;
+
+    params.rank = opt->rank;
+    status      = zsh_aio_create(&params, &aio);
+    for (k = 0; (status == ZSH_OK) && (k < ck->nkinds); k++) {
+        zsh_ckpt_file_name(name, sizeof(name), k, (uint32_t)opt->rank);
+        snprintf(path, sizeof(path), "%s/%s", tmp, name);
+        status = zsh_ckpt_writer_open(&w, aio, path);
+        if (status != ZSH_OK) {
+            break;
+        }
+        status = zsh_ckpt_save_kind(opt, ck, k, &w);
+        if (status == ZSH_OK) {
+            status = zsh_ckpt_writer_close(&w);
+            ck->files[(size_t)opt->rank * ck->nkinds + k] = w.meta;
+        } else {
+            zsh_ckpt_writer_abort(&w);
+        }
+    }
+    zsh_aio_destroy(aio);
+    return status;
+}
+
+/* uint64 words shard @r sends: per kind its file's bytes, checksum and
+ * chunks, then its pieces' checksums per kind. */
+static size_t zsh_ckpt_words(const zsh_ckpt_t *ck, const uint64_t *elems, uint32_t r)
+{
+    uint64_t bytes = (elems[r] * sizeof(float) + ZSH_CKPT_ALIGN - 1) / ZSH_CKPT_ALIGN *
+                     ZSH_CKPT_ALIGN;
+    size_t words = (size_t)ck->nkinds * (2 + (bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK), i, j;
+
+    for (i = 0; i < ck->nparams; i++) {
+        for (j = 0; j < ck->params[i].npieces; j++) {
+            words += (ck->params[i].pieces[j].shard == r) ? (size_t)ck->nkinds : 0;
+        }
+    }
+    return words;
+}
+
+/* Pack (@unpack 0) this rank's checksums into @v, or unpack shard @r's. */
+static zsh_status_t zsh_ckpt_pack(zsh_ckpt_t *ck, uint32_t r, uint64_t *v, const uint64_t *elems,
+                                  bool unpack)
+{
+    uint64_t bytes = (elems[r] * sizeof(float) + ZSH_CKPT_ALIGN - 1) / ZSH_CKPT_ALIGN *
+                     ZSH_CKPT_ALIGN;
+    size_t nchunks = (bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK, w = 0, i, j;
+    int k;
+
+    for (k = 0; k < ck->nkinds; k++) {
+        zsh_ckpt_file_t *f = &ck->files[(size_t)r * ck->nkinds + k];
+
+        if (unpack) {
+            f->bytes   = v[w];
+            f->hash    = v[w + 1];
+            f->nchunks = nchunks;
+            f->chunks  = malloc((nchunks + 1) * sizeof(*f->chunks));
+            if (f->chunks == NULL) {
+                return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for checksums");
+            }
+            memcpy(f->chunks, v + w + 2, nchunks * sizeof(*f->chunks));
+        } else {
+            v[w]     = f->bytes;
+            v[w + 1] = f->hash;
+            memcpy(v + w + 2, f->chunks, nchunks * sizeof(*f->chunks));
+        }
+        w += 2 + nchunks;
+    }
+    for (i = 0; i < ck->nparams; i++) {
+        for (j = 0; j < ck->params[i].npieces; j++) {
+            for (k = 0; (ck->params[i].pieces[j].shard == r) && (k < ck->nkinds); k++) {
+                if (unpack) {
+                    ck->params[i].pieces[j].hash[k] = v[w++];
+                } else {
+                    v[w++] = ck->params[i].pieces[j].hash[k];
+                }
+            }
+        }
+    }
+    return ZSH_OK;
+}
+
+/* Every rank's checksums to every rank (rank 0 writes them). */
+static zsh_status_t zsh_ckpt_exchange(zsh_optim_t *opt, zsh_ckpt_t *ck)
+{
+    uint64_t *elems = calloc(ck->nshards, sizeof(*elems)), *all = NULL;
+    zsh_status_t status = ZSH_OK;
+    size_t words = 0, w;
+    uint32_t r;
+
+    if (elems == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for checksums");
+    }
+    zsh_ckpt_shard_elems(ck, elems);
+    for (r = 0; r < ck->nshards; r++) {
+        w     = zsh_ckpt_words(ck, elems, r);
+        words = (w > words) ? w : words;
+    }
+    all = calloc(words * ck->nshards + 1, sizeof(*all));
+    if (all == NULL) {
+        free(elems);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for checksums");
+    }
+    zsh_ckpt_pack(ck, (uint32_t)opt->rank, all + (size_t)opt->rank * words, elems, false);
+    status = zsh_optim_comm_status(opt, zsh_allgather(all + (size_t)opt->rank * words, all, words,
+                                                      ZSH_UINT64, opt->comm));
+    for (r = 0; (status == ZSH_OK) && (r < ck->nshards); r++) {
+        if (r != (uint32_t)opt->rank) {
+            status = zsh_ckpt_pack(ck, r, all + (size_t)r * words, elems, true);
+        }
+    }
+    free(all);
+    free(elems);
+    return status;
+}
+
+static zsh_status_t zsh_ckpt_finish(const zsh_ckpt_t *ck, const char *dir, const char *tmp,
+                                    const char *name)
+{
+    char path[ZSH_CKPT_PATH_MAX + 128], final[ZSH_CKPT_PATH_MAX + 128];
+    zsh_status_t status;
+
+    snprintf(path, sizeof(path), "%s/%s.tmp", tmp, ZSH_CKPT_MANIFEST);
+    snprintf(final, sizeof(final), "%s/%s", tmp, ZSH_CKPT_MANIFEST);
+    status = zsh_ckpt_manifest_write(ck, path);
+    if ((status == ZSH_OK) && (rename(path, final) != 0)) {
+        status = zsh_error(ZSH_ERR_IO, "cannot rename %s: %s", path, strerror(errno));
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_fsync_dir(tmp);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_publish(dir, tmp, name);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
+{
+    const char *fn = "zsh_optim_save";
+    char tmp[ZSH_CKPT_PATH_MAX], name[64];
+    zsh_status_t status, mine = ZSH_OK;
+    zsh_ckpt_t ck;
+
+    status = zsh_ckpt_check(opt, dir, fn);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    snprintf(name, sizeof(name), "step-%08lu", opt->stats.steps);
+    snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", dir, name);
+    if (opt->rank == 0) {
+        mine = zsh_ckpt_dir_prepare(dir);
+        if ((mine == ZSH_OK) && (mkdir(tmp, 0755) != 0)) {
+            mine = zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+        }
+    }
+    status = zsh_ckpt_agree(opt, mine, fn);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    mine = zsh_ckpt_plan(opt, &ck);
+    if (mine == ZSH_OK) {
+        mine = zsh_ckpt_save_files(opt, &ck, tmp);
+    }
+    status = zsh_ckpt_agree(opt, mine, fn);
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_exchange(opt, &ck);
+        mine   = status;
+        if ((status == ZSH_OK) && (opt->rank == 0)) {
+            mine = zsh_ckpt_finish(&ck, dir, tmp, name);
+        }
+        status = (status == ZSH_OK) ? zsh_ckpt_agree(opt, mine, fn) : status;
+    }
+    if ((status != ZSH_OK) && (opt->rank == 0)) {
+        (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */
+    }
+    if (ck.params != NULL) {
+        zsh_ckpt_free(&ck);
+    }
+    if (status == ZSH_OK) {
+        zsh_log(ZSH_LOG_INFO, "%s: step %lu saved to %s/%s", fn, opt->stats.steps, dir, name);
+    } else {
+        zsh_error_prefix("%s: nothing was saved to %s, and its previous checkpoint stands: ", fn,
+                         dir);
+    }
+    return status;
+}

@@ -1,0 +1,154 @@
+#include "ckpt/writer.h"
+
+#include "core/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+zsh_status_t zsh_ckpt_writer_open(zsh_ckpt_writer_t *w, zsh_aio_t *aio, const char *path)
+{
+    memset(w, 0, sizeof(*w));
+    w->aio    = aio;
+    w->buf[0] = zsh_aio_buf_alloc(ZSH_CKPT_WBUF);
+    w->buf[1] = zsh_aio_buf_alloc(ZSH_CKPT_WBUF);
+    w->whole  = XXH3_createState();
+    w->piece  = XXH3_createState();
+    if ((w->buf[0] == NULL) || (w->buf[1] == NULL) || (w->whole == NULL) || (w->piece == NULL)) {
+        w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s", path);
+        zsh_ckpt_writer_abort(w);
+        return w->status;
+    }
+    XXH3_64bits_reset(w->whole);
+    XXH3_64bits_reset(w->piece);
+    w->status = zsh_aio_open_path(aio, path, 1, &w->file);
+    if (w->status != ZSH_OK) {
+        zsh_ckpt_writer_abort(w);
+    }
+    return w->status;
+}
+
+static zsh_status_t zsh_ckpt_writer_wait(zsh_ckpt_writer_t *w, int i)
+{
+    zsh_status_t status = ZSH_OK;
+
+    if (w->req[i] != NULL) {
+        status = zsh_aio_wait(w->req[i]);
+        zsh_aio_req_free(w->req[i]);
+        w->req[i] = NULL;
+    }
+    if ((status != ZSH_OK) && (w->status == ZSH_OK)) {
+        w->status = status;
+    }
+    return w->status;
+}
+
+/* Send the current buffer (its fill a multiple of ZSH_CKPT_ALIGN) and
+ * switch to the other once its last write is done. */
+static zsh_status_t zsh_ckpt_writer_flush(zsh_ckpt_writer_t *w)
+{
+    size_t n = (w->fill + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK, c, len;
+    uint64_t *chunks;
+
+    if (w->meta.nchunks + n > w->maxchunks) {
+        w->maxchunks = 2 * (w->meta.nchunks + n);
+        chunks       = realloc(w->meta.chunks, w->maxchunks * sizeof(*chunks));
+        if (chunks == NULL) {
+            return w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for checksums of %s",
+                                         zsh_aio_file_path(w->file));
+        }
+        w->meta.chunks = chunks;
+    }
+    for (c = 0; c < n; c++) {
+        len = (w->fill - c * ZSH_CKPT_CHUNK < ZSH_CKPT_CHUNK) ? w->fill - c * ZSH_CKPT_CHUNK
+                                                              : ZSH_CKPT_CHUNK;
+        w->meta.chunks[w->meta.nchunks++] = XXH3_64bits(w->buf[w->cur] + c * ZSH_CKPT_CHUNK, len);
+    }
+    XXH3_64bits_update(w->whole, w->buf[w->cur], w->fill);
+    w->status = zsh_aio_write(w->aio, w->file, w->written, w->buf[w->cur], w->fill,
+                              &w->req[w->cur]);
+    if (w->status != ZSH_OK) {
+        return w->status;
+    }
+    w->written += w->fill;
+    w->fill     = 0;
+    w->cur     ^= 1;
+    return zsh_ckpt_writer_wait(w, w->cur);
+}
+
+void *zsh_ckpt_writer_room(zsh_ckpt_writer_t *w, size_t *bytes_p)
+{
+    if ((w->status == ZSH_OK) && (w->fill == ZSH_CKPT_WBUF)) {
+        zsh_ckpt_writer_flush(w);
+    }
+    if (w->status != ZSH_OK) {
+        return NULL;
+    }
+    *bytes_p = ZSH_CKPT_WBUF - w->fill;
+    return w->buf[w->cur] + w->fill;
+}
+
+zsh_status_t zsh_ckpt_writer_commit(zsh_ckpt_writer_t *w, size_t bytes)
+{
+    XXH3_64bits_update(w->piece, w->buf[w->cur] + w->fill, bytes);
+    w->fill += bytes;
+    return w->status;
+}
+
+uint64_t zsh_ckpt_writer_piece(zsh_ckpt_writer_t *w)
+{
+    uint64_t h = XXH3_64bits_digest(w->piece);
+
+    XXH3_64bits_reset(w->piece);
+    return h;
+}
+
+zsh_status_t zsh_ckpt_writer_close(zsh_ckpt_writer_t *w)
+{
+    size_t pad = (ZSH_CKPT_ALIGN - w->fill % ZSH_CKPT_ALIGN) % ZSH_CKPT_ALIGN;
+
+    if ((w->status == ZSH_OK) && (w->fill > 0)) {
+        memset(w->buf[w->cur] + w->fill, 0, pad);
+        w->fill += pad;
+        zsh_ckpt_writer_flush(w);
+    }
+    zsh_ckpt_writer_wait(w, 0);
+    zsh_ckpt_writer_wait(w, 1);
+    if (w->status == ZSH_OK) {
+        w->status = zsh_aio_sync(w->file);
+    }
+    w->meta.bytes = w->written;
+    w->meta.hash  = XXH3_64bits_digest(w->whole);
+    if (w->status == ZSH_OK) {
+        w->meta.chunks = (w->meta.chunks != NULL) ? w->meta.chunks : malloc(sizeof(uint64_t));
+        if (w->meta.chunks == NULL) {
+            w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory");
+        }
+    }
+    if (w->status != ZSH_OK) {
+        free(w->meta.chunks);
+        w->meta.chunks  = NULL;
+        w->meta.nchunks = 0;
+    }
+    zsh_aio_close(w->file);
+    w->file = NULL;
+    free(w->buf[0]);
+    free(w->buf[1]);
+    XXH3_freeState(w->whole);
+    XXH3_freeState(w->piece);
+    w->buf[0] = w->buf[1] = NULL;
+    w->whole = w->piece = NULL;
+    return w->status;
+}
+
+void zsh_ckpt_writer_abort(zsh_ckpt_writer_t *w)
+{
+    zsh_ckpt_writer_wait(w, 0);
+    zsh_ckpt_writer_wait(w, 1);
+    zsh_aio_close(w->file);
+    free(w->buf[0]);
+    free(w->buf[1]);
+    free(w->meta.chunks);
+    XXH3_freeState(w->whole);
+    XXH3_freeState(w->piece);
+    memset(w, 0, sizeof(*w));
+}
