@@ -20,9 +20,9 @@
 zsh_status_t zsh_ckpt_plan(const zsh_optim_t *opt, zsh_ckpt_t *ck);
 
 /* Collective: ZSH_OK when every rank's @mine is; else the failure, with the
- * rank's own message where it failed and, elsewhere, one naming the first
- * rank that did. */
-zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine, const char *fn);
+ * rank's own message where it failed and, elsewhere, the message of the
+ * highest rank that did, naming it. */
+zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine);
 
 /* What save and load refuse alike: a NULL argument, device parameters,
  * gradients pending, a failed tier or collective. Builds the layout. */

@@ -135,8 +135,7 @@ static zsh_status_t zsh_ckpt_load_finish(zsh_optim_t *opt, const zsh_ckpt_t *ck)
     return status;
 }
 
-static zsh_status_t zsh_ckpt_find(zsh_optim_t *opt, const char *dir, char *path, size_t len,
-                                  const char *fn)
+static zsh_status_t zsh_ckpt_find(zsh_optim_t *opt, const char *dir, char *path, size_t len)
 {
     zsh_status_t status, mine = ZSH_OK;
 
@@ -147,7 +146,7 @@ static zsh_status_t zsh_ckpt_find(zsh_optim_t *opt, const char *dir, char *path,
             mine = zsh_ckpt_resolve(dir, path, len);
         }
     }
-    status = zsh_ckpt_agree(opt, mine, fn);
+    status = zsh_ckpt_agree(opt, mine);
     if (status == ZSH_OK) {
         status = zsh_optim_comm_status(opt, zsh_broadcast(path, len, ZSH_UINT8, 0, opt->comm));
     }
@@ -175,7 +174,7 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
         }
     }
     if (status == ZSH_OK) {
-        status = zsh_ckpt_find(opt, dir, path, sizeof(path), fn);
+        status = zsh_ckpt_find(opt, dir, path, sizeof(path));
     }
     if (status != ZSH_OK) {
         return status;
@@ -195,7 +194,7 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
                           : zsh_ckpt_load_pass(opt, &ck, &rd, false, vals, scratch);
         }
     }
-    status = zsh_ckpt_agree(opt, mine, fn);
+    status = zsh_ckpt_agree(opt, mine);
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: nothing was loaded, and the optimizer is as it was: ", fn);
     } else {
@@ -207,9 +206,9 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
         if (status == ZSH_OK) {
             status = zsh_ckpt_load_pass(opt, &ck, &rd, true, vals, scratch);
         }
-        status = zsh_ckpt_agree(opt, status, fn);
+        status = zsh_ckpt_agree(opt, status);
         if (status == ZSH_OK) {
-            status = zsh_ckpt_agree(opt, zsh_ckpt_load_finish(opt, &ck), fn);
+            status = zsh_ckpt_agree(opt, zsh_ckpt_load_finish(opt, &ck));
         }
         if (status != ZSH_OK) {
             zsh_error_prefix("%s: the checkpoint %s changed or failed to read after it was "

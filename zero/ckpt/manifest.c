@@ -212,6 +212,7 @@ zsh_status_t zsh_ckpt_manifest_write(const zsh_ckpt_t *ck, const char *path)
     zsh_status_t status = ZSH_OK;
     const char *text;
     char *digits, hex[17];
+    XXH3_state_t *st;
     size_t len, off;
     ssize_t n;
     int fd;
@@ -227,7 +228,17 @@ zsh_status_t zsh_ckpt_manifest_write(const zsh_ckpt_t *ck, const char *path)
         json_object_put(root);
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: no room for the manifest's checksum", path);
     }
-    snprintf(hex, sizeof(hex), "%016" PRIx64, XXH3_64bits(text, len));
+    /* The file is the text and a newline. */
+    st = XXH3_createState();
+    if (st == NULL) {
+        json_object_put(root);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", path);
+    }
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, text, len);
+    XXH3_64bits_update(st, "\n", 1);
+    snprintf(hex, sizeof(hex), "%016" PRIx64, XXH3_64bits_digest(st));
+    XXH3_freeState(st);
     memcpy(digits, hex, 16);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {

@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,10 +133,12 @@ zsh_status_t zsh_ckpt_plan(const zsh_optim_t *opt, zsh_ckpt_t *ck)
     return ZSH_OK;
 }
 
-zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine, const char *fn)
+zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine)
 {
     int32_t me[2] = {(mine != ZSH_OK) ? opt->rank + 1 : 0, -(int32_t)mine}, any[2] = {0, 0};
+    char msg[512] = "";
     zsh_status_t status;
+    int root;
 
     status = zsh_optim_comm_status(opt, zsh_allreduce(me, any, 2, ZSH_INT32, ZSH_MAX, opt->comm));
     if (status != ZSH_OK) {
@@ -144,11 +147,21 @@ zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine, const char *fn)
     if (any[0] == 0) {
         return ZSH_OK;
     }
+    /* Every rank reports what the highest failing rank found. */
+    root = any[0] - 1;
+    if (opt->rank == root) {
+        snprintf(msg, sizeof(msg), "%s", zsh_last_error());
+    }
+    status = zsh_optim_comm_status(opt, zsh_broadcast(msg, sizeof(msg), ZSH_UINT8, root,
+                                                      opt->comm));
     if (mine != ZSH_OK) {
         return mine;
     }
-    return zsh_error((zsh_status_t)(-any[1]), "%s: rank %d failed; see its message", fn,
-                     any[0] - 1);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    msg[sizeof(msg) - 1] = '\0';
+    return zsh_error((zsh_status_t)(-any[1]), "rank %d: %s", root, msg);
 }
 
 zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn)

@@ -231,7 +231,7 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
             mine = zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
         }
     }
-    status = zsh_ckpt_agree(opt, mine, fn);
+    status = zsh_ckpt_agree(opt, mine);
     if (status != ZSH_OK) {
         return status;
     }
@@ -239,14 +239,14 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     if (mine == ZSH_OK) {
         mine = zsh_ckpt_save_files(opt, &ck, tmp);
     }
-    status = zsh_ckpt_agree(opt, mine, fn);
+    status = zsh_ckpt_agree(opt, mine);
     if (status == ZSH_OK) {
         status = zsh_ckpt_exchange(opt, &ck);
         mine   = status;
         if ((status == ZSH_OK) && (opt->rank == 0)) {
             mine = zsh_ckpt_finish(&ck, dir, tmp, name);
         }
-        status = (status == ZSH_OK) ? zsh_ckpt_agree(opt, mine, fn) : status;
+        status = (status == ZSH_OK) ? zsh_ckpt_agree(opt, mine) : status;
     }
     if ((status != ZSH_OK) && (opt->rank == 0)) {
         (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */

@@ -211,8 +211,8 @@ static void zsh_quad_bufs_free(const zsh_quad_run_t *run, zsh_quad_bufs_t *b)
     free(b->grad);
 }
 
-bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
-                    zsh_quad_run_t *run)
+bool zsh_quad_train_ckpt(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int first, int last,
+                         const char *load_dir, const char *save_dir, zsh_quad_run_t *run)
 {
     zsh_param_t *params[ZSH_QUAD_NPARAMS];
     zsh_quad_bufs_t b = {0};
@@ -237,14 +237,29 @@ bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
                                                      (run->mem != NULL) ? b.there[p] : b.init[p],
                                                      &params[p]));
     }
-    for (k = 1; (k <= steps) && (zsh_test_failures() == 0); k++) {
+    if (load_dir != NULL) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_load(opt, load_dir));
+    }
+    for (k = first; (k <= last) && (zsh_test_failures() == 0); k++) {
         zsh_quad_step(comm, opt, params, dt, k, run, &b);
+        if ((run->hook != NULL) && (k == run->hook_step)) {
+            run->hook(comm, opt, run->hook_arg);
+        }
+    }
+    if ((save_dir != NULL) && (zsh_test_failures() == 0)) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_save(opt, save_dir));
     }
     zsh_quad_collect(opt, params, dt, run, &b);
     zsh_optim_get_stats(opt, &run->stats);
     zsh_optim_destroy(opt);
     zsh_quad_bufs_free(run, &b);
     return zsh_test_failures() == 0;
+}
+
+bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
+                    zsh_quad_run_t *run)
+{
+    return zsh_quad_train_ckpt(comm, cfg, 1, steps, NULL, NULL, run);
 }
 
 bool zsh_quad_reference(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 #define ZSH_QUAD_NPARAMS  6
-#define ZSH_QUAD_MAXSTEPS 8
+#define ZSH_QUAD_MAXSTEPS 20
 
 extern const size_t zsh_quad_sizes[ZSH_QUAD_NPARAMS];
 
@@ -50,11 +50,21 @@ typedef struct zsh_quad_run {
     int               bad_rank, bad_step;
     /* Optional: where parameters and gradients live (NULL: host memory). */
     const zsh_quad_mem_t *mem;
+    /* Optional: called with the optimizer after step @hook_step. */
+    void            (*hook)(zsh_comm_t *comm, zsh_optim_t *opt, void *arg);
+    void             *hook_arg;
+    int               hook_step;
 } zsh_quad_run_t;
 
 /* Train @steps steps with @cfg on @comm; false after a failed expectation. */
 bool zsh_quad_train(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
                     zsh_quad_run_t *run);
+
+/* Steps @first to @last (1-based, as in a run from step 1), loading the
+ * optimizer from @load_dir before them and saving it to @save_dir after
+ * them where these are not NULL: a run cut in two by a checkpoint. */
+bool zsh_quad_train_ckpt(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int first, int last,
+                         const char *load_dir, const char *save_dir, zsh_quad_run_t *run);
 
 /* The same on a communicator of this rank alone, at stage 0: the reference. */
 bool zsh_quad_reference(zsh_comm_t *comm, const zsh_optim_config_t *cfg, int steps,
