@@ -193,6 +193,14 @@ void zsh_py_bind_optim(py::module_ &m)
         return py::make_tuple(st, applied);
     });
     m.def("optim_zero_grad", [](handle_t h) { return nogil([&] { return zsh_optim_zero_grad(opt(h)); }); });
+    // Checkpoints (collective): the path is copied into a std::string while the
+    // GIL is held, and the save or load runs without it.
+    m.def("optim_save", [](handle_t h, const std::string &dir) {
+        return nogil([&] { return zsh_optim_save(opt(h), dir.c_str()); });
+    });
+    m.def("optim_load", [](handle_t h, const std::string &dir) {
+        return nogil([&] { return zsh_optim_load(opt(h), dir.c_str()); });
+    });
     m.def("optim_loss_scale", [](handle_t h) { return zsh_optim_loss_scale(opt(h)); });
     m.def("optim_stats", [](handle_t h) {
         zsh_optim_stats_t s{};

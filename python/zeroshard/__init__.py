@@ -5,10 +5,12 @@
         x = np.full(4, comm.rank, np.float32)
         comm.all_reduce(x)                  # in place: the sum over ranks
 
-See zeroshard.comm for threads, buffers and requests.
+See zeroshard.comm for threads, buffers and requests, zeroshard.optim for the
+optimizer layer and its checkpoints (Optimizer.save / load), and
+zeroshard.checkpoint for reading a consolidated checkpoint.
 """
 
-from . import _zeroshard
+from . import _zeroshard, checkpoint
 from .buffers import Op
 from .comm import Comm, Request
 from .optim import Optimizer, Param
@@ -16,7 +18,7 @@ from .errors import (ZshAbortedError, ZshError, ZshMismatchError, ZshPeerFailedE
                      ZshTimeoutError)
 
 __all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
-           "ZshMismatchError", "ZshAbortedError", "version"]
+           "ZshMismatchError", "ZshAbortedError", "checkpoint", "version"]
 
 
 def version():

@@ -311,6 +311,40 @@ class Optimizer:
             if status != OK:
                 raise error(status)
 
+    # ---- checkpoints ----------------------------------------------------------------
+    def save(self, dir):
+        """Save the parameters (fp32 master weights in mixed precision), the
+        optimizer states, the step counters, the loss scaler and the
+        hyperparameters to the checkpoint directory dir (collective: every
+        rank passes the same directory, seen as one by all of them): a new
+        dir/step-<steps>/ that dir/latest then names. Between steps only (no
+        gradient handed over). Returns the path of the checkpoint written."""
+        path = _dir_arg(dir)
+        with self._lock:
+            status = _z.optim_save(self._live(), path)
+            if status != OK:
+                raise error(status)
+            # zsh_optim_save names the checkpoint after the step counter.
+            _, st = _z.optim_stats(self._handle)
+        return os.path.join(path, "step-%08d" % st["steps"])
+
+    def load(self, dir):
+        """Restore what save() wrote (collective), at any world size and
+        stage: dir is a checkpoint directory (its latest is loaded) or one
+        checkpoint (dir/step-N). The model must be the same parameters, in the
+        same order, of the same precision. Afterwards the parameters (the
+        registered buffers at stages 0-2; at stage 3 the shards, which the next
+        gather() reads), optimizer states, step counters, loss scaler and
+        hyperparameters are the saved ones. Raises ZshError (ZSH_ERR_IO for a
+        missing, truncated or corrupted file, ZSH_ERR_INVALID_ARG for another
+        model) and then leaves everything as it was."""
+        path = _dir_arg(dir)
+        with self._lock:
+            status = _z.optim_load(self._live(), path)
+            if status != OK:
+                raise error(status)
+        self._ready = True
+
     @property
     def loss_scale(self):
         """The factor to multiply the loss by (1 without loss scaling)."""
@@ -353,6 +387,18 @@ class Optimizer:
             return "<zeroshard.Optimizer closed>"
         return "<zeroshard.Optimizer stage %d %s, %d parameters>" % (
             self._stage, self.precision, len(self._params))
+
+
+def _dir_arg(dir):
+    """A checkpoint directory argument as a str path."""
+    path = os.fspath(dir)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path:
+        raise ValueError("the checkpoint directory is empty")
+    if "\0" in path:
+        raise ValueError("the checkpoint directory %r has a NUL character" % (path,))
+    return path
 
 
 def _itemsize(code):

@@ -11,6 +11,12 @@
  * just before use and releases them after; backward fetches them again,
  * computes the gradients and hands each over with grad-ready, which starts
  * its bucket's reduction at once; then the step.
+ *
+ * Checkpoints hold the whole optimizer (weights, states, step counters, loss
+ * scaler); the program's own state is the step number alone, because the
+ * batch is a function of it and nothing else draws random numbers once the
+ * weights are initialised. So a run resumed from step N, which trains steps
+ * N + 1 on, takes the same steps, bit for bit, as one that never stopped.
  */
 #include "core/half.h"
 #include "train/boot.h"
@@ -192,6 +198,78 @@ static zsh_status_t zsh_train_backward(zsh_train_t *t)
     return zsh_train_grad(t, zsh_train_param(t, 0, 0), t->g32, zsh_train_param_numel(&t->d, 0));
 }
 
+/* Whether a failed save or load failed every rank alike: a missing,
+ * unwritable or mismatched checkpoint is agreed among the ranks before the
+ * call returns, a communication failure is not. After an agreed failure no
+ * rank is left waiting, so none aborts: an abort would only race a peer
+ * still leaving the agreement, and that peer's message would then name the
+ * abort instead of its own reason. */
+static int zsh_train_agreed(zsh_status_t s)
+{
+    return (s == ZSH_ERR_IO) || (s == ZSH_ERR_INVALID_ARG) || (s == ZSH_ERR_NO_MEMORY) ||
+           (s == ZSH_ERR_UNSUPPORTED);
+}
+
+/* --resume: load the latest checkpoint of --ckpt-dir (collective) and give
+ * the step it holds, which every rank reads from its own optimizer alike.
+ * *alike_p is set when the load failed on every rank alike. */
+static int zsh_train_resume(zsh_train_t *t, unsigned long *done_p, int *alike_p)
+{
+    zsh_optim_stats_t st;
+    zsh_status_t s;
+
+    /* No checkpoint is an error, not a fresh start: a run meant to continue
+     * must never quietly train from the initial weights. The load's message
+     * names what it did not find, or what differs from this model. */
+    s = zsh_optim_load(t->opt, t->o.ckpt_dir);
+    if (s != ZSH_OK) {
+        fprintf(stderr, "zsh_train: --resume: %s: %s\n", zsh_status_string(s), zsh_last_error());
+        *alike_p = zsh_train_agreed(s);
+        return 1;
+    }
+    if ((s = zsh_optim_get_stats(t->opt, &st)) != ZSH_OK) {
+        return zsh_train_fail("zsh_optim_get_stats", s);
+    }
+    *done_p = st.steps;
+    if (t->rank == 0) {
+        printf("resumed from %s at step %lu (loss scale %g)\n", t->o.ckpt_dir, st.steps,
+               (double)st.loss_scale);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* Save after step @k if the options ask for it (collective); *alike_p is
+ * set when the save failed on every rank alike. The cadence counts the
+ * run's step numbers, which a resumed run continues, so a run cut short and
+ * resumed saves after the same steps as one that was not. */
+static int zsh_train_save(zsh_train_t *t, unsigned long k, int *alike_p)
+{
+    int every = (t->o.ckpt_every > 0) && (k % t->o.ckpt_every == 0);
+    int last  = t->o.ckpt_last && (k == t->o.steps);
+    double t0 = zsh_train_now();
+    zsh_optim_stats_t st;
+    zsh_status_t s;
+
+    if ((t->o.ckpt_dir == NULL) || (!every && !last)) {
+        return 0;
+    }
+    if ((s = zsh_optim_save(t->opt, t->o.ckpt_dir)) != ZSH_OK) {
+        *alike_p = zsh_train_agreed(s);
+        return zsh_train_fail("zsh_optim_save", s);
+    }
+    if ((s = zsh_optim_get_stats(t->opt, &st)) != ZSH_OK) {
+        return zsh_train_fail("zsh_optim_get_stats", s);
+    }
+    /* The layer names the checkpoint by its own step count. */
+    if (t->rank == 0) {
+        printf("checkpoint %lu: %s/step-%08lu in %.3f s\n", k, t->o.ckpt_dir, st.steps,
+               zsh_train_now() - t0);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 /* One step; the global mean loss in *loss_p. */
 static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *loss_p,
                                    int *applied_p)
@@ -233,7 +311,8 @@ static zsh_status_t zsh_train_step(zsh_train_t *t, unsigned long step, double *l
 int main(int argc, char **argv)
 {
     zsh_train_t t = {0};
-    unsigned long k;
+    unsigned long k, done = 0;
+    int alike = 0;
     zsh_status_t s;
     double loss = 0.0;
     int rc, applied, tty;
@@ -253,8 +332,15 @@ int main(int argc, char **argv)
         rc = zsh_train_fail("setup", s);
         goto out;
     }
+    if (t.o.resume && ((rc = zsh_train_resume(&t, &done, &alike)) != 0)) {
+        goto out;
+    }
+    if ((done >= t.o.steps) && (t.rank == 0)) {
+        printf("nothing to train: the checkpoint holds step %lu, --steps is %lu\n", done,
+               t.o.steps);
+    }
     tty = (t.rank == 0) && isatty(STDERR_FILENO);
-    for (k = 1; k <= t.o.steps; k++) {
+    for (k = done + 1; k <= t.o.steps; k++) {
         if ((s = zsh_train_step(&t, k, &loss, &applied)) != ZSH_OK) {
             rc = zsh_train_fail("step", s);
             goto out;
@@ -267,6 +353,10 @@ int main(int argc, char **argv)
             rc = 1;
             goto out;
         }
+        /* After the split's line: the save is not the step's time. */
+        if ((rc = zsh_train_save(&t, k, &alike)) != 0) {
+            goto out;
+        }
         if (tty) {
             fprintf(stderr, "\r[%-30.*s] %lu/%lu loss %.4f", (int)(30 * k / t.o.steps),
                     "##############################", k, t.o.steps, loss);
@@ -276,16 +366,22 @@ int main(int argc, char **argv)
         fputc('\n', stderr);
     }
     rc = zsh_train_report(&t);
-    /* Every rank's own word that it finished, with the loss it holds. */
-    printf("rank %d: last loss %.9g, peak rss %llu KiB\n", t.rank, loss,
-           zsh_train_peak_rss_kib());
+    /* Every rank's own word that it finished, with the loss it holds (none
+     * when a resumed run had no step left to train). */
+    if (done < t.o.steps) {
+        printf("rank %d: last loss %.9g, peak rss %llu KiB\n", t.rank, loss,
+               zsh_train_peak_rss_kib());
+    } else {
+        printf("rank %d: no step trained, peak rss %llu KiB\n", t.rank,
+               zsh_train_peak_rss_kib());
+    }
 out:
     /* A rank that stops on an error aborts, so that its peers stop too
      * instead of waiting for it (here in the teardown's fence) until
      * ZSH_TIMEOUT; then it tears down like any other: the optimizer's destroy
      * removes its NVMe files. Only what a killed process leaves is for the
      * next job of the same id to sweep. */
-    if (rc != 0) {
+    if ((rc != 0) && !alike) {
         (void)zsh_comm_abort(t.comm);
     }
     zsh_train_teardown(&t);

@@ -45,6 +45,12 @@ static void zsh_train_usage(FILE *out)
             "  --matmul M         blas or loops: the model's matrix products (default blas\n"
             "                     where the build has one)\n"
             "  --data FILE        training text (default /usr/share/common-licenses/GPL-3)\n"
+            "  --ckpt-dir DIR     checkpoint directory: save to DIR/step-<k> after the last step\n"
+            "                     (or as --ckpt-every says); DIR/latest names the newest\n"
+            "  --ckpt-every K     save after every step that is a multiple of K, 0: never\n"
+            "                     (default: after the last step only)\n"
+            "  --resume           load DIR's latest checkpoint first, then train from the step\n"
+            "                     after the one it holds to --steps; an error if there is none\n"
             "  --help             this text\n");
 }
 
@@ -116,6 +122,7 @@ static void zsh_train_live(zsh_train_opts_t *o, double v) { o->max_live = (size_
 static void zsh_train_tiles(zsh_train_opts_t *o, double v) { o->tiles = (size_t)v; }
 static void zsh_train_params(zsh_train_opts_t *o, double v) { o->params = v; }
 static void zsh_train_host(zsh_train_opts_t *o, double v) { o->host_mem_limit = (size_t)v; }
+static void zsh_train_every(zsh_train_opts_t *o, double v) { o->ckpt_every = (unsigned long)v; }
 
 static const zsh_train_numeric_t zsh_train_numerics[] = {
     {'s', "stage", 0, 3, 0, zsh_train_stage},
@@ -131,11 +138,12 @@ static const zsh_train_numeric_t zsh_train_numerics[] = {
     {'t', "tiles", 1, 1e5, 0, zsh_train_tiles},
     {'P', "params", ZSH_TRAIN_PARAMS_MIN, ZSH_TRAIN_PARAMS_MAX, 1000, zsh_train_params},
     {'M', "host-mem-limit", 1, 1e15, 1024, zsh_train_host},
+    {'E', "ckpt-every", 0, 1e9, 0, zsh_train_every},
 };
 
 /* Options given on the command line, by letter, for the checks between them. */
 typedef struct zsh_train_given {
-    int hidden, layers, live, tiles;
+    int hidden, layers, live, tiles, every;
 } zsh_train_given_t;
 
 static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
@@ -198,6 +206,16 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
     case 'd':
         o->data = arg;
         return 0;
+    case 'C':
+        if (*arg == '\0') {
+            fprintf(stderr, "zsh_train: --ckpt-dir needs a directory\n");
+            return -1;
+        }
+        o->ckpt_dir = arg;
+        return 0;
+    case 'R':
+        o->resume = 1;
+        return 0;
     case 'Z':
         if ((strcmp(arg, "off") == 0) || (strcmp(arg, "auto") == 0)) {
             o->hpz = (arg[0] == 'o') ? ZSH_HPZ_OFF : ZSH_HPZ_AUTO;
@@ -230,6 +248,13 @@ static int zsh_train_combine(zsh_train_opts_t *o, const zsh_train_given_t *given
     if (o->lr == 0.0f) {
         o->lr = (o->kind == ZSH_OPTIM_SGD) ? 0.1f : 3e-3f;
     }
+    if ((o->ckpt_dir == NULL) && (given->every || o->resume)) {
+        fprintf(stderr, "zsh_train: --%s needs --ckpt-dir\n",
+                given->every ? "ckpt-every" : "resume");
+        return -1;
+    }
+    /* A run that names a directory and no cadence leaves its end there. */
+    o->ckpt_last = (o->ckpt_dir != NULL) && !given->every;
     return 0;
 }
 
@@ -250,6 +275,9 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"host-mem-limit", required_argument, NULL, 'M'},
         {"matmul", required_argument, NULL, 'x'},
         {"hpz", required_argument, NULL, 'Z'},
+        {"ckpt-dir", required_argument, NULL, 'C'},
+        {"ckpt-every", required_argument, NULL, 'E'},
+        {"resume", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     zsh_train_given_t given = {0};
@@ -275,6 +303,7 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         given.layers |= (opt == 'L');
         given.live   |= (opt == 'm');
         given.tiles  |= (opt == 't');
+        given.every  |= (opt == 'E');
     }
     if (optind < argc) {
         fprintf(stderr, "zsh_train: unexpected argument '%s'\n", argv[optind]);

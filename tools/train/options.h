@@ -26,6 +26,10 @@ typedef struct zsh_train_opts {
     size_t           host_mem_limit; /* bytes; 0: not given */
     int              hpz;         /* ZSH_HPZ_AUTO, ZSH_HPZ_OFF or a group size; 0: not given */
     int              loops;       /* --matmul loops: the model's products without the BLAS */
+    const char      *ckpt_dir;    /* NULL: no checkpoints */
+    unsigned long    ckpt_every;  /* save after every step that is a multiple; 0: none */
+    int              ckpt_last;   /* save after the last step (--ckpt-dir without --ckpt-every) */
+    int              resume;      /* load ckpt_dir's latest checkpoint before training */
 } zsh_train_opts_t;
 
 /* The live budget --params sizes its tiles for when --max-live is not given:

@@ -47,17 +47,20 @@ zsh_status_t zsh_ckpt_fsync_dir(const char *path)
     return ZSH_OK;
 }
 
-zsh_status_t zsh_ckpt_dir_prepare(const char *root)
+zsh_status_t zsh_ckpt_dir_prepare(const char *root, int create)
 {
-    char path[ZSH_CKPT_PATH_MAX];
+    char path[ZSH_CKPT_PATH_MAX], back[ZSH_CKPT_PATH_MAX];
     struct dirent *e;
     DIR *d;
 
-    if ((mkdir(root, 0755) != 0) && (errno != EEXIST)) {
+    if (create && (mkdir(root, 0755) != 0) && (errno != EEXIST)) {
         return zsh_error(ZSH_ERR_IO, "cannot create the checkpoint directory %s: %s", root,
                          strerror(errno));
     }
     d = opendir(root);
+    if ((d == NULL) && !create && (errno == ENOENT)) {
+        return ZSH_OK; /* nothing to sweep; the caller says there is no checkpoint */
+    }
     if (d == NULL) {
         return zsh_error(ZSH_ERR_IO, "cannot open the checkpoint directory %s: %s", root,
                          strerror(errno));
@@ -68,6 +71,15 @@ zsh_status_t zsh_ckpt_dir_prepare(const char *root)
             continue;
         }
         snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+        /* A checkpoint moved aside to be replaced, whose replacement never
+         * took its place: it is the one `latest` names, so it goes back. */
+        snprintf(back, sizeof(back), "%s/%s", root, e->d_name + 5);
+        if ((strncmp(e->d_name, ".old-", 5) == 0) && (access(back, F_OK) != 0) &&
+            (rename(path, back) == 0)) {
+            zsh_log(ZSH_LOG_WARN, "%s: a checkpoint an interrupted save was replacing; put back "
+                    "as %s", path, back);
+            continue;
+        }
         zsh_log(ZSH_LOG_WARN, "%s: an incomplete checkpoint left by an interrupted save; "
                 "ignored and removed", path);
         (void)zsh_ckpt_rmtree(path);

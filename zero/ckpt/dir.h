@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-/* Make @root if it is missing (one level), and sweep what a crashed save
- * left in it. */
-zsh_status_t zsh_ckpt_dir_prepare(const char *root);
+/* Sweep what a crashed save left in @root (putting back a checkpoint it
+ * had moved aside); @create makes @root first if it is missing (one level). */
+zsh_status_t zsh_ckpt_dir_prepare(const char *root, int create);
 
 /* Remove @path and everything under it. */
 zsh_status_t zsh_ckpt_rmtree(const char *path);

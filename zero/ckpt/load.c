@@ -141,7 +141,7 @@ static zsh_status_t zsh_ckpt_find(zsh_optim_t *opt, const char *dir, char *path,
 
     memset(path, 0, len);
     if (opt->rank == 0) {
-        mine = zsh_ckpt_dir_prepare(dir);
+        mine = zsh_ckpt_dir_prepare(dir, 0);
         if (mine == ZSH_OK) {
             mine = zsh_ckpt_resolve(dir, path, len);
         }

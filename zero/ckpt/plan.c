@@ -136,32 +136,31 @@ zsh_status_t zsh_ckpt_plan(const zsh_optim_t *opt, zsh_ckpt_t *ck)
 zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine)
 {
     int32_t me[2] = {(mine != ZSH_OK) ? opt->rank + 1 : 0, -(int32_t)mine}, any[2] = {0, 0};
-    char msg[512] = "";
+    char msg[512] = "", own[512] = "";
     zsh_status_t status;
     int root;
 
-    status = zsh_optim_comm_status(opt, zsh_allreduce(me, any, 2, ZSH_INT32, ZSH_MAX, opt->comm));
-    if (status != ZSH_OK) {
-        return status;
-    }
-    if (any[0] == 0) {
-        return ZSH_OK;
-    }
-    /* Every rank reports what the highest failing rank found. */
-    root = any[0] - 1;
-    if (opt->rank == root) {
-        snprintf(msg, sizeof(msg), "%s", zsh_last_error());
-    }
-    status = zsh_optim_comm_status(opt, zsh_broadcast(msg, sizeof(msg), ZSH_UINT8, root,
-                                                      opt->comm));
     if (mine != ZSH_OK) {
-        return mine;
+        snprintf(own, sizeof(own), "%s", zsh_last_error());
     }
-    if (status != ZSH_OK) {
-        return status;
+    status = zsh_optim_comm_status(opt, zsh_allreduce(me, any, 2, ZSH_INT32, ZSH_MAX, opt->comm));
+    if ((status == ZSH_OK) && (any[0] != 0)) {
+        /* Every rank reports what the highest failing rank found. */
+        root = any[0] - 1;
+        if (opt->rank == root) {
+            snprintf(msg, sizeof(msg), "%s", own);
+        }
+        status = zsh_optim_comm_status(opt, zsh_broadcast(msg, sizeof(msg), ZSH_UINT8, root,
+                                                          opt->comm));
+        msg[sizeof(msg) - 1] = '\0';
+        if ((status == ZSH_OK) && (mine == ZSH_OK)) {
+            return zsh_error((zsh_status_t)(-any[1]), "rank %d: %s", root, msg);
+        }
     }
-    msg[sizeof(msg) - 1] = '\0';
-    return zsh_error((zsh_status_t)(-any[1]), "rank %d: %s", root, msg);
+    if (mine != ZSH_OK) { /* its own failure, whatever became of the agreement */
+        return zsh_error(mine, "%s", own);
+    }
+    return status;
 }
 
 zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn)

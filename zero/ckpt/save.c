@@ -226,7 +226,7 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     snprintf(name, sizeof(name), "step-%08lu", opt->stats.steps);
     snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", dir, name);
     if (opt->rank == 0) {
-        mine = zsh_ckpt_dir_prepare(dir);
+        mine = zsh_ckpt_dir_prepare(dir, 1);
         if ((mine == ZSH_OK) && (mkdir(tmp, 0755) != 0)) {
             mine = zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
         }

@@ -37,7 +37,12 @@ it: freeze what is not trained (requires_grad=False). Gradient accumulation
 over micro-batches belongs in the loss.
 
 state_dict() and load_state_dict() carry the module's full parameters and
-buffers (gathered at stage 3); optimizer states stay in the layer.
+buffers (gathered at stage 3); optimizer states stay in the layer. save(dir)
+and load(dir) checkpoint the whole training state (parameters, optimizer
+states, step counters, loss scaler, hyperparameters), each rank writing and
+reading only its own part, and load at any number of ranks and any stage;
+zeroshard.checkpoint.load_consolidated() reads the one file that
+``zsh_ckpt consolidate`` makes of a checkpoint.
 """
 import collections
 import contextlib
@@ -46,6 +51,7 @@ import torch
 import torch.distributed as dist
 
 import zeroshard
+from zeroshard.errors import ERR_INVALID_ARG
 
 from .backend import ProcessGroupZsh
 
@@ -451,6 +457,51 @@ class ZeRO:
                         v = self._tensors[i].data.view(-1)
                     self._opt.set_param(self._zparams[i], v)
         return missing, unexpected
+
+    # ---- checkpoints ------------------------------------------------------------------
+    def _live_opt(self):
+        if self._opt is None:
+            raise zeroshard.ZshError(ERR_INVALID_ARG, "this ZeRO was closed")
+        return self._opt
+
+    def save(self, dir):
+        """Save the training state to the checkpoint directory dir (collective:
+        every rank passes the same directory): the parameters (fp32 master
+        weights in mixed precision), the optimizer states, the step counters,
+        the loss scaler and the hyperparameters, each rank writing its own
+        part; dir/latest then names the new dir/step-<steps>. Between steps:
+        after step() or zero_grad(), not between backward() and step().
+        Returns the checkpoint's path. Buffers of the module (not parameters)
+        are not in it: keep them with the module's own state_dict if it has
+        any that matter."""
+        return self._live_opt().save(dir)
+
+    def load(self, dir):
+        """Restore what save() wrote (collective), at any number of ranks and
+        any stage: dir is a checkpoint directory (its latest) or one
+        checkpoint. The module must have the same trainable parameters, names,
+        sizes and dtype. Afterwards the module's parameters hold the loaded
+        values (at stage 3, each gather from now on reads them; a parameter
+        held gathered now is gathered again), and the optimizer states, step
+        counters, loss scaler and hyperparameters are the saved ones, so
+        training continues as if it had not stopped. Raises ZshError
+        (ZSH_ERR_IO for a missing, truncated or corrupted file,
+        ZSH_ERR_INVALID_ARG for another model or a gradient pending) and
+        then leaves the module and the optimizer as they were."""
+        opt = self._live_opt()
+        if any(self._ready):
+            raise zeroshard.ZshError(ERR_INVALID_ARG, "ZeRO.load: gradients were handed over "
+                                     "since the last step; call step() or zero_grad() first")
+        opt.load(dir)
+        if self._stage == 3:
+            # A parameter held gathered (inside gathered() or a forward) is a
+            # copy of the old values: gather the loaded ones into it, in
+            # registration order, which every rank holds alike.
+            for i, p in enumerate(self._tensors):
+                if p.data.numel() != 0:
+                    full = torch.empty(self._shapes[i], dtype=self._dtype)
+                    opt.gather(self._zparams[i], full.view(-1))
+                    p.data = full
 
     # ---- lifetime -------------------------------------------------------------------
     def close(self):

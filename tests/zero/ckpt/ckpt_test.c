@@ -483,7 +483,7 @@ ZSH_RANK_TEST(ckpt, a_checkpoint_of_another_model_or_with_a_file_missing_or_cut_
                                   ZSH_FLOAT32,
                                   ZSH_OPTIM_ADAMW};
     zsh_ck_model_t other;
-    char *dir = zsh_ck_dir(comm, "refuse"), path[512], cmd[600];
+    char *dir = zsh_ck_dir(comm, "refuse"), path[512] = "", cmd[600];
     float *bufs[3];
     zsh_optim_t *opt;
 
@@ -519,7 +519,7 @@ ZSH_RANK_TEST(ckpt, a_checkpoint_of_another_model_or_with_a_file_missing_or_cut_
     ZSH_ASSERT_TRUE(opt != NULL);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_load(opt, dir));
     zsh_ck_model_free(opt, bufs);
-    ZSH_EXPECT_TRUE(access(path, F_OK) != 0);
+    ZSH_EXPECT_TRUE((zsh_comm_rank(comm) != 0) || (access(path, F_OK) != 0));
 
     /* A shard file cut, then gone. */
     if (zsh_comm_rank(comm) == 0) {

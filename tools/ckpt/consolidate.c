@@ -1,0 +1,425 @@
+/*
+ * zsh_ckpt consolidate: every parameter's fp32 weights (kind 0) gathered
+ * from the shards into one safetensors file, the format inference and
+ * conversion tools read:
+ *
+ *   8 bytes   N, the header's length, little-endian
+ *   N bytes   JSON: {"<name>": {"dtype": "F32", "shape": [numel],
+ *             "data_offsets": [begin, end]}, ..., "__metadata__": {...}},
+ *             padded with spaces to a multiple of 8 so the tensors that
+ *             follow are aligned
+ *   the tensors, in the manifest's order, back to back (offsets count
+ *   from the end of the header)
+ *
+ * The model may be larger than the memory of the machine that converts it,
+ * so the weights are streamed a bounded buffer at a time. Resident memory
+ * is this process as it stands once the manifest is read, plus the
+ * reader's fixed cache of chunks, plus the buffer: the buffer takes what
+ * --max-memory leaves of it (up to a size past which larger writes bring
+ * nothing), and a limit that leaves no room for a useful buffer is refused
+ * before anything is written.
+ *
+ * The file is written as OUT.tmp, fsynced and renamed, so OUT is either
+ * the previous file or the whole new one.
+ */
+#define _GNU_SOURCE
+#include "ckpt_tool.h"
+
+#include "ckpt/dir.h"
+#include "ckpt/reader.h"
+#include "core/dtype.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define ZSH_CKPT_CONS_DEFAULT ((uint64_t)256 << 20)
+/* Room for what the process allocates besides the buffer and the cache:
+ * stdio, the reader's descriptors, the allocator's own pages. */
+#define ZSH_CKPT_CONS_SLACK   ((uint64_t)1 << 20)
+/* Smaller buffers make the copy a stream of small writes. */
+#define ZSH_CKPT_CONS_MIN_BUF ((uint64_t)1 << 20)
+/* Larger buffers make no write faster. */
+#define ZSH_CKPT_CONS_MAX_BUF ((uint64_t)64 << 20)
+
+/* A string growing as the header is written. */
+typedef struct zsh_ckpt_text {
+    char  *s;
+    size_t len, cap;
+    bool   failed;
+} zsh_ckpt_text_t;
+
+static void zsh_ckpt_text_add(zsh_ckpt_text_t *t, const char *s, size_t n)
+{
+    size_t cap = (t->cap == 0) ? 4096 : t->cap;
+    char *grown;
+
+    if (t->failed) {
+        return;
+    }
+    while (cap < t->len + n + 1) {
+        cap *= 2;
+    }
+    if (cap != t->cap) {
+        grown = realloc(t->s, cap);
+        if (grown == NULL) {
+            t->failed = true;
+            return;
+        }
+        t->s   = grown;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void zsh_ckpt_text_str(zsh_ckpt_text_t *t, const char *s)
+{
+    zsh_ckpt_text_add(t, s, strlen(s));
+}
+
+/* @s as a JSON string: quotes, backslashes and control bytes escaped;
+ * other bytes (the manifest's UTF-8) as they are. */
+static void zsh_ckpt_text_json(zsh_ckpt_text_t *t, const char *s)
+{
+    char esc[8];
+
+    zsh_ckpt_text_add(t, "\"", 1);
+    for (; *s != '\0'; s++) {
+        if ((*s == '"') || (*s == '\\')) {
+            esc[0] = '\\';
+            esc[1] = *s;
+            zsh_ckpt_text_add(t, esc, 2);
+        } else if ((unsigned char)*s < 0x20) {
+            snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)(unsigned char)*s);
+            zsh_ckpt_text_add(t, esc, 6);
+        } else {
+            zsh_ckpt_text_add(t, s, 1);
+        }
+    }
+    zsh_ckpt_text_add(t, "\"", 1);
+}
+
+/* The header, padded; ZSH_CKPT_TOOL_FAIL when it cannot be made. */
+static int zsh_ckpt_cons_header(const zsh_ckpt_t *ck, zsh_ckpt_text_t *t)
+{
+    uint64_t begin = 0, end;
+    char num[128];
+    size_t i;
+
+    zsh_ckpt_text_str(t, "{");
+    for (i = 0; i < ck->nparams; i++) {
+        end = begin + ck->params[i].numel * sizeof(float);
+        zsh_ckpt_text_json(t, ck->params[i].name);
+        snprintf(num, sizeof(num),
+                 ":{\"dtype\":\"F32\",\"shape\":[%" PRIu64 "],\"data_offsets\":[%" PRIu64
+                 ",%" PRIu64 "]},", ck->params[i].numel, begin, end);
+        zsh_ckpt_text_str(t, num);
+        begin = end;
+    }
+    snprintf(num, sizeof(num),
+             "\"__metadata__\":{\"format\":\"zeroshard\",\"step\":\"%lu\",\"precision\":\"%s\"}}",
+             ck->steps, zsh_dtype_name(ck->precision));
+    zsh_ckpt_text_str(t, num);
+    while (!t->failed && (t->len % 8 != 0)) {
+        zsh_ckpt_text_add(t, " ", 1);
+    }
+    if (t->failed) {
+        fprintf(stderr, "zsh_ckpt consolidate: no memory for the header of %zu tensors\n",
+                ck->nparams);
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    return ZSH_CKPT_TOOL_OK;
+}
+
+static int zsh_ckpt_cons_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* safetensors keys a tensor by its name: names must differ from each other
+ * and from the metadata's key. */
+static int zsh_ckpt_cons_names(const zsh_ckpt_t *ck)
+{
+    const char **names = malloc((ck->nparams + 1) * sizeof(*names));
+    int rc = ZSH_CKPT_TOOL_OK;
+    size_t i;
+
+    if (names == NULL) {
+        fprintf(stderr, "zsh_ckpt consolidate: no memory for %zu names\n", ck->nparams);
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    for (i = 0; i < ck->nparams; i++) {
+        names[i] = ck->params[i].name;
+    }
+    names[ck->nparams] = "__metadata__";
+    qsort(names, ck->nparams + 1, sizeof(*names), zsh_ckpt_cons_name_cmp);
+    for (i = 1; (rc == ZSH_CKPT_TOOL_OK) && (i <= ck->nparams); i++) {
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            fprintf(stderr, "zsh_ckpt consolidate: two tensors would be named '%s'; a "
+                    "safetensors file needs distinct names (and none named __metadata__)\n",
+                    names[i]);
+            rc = ZSH_CKPT_TOOL_FAIL;
+        }
+    }
+    free(names);
+    return rc;
+}
+
+/* The most this process held at once so far: VmHWM, which exec resets
+ * (ru_maxrss keeps the peak of the process it replaced, so a tool started
+ * by a large parent would count the parent's memory as its own). */
+static uint64_t zsh_ckpt_cons_peak(void)
+{
+    unsigned long long kb = 0;
+    char line[128];
+    FILE *f = fopen("/proc/self/status", "r");
+    struct rusage ru;
+
+    while ((f != NULL) && (fgets(line, sizeof(line), f) != NULL)) {
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (kb == 0) {
+        getrusage(RUSAGE_SELF, &ru);
+        kb = (unsigned long long)ru.ru_maxrss;
+    }
+    return (uint64_t)kb * 1024;
+}
+
+/* Bytes of the copy buffer under @limit, or 0 after saying why none fits. */
+static uint64_t zsh_ckpt_cons_budget(const zsh_ckpt_t *ck, uint64_t limit, const char *text)
+{
+    uint64_t cache = (uint64_t)ZSH_CKPT_CACHE * ZSH_CKPT_CHUNK, held = zsh_ckpt_cons_peak();
+    uint64_t fixed = held + cache + ZSH_CKPT_CONS_SLACK, largest = 0, buf;
+    char a[32], b[32], c[32], d[32], e[32];
+    size_t i;
+
+    for (i = 0; i < ck->nparams; i++) {
+        largest = (ck->params[i].numel > largest) ? ck->params[i].numel : largest;
+    }
+    if ((limit < fixed) || (limit - fixed < ZSH_CKPT_CONS_MIN_BUF)) {
+        fprintf(stderr,
+                "zsh_ckpt consolidate: --max-memory %s is too small: this process holds %s "
+                "already (the manifest of %zu parameters read), the reader keeps %d chunks "
+                "of %s (%s), and the copy needs %s of buffer and %s of room: give at least "
+                "%" PRIu64 "M\n", text, zsh_ckpt_tool_size(held, a, sizeof(a)), ck->nparams,
+                ZSH_CKPT_CACHE, zsh_ckpt_tool_size(ZSH_CKPT_CHUNK, b, sizeof(b)),
+                zsh_ckpt_tool_size(cache, c, sizeof(c)),
+                zsh_ckpt_tool_size(ZSH_CKPT_CONS_MIN_BUF, d, sizeof(d)),
+                zsh_ckpt_tool_size(ZSH_CKPT_CONS_SLACK, e, sizeof(e)),
+                (fixed + ZSH_CKPT_CONS_MIN_BUF + (1u << 20) - 1) >> 20);
+        return 0;
+    }
+    buf = limit - fixed;
+    buf = (buf < ZSH_CKPT_CONS_MAX_BUF) ? buf : ZSH_CKPT_CONS_MAX_BUF;
+    buf = (buf < largest * sizeof(float)) ? buf : largest * sizeof(float);
+    buf = buf / sizeof(float) * sizeof(float);
+    return (buf > 0) ? buf : sizeof(float); /* no parameters: nothing to copy */
+}
+
+static bool zsh_ckpt_cons_write(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    ssize_t n;
+
+    while (len > 0) {
+        n = write(fd, p, len);
+        if ((n < 0) && (errno == EINTR)) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        p   += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+typedef struct zsh_ckpt_cons {
+    zsh_ckpt_reader_t rd;
+    const char       *tmp;
+    float            *buf;
+    uint64_t          bytes;  /* of buf */
+    size_t            elems;
+    uint64_t          written;
+} zsh_ckpt_cons_t;
+
+/* The header, then every parameter's weights through the buffer. */
+static int zsh_ckpt_cons_copy(zsh_ckpt_cons_t *c, int fd, const zsh_ckpt_text_t *header)
+{
+    const zsh_ckpt_t *ck = c->rd.ck;
+    uint64_t s, n, hlen = header->len;
+    unsigned char len8[8];
+    size_t i;
+    int b;
+
+    for (b = 0; b < 8; b++) {
+        len8[b] = (unsigned char)(hlen >> (8 * b));
+    }
+    if (!zsh_ckpt_cons_write(fd, len8, 8) || !zsh_ckpt_cons_write(fd, header->s, header->len)) {
+        fprintf(stderr, "zsh_ckpt consolidate: cannot write %s: %s\n", c->tmp, strerror(errno));
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    c->written = 8 + hlen;
+    for (i = 0; i < ck->nparams; i++) {
+        for (s = 0; s < ck->params[i].numel; s += n) {
+            n = ck->params[i].numel - s;
+            n = (n < c->elems) ? n : c->elems;
+            if (zsh_ckpt_reader_read(&c->rd, 0, i, s, n, c->buf) != ZSH_OK) {
+                return zsh_ckpt_tool_fail("consolidate", "reading the weights");
+            }
+            if (!zsh_ckpt_cons_write(fd, c->buf, (size_t)n * sizeof(float))) {
+                fprintf(stderr, "zsh_ckpt consolidate: cannot write %s at offset %" PRIu64
+                        ": %s\n", c->tmp, c->written, strerror(errno));
+                return ZSH_CKPT_TOOL_FAIL;
+            }
+            c->written += n * sizeof(float);
+        }
+    }
+    return ZSH_CKPT_TOOL_OK;
+}
+
+/* Write OUT.tmp, fsync it, rename it to @out and fsync the directory. */
+static int zsh_ckpt_cons_file(zsh_ckpt_cons_t *c, const char *out, const zsh_ckpt_text_t *header)
+{
+    char dir[ZSH_CKPT_PATH_MAX];
+    int fd, rc;
+
+    fd = open(c->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "zsh_ckpt consolidate: cannot create %s: %s\n", c->tmp, strerror(errno));
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    rc = zsh_ckpt_cons_copy(c, fd, header);
+    if ((rc == ZSH_CKPT_TOOL_OK) && (fsync(fd) != 0)) {
+        fprintf(stderr, "zsh_ckpt consolidate: cannot fsync %s: %s\n", c->tmp, strerror(errno));
+        rc = ZSH_CKPT_TOOL_FAIL;
+    }
+    if ((close(fd) != 0) && (rc == ZSH_CKPT_TOOL_OK)) {
+        fprintf(stderr, "zsh_ckpt consolidate: cannot close %s: %s\n", c->tmp, strerror(errno));
+        rc = ZSH_CKPT_TOOL_FAIL;
+    }
+    if ((rc == ZSH_CKPT_TOOL_OK) && (rename(c->tmp, out) != 0)) {
+        fprintf(stderr, "zsh_ckpt consolidate: cannot rename %s to %s: %s\n", c->tmp, out,
+                strerror(errno));
+        rc = ZSH_CKPT_TOOL_FAIL;
+    }
+    if (rc != ZSH_CKPT_TOOL_OK) {
+        unlink(c->tmp);
+        return rc;
+    }
+    snprintf(dir, sizeof(dir), "%s", out);
+    if (zsh_ckpt_fsync_dir(dirname(dir)) != ZSH_OK) {
+        return zsh_ckpt_tool_fail("consolidate", out);
+    }
+    return ZSH_CKPT_TOOL_OK;
+}
+
+/* Everything the copy needs, before anything is written: distinct names,
+ * the header, a buffer within @limit (@text as given, for messages) and
+ * the reader. */
+static int zsh_ckpt_cons_prepare(zsh_ckpt_cons_t *c, const zsh_ckpt_t *ck, const char *path,
+                                 uint64_t limit, const char *text, zsh_ckpt_text_t *header)
+{
+    char size[32];
+    int rc;
+
+    rc = zsh_ckpt_cons_names(ck);
+    if (rc == ZSH_CKPT_TOOL_OK) {
+        rc = zsh_ckpt_cons_header(ck, header);
+    }
+    if (rc != ZSH_CKPT_TOOL_OK) {
+        return rc;
+    }
+    /* Measured now, once the manifest and the header are in memory. */
+    c->bytes = zsh_ckpt_cons_budget(ck, limit, text);
+    if (c->bytes == 0) {
+        return ZSH_CKPT_TOOL_USAGE; /* the limit given cannot be honoured */
+    }
+    c->elems = (size_t)c->bytes / sizeof(float);
+    c->buf   = malloc((size_t)c->bytes);
+    if (c->buf == NULL) {
+        fprintf(stderr, "zsh_ckpt consolidate: no memory for a buffer of %s\n",
+                zsh_ckpt_tool_size(c->bytes, size, sizeof(size)));
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    if (zsh_ckpt_reader_open(&c->rd, ck, path) != ZSH_OK) {
+        return zsh_ckpt_tool_fail("consolidate", path);
+    }
+    return ZSH_CKPT_TOOL_OK;
+}
+
+static void zsh_ckpt_cons_report(const zsh_ckpt_cons_t *c, const char *out, size_t ntensors,
+                                 uint64_t limit, double seconds)
+{
+    char peak[32], lim[32], buf[32];
+
+    printf("%s: %zu tensors, %" PRIu64 " bytes in %.2f s (%.1f MB/s); peak resident memory "
+           "%s of --max-memory %s (buffer %s)\n", out, ntensors, c->written, seconds,
+           (seconds > 0) ? (double)c->written / seconds / 1e6 : 0.0,
+           zsh_ckpt_tool_size(zsh_ckpt_cons_peak(), peak, sizeof(peak)),
+           zsh_ckpt_tool_size(limit, lim, sizeof(lim)),
+           zsh_ckpt_tool_size(c->bytes, buf, sizeof(buf)));
+}
+
+int zsh_ckpt_tool_consolidate(int argc, char **argv)
+{
+    const char *pos[2], *maxmem = NULL;
+    const zsh_ckpt_tool_opt_t opts[] = {{"--max-memory", &maxmem, NULL}};
+    char path[ZSH_CKPT_PATH_MAX], tmp[ZSH_CKPT_PATH_MAX + 8];
+    uint64_t limit = ZSH_CKPT_CONS_DEFAULT;
+    zsh_ckpt_text_t header = {0};
+    zsh_ckpt_cons_t c = {0};
+    double t0;
+    zsh_ckpt_t ck;
+    int rc;
+
+    rc = zsh_ckpt_tool_args("consolidate", argc, argv, opts, 1, pos, 2, "DIR OUT");
+    if (rc != ZSH_CKPT_TOOL_GO_ON) {
+        return rc;
+    }
+    if ((maxmem != NULL) && (zsh_ckpt_tool_parse_size(maxmem, &limit) != 0)) {
+        return zsh_ckpt_tool_usage_error("consolidate", "--max-memory '%s' is not a byte count "
+                                         "above 0 (a suffix k, M or G is allowed: 512M, 2G)",
+                                         maxmem);
+    }
+    if (strlen(pos[1]) + 5 > ZSH_CKPT_PATH_MAX) {
+        return zsh_ckpt_tool_usage_error("consolidate", "OUT is longer than %d bytes",
+                                         ZSH_CKPT_PATH_MAX - 5);
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp", pos[1]);
+    c.tmp = tmp;
+    t0    = zsh_ckpt_tool_now();
+    if (zsh_ckpt_tool_open(pos[0], path, sizeof(path), &ck) != ZSH_OK) {
+        return zsh_ckpt_tool_fail("consolidate", pos[0]);
+    }
+    rc = zsh_ckpt_cons_prepare(&c, &ck, path, limit, (maxmem != NULL) ? maxmem : "256M",
+                               &header);
+    if (rc == ZSH_CKPT_TOOL_OK) {
+        rc = zsh_ckpt_cons_file(&c, pos[1], &header);
+    }
+    if (c.rd.fds != NULL) {
+        zsh_ckpt_reader_close(&c.rd);
+    }
+    if (rc == ZSH_CKPT_TOOL_OK) {
+        zsh_ckpt_cons_report(&c, pos[1], ck.nparams, limit, zsh_ckpt_tool_now() - t0);
+    }
+    free(c.buf);
+    free(header.s);
+    zsh_ckpt_free(&ck);
+    return rc;
+}

@@ -1,0 +1,245 @@
+/*
+ * zsh_ckpt: a checkpoint of zsh_optim_save() read, checked and converted
+ * offline, by one process with no communicator: its manifest printed
+ * (info), every checksum checked (verify), its fp32 weights written as one
+ * safetensors file (consolidate), or its state split again over another
+ * number of shards (reshard). Everything goes through zero/ckpt's manifest,
+ * reader and writer, so the tool reads and writes exactly what the
+ * optimizer's save and load do.
+ */
+#include "ckpt_tool.h"
+
+#include "ckpt/dir.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+void zsh_ckpt_tool_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: zsh_ckpt info DIR [--json]\n"
+            "       zsh_ckpt verify DIR\n"
+            "       zsh_ckpt consolidate DIR OUT [--max-memory BYTES]\n"
+            "       zsh_ckpt reshard DIR OUT --ranks M\n"
+            "Read, check and convert a checkpoint of zsh_optim_save(). DIR is a checkpoint\n"
+            "directory (the checkpoint its 'latest' names is used) or one checkpoint\n"
+            "(DIR/step-N).\n"
+            "  info         the manifest: format, world size, stage, precision, optimizer,\n"
+            "               counters, loss scaler, hyperparameters, files and a table of the\n"
+            "               parameters; --json prints manifest.json as it is\n"
+            "  verify       every file's size and checksum, every chunk's and every\n"
+            "               piece's; each failure names the file, the parameter and the\n"
+            "               offset; exit 1 if any failed\n"
+            "  consolidate  the fp32 weights of every parameter, in the manifest's order,\n"
+            "               into one safetensors file OUT (written to OUT.tmp, fsynced and\n"
+            "               renamed), through a bounded buffer so that resident memory stays\n"
+            "               under --max-memory (default 256M; suffixes k, M, G)\n"
+            "  reshard      a new checkpoint directory OUT holding the same state split over\n"
+            "               M shards (near-equal contiguous ranges of all parameters), every\n"
+            "               value checked on the way; zsh_optim_load reads it at any world\n"
+            "               size\n"
+            "Exit status: 0 done, 1 failed (a bad checkpoint, an I/O error), 2 bad usage.\n");
+}
+
+int zsh_ckpt_tool_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "zsh_ckpt%s%s: ", (cmd != NULL) ? " " : "", (cmd != NULL) ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'zsh_ckpt --help'.\n");
+    return ZSH_CKPT_TOOL_USAGE;
+}
+
+/* The option of @opts that @arg ("--name" or "--name=value") names, with
+ * its inline value in *@inline_p (NULL without one), or NULL. */
+static const zsh_ckpt_tool_opt_t *zsh_ckpt_tool_find(const zsh_ckpt_tool_opt_t *opts,
+                                                     size_t nopts, const char *arg,
+                                                     const char **inline_p)
+{
+    const char *eq = strchr(arg, '=');
+    size_t len = (eq != NULL) ? (size_t)(eq - arg) : strlen(arg), i;
+
+    for (i = 0; i < nopts; i++) {
+        if ((strlen(opts[i].name) == len) && (strncmp(opts[i].name, arg, len) == 0)) {
+            *inline_p = (eq != NULL) ? eq + 1 : NULL;
+            return &opts[i];
+        }
+    }
+    return NULL;
+}
+
+int zsh_ckpt_tool_args(const char *cmd, int argc, char **argv, const zsh_ckpt_tool_opt_t *opts,
+                       size_t nopts, const char **pos, int npos, const char *names)
+{
+    const zsh_ckpt_tool_opt_t *o;
+    const char *arg, *value;
+    bool options = true;
+    int i, n = 0;
+
+    for (i = 1; i < argc; i++) {
+        arg = argv[i];
+        if (options && (strcmp(arg, "--") == 0)) {
+            options = false;
+            continue;
+        }
+        if (options && ((strcmp(arg, "--help") == 0) || (strcmp(arg, "-h") == 0))) {
+            zsh_ckpt_tool_usage(stdout);
+            return ZSH_CKPT_TOOL_OK;
+        }
+        if (!options || (arg[0] != '-') || (arg[1] == '\0')) {
+            if (n == npos) {
+                return zsh_ckpt_tool_usage_error(cmd, "unexpected argument '%s' (it takes %s)",
+                                                 arg, names);
+            }
+            pos[n++] = arg;
+            continue;
+        }
+        o = zsh_ckpt_tool_find(opts, nopts, arg, &value);
+        if (o == NULL) {
+            return zsh_ckpt_tool_usage_error(cmd, "unrecognized option '%s'", arg);
+        }
+        if (o->value == NULL) {
+            if (value != NULL) {
+                return zsh_ckpt_tool_usage_error(cmd, "%s takes no value", o->name);
+            }
+            *o->flag = 1;
+            continue;
+        }
+        if ((value == NULL) && (i + 1 == argc)) {
+            return zsh_ckpt_tool_usage_error(cmd, "%s needs a value", o->name);
+        }
+        *o->value = (value != NULL) ? value : argv[++i];
+    }
+    if (n < npos) {
+        return zsh_ckpt_tool_usage_error(cmd, "missing arguments: it takes %s", names);
+    }
+    return ZSH_CKPT_TOOL_GO_ON;
+}
+
+int zsh_ckpt_tool_fail(const char *cmd, const char *what)
+{
+    fprintf(stderr, "zsh_ckpt %s: %s: %s\n", cmd, what, zsh_last_error());
+    return ZSH_CKPT_TOOL_FAIL;
+}
+
+zsh_status_t zsh_ckpt_tool_open(const char *dir, char *path, size_t len, zsh_ckpt_t *ck)
+{
+    char mpath[ZSH_CKPT_PATH_MAX + 32];
+    zsh_status_t status;
+
+    memset(ck, 0, sizeof(*ck));
+    status = zsh_ckpt_resolve(dir, path, len);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    snprintf(mpath, sizeof(mpath), "%s/%s", path, ZSH_CKPT_MANIFEST);
+    return zsh_ckpt_manifest_read(mpath, ck);
+}
+
+const char *zsh_ckpt_tool_size(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)bytes;
+    int u = 0;
+
+    while ((v >= 1024.0) && (u < 6)) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0) {
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    } else {
+        snprintf(buf, len, "%.2f %s", v, units[u]);
+    }
+    return buf;
+}
+
+int zsh_ckpt_tool_parse_size(const char *text, uint64_t *bytes_p)
+{
+    unsigned long long v, mult = 1;
+    const char *p;
+    char *end;
+
+    if (!isdigit((unsigned char)text[0])) {
+        return -1;
+    }
+    errno = 0;
+    v     = strtoull(text, &end, 10);
+    if (errno != 0) {
+        return -1;
+    }
+    switch (tolower((unsigned char)*end)) {
+    case '\0': break;
+    case 'k':  mult = 1ull << 10; break;
+    case 'm':  mult = 1ull << 20; break;
+    case 'g':  mult = 1ull << 30; break;
+    default:   return -1;
+    }
+    p = (mult == 1) ? end : end + 1;
+    if ((strcasecmp(p, "") != 0) && (strcasecmp(p, "b") != 0) && (strcasecmp(p, "ib") != 0)) {
+        return -1;
+    }
+    if ((v == 0) || (v > UINT64_MAX / mult)) {
+        return -1;
+    }
+    *bytes_p = (uint64_t)(v * mult);
+    return 0;
+}
+
+double zsh_ckpt_tool_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t zsh_ckpt_tool_total(const zsh_ckpt_t *ck)
+{
+    uint64_t total = 0;
+    size_t i;
+
+    for (i = 0; i < ck->nparams; i++) {
+        total += ck->params[i].numel;
+    }
+    return total;
+}
+
+typedef struct zsh_ckpt_tool_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} zsh_ckpt_tool_cmd_t;
+
+static const zsh_ckpt_tool_cmd_t zsh_ckpt_tool_cmds[] = {
+    {"info", zsh_ckpt_tool_info},
+    {"verify", zsh_ckpt_tool_verify},
+    {"consolidate", zsh_ckpt_tool_consolidate},
+    {"reshard", zsh_ckpt_tool_reshard},
+};
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    if ((argc < 2) || (strcmp(argv[1], "--help") == 0) || (strcmp(argv[1], "-h") == 0)) {
+        zsh_ckpt_tool_usage((argc < 2) ? stderr : stdout);
+        return (argc < 2) ? ZSH_CKPT_TOOL_USAGE : ZSH_CKPT_TOOL_OK;
+    }
+    for (i = 0; i < sizeof(zsh_ckpt_tool_cmds) / sizeof(zsh_ckpt_tool_cmds[0]); i++) {
+        if (strcmp(argv[1], zsh_ckpt_tool_cmds[i].name) == 0) {
+            return zsh_ckpt_tool_cmds[i].run(argc - 1, argv + 1);
+        }
+    }
+    return zsh_ckpt_tool_usage_error(NULL, "unknown subcommand '%s': one of info, verify, "
+                                     "consolidate, reshard", argv[1]);
+}
