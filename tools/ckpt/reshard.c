@@ -186,29 +186,6 @@ static zsh_status_t zsh_ckpt_reshard_files(zsh_ckpt_reshard_t *rs, const char *t
     return status;
 }
 
-/* The manifest last (to a temporary name, renamed), then the directory
- * renamed into place and `latest` pointed at it. */
-static zsh_status_t zsh_ckpt_reshard_publish(const zsh_ckpt_t *ck, const char *out,
-                                             const char *tmp, const char *name)
-{
-    char path[ZSH_CKPT_PATH_MAX + 64], final[ZSH_CKPT_PATH_MAX + 64];
-    zsh_status_t status;
-
-    snprintf(path, sizeof(path), "%s/%s.tmp", tmp, ZSH_CKPT_MANIFEST);
-    snprintf(final, sizeof(final), "%s/%s", tmp, ZSH_CKPT_MANIFEST);
-    status = zsh_ckpt_manifest_write(ck, path);
-    if ((status == ZSH_OK) && (rename(path, final) != 0)) {
-        status = zsh_error(ZSH_ERR_IO, "cannot rename %s: %s", path, strerror(errno));
-    }
-    if (status == ZSH_OK) {
-        status = zsh_ckpt_fsync_dir(tmp);
-    }
-    if (status == ZSH_OK) {
-        status = zsh_ckpt_publish(out, tmp, name);
-    }
-    return status;
-}
-
 /* Parse --ranks: a whole number of shards the manifest allows. */
 static int zsh_ckpt_reshard_ranks(const char *text, uint32_t *m_p)
 {
@@ -256,7 +233,7 @@ static zsh_status_t zsh_ckpt_reshard_run(zsh_ckpt_reshard_t *rs, const char *pat
         zsh_ckpt_reader_close(&rs->rd); /* before the publish, which may replace @path */
     }
     if (status == ZSH_OK) {
-        status = zsh_ckpt_reshard_publish(&rs->dst, out, tmp, name);
+        status = zsh_ckpt_commit(&rs->dst, out, tmp, name);
     }
     if (status != ZSH_OK) {
         (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */

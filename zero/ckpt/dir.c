@@ -172,3 +172,24 @@ zsh_status_t zsh_ckpt_resolve(const char *path, char *out, size_t len)
     snprintf(out, len, "%s/%s", path, name);
     return ZSH_OK;
 }
+
+zsh_status_t zsh_ckpt_commit(const zsh_ckpt_t *ck, const char *root, const char *tmp,
+                             const char *name)
+{
+    char path[ZSH_CKPT_PATH_MAX + 64], final[ZSH_CKPT_PATH_MAX + 64];
+    zsh_status_t status;
+
+    snprintf(path, sizeof(path), "%s/%s.tmp", tmp, ZSH_CKPT_MANIFEST);
+    snprintf(final, sizeof(final), "%s/%s", tmp, ZSH_CKPT_MANIFEST);
+    status = zsh_ckpt_manifest_write(ck, path);
+    if ((status == ZSH_OK) && (rename(path, final) != 0)) {
+        status = zsh_error(ZSH_ERR_IO, "cannot rename %s: %s", path, strerror(errno));
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_fsync_dir(tmp);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_publish(root, tmp, name);
+    }
+    return status;
+}

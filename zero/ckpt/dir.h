@@ -8,6 +8,8 @@
 #ifndef ZSH_CKPT_DIR_H_
 #define ZSH_CKPT_DIR_H_
 
+#include "ckpt/format.h"
+
 #include <zeroshard.h>
 
 #include <stddef.h>
@@ -25,6 +27,12 @@ zsh_status_t zsh_ckpt_fsync_dir(const char *path);
 /* Rename the finished @tmp to @root/@name (replacing a checkpoint of that
  * name), then point @root/latest at it. */
 zsh_status_t zsh_ckpt_publish(const char *root, const char *tmp, const char *name);
+
+/* Finish the checkpoint whose files are in @tmp: its manifest @ck written
+ * last (to a temporary name, fsynced, renamed), then published as
+ * @root/@name. */
+zsh_status_t zsh_ckpt_commit(const zsh_ckpt_t *ck, const char *root, const char *tmp,
+                             const char *name);
 
 /* The checkpoint @path names, into @out: @path itself when it holds a
  * manifest, else the one its `latest` names. ZSH_ERR_IO when there is none. */

@@ -191,27 +191,6 @@ static zsh_status_t zsh_ckpt_exchange(zsh_optim_t *opt, zsh_ckpt_t *ck)
     return status;
 }
 
-static zsh_status_t zsh_ckpt_finish(const zsh_ckpt_t *ck, const char *dir, const char *tmp,
-                                    const char *name)
-{
-    char path[ZSH_CKPT_PATH_MAX + 128], final[ZSH_CKPT_PATH_MAX + 128];
-    zsh_status_t status;
-
-    snprintf(path, sizeof(path), "%s/%s.tmp", tmp, ZSH_CKPT_MANIFEST);
-    snprintf(final, sizeof(final), "%s/%s", tmp, ZSH_CKPT_MANIFEST);
-    status = zsh_ckpt_manifest_write(ck, path);
-    if ((status == ZSH_OK) && (rename(path, final) != 0)) {
-        status = zsh_error(ZSH_ERR_IO, "cannot rename %s: %s", path, strerror(errno));
-    }
-    if (status == ZSH_OK) {
-        status = zsh_ckpt_fsync_dir(tmp);
-    }
-    if (status == ZSH_OK) {
-        status = zsh_ckpt_publish(dir, tmp, name);
-    }
-    return status;
-}
-
 zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
 {
     const char *fn = "zsh_optim_save";
@@ -244,7 +223,7 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
         status = zsh_ckpt_exchange(opt, &ck);
         mine   = status;
         if ((status == ZSH_OK) && (opt->rank == 0)) {
-            mine = zsh_ckpt_finish(&ck, dir, tmp, name);
+            mine = zsh_ckpt_commit(&ck, dir, tmp, name);
         }
         status = (status == ZSH_OK) ? zsh_ckpt_agree(opt, mine) : status;
     }
