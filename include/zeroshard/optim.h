@@ -419,9 +419,10 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
  * fsynced, rank 0 writes the manifest (docs/CHECKPOINT.md), renames the
  * directory to `step-<steps>` and rewrites `dir/latest` to name it, each
  * atomically. A process killed at any moment leaves the previous checkpoint
- * and `latest` as they were; what it left half-written is swept, with a
- * warning, by the next save or load. Ranks must see @p dir as one
- * directory (a local disk for one node, a shared filesystem across nodes).
+ * and `latest` as they were; what it left half-written is ignored by loads
+ * and swept, with a warning, by the next save. One job saves into @p dir at
+ * a time. Ranks must see @p dir as one directory (a local disk for one
+ * node, a shared filesystem across nodes).
  * @param opt The optimizer, between steps: no gradient pending.
  * @param dir The checkpoint directory; created if missing (its parent must
  *            exist). A checkpoint of the same step is replaced.

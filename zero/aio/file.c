@@ -31,9 +31,21 @@ static zsh_status_t zsh_aio_file_add(zsh_aio_t *aio, const char *path, int flags
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_aio_open: no memory for %s", path);
     }
     memcpy(file->path, path, len);
-    fd           = open(file->path, flags | O_DIRECT, mode);
-    file->direct = (fd >= 0);
-    if ((fd < 0) && (errno == EINVAL)) {
+    if (flags & O_EXCL) {
+        /* An O_DIRECT open the filesystem refuses has made the file already,
+         * so an exclusive create asks for O_DIRECT once the file is open. */
+        fd           = open(file->path, flags, mode);
+        file->direct = (fd >= 0) && (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) == 0);
+        if ((fd >= 0) && !file->direct && !aio->said_buffered) {
+            aio->said_buffered = true;
+            zsh_log(ZSH_LOG_INFO, "%s: the filesystem refuses O_DIRECT: buffered I/O",
+                    file->path);
+        }
+    } else {
+        fd           = open(file->path, flags | O_DIRECT, mode);
+        file->direct = (fd >= 0);
+    }
+    if ((fd < 0) && (errno == EINVAL) && !(flags & O_EXCL)) {
         fd = open(file->path, flags, mode);
         if ((fd >= 0) && !aio->said_buffered) {
             aio->said_buffered = true;

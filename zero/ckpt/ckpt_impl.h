@@ -25,7 +25,8 @@ zsh_status_t zsh_ckpt_plan(const zsh_optim_t *opt, zsh_ckpt_t *ck);
 zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine);
 
 /* What save and load refuse alike: a NULL argument, device parameters,
- * gradients pending, a failed tier or collective. Builds the layout. */
-zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn);
+ * gradients pending, a failed tier or collective, and for a load a fetched
+ * parameter. Builds the layout; collective (the ranks agree on the checks). */
+zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn, bool load);
 
 #endif

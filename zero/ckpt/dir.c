@@ -71,13 +71,22 @@ zsh_status_t zsh_ckpt_dir_prepare(const char *root, int create)
             continue;
         }
         snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
-        /* A checkpoint moved aside to be replaced, whose replacement never
-         * took its place: it is the one `latest` names, so it goes back. */
         snprintf(back, sizeof(back), "%s/%s", root, e->d_name + 5);
-        if ((strncmp(e->d_name, ".old-", 5) == 0) && (access(back, F_OK) != 0) &&
-            (rename(path, back) == 0)) {
-            zsh_log(ZSH_LOG_WARN, "%s: a checkpoint an interrupted save was replacing; put back "
-                    "as %s", path, back);
+        if ((strncmp(e->d_name, ".old-", 5) == 0) && (access(back, F_OK) != 0)) {
+            /* A checkpoint moved aside to be replaced, whose replacement never
+             * took its place: it is the one `latest` names, so it goes back,
+             * and is never removed. */
+            if (rename(path, back) == 0) {
+                zsh_log(ZSH_LOG_WARN, "%s: a checkpoint an interrupted save was replacing; "
+                        "put back as %s", path, back);
+            } else {
+                zsh_log(ZSH_LOG_WARN, "%s: a checkpoint an interrupted save was replacing "
+                        "cannot be put back as %s: %s", path, back, strerror(errno));
+            }
+            continue;
+        }
+        if (!create) {
+            /* A load leaves what a save under way may be writing. */
             continue;
         }
         zsh_log(ZSH_LOG_WARN, "%s: an incomplete checkpoint left by an interrupted save; "

@@ -14,8 +14,10 @@
 
 #include <stddef.h>
 
-/* Sweep what a crashed save left in @root (putting back a checkpoint it
- * had moved aside); @create makes @root first if it is missing (one level). */
+/* Put back a checkpoint a crashed save had moved aside in @root; with
+ * @create (a save), make @root first if it is missing (one level) and
+ * remove what a crashed save left half-written. A load removes nothing: a
+ * save may be under way beside it. */
 zsh_status_t zsh_ckpt_dir_prepare(const char *root, int create);
 
 /* Remove @path and everything under it. */

@@ -36,6 +36,7 @@
 #define ZSH_CKPT_LATEST   "latest"
 #define ZSH_CKPT_KINDS    3          /* weights, exp_avg, exp_avg_sq */
 #define ZSH_CKPT_PATH_MAX 4096
+#define ZSH_CKPT_FILE_MAX ((uint64_t)1 << 56) /* bytes a manifest may give one file */
 
 /* The kinds' names, as in the files' names and the manifest. */
 extern const char *const zsh_ckpt_kind_names[ZSH_CKPT_KINDS];

@@ -162,17 +162,10 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
     void *scratch = NULL;
     float *vals   = NULL;
     zsh_ckpt_t ck;
-    size_t i;
 
     memset(&rd, 0, sizeof(rd));
     memset(&ck, 0, sizeof(ck));
-    status = zsh_ckpt_check(opt, dir, fn);
-    for (i = 0; (status == ZSH_OK) && (i < opt->nparams); i++) {
-        if (opt->params[i]->fetched) {
-            status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' is fetched; release it "
-                               "first", fn, opt->params[i]->name);
-        }
-    }
+    status = zsh_ckpt_check(opt, dir, fn, true);
     if (status == ZSH_OK) {
         status = zsh_ckpt_find(opt, dir, path, sizeof(path));
     }

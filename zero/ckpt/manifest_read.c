@@ -166,9 +166,10 @@ static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_c
     v = zsh_ckpt_get(ps, root, "kinds", json_type_array, "");
     ck->nkinds = (v != NULL) ? (int)json_object_array_length(v) : 0;
     for (i = 0; (v != NULL) && (ps->status == ZSH_OK) && (i < ck->nkinds); i++) {
-        if ((i >= ZSH_CKPT_KINDS) ||
-            (strcmp(json_object_get_string(json_object_array_get_idx(v, (size_t)i)),
-                    zsh_ckpt_kind_names[i]) != 0)) {
+        json_object *kv = json_object_array_get_idx(v, (size_t)i);
+
+        if ((i >= ZSH_CKPT_KINDS) || !json_object_is_type(kv, json_type_string) ||
+            (strcmp(json_object_get_string(kv), zsh_ckpt_kind_names[i]) != 0)) {
             ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: kinds: entry %d is not \"%s\"",
                                    ps->path, i, (i < ZSH_CKPT_KINDS) ? zsh_ckpt_kind_names[i]
                                                                       : "(none)");
@@ -225,11 +226,14 @@ static void zsh_ckpt_parse_files(zsh_ckpt_parse_t *ps, json_object *root, zsh_ck
                                     where);
         chunks = zsh_ckpt_get(ps, f, "chunks", json_type_array, where);
         if ((ps->status == ZSH_OK) &&
-            ((file->bytes % ZSH_CKPT_ALIGN != 0) ||
+            ((file->bytes % ZSH_CKPT_ALIGN != 0) || (file->bytes > ZSH_CKPT_FILE_MAX) ||
+             (file->bytes != ck->files[i - i % (size_t)ck->nkinds].bytes) ||
              (json_object_array_length(chunks) !=
               (file->bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK))) {
             ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
-                                   "%s: %s (%s): %" PRIu64 " bytes do not match %zu chunks",
+                                   "%s: %s (%s): %" PRIu64 " bytes: not a multiple of 4096, "
+                                   "more than a file may be, unlike its shard's other files or "
+                                   "not %zu chunks",
                                    ps->path, where, name, file->bytes,
                                    json_object_array_length(chunks));
         }
@@ -294,9 +298,9 @@ static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
         if ((ps->status == ZSH_OK) &&
             ((piece->start != next) || (piece->count == 0) || (piece->count > cp->numel) ||
              (piece->start > cp->numel - piece->count) || (piece->shard >= ck->nshards) ||
-             (piece->offset > UINT64_MAX / 8) ||
-             ((piece->offset + piece->count) * sizeof(float) >
-              ck->files[(size_t)piece->shard * ck->nkinds].bytes))) {
+             (piece->count > ck->files[(size_t)piece->shard * ck->nkinds].bytes / 4) ||
+             (piece->offset > ck->files[(size_t)piece->shard * ck->nkinds].bytes / 4 -
+                                  piece->count))) {
             ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
                                    "%s: %s: piece %zu (shard %u, elements %" PRIu64 "+%" PRIu64
                                    " at %" PRIu64 ") does not follow the one before it inside "
@@ -408,7 +412,7 @@ zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck)
         } else {
             zsh_ckpt_shard_elems(ck, elems);
             for (k = 0; (ps.status == ZSH_OK) && (k < ck->nshards); k++) {
-                if (elems[k] * sizeof(float) > ck->files[k * (size_t)ck->nkinds].bytes) {
+                if (elems[k] > ck->files[k * (size_t)ck->nkinds].bytes / sizeof(float)) {
                     ps.status = zsh_error(ZSH_ERR_INVALID_ARG,
                                           "%s: shard %zu's pieces hold more than its files",
                                           path, k);

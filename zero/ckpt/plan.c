@@ -135,26 +135,32 @@ zsh_status_t zsh_ckpt_plan(const zsh_optim_t *opt, zsh_ckpt_t *ck)
 
 zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine)
 {
-    int32_t me[2] = {(mine != ZSH_OK) ? opt->rank + 1 : 0, -(int32_t)mine}, any[2] = {0, 0};
-    char msg[512] = "", own[512] = "";
+    int32_t me = (mine != ZSH_OK) ? opt->rank + 1 : 0, any = 0;
+    struct {
+        int32_t status;
+        char    text[1020];
+    } why = {0, ""};
+    char own[sizeof(why.text)] = "";
     zsh_status_t status;
     int root;
 
     if (mine != ZSH_OK) {
         snprintf(own, sizeof(own), "%s", zsh_last_error());
     }
-    status = zsh_optim_comm_status(opt, zsh_allreduce(me, any, 2, ZSH_INT32, ZSH_MAX, opt->comm));
-    if ((status == ZSH_OK) && (any[0] != 0)) {
+    status = zsh_optim_comm_status(opt, zsh_allreduce(&me, &any, 1, ZSH_INT32, ZSH_MAX,
+                                                      opt->comm));
+    if ((status == ZSH_OK) && (any != 0)) {
         /* Every rank reports what the highest failing rank found. */
-        root = any[0] - 1;
+        root = any - 1;
         if (opt->rank == root) {
-            snprintf(msg, sizeof(msg), "%s", own);
+            why.status = (int32_t)mine;
+            snprintf(why.text, sizeof(why.text), "%s", own);
         }
-        status = zsh_optim_comm_status(opt, zsh_broadcast(msg, sizeof(msg), ZSH_UINT8, root,
+        status = zsh_optim_comm_status(opt, zsh_broadcast(&why, sizeof(why), ZSH_UINT8, root,
                                                           opt->comm));
-        msg[sizeof(msg) - 1] = '\0';
+        why.text[sizeof(why.text) - 1] = '\0';
         if ((status == ZSH_OK) && (mine == ZSH_OK)) {
-            return zsh_error((zsh_status_t)(-any[1]), "rank %d: %s", root, msg);
+            return zsh_error((zsh_status_t)why.status, "rank %d: %s", root, why.text);
         }
     }
     if (mine != ZSH_OK) { /* its own failure, whatever became of the agreement */
@@ -163,26 +169,12 @@ zsh_status_t zsh_ckpt_agree(zsh_optim_t *opt, zsh_status_t mine)
     return status;
 }
 
-zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn)
+/* What this rank alone can find wrong before a save or load. */
+static zsh_status_t zsh_ckpt_check_local(zsh_optim_t *opt, const char *fn, bool load)
 {
-    zsh_status_t status;
+    zsh_status_t status = zsh_tier_check(opt, fn);
     size_t i;
 
-    if ((opt == NULL) || (dir == NULL) || (dir[0] == '\0')) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                         (opt == NULL) ? "opt" : "dir");
-    }
-    if (strlen(dir) > ZSH_CKPT_PATH_MAX - 128) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: the directory's path is longer than %d bytes",
-                         fn, ZSH_CKPT_PATH_MAX - 128);
-    }
-    status = zsh_optim_setup(opt);
-    if (status == ZSH_OK) {
-        status = zsh_optim_comm_check(opt, fn);
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_check(opt, fn);
-    }
     if (status != ZSH_OK) {
         return status;
     }
@@ -195,6 +187,36 @@ zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn)
             return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' has a gradient pending; "
                              "step or zero_grad first", fn, opt->params[i]->name);
         }
+        if (load && opt->params[i]->fetched) {
+            return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' is fetched; release it "
+                             "first", fn, opt->params[i]->name);
+        }
     }
     return ZSH_OK;
+}
+
+zsh_status_t zsh_ckpt_check(zsh_optim_t *opt, const char *dir, const char *fn, bool load)
+{
+    zsh_status_t status;
+
+    if ((opt == NULL) || (dir == NULL) || (dir[0] == '\0')) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL or empty", fn,
+                         (opt == NULL) ? "opt" : "dir");
+    }
+    if (strlen(dir) > ZSH_CKPT_PATH_MAX - 128) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: the directory's path is longer than %d bytes",
+                         fn, ZSH_CKPT_PATH_MAX - 128);
+    }
+    status = zsh_optim_setup(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, fn);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    /* Shard reads a stage 3 forward left in flight hold the NVMe tier's
+     * buffers; the save or load needs them, and the next fetch reads again. */
+    zsh_optim_param_reads_drop(opt);
+    /* A rank that stopped here would leave the others in the agreements. */
+    return zsh_ckpt_agree(opt, zsh_ckpt_check_local(opt, fn, load));
 }

@@ -76,6 +76,15 @@ static zsh_status_t zsh_ckpt_fd(zsh_ckpt_reader_t *r, size_t file, int *fd_p)
         *fd_p = r->fds[file];
         return ZSH_OK;
     }
+    if (r->nopen >= ZSH_CKPT_FDS) { /* the ones before are opened again if needed */
+        for (size_t i = 0; i < zsh_ckpt_nfiles(r->ck); i++) {
+            if (r->fds[i] >= 0) {
+                close(r->fds[i]);
+                r->fds[i] = -1;
+            }
+        }
+        r->nopen = 0;
+    }
     zsh_ckpt_path(r, file, path, sizeof(path));
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -88,6 +97,7 @@ static zsh_status_t zsh_ckpt_fd(zsh_ckpt_reader_t *r, size_t file, int *fd_p)
                          ((uint64_t)st.st_size < r->ck->files[file].bytes) ? " (truncated)" : "");
     }
     r->fds[file] = fd;
+    r->nopen++;
     *fd_p        = fd;
     return ZSH_OK;
 }
@@ -181,6 +191,9 @@ static zsh_status_t zsh_ckpt_copy(zsh_ckpt_reader_t *r, size_t file, uint64_t of
         in     = (size_t)(off % ZSH_CKPT_CHUNK);
         n      = (ZSH_CKPT_CHUNK - in < len) ? ZSH_CKPT_CHUNK - in : len;
         status = zsh_ckpt_chunk(r, file, c, what, &data);
+        if ((status == ZSH_OK) && (in + n > zsh_ckpt_chunk_len(&r->ck->files[file], c))) {
+            status = zsh_error(ZSH_ERR_IO, "%s: reads past the end of its file", what);
+        }
         if (status == ZSH_OK) {
             memcpy(dst, data + in, n);
             dst += n;

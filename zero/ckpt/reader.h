@@ -14,7 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZSH_CKPT_CACHE 4 /* chunks kept: one per kind, and one more */
+/* Chunks kept: a span of each kind may straddle two chunks. */
+#define ZSH_CKPT_CACHE (2 * ZSH_CKPT_KINDS)
+/* Files held open at once: a checkpoint of many shards is read a few
+ * files at a time, far below the descriptor limit. */
+#define ZSH_CKPT_FDS 64
 
 typedef struct zsh_ckpt_chunk {
     char    *data;
@@ -26,6 +30,7 @@ typedef struct zsh_ckpt_reader {
     const zsh_ckpt_t *ck;
     const char       *dir;
     int              *fds;        /* per file; -1 until opened */
+    unsigned          nopen;      /* of them open */
     zsh_ckpt_chunk_t  cache[ZSH_CKPT_CACHE];
     uint64_t          tick;
     uint64_t          read_bytes; /* bytes read from the files */

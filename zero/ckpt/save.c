@@ -75,7 +75,7 @@ static zsh_status_t zsh_ckpt_save_files(zsh_optim_t *opt, zsh_ckpt_t *ck, const 
     char path[ZSH_CKPT_PATH_MAX + 128], name[64];
     zsh_status_t status;
     zsh_ckpt_writer_t w;
-    zsh_aio_t *aio;
+    zsh_aio_t *aio = NULL;
     int k;
 
     params.rank = opt->rank;
@@ -165,18 +165,22 @@ static zsh_status_t zsh_ckpt_exchange(zsh_optim_t *opt, zsh_ckpt_t *ck)
     size_t words = 0, w;
     uint32_t r;
 
-    if (elems == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for checksums");
+    if (elems != NULL) {
+        zsh_ckpt_shard_elems(ck, elems);
+        for (r = 0; r < ck->nshards; r++) {
+            w     = zsh_ckpt_words(ck, elems, r);
+            words = (w > words) ? w : words;
+        }
+        all = calloc(words * ck->nshards + 1, sizeof(*all));
     }
-    zsh_ckpt_shard_elems(ck, elems);
-    for (r = 0; r < ck->nshards; r++) {
-        w     = zsh_ckpt_words(ck, elems, r);
-        words = (w > words) ? w : words;
-    }
-    all = calloc(words * ck->nshards + 1, sizeof(*all));
-    if (all == NULL) {
+    /* Every rank must reach the allgather, or none. */
+    status = zsh_ckpt_agree(opt, (all == NULL) ? zsh_error(ZSH_ERR_NO_MEMORY,
+                                                           "no memory for checksums")
+                                               : ZSH_OK);
+    if (status != ZSH_OK) {
+        free(all);
         free(elems);
-        return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for checksums");
+        return status;
     }
     zsh_ckpt_pack(ck, (uint32_t)opt->rank, all + (size_t)opt->rank * words, elems, false);
     status = zsh_optim_comm_status(opt, zsh_allgather(all + (size_t)opt->rank * words, all, words,
@@ -198,7 +202,7 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     zsh_status_t status, mine = ZSH_OK;
     zsh_ckpt_t ck;
 
-    status = zsh_ckpt_check(opt, dir, fn);
+    status = zsh_ckpt_check(opt, dir, fn, false);
     if (status != ZSH_OK) {
         return status;
     }
@@ -220,12 +224,11 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     }
     status = zsh_ckpt_agree(opt, mine);
     if (status == ZSH_OK) {
-        status = zsh_ckpt_exchange(opt, &ck);
-        mine   = status;
-        if ((status == ZSH_OK) && (opt->rank == 0)) {
+        mine = zsh_ckpt_exchange(opt, &ck);
+        if ((mine == ZSH_OK) && (opt->rank == 0)) {
             mine = zsh_ckpt_commit(&ck, dir, tmp, name);
         }
-        status = (status == ZSH_OK) ? zsh_ckpt_agree(opt, mine) : status;
+        status = zsh_ckpt_agree(opt, mine);
     }
     if ((status != ZSH_OK) && (opt->rank == 0)) {
         (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */

@@ -518,8 +518,26 @@ ZSH_RANK_TEST(ckpt, a_checkpoint_of_another_model_or_with_a_file_missing_or_cut_
     opt = zsh_ck_model(comm, &model, 1, bufs);
     ZSH_ASSERT_TRUE(opt != NULL);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_load(opt, dir));
+    /* A load removes nothing (a save may be writing it); the next save sweeps
+     * it, replacing the checkpoint of the same step. */
+    ZSH_EXPECT_TRUE((zsh_comm_rank(comm) != 0) || (access(path, F_OK) == 0));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_save(opt, dir));
     zsh_ck_model_free(opt, bufs);
     ZSH_EXPECT_TRUE((zsh_comm_rank(comm) != 0) || (access(path, F_OK) != 0));
+
+    /* Cut between moving the checkpoint of the same step aside and putting
+     * its replacement in place: the one moved aside is the one loaded. */
+    if (zsh_comm_rank(comm) == 0) {
+        snprintf(path, sizeof(path), "%s/step-00000000", dir);
+        snprintf(cmd, sizeof(cmd), "%s/.old-step-00000000", dir);
+        ZSH_EXPECT_TRUE(rename(path, cmd) == 0);
+    }
+    zsh_barrier(comm);
+    opt = zsh_ck_model(comm, &model, 0, bufs);
+    ZSH_ASSERT_TRUE(opt != NULL);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_load(opt, dir));
+    zsh_ck_model_free(opt, bufs);
+    ZSH_EXPECT_TRUE((zsh_comm_rank(comm) != 0) || (access(path, F_OK) == 0));
 
     /* A shard file cut, then gone. */
     if (zsh_comm_rank(comm) == 0) {
