@@ -86,6 +86,25 @@ static json_object *zsh_ckpt_hex(uint64_t h)
     return json_object_new_string(buf);
 }
 
+/* A float as the shortest decimal that reads back as the same float. */
+static json_object *zsh_ckpt_float(float f)
+{
+    char buf[32];
+    int prec;
+
+    for (prec = 6; prec < 9; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f) { /* as the reader takes it: a double, narrowed */
+            break;
+        }
+    }
+    snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
+    if (strpbrk(buf, ".eEn") == NULL) { /* a whole number stays a JSON number with a point */
+        strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
+    }
+    return json_object_new_double_s((double)f, buf);
+}
+
 static void zsh_ckpt_put(json_object *o, const char *key, json_object *v)
 {
     json_object_object_add(o, key, v);
@@ -111,21 +130,21 @@ static json_object *zsh_ckpt_json_header(const zsh_ckpt_t *ck)
     zsh_ckpt_put(o, "steps", json_object_new_uint64(ck->steps));
     zsh_ckpt_put(o, "skipped_steps", json_object_new_uint64(ck->skipped_steps));
     sc = json_object_new_object();
-    zsh_ckpt_put(sc, "scale", json_object_new_double(ck->scaler.scale));
-    zsh_ckpt_put(sc, "min_scale", json_object_new_double(ck->scaler.min_scale));
+    zsh_ckpt_put(sc, "scale", zsh_ckpt_float(ck->scaler.scale));
+    zsh_ckpt_put(sc, "min_scale", zsh_ckpt_float(ck->scaler.min_scale));
     zsh_ckpt_put(sc, "window", json_object_new_uint64(ck->scaler.window));
     zsh_ckpt_put(sc, "clean", json_object_new_uint64(ck->scaler.clean));
     zsh_ckpt_put(sc, "dynamic", json_object_new_boolean(ck->scaler.dynamic));
     zsh_ckpt_put(o, "loss_scaler", sc);
     hy = json_object_new_object();
-    zsh_ckpt_put(hy, "lr", json_object_new_double(ck->hyper.lr));
-    zsh_ckpt_put(hy, "beta1", json_object_new_double(ck->hyper.beta1));
-    zsh_ckpt_put(hy, "beta2", json_object_new_double(ck->hyper.beta2));
-    zsh_ckpt_put(hy, "eps", json_object_new_double(ck->hyper.eps));
-    zsh_ckpt_put(hy, "weight_decay", json_object_new_double(ck->hyper.weight_decay));
-    zsh_ckpt_put(hy, "momentum", json_object_new_double(ck->hyper.momentum));
+    zsh_ckpt_put(hy, "lr", zsh_ckpt_float(ck->hyper.lr));
+    zsh_ckpt_put(hy, "beta1", zsh_ckpt_float(ck->hyper.beta1));
+    zsh_ckpt_put(hy, "beta2", zsh_ckpt_float(ck->hyper.beta2));
+    zsh_ckpt_put(hy, "eps", zsh_ckpt_float(ck->hyper.eps));
+    zsh_ckpt_put(hy, "weight_decay", zsh_ckpt_float(ck->hyper.weight_decay));
+    zsh_ckpt_put(hy, "momentum", zsh_ckpt_float(ck->hyper.momentum));
     zsh_ckpt_put(hy, "nesterov", json_object_new_boolean(ck->hyper.nesterov));
-    zsh_ckpt_put(hy, "max_grad_norm", json_object_new_double(ck->hyper.max_grad_norm));
+    zsh_ckpt_put(hy, "max_grad_norm", zsh_ckpt_float(ck->hyper.max_grad_norm));
     zsh_ckpt_put(o, "hyperparameters", hy);
     kinds = json_object_new_array();
     for (k = 0; k < ck->nkinds; k++) {
