@@ -69,7 +69,7 @@ static int zsh_config_parse_time(const char *value, double *out)
     return 0;
 }
 
-static int zsh_config_parse_size(const char *value, size_t *out)
+int zsh_config_parse_size(const char *value, size_t *out)
 {
     unsigned long long v, mult = 1;
     char *end;

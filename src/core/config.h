@@ -107,6 +107,10 @@ zsh_status_t zsh_config_read_quiet(const zsh_config_table_t *table, void *opts, 
 /* Fill @opts with the table's defaults alone. */
 void zsh_config_defaults(const zsh_config_table_t *table, void *opts);
 
+/* A byte count as the size rows take it: digits, then an optional k, m or
+ * g (powers of 1024, any case) and "b" or "ib"; 0 on success. */
+int zsh_config_parse_size(const char *value, size_t *out);
+
 /* Parse @value into the field's slot of @opts; on failure (malformed, or
  * outside the row's range) @err says why and the slot is unchanged. */
 zsh_status_t zsh_config_parse(const zsh_config_field_t *field, const char *value, void *opts,

@@ -61,12 +61,9 @@ zsh_status_t zsh_ckpt_tool_open(const char *dir, char *path, size_t len, zsh_ckp
  * MiB"; whole bytes below 1 KiB), into @buf. */
 const char *zsh_ckpt_tool_size(uint64_t bytes, char *buf, size_t len);
 
-/* A byte count with an optional k, M or G suffix (powers of 1024, case
- * ignored, "MiB" and "MB" spelled out allowed); -1 if @text is not one. */
+/* A byte count above 0, as a ZSH_* variable takes one (an optional k, M
+ * or G suffix, powers of 1024, "MiB" and "MB" allowed); -1 if @text is not one. */
 int zsh_ckpt_tool_parse_size(const char *text, uint64_t *bytes_p);
-
-/* Seconds on a monotonic clock. */
-double zsh_ckpt_tool_now(void);
 
 /* Elements of every parameter together (the flat space, manifest order). */
 uint64_t zsh_ckpt_tool_total(const zsh_ckpt_t *ck);

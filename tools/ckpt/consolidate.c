@@ -27,7 +27,10 @@
 
 #include "ckpt/dir.h"
 #include "ckpt/reader.h"
+#include "core/clock.h"
 #include "core/dtype.h"
+
+#include <json-c/json.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,129 +52,63 @@
 /* Larger buffers make no write faster. */
 #define ZSH_CKPT_CONS_MAX_BUF ((uint64_t)64 << 20)
 
-/* A string growing as the header is written. */
-typedef struct zsh_ckpt_text {
-    char  *s;
-    size_t len, cap;
-    bool   failed;
-} zsh_ckpt_text_t;
+/* The header: its JSON (json-c keeps the keys in the order they were
+ * added, so the tensors are listed as they follow) and the spaces that pad
+ * it to a multiple of 8. */
+typedef struct zsh_ckpt_header {
+    json_object *root;
+    const char  *text;
+    size_t       len, pad;
+} zsh_ckpt_header_t;
 
-static void zsh_ckpt_text_add(zsh_ckpt_text_t *t, const char *s, size_t n)
+/* safetensors keys a tensor by its name: a name given twice, or the
+ * metadata's, is refused. ZSH_CKPT_TOOL_FAIL when it cannot be made. */
+static int zsh_ckpt_cons_header(const zsh_ckpt_t *ck, zsh_ckpt_header_t *h)
 {
-    size_t cap = (t->cap == 0) ? 4096 : t->cap;
-    char *grown;
-
-    if (t->failed) {
-        return;
-    }
-    while (cap < t->len + n + 1) {
-        cap *= 2;
-    }
-    if (cap != t->cap) {
-        grown = realloc(t->s, cap);
-        if (grown == NULL) {
-            t->failed = true;
-            return;
-        }
-        t->s   = grown;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
-static void zsh_ckpt_text_str(zsh_ckpt_text_t *t, const char *s)
-{
-    zsh_ckpt_text_add(t, s, strlen(s));
-}
-
-/* @s as a JSON string: quotes, backslashes and control bytes escaped;
- * other bytes (the manifest's UTF-8) as they are. */
-static void zsh_ckpt_text_json(zsh_ckpt_text_t *t, const char *s)
-{
-    char esc[8];
-
-    zsh_ckpt_text_add(t, "\"", 1);
-    for (; *s != '\0'; s++) {
-        if ((*s == '"') || (*s == '\\')) {
-            esc[0] = '\\';
-            esc[1] = *s;
-            zsh_ckpt_text_add(t, esc, 2);
-        } else if ((unsigned char)*s < 0x20) {
-            snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)(unsigned char)*s);
-            zsh_ckpt_text_add(t, esc, 6);
-        } else {
-            zsh_ckpt_text_add(t, s, 1);
-        }
-    }
-    zsh_ckpt_text_add(t, "\"", 1);
-}
-
-/* The header, padded; ZSH_CKPT_TOOL_FAIL when it cannot be made. */
-static int zsh_ckpt_cons_header(const zsh_ckpt_t *ck, zsh_ckpt_text_t *t)
-{
+    json_object *t, *shape, *offs, *meta;
     uint64_t begin = 0, end;
-    char num[128];
+    char step[32];
     size_t i;
 
-    zsh_ckpt_text_str(t, "{");
+    h->root = json_object_new_object();
     for (i = 0; i < ck->nparams; i++) {
-        end = begin + ck->params[i].numel * sizeof(float);
-        zsh_ckpt_text_json(t, ck->params[i].name);
-        snprintf(num, sizeof(num),
-                 ":{\"dtype\":\"F32\",\"shape\":[%" PRIu64 "],\"data_offsets\":[%" PRIu64
-                 ",%" PRIu64 "]},", ck->params[i].numel, begin, end);
-        zsh_ckpt_text_str(t, num);
+        if ((strcmp(ck->params[i].name, "__metadata__") == 0) ||
+            json_object_object_get_ex(h->root, ck->params[i].name, NULL)) {
+            fprintf(stderr, "zsh_ckpt consolidate: two tensors would be named '%s'; a "
+                    "safetensors file needs distinct names (and none named __metadata__)\n",
+                    ck->params[i].name);
+            return ZSH_CKPT_TOOL_FAIL;
+        }
+        end   = begin + ck->params[i].numel * sizeof(float);
+        t     = json_object_new_object();
+        shape = json_object_new_array();
+        offs  = json_object_new_array();
+        json_object_array_add(shape, json_object_new_uint64(ck->params[i].numel));
+        json_object_array_add(offs, json_object_new_uint64(begin));
+        json_object_array_add(offs, json_object_new_uint64(end));
+        json_object_object_add(t, "dtype", json_object_new_string("F32"));
+        json_object_object_add(t, "shape", shape);
+        json_object_object_add(t, "data_offsets", offs);
+        json_object_object_add(h->root, ck->params[i].name, t);
         begin = end;
     }
-    snprintf(num, sizeof(num),
-             "\"__metadata__\":{\"format\":\"zeroshard\",\"step\":\"%lu\",\"precision\":\"%s\"}}",
-             ck->steps, zsh_dtype_name(ck->precision));
-    zsh_ckpt_text_str(t, num);
-    while (!t->failed && (t->len % 8 != 0)) {
-        zsh_ckpt_text_add(t, " ", 1);
-    }
-    if (t->failed) {
+    meta = json_object_new_object();
+    snprintf(step, sizeof(step), "%lu", ck->steps);
+    json_object_object_add(meta, "format", json_object_new_string("zeroshard"));
+    json_object_object_add(meta, "step", json_object_new_string(step));
+    json_object_object_add(meta, "precision",
+                           json_object_new_string(zsh_dtype_name(ck->precision)));
+    json_object_object_add(h->root, "__metadata__", meta);
+    h->text = json_object_to_json_string_length(h->root, JSON_C_TO_STRING_PLAIN |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                &h->len);
+    if (h->text == NULL) {
         fprintf(stderr, "zsh_ckpt consolidate: no memory for the header of %zu tensors\n",
                 ck->nparams);
         return ZSH_CKPT_TOOL_FAIL;
     }
+    h->pad = (8 - h->len % 8) % 8;
     return ZSH_CKPT_TOOL_OK;
-}
-
-static int zsh_ckpt_cons_name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* safetensors keys a tensor by its name: names must differ from each other
- * and from the metadata's key. */
-static int zsh_ckpt_cons_names(const zsh_ckpt_t *ck)
-{
-    const char **names = malloc((ck->nparams + 1) * sizeof(*names));
-    int rc = ZSH_CKPT_TOOL_OK;
-    size_t i;
-
-    if (names == NULL) {
-        fprintf(stderr, "zsh_ckpt consolidate: no memory for %zu names\n", ck->nparams);
-        return ZSH_CKPT_TOOL_FAIL;
-    }
-    for (i = 0; i < ck->nparams; i++) {
-        names[i] = ck->params[i].name;
-    }
-    names[ck->nparams] = "__metadata__";
-    qsort(names, ck->nparams + 1, sizeof(*names), zsh_ckpt_cons_name_cmp);
-    for (i = 1; (rc == ZSH_CKPT_TOOL_OK) && (i <= ck->nparams); i++) {
-        if (strcmp(names[i - 1], names[i]) == 0) {
-            fprintf(stderr, "zsh_ckpt consolidate: two tensors would be named '%s'; a "
-                    "safetensors file needs distinct names (and none named __metadata__)\n",
-                    names[i]);
-            rc = ZSH_CKPT_TOOL_FAIL;
-        }
-    }
-    free(names);
-    return rc;
 }
 
 /* The most this process held at once so far: VmHWM, which exec resets
@@ -259,10 +196,10 @@ typedef struct zsh_ckpt_cons {
 } zsh_ckpt_cons_t;
 
 /* The header, then every parameter's weights through the buffer. */
-static int zsh_ckpt_cons_copy(zsh_ckpt_cons_t *c, int fd, const zsh_ckpt_text_t *header)
+static int zsh_ckpt_cons_copy(zsh_ckpt_cons_t *c, int fd, const zsh_ckpt_header_t *header)
 {
     const zsh_ckpt_t *ck = c->rd.ck;
-    uint64_t s, n, hlen = header->len;
+    uint64_t s, n, hlen = header->len + header->pad;
     unsigned char len8[8];
     size_t i;
     int b;
@@ -270,7 +207,9 @@ static int zsh_ckpt_cons_copy(zsh_ckpt_cons_t *c, int fd, const zsh_ckpt_text_t 
     for (b = 0; b < 8; b++) {
         len8[b] = (unsigned char)(hlen >> (8 * b));
     }
-    if (!zsh_ckpt_cons_write(fd, len8, 8) || !zsh_ckpt_cons_write(fd, header->s, header->len)) {
+    if (!zsh_ckpt_cons_write(fd, len8, 8) ||
+        !zsh_ckpt_cons_write(fd, header->text, header->len) ||
+        !zsh_ckpt_cons_write(fd, "       ", header->pad)) {
         fprintf(stderr, "zsh_ckpt consolidate: cannot write %s: %s\n", c->tmp, strerror(errno));
         return ZSH_CKPT_TOOL_FAIL;
     }
@@ -294,7 +233,8 @@ static int zsh_ckpt_cons_copy(zsh_ckpt_cons_t *c, int fd, const zsh_ckpt_text_t 
 }
 
 /* Write OUT.tmp, fsync it, rename it to @out and fsync the directory. */
-static int zsh_ckpt_cons_file(zsh_ckpt_cons_t *c, const char *out, const zsh_ckpt_text_t *header)
+static int zsh_ckpt_cons_file(zsh_ckpt_cons_t *c, const char *out,
+                              const zsh_ckpt_header_t *header)
 {
     char dir[ZSH_CKPT_PATH_MAX];
     int fd, rc;
@@ -329,19 +269,15 @@ static int zsh_ckpt_cons_file(zsh_ckpt_cons_t *c, const char *out, const zsh_ckp
     return ZSH_CKPT_TOOL_OK;
 }
 
-/* Everything the copy needs, before anything is written: distinct names,
- * the header, a buffer within @limit (@text as given, for messages) and
- * the reader. */
+/* Everything the copy needs, before anything is written: the header, a
+ * buffer within @limit (@text as given, for messages) and the reader. */
 static int zsh_ckpt_cons_prepare(zsh_ckpt_cons_t *c, const zsh_ckpt_t *ck, const char *path,
-                                 uint64_t limit, const char *text, zsh_ckpt_text_t *header)
+                                 uint64_t limit, const char *text, zsh_ckpt_header_t *header)
 {
     char size[32];
     int rc;
 
-    rc = zsh_ckpt_cons_names(ck);
-    if (rc == ZSH_CKPT_TOOL_OK) {
-        rc = zsh_ckpt_cons_header(ck, header);
-    }
+    rc = zsh_ckpt_cons_header(ck, header);
     if (rc != ZSH_CKPT_TOOL_OK) {
         return rc;
     }
@@ -382,7 +318,7 @@ int zsh_ckpt_tool_consolidate(int argc, char **argv)
     const zsh_ckpt_tool_opt_t opts[] = {{"--max-memory", &maxmem, NULL}};
     char path[ZSH_CKPT_PATH_MAX], tmp[ZSH_CKPT_PATH_MAX + 8];
     uint64_t limit = ZSH_CKPT_CONS_DEFAULT;
-    zsh_ckpt_text_t header = {0};
+    zsh_ckpt_header_t header = {0};
     zsh_ckpt_cons_t c = {0};
     double t0;
     zsh_ckpt_t ck;
@@ -403,7 +339,7 @@ int zsh_ckpt_tool_consolidate(int argc, char **argv)
     }
     snprintf(tmp, sizeof(tmp), "%s.tmp", pos[1]);
     c.tmp = tmp;
-    t0    = zsh_ckpt_tool_now();
+    t0    = zsh_clock_now();
     if (zsh_ckpt_tool_open(pos[0], path, sizeof(path), &ck) != ZSH_OK) {
         return zsh_ckpt_tool_fail("consolidate", pos[0]);
     }
@@ -416,10 +352,10 @@ int zsh_ckpt_tool_consolidate(int argc, char **argv)
         zsh_ckpt_reader_close(&c.rd);
     }
     if (rc == ZSH_CKPT_TOOL_OK) {
-        zsh_ckpt_cons_report(&c, pos[1], ck.nparams, limit, zsh_ckpt_tool_now() - t0);
+        zsh_ckpt_cons_report(&c, pos[1], ck.nparams, limit, zsh_clock_now() - t0);
     }
     free(c.buf);
-    free(header.s);
+    json_object_put(header.root);
     zsh_ckpt_free(&ck);
     return rc;
 }

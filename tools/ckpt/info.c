@@ -12,11 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *zsh_ckpt_info_rule(zsh_optim_kind_t kind)
-{
-    return (kind == ZSH_OPTIM_SGD) ? "sgd" : (kind == ZSH_OPTIM_ADAM) ? "adam" : "adamw";
-}
-
 static void zsh_ckpt_info_header(const zsh_ckpt_t *ck, const char *path)
 {
     int k;
@@ -25,7 +20,7 @@ static void zsh_ckpt_info_header(const zsh_ckpt_t *ck, const char *path)
     printf("format          %s version %d\n", ZSH_CKPT_FORMAT, ck->version);
     printf("world size      %d (stage %d)\n", ck->world_size, ck->stage);
     printf("precision       %s (the files hold fp32)\n", zsh_dtype_name(ck->precision));
-    printf("optimizer       %s, kinds:", zsh_ckpt_info_rule(ck->kind));
+    printf("optimizer       %s, kinds:", zsh_ckpt_optim_name(ck->kind));
     for (k = 0; k < ck->nkinds; k++) {
         printf(" %s", zsh_ckpt_kind_names[k]);
     }

@@ -10,16 +10,13 @@
 #include "ckpt_tool.h"
 
 #include "ckpt/dir.h"
+#include "core/config.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 
 void zsh_ckpt_tool_usage(FILE *out)
 {
@@ -166,42 +163,13 @@ const char *zsh_ckpt_tool_size(uint64_t bytes, char *buf, size_t len)
 
 int zsh_ckpt_tool_parse_size(const char *text, uint64_t *bytes_p)
 {
-    unsigned long long v, mult = 1;
-    const char *p;
-    char *end;
+    size_t v;
 
-    if (!isdigit((unsigned char)text[0])) {
+    if ((zsh_config_parse_size(text, &v) != 0) || (v == 0)) {
         return -1;
     }
-    errno = 0;
-    v     = strtoull(text, &end, 10);
-    if (errno != 0) {
-        return -1;
-    }
-    switch (tolower((unsigned char)*end)) {
-    case '\0': break;
-    case 'k':  mult = 1ull << 10; break;
-    case 'm':  mult = 1ull << 20; break;
-    case 'g':  mult = 1ull << 30; break;
-    default:   return -1;
-    }
-    p = (mult == 1) ? end : end + 1;
-    if ((strcasecmp(p, "") != 0) && (strcasecmp(p, "b") != 0) && (strcasecmp(p, "ib") != 0)) {
-        return -1;
-    }
-    if ((v == 0) || (v > UINT64_MAX / mult)) {
-        return -1;
-    }
-    *bytes_p = (uint64_t)(v * mult);
+    *bytes_p = v;
     return 0;
-}
-
-double zsh_ckpt_tool_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 uint64_t zsh_ckpt_tool_total(const zsh_ckpt_t *ck)

@@ -19,6 +19,7 @@
 #include "ckpt/dir.h"
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "shard/shard_impl.h"
 
@@ -270,7 +271,7 @@ int zsh_ckpt_tool_reshard(int argc, char **argv)
         return zsh_ckpt_tool_usage_error("reshard", "OUT is longer than %d bytes",
                                          ZSH_CKPT_PATH_MAX - 128);
     }
-    t0 = zsh_ckpt_tool_now();
+    t0 = zsh_clock_now();
     if (zsh_ckpt_tool_open(pos[0], path, sizeof(path), &src) != ZSH_OK) {
         return zsh_ckpt_tool_fail("reshard", pos[0]);
     }
@@ -290,7 +291,7 @@ int zsh_ckpt_tool_reshard(int argc, char **argv)
     }
     rc = (status == ZSH_OK) ? ZSH_CKPT_TOOL_OK : zsh_ckpt_tool_fail("reshard", tmp);
     if (rc == ZSH_CKPT_TOOL_OK) {
-        dt = zsh_ckpt_tool_now() - t0;
+        dt = zsh_clock_now() - t0;
         printf("%s/%s: %u shards from %u, %zu files, %s in %.2f s (%.1f MB/s)\n", pos[1], name,
                m, src.nshards, (size_t)m * (size_t)src.nkinds,
                zsh_ckpt_tool_size(bytes, size, sizeof(size)), dt,

@@ -8,6 +8,8 @@
  */
 #include "ckpt_tool.h"
 
+#include "core/clock.h"
+
 #include "ckpt/reader.h"
 
 #include <inttypes.h>
@@ -63,7 +65,7 @@ int zsh_ckpt_tool_verify(int argc, char **argv)
     char path[ZSH_CKPT_PATH_MAX], size[32];
     zsh_ckpt_verify_t v = {0};
     const char *pos[1];
-    double t0 = zsh_ckpt_tool_now();
+    double t0 = zsh_clock_now();
     zsh_ckpt_t ck;
     int rc;
 
@@ -82,7 +84,7 @@ int zsh_ckpt_tool_verify(int argc, char **argv)
     zsh_ckpt_verify_pieces(&v);
     printf("%s: %s: %zu files and %zu pieces of %zu parameters checked (%s read in %.2f s)",
            path, (v.failed == 0) ? "OK" : "FAILED", v.files, v.pieces, ck.nparams,
-           zsh_ckpt_tool_size(v.rd.read_bytes, size, sizeof(size)), zsh_ckpt_tool_now() - t0);
+           zsh_ckpt_tool_size(v.rd.read_bytes, size, sizeof(size)), zsh_clock_now() - t0);
     if (v.failed > 0) {
         printf(", %zu failed", v.failed);
     }

@@ -86,6 +86,20 @@ typedef struct zsh_ckpt {
     zsh_ckpt_file_t  *files;         /* nshards * nkinds: shard s, kind k at s * nkinds + k */
 } zsh_ckpt_t;
 
+/* Bytes of a shard file holding @elems elements (padded), and its chunks. */
+static inline uint64_t zsh_ckpt_file_bytes(uint64_t elems)
+{
+    return (elems * sizeof(float) + ZSH_CKPT_ALIGN - 1) / ZSH_CKPT_ALIGN * ZSH_CKPT_ALIGN;
+}
+
+static inline uint64_t zsh_ckpt_nchunks(uint64_t bytes)
+{
+    return (bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK;
+}
+
+/* "sgd", "adam" or "adamw", as the manifest names the rule. */
+const char *zsh_ckpt_optim_name(zsh_optim_kind_t kind);
+
 /* The file name of kind @k of shard @s, into @buf. */
 void zsh_ckpt_file_name(char *buf, size_t len, int k, uint32_t s);
 

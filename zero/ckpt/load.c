@@ -20,11 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *zsh_ckpt_kind_str(zsh_optim_kind_t kind)
-{
-    return (kind == ZSH_OPTIM_SGD) ? "sgd" : (kind == ZSH_OPTIM_ADAM) ? "adam" : "adamw";
-}
-
 /* The checkpoint must describe this model and optimizer. */
 static zsh_status_t zsh_ckpt_match(const zsh_optim_t *opt, const zsh_ckpt_t *ck,
                                    const char *path)
@@ -34,8 +29,8 @@ static zsh_status_t zsh_ckpt_match(const zsh_optim_t *opt, const zsh_ckpt_t *ck,
     if ((ck->kind != opt->cfg.kind) || (ck->nkinds != zsh_optim_state_count(opt))) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: saved by %s with %d state(s) per element; this optimizer is %s "
-                         "with %d", path, zsh_ckpt_kind_str(ck->kind), ck->nkinds - 1,
-                         zsh_ckpt_kind_str(opt->cfg.kind), zsh_optim_state_count(opt) - 1);
+                         "with %d", path, zsh_ckpt_optim_name(ck->kind), ck->nkinds - 1,
+                         zsh_ckpt_optim_name(opt->cfg.kind), zsh_optim_state_count(opt) - 1);
     }
     if (ck->precision != opt->cfg.precision) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameters of dtype %s; this model's are %s",

@@ -110,7 +110,7 @@ static void zsh_ckpt_put(json_object *o, const char *key, json_object *v)
     json_object_object_add(o, key, v);
 }
 
-static const char *zsh_ckpt_kind_name(zsh_optim_kind_t kind)
+const char *zsh_ckpt_optim_name(zsh_optim_kind_t kind)
 {
     return (kind == ZSH_OPTIM_SGD) ? "sgd" : (kind == ZSH_OPTIM_ADAM) ? "adam" : "adamw";
 }
@@ -125,7 +125,7 @@ static json_object *zsh_ckpt_json_header(const zsh_ckpt_t *ck)
     zsh_ckpt_put(o, "world_size", json_object_new_int(ck->world_size));
     zsh_ckpt_put(o, "stage", json_object_new_int(ck->stage));
     zsh_ckpt_put(o, "precision", json_object_new_string(zsh_dtype_name(ck->precision)));
-    zsh_ckpt_put(o, "optimizer", json_object_new_string(zsh_ckpt_kind_name(ck->kind)));
+    zsh_ckpt_put(o, "optimizer", json_object_new_string(zsh_ckpt_optim_name(ck->kind)));
     zsh_ckpt_put(o, "step", json_object_new_uint64(ck->step));
     zsh_ckpt_put(o, "steps", json_object_new_uint64(ck->steps));
     zsh_ckpt_put(o, "skipped_steps", json_object_new_uint64(ck->skipped_steps));

@@ -229,7 +229,7 @@ static void zsh_ckpt_parse_files(zsh_ckpt_parse_t *ps, json_object *root, zsh_ck
             ((file->bytes % ZSH_CKPT_ALIGN != 0) || (file->bytes > ZSH_CKPT_FILE_MAX) ||
              (file->bytes != ck->files[i - i % (size_t)ck->nkinds].bytes) ||
              (json_object_array_length(chunks) !=
-              (file->bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK))) {
+              zsh_ckpt_nchunks(file->bytes)))) {
             ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
                                    "%s: %s (%s): %" PRIu64 " bytes: not a multiple of 4096, "
                                    "more than a file may be, unlike its shard's other files or "

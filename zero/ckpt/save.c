@@ -103,9 +103,8 @@ static zsh_status_t zsh_ckpt_save_files(zsh_optim_t *opt, zsh_ckpt_t *ck, const 
  * chunks, then its pieces' checksums per kind. */
 static size_t zsh_ckpt_words(const zsh_ckpt_t *ck, const uint64_t *elems, uint32_t r)
 {
-    uint64_t bytes = (elems[r] * sizeof(float) + ZSH_CKPT_ALIGN - 1) / ZSH_CKPT_ALIGN *
-                     ZSH_CKPT_ALIGN;
-    size_t words = (size_t)ck->nkinds * (2 + (bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK), i, j;
+    size_t words = (size_t)ck->nkinds * (2 + zsh_ckpt_nchunks(zsh_ckpt_file_bytes(elems[r]))),
+           i, j;
 
     for (i = 0; i < ck->nparams; i++) {
         for (j = 0; j < ck->params[i].npieces; j++) {
@@ -119,9 +118,7 @@ static size_t zsh_ckpt_words(const zsh_ckpt_t *ck, const uint64_t *elems, uint32
 static zsh_status_t zsh_ckpt_pack(zsh_ckpt_t *ck, uint32_t r, uint64_t *v, const uint64_t *elems,
                                   bool unpack)
 {
-    uint64_t bytes = (elems[r] * sizeof(float) + ZSH_CKPT_ALIGN - 1) / ZSH_CKPT_ALIGN *
-                     ZSH_CKPT_ALIGN;
-    size_t nchunks = (bytes + ZSH_CKPT_CHUNK - 1) / ZSH_CKPT_CHUNK, w = 0, i, j;
+    size_t nchunks = zsh_ckpt_nchunks(zsh_ckpt_file_bytes(elems[r])), w = 0, i, j;
     int k;
 
     for (k = 0; k < ck->nkinds; k++) {
