@@ -70,18 +70,21 @@ typedef struct zsh_comm_dev {
 } zsh_comm_dev_t;
 
 /*
- * A communicator across nodes with the same number of ranks on each, more
- * than one, has two children made with it (comm/hier.c), on which the
- * hierarchical algorithms (algo/hier.h) run their steps: its node's
- * members in local-rank order, and its rail, the members of its local rank
- * in node order. The children are one node or one rank per node, so they
- * never have children of their own. Their calls must start in the same
+ * A communicator across nodes with more than one rank on some node has two
+ * children made with it (comm/hier.c), on which the hierarchical
+ * algorithms (algo/hier.h) run their steps: its node's members in
+ * local-rank order, and its rail, the members of its local rank in node
+ * order. On uneven nodes a rail misses the nodes without that local rank;
+ * the leaders' rail (local rank 0) always spans every node. The children
+ * are one node or one rank per node, so they never have children of their
+ * own. Their calls must start in the same
  * order on every member: a hierarchical call starts its steps only on its
  * turn, once the call before it on the parent has started all of its own.
  */
 typedef struct zsh_comm_hier {
     struct zsh_comm *node;   /* NULL when the communicator has no hierarchy */
     struct zsh_comm *rail;
+    bool             even;    /* every node has as many ranks: every rail spans every node */
     uint64_t         tickets; /* the next hierarchical call's turn */
     uint64_t         turn;    /* the turn now running */
 } zsh_comm_hier_t;

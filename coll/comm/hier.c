@@ -6,7 +6,7 @@
 
 bool zsh_comm_hier_wants(const zsh_topo_t *topo)
 {
-    return (topo->nnodes > 1) && (topo->min_local == topo->max_local) && (topo->max_local > 1);
+    return (topo->nnodes > 1) && (topo->max_local > 1);
 }
 
 int zsh_comm_hier_pick(uint8_t used[ZSH_MAX_COMMS / 8], uint32_t from)
@@ -101,7 +101,9 @@ zsh_status_t zsh_comm_hier_create(zsh_comm_t *comm, uint32_t node_id, uint32_t r
     if (status != ZSH_OK) {
         zsh_comm_hier_child_free(comm->hier.node);
         comm->hier.node = NULL;
+        goto out;
     }
+    comm->hier.even = !zsh_topo_uneven(topo);
 out:
     free(rail_ranks);
     return status;

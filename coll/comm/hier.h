@@ -11,9 +11,7 @@
 #include <stdint.h>
 
 /* Whether a communicator with map @topo gets children: more than one node,
- * each with the same number of ranks, more than one. With uneven nodes a
- * rail would miss a node, so such a communicator keeps the flat
- * algorithms. */
+ * and more than one rank on some node. */
 bool zsh_comm_hier_wants(const zsh_topo_t *topo);
 
 /* The first communicator id from @from on (going round past the last to

@@ -88,15 +88,17 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           " bytes in all, " ZSH_SELECT_STR(ZSH_DESC_BOARD_INLINE_MAX)
                           " on boards; a broadcast's root sends its buffer, the others none; a "
                           "barrier is the descriptor exchange alone, all to all",
-    [ZSH_ALGO_HIER]     = "a communicator across nodes with the same number of ranks on each, "
-                          "more than one: steps on its node's ranks (which choose their own "
-                          "algorithm: direct, eager, ring or binomial) and on its rail, the ranks "
-                          "of its local rank on every node. all-gather: rail, then node; "
-                          "reduce-scatter: node, then rail; all-reduce: node reduce-scatter, "
-                          "rail all-reduce, node all-gather; broadcast: the root's rail, then "
-                          "node; barrier: node, the node leaders' (local rank 0) rail, node. "
-                          "Elsewhere (one node, one rank per node, uneven nodes) the automatic "
-                          "choice runs instead",
+    [ZSH_ALGO_HIER]     = "a communicator across nodes with more than one rank on some node: "
+                          "steps on its node's ranks (which choose their own algorithm: direct, "
+                          "eager, ring or binomial) and on its rail, the ranks of its local rank "
+                          "on every node. all-gather: rail, then node; reduce-scatter: node, then "
+                          "rail; all-reduce: node reduce-scatter, rail all-reduce, node "
+                          "all-gather (these three on even nodes only); broadcast: the root's "
+                          "rail, then node, or where the root's rail misses a node, the root's "
+                          "node, the node leaders' (local rank 0) rail, then the other nodes; "
+                          "barrier: node, the node leaders' rail, node. Elsewhere (one node, one "
+                          "rank per node, an all-gather, reduce-scatter or all-reduce on uneven "
+                          "nodes) the automatic choice runs instead",
     [ZSH_ALGO_DISSEMINATION] = "the dissemination barrier: ceil(log2 ranks) rounds of empty "
                                "messages, in round k to rank + 2^k",
 };
@@ -150,6 +152,20 @@ static zsh_algo_t zsh_select_eager(const zsh_comm_t *comm, const zsh_select_rule
                ? ZSH_ALGO_EAGER : ZSH_ALGO_AUTO;
 }
 
+/* Whether @comm can run @rule's collective hierarchically. On uneven nodes
+ * the rails of the larger nodes' extra local ranks miss the smaller nodes,
+ * so only the broadcast and the barrier, which cross on the leaders' rail,
+ * can; the node-ordered ring already brings the smallest node what it
+ * lacks in as few bytes as anything could where it has one rank, and
+ * within (n - 1) / (n - fewest) of that otherwise (docs/DECISIONS.md,
+ * "Across nodes"). */
+static bool zsh_select_hier_runs(const zsh_comm_t *comm, const zsh_select_rule_t *rule)
+{
+    return (comm->hier.node != NULL) && zsh_select_allowed(rule, ZSH_ALGO_HIER) &&
+           (comm->hier.even || (rule->type == ZSH_COLL_BROADCAST) ||
+            (rule->type == ZSH_COLL_BARRIER));
+}
+
 /* Across nodes the hierarchy's steps cost latency (each a call of its own
  * on a child) and save every byte a node's link would carry twice: they
  * pay once the log-latency algorithms no longer do, past
@@ -159,8 +175,7 @@ static zsh_algo_t zsh_select_hier(const zsh_comm_t *comm, const zsh_select_rule_
                                   size_t total_bytes)
 {
     (void)total_bytes;
-    return ((comm->hier.node != NULL) && zsh_select_allowed(rule, ZSH_ALGO_HIER))
-               ? ZSH_ALGO_HIER : ZSH_ALGO_AUTO;
+    return zsh_select_hier_runs(comm, rule) ? ZSH_ALGO_HIER : ZSH_ALGO_AUTO;
 }
 
 static zsh_algo_t zsh_select_small(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
@@ -192,8 +207,9 @@ static const zsh_select_step_t zsh_select_steps[] = {
     {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
                        "(reduce-scatter, all-reduce), binomial (broadcast), dissemination "
                        "(barrier, which moves nothing)"},
-    {zsh_select_hier, "across nodes with the same number of ranks on each, more than one "
-                      "(the communicator has node and rail children): hier"},
+    {zsh_select_hier, "across nodes with more than one rank on some node (the communicator "
+                      "has node and rail children), the same number on each for all-gather, "
+                      "reduce-scatter and all-reduce: hier"},
     {zsh_select_large, "otherwise (one node, one rank per node, uneven nodes): ring in node "
                        "order (all-gather, reduce-scatter, all-reduce), binomial (broadcast), "
                        "dissemination (barrier)"},
@@ -295,8 +311,8 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
         return zsh_error(ZSH_ERR_INTERNAL, "no algorithm rule for collective type %d", (int)type);
     }
     algo   = (zsh_algo_t)zsh_select_override(&comm->ctx->cfg, rule);
-    if ((algo == ZSH_ALGO_HIER) && (comm->hier.node == NULL)) {
-        algo = ZSH_ALGO_AUTO; /* no hierarchy here, as on the children of one */
+    if ((algo == ZSH_ALGO_HIER) && !zsh_select_hier_runs(comm, rule)) {
+        algo = ZSH_ALGO_AUTO; /* no hierarchy here (the children of one), or not for this call */
     }
     status = zsh_select_runs(comm, rule, algo, total_bytes);
     if (status != ZSH_OK) {

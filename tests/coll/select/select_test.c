@@ -4,10 +4,12 @@
  * hierarchical algorithm for every collective past ZSH_SMALL_MSG_SIZE,
  * and the eager and log-latency ones up to it; the barrier is the
  * descriptor exchange alone (eager) on up to 8 ranks, dissemination above;
- * without children (one node, uneven nodes) it is the node-ordered ring
- * and binomial; an override of hier where there are no children gives way
- * to the automatic choice, hier forced for the barrier across even nodes
- * runs, and an algorithm the barrier lacks is refused by name.
+ * without children (one node, one rank per node) it is the node-ordered
+ * ring and binomial; across uneven nodes the broadcast is hierarchical and
+ * the others keep the ring; an override of hier where there are no
+ * children, or for an all-gather across uneven nodes, gives way to the
+ * automatic choice, hier forced for the barrier across even and uneven
+ * nodes runs, and an algorithm the barrier lacks is refused by name.
  */
 #include "harness/zsh_test.h"
 
@@ -38,6 +40,7 @@ static void select_setup(select_fixture_t *f, int size, bool children)
     f->comm.size                   = size;
     f->comm.hier.node              = children ? &f->child : NULL;
     f->comm.hier.rail              = children ? &f->child : NULL;
+    f->comm.hier.even              = children;
 }
 
 static zsh_algo_t select_pick(select_fixture_t *f, zsh_coll_type_t type, size_t bytes)
@@ -87,10 +90,31 @@ ZSH_TEST(select, without_node_children_auto_keeps_the_flat_algorithms)
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_REDUCE_SCATTER, 1 << 20));
     ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLREDUCE, 1 << 20));
-    ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 8 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 16 * 1024));
     ZSH_EXPECT_EQ(ZSH_ALGO_BRUCK, select_pick(&f, ZSH_COLL_ALLGATHER, 8 * 1024));
     ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, select_pick(&f, ZSH_COLL_BROADCAST, 1 << 20));
     ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+}
+
+ZSH_TEST(select, across_uneven_nodes_the_broadcast_is_hier_and_the_others_keep_the_ring)
+{
+    static select_fixture_t f;
+
+    select_setup(&f, 4, true);
+    f.comm.hier.even = false; /* 3 + 1, say */
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BROADCAST, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_BINOMIAL, select_pick(&f, ZSH_COLL_BROADCAST, 16 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_REDUCE_SCATTER, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLREDUCE, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_EAGER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+
+    f.ctx.cfg.allgather_algo = ZSH_ALGO_HIER; /* gives way: a rail misses the small node */
+    f.ctx.cfg.allreduce_algo = ZSH_ALGO_HIER;
+    f.ctx.cfg.barrier_algo   = ZSH_ALGO_HIER; /* runs: the leaders' rail spans every node */
+    ZSH_EXPECT_EQ(ZSH_ALGO_RING, select_pick(&f, ZSH_COLL_ALLGATHER, 1 << 20));
+    ZSH_EXPECT_EQ(ZSH_ALGO_RD, select_pick(&f, ZSH_COLL_ALLREDUCE, 16 * 1024));
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
 }
 
 ZSH_TEST(select, barrier_is_the_descriptor_exchange_on_up_to_8_ranks_and_dissemination_above)
