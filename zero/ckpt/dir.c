@@ -87,6 +87,10 @@ zsh_status_t zsh_ckpt_dir_prepare(const char *root, int create)
         }
         if (!create) {
             /* A load leaves what a save under way may be writing. */
+            if (strncmp(e->d_name, ".tmp-", 5) == 0) {
+                zsh_log(ZSH_LOG_WARN, "%s: an incomplete checkpoint (a save cut short, or one "
+                        "under way); ignored, and removed by the next save", path);
+            }
             continue;
         }
         zsh_log(ZSH_LOG_WARN, "%s: an incomplete checkpoint left by an interrupted save; "

@@ -16,8 +16,9 @@
 
 /* Put back a checkpoint a crashed save had moved aside in @root; with
  * @create (a save), make @root first if it is missing (one level) and
- * remove what a crashed save left half-written. A load removes nothing: a
- * save may be under way beside it. */
+ * remove what a crashed save left half-written, with a warning. A load
+ * removes nothing, since a save may be under way beside it, and warns of
+ * an incomplete checkpoint it ignores. */
 zsh_status_t zsh_ckpt_dir_prepare(const char *root, int create);
 
 /* Remove @path and everything under it. */

@@ -107,7 +107,7 @@ fi
 layout() {
     local f missing=0 prog
     for f in lib/libzeroshard.so lib/libzeroshard.so.0 include/zeroshard.h \
-        include/zeroshard/version.h lib/pkgconfig/zeroshard.pc bin/zsh_info bin/zshrun \
+        include/zeroshard/version.h lib/pkgconfig/zeroshard.pc bin/zsh_info bin/zshrun bin/zsh_ckpt \
         share/doc/zeroshard/README.md share/man/man1/zsh_info.1 share/man/man1/zshrun.1 \
         "share/modulefiles/zeroshard/$version"; do
         [ -e "$prefix/$f" ] || { echo "missing: $f"; missing=1; }

@@ -251,7 +251,8 @@ reshard() {
 }
 
 # --resume where there is nothing: every rank exits 1, promptly, naming the
-# directory; and one that holds the last step trains nothing.
+# directory; and one that holds the last step trains nothing, and says that
+# it ignores an incomplete checkpoint a save left, which it does not remove.
 missing() {
     local ck="$tmp/ckpt.empty" r t0
     t0=$(now_ms)
@@ -266,9 +267,15 @@ missing() {
     done
     grep -q "zsh_train: --resume: .*$ck" "$tmp/missing.err.0" ||
         echo "rank 0 does not name $ck: $(grep zsh_train "$tmp/missing.err.0")"
+    mkdir "$tmp/ckpt.s2/.tmp-step-00000099" && : >"$tmp/ckpt.s2/.tmp-step-00000099/manifest.json.tmp"
     run_job at_end 1 --stage 2 --steps $full --ckpt-dir "$tmp/ckpt.s2" --resume --ckpt-every 0
     grep -q "^nothing to train: the checkpoint holds step $full, --steps is $full" "$tmp/at_end.out.0" ||
         echo "a resume at the last step: $(head -n 2 "$tmp/at_end.out.0")"
+    grep -q "WARN.*\.tmp-step-00000099: an incomplete checkpoint .*ignored" "$tmp/at_end.err.0" ||
+        echo "no warning of the incomplete checkpoint: $(head -n 3 "$tmp/at_end.err.0")"
+    [ -e "$tmp/ckpt.s2/.tmp-step-00000099/manifest.json.tmp" ] ||
+        echo "the load removed the incomplete checkpoint"
+    rm -rf "$tmp/ckpt.s2/.tmp-step-00000099"
 }
 
 # A save that cannot write (the directory's parent is missing) fails every
@@ -383,6 +390,9 @@ crash() {
 
     # The job's own id: it also sweeps the killed rank's NVMe files.
     job_id=$id run_job "$tag.resumed" 2 "${args[@]}" --resume
+    if [[ $where == *half-written* ]] && ! grep -q "an incomplete checkpoint" "$tmp/$tag.resumed.err.0"; then
+        echo "the resumed job did not warn of the half-written save: $(head -n 3 "$tmp/$tag.resumed.err.0")"
+    fi
     [ "$(resumed_at "$tag.resumed")" = "$n" ] ||
         echo "the resumed job does not say it resumed at step $n: $(head -n 2 "$tmp/$tag.resumed.out.0")"
     same "the losses of steps $((n + 1))-$crash_steps, resumed and a run that never stopped" \
