@@ -165,9 +165,11 @@ result consolidate_writes_the_saved_weights_as_safetensors "$(consolidate)"
 # tool reports it and as its parent measures it, stays under. The limit is
 # raised to what the tool says it needs (a larger process, as an
 # instrumented build is) plus 8 MiB of buffer, the model to twice the limit.
-# AddressSanitizer adds shadow memory, an eighth of what the process
-# touches, that no accounting in the process sees: under it the bound is
-# allowed that eighth more.
+# Under AddressSanitizer the process also holds what no accounting in it
+# sees: shadow memory, a quarantine of freed blocks, every allocation's
+# stack, and at exit LeakSanitizer's scan (43 MiB against --max-memory 34M,
+# the tool's own count 35 MiB, seen once): there the output and the report
+# are checked, and the bound in the uninstrumented run.
 bounded() {
     local out peak need limit=32 allow elems
     need=$("$prog" consolidate "$tmp/a" "$tmp/need.st" --max-memory 1k 2>&1 |
@@ -186,8 +188,8 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 if r.returnc
     echo "# consolidate, $((elems >> 18)) MiB model, --max-memory ${limit}M: $out" >&2
     [ "$peak" -gt 0 ] || { echo "consolidate failed: $out"; return; }
     allow=$((limit << 20))
-    [ -n "${ASAN_OPTIONS:-}" ] && allow=$((allow + allow / 8))
-    [ "$peak" -lt $allow ] || echo "ru_maxrss $peak bytes, above $allow: $out"
+    [ -n "${ASAN_OPTIONS:-}" ] || [ "$peak" -lt $allow ] ||
+        echo "ru_maxrss $peak bytes, above $allow: $out"
     grep -qE "peak resident memory [0-9.]+ MiB of --max-memory $limit\.00 MiB" <<<"$out" ||
         echo "no report: $out"
     [ "$(stat -c %s "$tmp/big.st")" -gt $((elems * 4)) ] || echo "big.st is short"

@@ -172,10 +172,13 @@ forwarded() {
     timeout 30 "$zshrun" -n 2 sh -c "trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
         >"$tmp/out" 2>"$tmp/err" &
     pid=$!
-    for ((i = 0; i < 100; i++)); do
-        [ "$(pgrep -fc "sleep $mark")" = 2 ] && break
+    # Both ranks in their sleep (the sleeps themselves: the launchers' command
+    # lines name it too), however slow to start under a sanitizer.
+    for ((i = 0; i < 400; i++)); do
+        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && break
         sleep 0.05
     done
+    [ "$(pgrep -fc "^sleep $mark")" = 2 ] || echo "the ranks had not started after 20 s"
     kill -TERM "$(pgrep -P $pid)" # timeout's child: zshrun
     wait $pid
     rc=$?
