@@ -94,6 +94,7 @@ node_of() {
     done
     echo $n
 }
+warm=2
 tmp=$(mktemp -d)
 # cluster.sh reads it: the traps below remove the cluster.
 # shellcheck disable=SC2034
@@ -169,7 +170,8 @@ for coll in "${coll_list[@]}"; do
             tail -5 "$tmp/out" >&2
             exit 1
         fi
-        read -r zbw mbw ratio < <(awk -v s="$total" '$1 == s { print $4, ($5 == "" ? "-" : $5), ($6 == "" ? "-" : $6) }' "$tmp/out")
+        # The one size row (zsh_bench rounds a size its ranks cannot split evenly).
+        read -r zbw mbw ratio < <(awk '$1 ~ /^[0-9]+$/ { print $4, ($5 == "" ? "-" : $5), ($6 == "" ? "-" : $6); exit }' "$tmp/out")
         before=$(cluster_bytes $small)
         if ! launch "$bench" "$coll" -m "$total:$total" -i "$iters" -x "$warm" >"$tmp/out" 2>&1; then
             echo "cluster_bench.sh: $coll $size (link count) failed:" >&2

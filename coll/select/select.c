@@ -169,13 +169,25 @@ static bool zsh_select_hier_runs(const zsh_comm_t *comm, const zsh_select_rule_t
 /* Across nodes the hierarchy's steps cost latency (each a call of its own
  * on a child) and save every byte a node's link would carry twice: they
  * pay once the log-latency algorithms no longer do, past
- * ZSH_SMALL_MSG_SIZE; the barrier, which moves nothing, stays eager or
- * dissemination (docs/DECISIONS.md, "Across nodes"). */
+ * ZSH_SMALL_MSG_SIZE; the barrier, which moves nothing, has its own step
+ * above (docs/DECISIONS.md, "Across nodes"). */
 static zsh_algo_t zsh_select_hier(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
                                   size_t total_bytes)
 {
     (void)total_bytes;
     return zsh_select_hier_runs(comm, rule) ? ZSH_ALGO_HIER : ZSH_ALGO_AUTO;
+}
+
+/* A barrier beyond the eager one's ranks, across nodes: the node leaders'
+ * rail is the only step that crosses, once per node, where dissemination
+ * sends ceil(log2 ranks) rounds, most across nodes (docs/DECISIONS.md,
+ * "Across nodes"). */
+static zsh_algo_t zsh_select_barrier_hier(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
+                                          size_t total_bytes)
+{
+    (void)total_bytes;
+    return ((rule->type == ZSH_COLL_BARRIER) && zsh_select_hier_runs(comm, rule))
+               ? ZSH_ALGO_HIER : ZSH_ALGO_AUTO;
 }
 
 static zsh_algo_t zsh_select_small(const zsh_comm_t *comm, const zsh_select_rule_t *rule,
@@ -204,6 +216,8 @@ static const zsh_select_step_t zsh_select_steps[] = {
     {zsh_select_eager, "2 to " ZSH_SELECT_STR(ZSH_EAGER_MAX_RANKS) " ranks, up to "
                        ZSH_SELECT_STR(ZSH_DESC_INLINE_MAX) " bytes in all, each rank sending at "
                        "most " ZSH_SELECT_STR(ZSH_EAGER_AUTO_SEND_MAX) " bytes in all: eager"},
+    {zsh_select_barrier_hier, "a barrier across nodes with more than one rank on some node "
+                              "(the communicator has node and rail children): hier"},
     {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
                        "(reduce-scatter, all-reduce), binomial (broadcast), dissemination "
                        "(barrier, which moves nothing)"},

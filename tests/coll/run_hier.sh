@@ -1,5 +1,5 @@
 #!/bin/bash
-# The automatic choice across nodes, without root: 4 or 5 ranks of one machine
+# The automatic choice across nodes, without root: 4, 5 or 9 ranks of one machine
 # placed by ZSH_NODE_NAME on made-up nodes (tests/harness/fake_nodes.sh),
 # so that the rank map, the transports and the selection rule treat them
 # as nodes. coll_check runs every collective, dtype and op and the barrier
@@ -10,8 +10,9 @@
 # barrier run them, the others give way), and on 2 x 2 with the flat
 # algorithms forced and with the hierarchical ones forced at every size, the
 # barrier's included. Then one rank runs the barrier flat while the others
-# run it hierarchically, and on 3 + 1 one rank runs its broadcasts binomial
-# while the others choose: every rank must fail with the mismatch naming
+# run it hierarchically, on 3 + 1 one rank runs its broadcasts binomial
+# while the others choose, and on 5 + 4 one rank runs its barrier by
+# dissemination while the others choose: every rank must fail with the mismatch naming
 # hier (so the choice was hier), and none crash (a hierarchical call
 # failing mid-step cancels its step, which the progress loop must not then
 # advance). Ends with a GoogleTest-style summary that tests/run_all.sh
@@ -21,7 +22,7 @@ top_builddir=${top_builddir:-.}
 check=$(cd "$top_builddir" && pwd)/tests/system/cluster/coll_check
 # shellcheck source=../harness/results.sh
 . "$(dirname "$0")/../harness/results.sh"
-results_begin coll_hier 9
+results_begin coll_hier 10
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -89,5 +90,14 @@ fake_nodes_job abaa 120 env ZSH_TIMEOUT=20 sh -c \
     "$(cd "$top_builddir" && pwd)/perf/zsh_bench"
 mismatch_everywhere on_uneven_nodes_the_automatic_broadcast_past_the_small_sizes_is_hierarchical \
     broadcast hier binomial
+
+# 9 ranks on 5 + 4 nodes, rank 0 alone running the dissemination barrier:
+# past the eager barrier's 8 ranks the others' choice is hierarchical.
+# shellcheck disable=SC2016 # expanded by the rank's shell
+fake_nodes_job ababababa 120 env ZSH_TIMEOUT=20 sh -c \
+    '[ "$RANK" = 0 ] && export ZSH_BARRIER_ALGO=dissemination; exec "$0" barrier -i 2 -x 0' \
+    "$(cd "$top_builddir" && pwd)/perf/zsh_bench"
+mismatch_everywhere past_8_ranks_across_nodes_the_automatic_barrier_is_hierarchical \
+    barrier hier dissemination
 
 results_end

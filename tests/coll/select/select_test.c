@@ -3,7 +3,8 @@
  * communicator with node and rail children) the automatic choice is the
  * hierarchical algorithm for every collective past ZSH_SMALL_MSG_SIZE,
  * and the eager and log-latency ones up to it; the barrier is the
- * descriptor exchange alone (eager) on up to 8 ranks, dissemination above;
+ * descriptor exchange alone (eager) on up to 8 ranks, above that hier
+ * across nodes and dissemination elsewhere;
  * without children (one node, one rank per node) it is the node-ordered
  * ring and binomial; across uneven nodes the broadcast is hierarchical and
  * the others keep the ring; an override of hier where there are no
@@ -117,7 +118,7 @@ ZSH_TEST(select, across_uneven_nodes_the_broadcast_is_hier_and_the_others_keep_t
     ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
 }
 
-ZSH_TEST(select, barrier_is_the_descriptor_exchange_on_up_to_8_ranks_and_dissemination_above)
+ZSH_TEST(select, barrier_is_the_descriptor_exchange_on_up_to_8_ranks_then_hier_across_nodes_else_dissemination)
 {
     static select_fixture_t f;
 
@@ -128,7 +129,10 @@ ZSH_TEST(select, barrier_is_the_descriptor_exchange_on_up_to_8_ranks_and_dissemi
     select_setup(&f, 9, false);
     ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
     select_setup(&f, 16, true);
-    ZSH_EXPECT_EQ(ZSH_ALGO_DISSEMINATION, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    f.comm.hier.even = false; /* 9 + 7, say: the leaders' rail still spans every node */
+    ZSH_EXPECT_EQ(ZSH_ALGO_HIER, select_pick(&f, ZSH_COLL_BARRIER, 0));
+    f.comm.hier.even = true;
     f.ctx.cfg.barrier_algo = ZSH_ALGO_EAGER; /* forced past 8 ranks: refused by name */
     ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, zsh_select(&f.comm, ZSH_COLL_BARRIER, 0,
                                                       &(zsh_algo_t){ZSH_ALGO_AUTO}));
