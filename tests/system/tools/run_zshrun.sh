@@ -13,16 +13,14 @@ demo="$top_builddir/examples/zsh_demo"
 train="$top_builddir/tools/zsh_train"
 # shellcheck source=../../harness/results.sh
 . "$(dirname "$0")/../../harness/results.sh"
+# shellcheck source=../../harness/poll.sh
+. "$(dirname "$0")/../../harness/poll.sh"
 results_begin zshrun 14
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
 # so that pgrep finds ours and no one else's.
 mark=60.$$$RANDOM
-
-now_ms() {
-    echo $(($(date +%s%N) / 1000000))
-}
 
 # leftovers: the rank processes of this script still alive.
 leftovers() {

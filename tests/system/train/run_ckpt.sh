@@ -29,6 +29,8 @@ prog="$top_builddir/tools/zsh_train"
 . "$(dirname "$0")/../../harness/results.sh"
 # shellcheck source=../../harness/free_port.sh
 . "$(dirname "$0")/../../harness/free_port.sh"
+# shellcheck source=../../harness/poll.sh
+. "$(dirname "$0")/../../harness/poll.sh"
 
 trials=${ZSH_CKPT_CRASH_TRIALS:-4}
 seed=${ZSH_CKPT_CRASH_SEED:-$$}
@@ -64,21 +66,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-
-now_ms() {
-    local t=${EPOCHREALTIME//[.,]/}
-    echo $((t / 1000))
-}
-
-# poll LIMIT_S COMMAND...: until COMMAND succeeds (0) or LIMIT_S pass (1).
-poll() {
-    local end=$(($(now_ms) + $1 * 1000))
-    shift
-    until "$@"; do
-        [ "$(now_ms)" -lt $end ] || return 1
-        sleep 0.02
-    done
-}
 
 nranks() { # TAG: the ranks job TAG was started with
     cat "$tmp/$1.n"

@@ -33,6 +33,8 @@ rank1_args=()
 tmp=$(mktemp -d)
 # shellcheck source=../../harness/free_port.sh
 . "$(dirname "$0")/../../harness/free_port.sh"
+# shellcheck source=../../harness/poll.sh
+. "$(dirname "$0")/../../harness/poll.sh"
 
 # Every rank process started has a pid file, and an rc file once it ended:
 # those without an rc file are still running and are killed.
@@ -59,21 +61,6 @@ result() { # NAME DETAIL: DETAIL empty (or blank lines) is a pass
         echo "$detail" | sed 's/^/    /'
         failed=$((failed + 1))
     fi
-}
-
-now_ms() {
-    local t=${EPOCHREALTIME//[.,]/}
-    echo $((t / 1000))
-}
-
-# poll LIMIT_S COMMAND...: until COMMAND succeeds (0) or LIMIT_S pass (1).
-poll() {
-    local end=$(($(now_ms) + $1 * 1000))
-    shift
-    until "$@"; do
-        [ "$(now_ms)" -lt $end ] || return 1
-        sleep 0.05
-    done
 }
 
 ended() { # TAG RANK...: every RANK of job TAG has exited
