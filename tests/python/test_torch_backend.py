@@ -445,8 +445,14 @@ def job_init(kind, arg):
 
 def job_timeout():
     """A rank that never joins the collective: the others raise within about the timeout."""
-    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=2))
-    rank = dist.get_rank()
+    # The group's 2 s is for the collective. Rendezvous gets a store of its own
+    # with a minute: torch gives a store it makes the group's timeout, and
+    # under load a rank can take longer than 2 s to import torch and connect.
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), size,
+                          rank == 0, timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group("zsh", store=store, rank=rank, world_size=size,
+                            timeout=datetime.timedelta(seconds=2))
     line = "OK"
     if rank == 1:
         time.sleep(6)
