@@ -13,13 +13,21 @@ cd "$build" || { echo "no build in $build: run contrib/debian-setup.sh"; echo "0
 make -j"$(nproc)" check >check.out 2>&1
 rc=$?
 
-# make distcheck: the tarball builds, passes make check out of tree with
-# read-only sources, and installs and uninstalls cleanly. Counted as one test.
+# make distcheck: the tarball carries every file git tracks (Makefile.am's
+# distcheck-hook), builds every program, the tests' too, out of tree with
+# read-only sources, installs and uninstalls cleanly, and passes the tests
+# that read the tree there: the README, the layers, the installed package,
+# the Python package, and the GoogleTest binary at 1 and 2 ranks. The whole
+# suite ran in the plain build above; running it again here took 11 of
+# distcheck's 17 minutes, and CI has 90. Counted as one test.
 # ZSH_DISTCHECK=0 leaves it out.
+distcheck_tests="tests/zsh_tests tests/system/build/run_readme.sh tests/system/build/run_layers.sh
+    tests/system/install/run_install.sh tests/system/python/run_comm.sh"
 rm -f tests/distcheck.log
 if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
     start=$SECONDS
-    if make -j"$(nproc)" distcheck >distcheck.out 2>&1; then
+    if GTEST_FILTER='-*/np3:*/np4:*/np5:*/np8' \
+        make -j"$(nproc)" distcheck TESTS="$(echo $distcheck_tests)" >distcheck.out 2>&1; then
         printf '[       OK ] dist.make_distcheck_builds_and_tests_the_tarball (%d s)\n[  PASSED  ] 1 test.\n' \
             $((SECONDS - start)) >tests/distcheck.log
     else
