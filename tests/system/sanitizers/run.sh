@@ -4,8 +4,7 @@
 # address (default): AddressSanitizer, LeakSanitizer and UBSan in build-asan/,
 #   running every test of make check but the install test, which configures
 #   and installs a second, uninstrumented tree (packaging, not memory safety;
-#   it runs in the plain build); the in-process rank tests skip 4 and 5 ranks,
-#   which the mpirun test runs.
+#   it runs in the plain build).
 # thread: ThreadSanitizer in build-tsan/, running tests/zsh_tests, where the
 #   in-process rank tests run every rank as a thread of one process.
 # Builds with clang (configure --enable-sanitizers), so that
@@ -27,11 +26,6 @@ address)
     export LSAN_OPTIONS=suppressions=$top/contrib/lsan.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1
     export OMPI_MCA_mca_base_component_disable_dlclose=1
-    # The in-process rank tests at 1, 2, 3 and 8 ranks: tests/system/mpi/run.sh
-    # runs them at 4 and 5 (and every other count) as processes under the same
-    # sanitizers, leaks checked, and the in-process 4 and 5 took a third of
-    # this stage's longest test.
-    export GTEST_FILTER=${GTEST_FILTER:--*/np4:*/np5}
     echo "== known bugs left uninstrumented (tests/system/sanitizers/asan_known_bugs.txt):"
     grep -E '^(fun|src):' "$top/tests/system/sanitizers/asan_known_bugs.txt" || echo "   none"
     ;;
