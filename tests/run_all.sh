@@ -51,6 +51,7 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/zsh_fault_tests.log
       tests/system/perf/run_bench.sh.log tests/system/build/run_vectorized.sh.log
       tests/system/build/run_layers.sh.log tests/system/build/run_readme.sh.log
+      tests/system/gpu/run_gpu_script.sh.log
       tests/system/shm/run_ulimit.sh.log
       tests/system/tools/run_estimate.sh.log tests/system/tools/run_zshrun.sh.log
       tests/system/tools/run_info_map.sh.log tests/system/tools/run_ckpt_tool.sh.log

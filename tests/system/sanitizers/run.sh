@@ -3,8 +3,9 @@
 #   bash tests/system/sanitizers/run.sh [address|thread]
 # address (default): AddressSanitizer, LeakSanitizer and UBSan in build-asan/,
 #   running every test of make check but the install test, which configures
-#   and installs a second, uninstrumented tree (packaging, not memory safety;
-#   it runs in the plain build).
+#   and installs a second, uninstrumented tree, and the GPU script's test,
+#   which runs configure on made-up toolkits (packaging, not memory safety;
+#   they run in the plain build).
 # thread: ThreadSanitizer in build-tsan/, running tests/zsh_tests, where the
 #   in-process rank tests run every rank as a thread of one process.
 # Builds with clang (configure --enable-sanitizers), so that
@@ -51,7 +52,8 @@ make -j"$(nproc)" >make.out 2>&1 && make -j"$(nproc)" check TESTS= >>make.out 2>
     { tail -50 make.out; exit 1; }
 
 if [ "$mode" = address ]; then
-    tests=$(make -s print-tests | tr ' ' '\n' | grep -v '^tests/system/install/run_install.sh$')
+    tests=$(make -s print-tests | tr ' ' '\n' |
+        grep -Ev '^tests/system/(install/run_install|gpu/run_gpu_script)\.sh$')
 else
     tests=tests/zsh_tests
 fi
