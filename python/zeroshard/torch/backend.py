@@ -14,6 +14,7 @@ The cost is that DDP's bucket all-reduces do not overlap with backward.
 What is not a collective ZeroShard has (point to point, all-to-all) raises
 ``RuntimeError("... is not supported by the zsh backend ...")`` at the call.
 """
+import inspect
 import weakref
 
 import torch
@@ -112,6 +113,21 @@ class ProcessGroupZsh(ProcessGroup):
 
     def name(self):
         return BACKEND_NAME
+
+    # torch 2.x keeps a group's name and description in the backends it
+    # registers on a ProcessGroup; a Python ProcessGroup has none, so it
+    # keeps them itself (torch 1.13 never asks).
+    def setGroupName(self, name):
+        self._group_name = name
+
+    def getGroupName(self):
+        return getattr(self, "_group_name", "")
+
+    def setGroupDesc(self, desc):
+        self._group_desc = desc
+
+    def getGroupDesc(self):
+        return getattr(self, "_group_desc", "")
 
     # ---- collectives ------------------------------------------------------------------
 
@@ -345,5 +361,10 @@ def create_process_group(store, rank, size, timeout):
 def register():
     """Register the "zsh" backend with torch.distributed (once)."""
     if BACKEND_NAME.upper() not in dist.Backend._plugins:
-        dist.Backend.register_backend(BACKEND_NAME, create_process_group)
+        # torch >= 2.1 asks which devices a backend serves; 1.13 has no such
+        # argument. The backend takes CPU tensors.
+        if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+            dist.Backend.register_backend(BACKEND_NAME, create_process_group, devices=["cpu"])
+        else:
+            dist.Backend.register_backend(BACKEND_NAME, create_process_group)
 
