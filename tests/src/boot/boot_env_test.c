@@ -179,7 +179,9 @@ ZSH_TEST(boot_env, destroy_on_rank_0_times_out_when_a_rank_never_finishes)
     start = zsh_clock_now();
     ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT, zsh_boot_env_destroy(env));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "done/1");
-    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT + 1.0);
+    /* Far above T_SHORT, so no machine is too slow for it: what it catches
+     * is a wait that ignores the store timeout. */
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_OK);
 }
 
 ZSH_TEST(boot_env, missing_variables_are_named)
@@ -249,8 +251,10 @@ ZSH_TEST(boot_env, one_rank_needs_no_store_no_address_and_no_port)
 
 ZSH_TEST(boot_env, a_missing_rank_fails_the_others_once_after_the_store_timeout_naming_it)
 {
-    /* Long enough for two ranks to join under valgrind, short enough to wait out. */
-    const double timeout = 1.0;
+    /* Long enough for two ranks to join under valgrind, short enough to wait
+     * out; the bound below leaves a whole timeout for joining on a slow,
+     * loaded machine and still tells one wait from two. */
+    const double timeout = 2.0;
     rank_job_t jobs[2];
     int r, port = free_port();
     double start = zsh_clock_now(), took;

@@ -157,7 +157,9 @@ ZSH_TEST(store, get_of_a_missing_key_times_out_and_the_client_stays_usable)
     ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT,
                       zsh_store_client_get(client, "never/set", start + T_SHORT, &got, &len));
     ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
-    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT + 1.0);
+    /* Far above T_SHORT, so no machine is too slow for it: what it catches
+     * is a wait that ignores the deadline for the connection's T_OK. */
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_OK);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", zsh_store_server_port(server));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), addr);
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "never/set");
@@ -260,7 +262,10 @@ ZSH_TEST(store, stop_with_clients_connected_fails_their_requests_at_once)
     pthread_join(thread, NULL);
     ZSH_EXPECT_STATUS(ZSH_ERR_PEER_FAILED, job.status);
     ZSH_EXPECT_STR_CONTAINS(job.error, "closed the connection");
-    ZSH_EXPECT_TRUE(job.elapsed < 1.0);
+    /* The waiter's deadline is T_OK away: half of it is far above the
+     * moment the server closes (0.1 s) on any machine, and far below a
+     * waiter that only gave up at its deadline. */
+    ZSH_EXPECT_TRUE(job.elapsed < T_OK / 2);
     ZSH_EXPECT_STATUS(ZSH_ERR_PEER_FAILED, zsh_store_client_set(idle, "k", "v", 1));
     zsh_store_client_close(waiter);
     zsh_store_client_close(idle);
@@ -277,7 +282,9 @@ ZSH_TEST(store, connect_without_a_server_times_out_naming_the_address)
     ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT,
                       zsh_store_client_connect("127.0.0.1", port, T_SHORT, &client));
     ZSH_EXPECT_TRUE(zsh_clock_now() - start >= T_SHORT - 0.05);
-    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_SHORT + 1.0);
+    /* Far above T_SHORT, so no machine is too slow for it: what it catches
+     * is a wait that ignores the deadline for the connection's T_OK. */
+    ZSH_EXPECT_TRUE(zsh_clock_now() - start < T_OK);
     ZSH_EXPECT_TRUE(client == NULL);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), addr);
