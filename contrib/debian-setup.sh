@@ -38,13 +38,29 @@ as_root() {
     fi
 }
 
-if command -v apt-get >/dev/null; then
+# Every package already installed (a second run, as .ci/run makes): no
+# apt-get update, which takes a while and needs the registry.
+all_installed() {
+    local missing
+    missing=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${packages[@]}" 2>&1 |
+        grep -vc ' installed$')
+    [ "$missing" = 0 ]
+}
+
+updated=0
+if command -v apt-get >/dev/null && all_installed; then
+    echo "== packages: all installed"
+elif command -v apt-get >/dev/null; then
     echo "== installing packages: ${packages[*]}"
     as_root apt-get update -qq
+    updated=1
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+if command -v apt-get >/dev/null; then
     if ! dpkg -s environment-modules >/dev/null 2>&1 &&
        ! ls "$envmodules_dir"/usr/lib/*/modulecmd.tcl >/dev/null 2>&1; then
         echo "== unpacking environment-modules into $envmodules_dir"
+        [ $updated = 1 ] || as_root apt-get update -qq
         debdir=$(mktemp -d)
         # As root, apt-get downloads as the _apt user, which must own the directory.
         if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
@@ -61,10 +77,20 @@ fi
 
 echo "== building in $build"
 cd "$top"
-./autogen.sh >/dev/null 2>&1
 mkdir -p "$build"
-cd "$build"
-"$top/configure" ${ZSH_CONFIGURE_FLAGS:-} >configure.out 2>&1 || { cat configure.out; exit 1; }
+# A build configured before with the same flags is only brought up to date:
+# make regenerates and reconfigures what changed itself.
+flags_file=$build/.zsh-configure-flags
+if [ -f "$build/Makefile" ] && [ -x configure ] &&
+   [ "$(cat "$flags_file" 2>/dev/null)" = "${ZSH_CONFIGURE_FLAGS:-}" ]; then
+    echo "== configured before, with the same flags"
+    cd "$build"
+else
+    ./autogen.sh >/dev/null 2>&1
+    cd "$build"
+    "$top/configure" ${ZSH_CONFIGURE_FLAGS:-} >configure.out 2>&1 || { cat configure.out; exit 1; }
+    printf '%s' "${ZSH_CONFIGURE_FLAGS:-}" >"$flags_file"
+fi
 sed -n '/ZeroShard .* configured/,$p' configure.out
 make -j"$(nproc)" >make.out 2>&1 || { tail -50 make.out; exit 1; }
 echo "== built"

@@ -10,8 +10,20 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ZSH_BUILD_DIR:-$top/build}
 cd "$build" || { echo "no build in $build: run contrib/debian-setup.sh"; echo "0 passed, 1 failed"; exit 1; }
 
+# Each stage's duration, printed as it ends and again before the summary.
+stage_times=
+stage_start=$SECONDS
+stage_done() { # NAME
+    local t=$((SECONDS - stage_start))
+    echo "== stage $1: $((t / 60)) min $((t % 60)) s"
+    stage_times="$stage_times$(printf '   %-12s %4d min %2d s' "$1" $((t / 60)) $((t % 60)))
+"
+    stage_start=$SECONDS
+}
+
 make -j"$(nproc)" check >check.out 2>&1
 rc=$?
+stage_done check
 
 # make distcheck: the tarball carries every file git tracks (Makefile.am's
 # distcheck-hook), builds every program, the tests' too, out of tree with
@@ -38,6 +50,7 @@ if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
           echo "[  PASSED  ] 0 tests."
           echo "[  FAILED  ] 1 test, listed above"; } >tests/distcheck.log
     fi
+    stage_done distcheck
 elif [ $rc != 0 ]; then
     printf '[  SKIPPED ] dist.make_distcheck_builds_and_tests_the_tarball: make check failed\n[  SKIPPED ] 1 test.\n' \
         >tests/distcheck.log
@@ -80,10 +93,13 @@ fi
 # them out.
 if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
     bash "$top/tests/system/sanitizers/run.sh" address || rc=1
+    stage_done asan
     bash "$top/tests/system/sanitizers/run.sh" thread || rc=1
+    stage_done tsan
     echo "== libFuzzer: tests/system/fuzz/run_fuzz.sh ${ZSH_FUZZ_SECONDS:-60}"
     bash "$top/tests/system/fuzz/run_fuzz.sh" "${ZSH_FUZZ_SECONDS:-60}" >tests/fuzz.log 2>&1 || rc=1
     tail -4 tests/fuzz.log
+    stage_done fuzz
     echo "== make valgrind"
     make valgrind >tests/valgrind.log 2>&1 || {
         rc=1
@@ -91,6 +107,7 @@ if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
             "$build/tests/valgrind.log" >>tests/valgrind.log
     }
     grep -E '^(\[  (PASSED|FAILED|SKIPPED) +\] [0-9]|==[0-9]+== ERROR SUMMARY)' tests/valgrind.log
+    stage_done valgrind
     logs+=("${logs[@]/#/${ZSH_ASAN_BUILD_DIR:-$top/build-asan}/}"
            "${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}/tests/zsh_tests.log" tests/fuzz.log
            tests/valgrind.log)
@@ -102,19 +119,26 @@ count() {
         sed -n "s/^\[  $1 *\] \([0-9][0-9]*\) tests\{0,1\}[.,].*/\1/p" |
         awk '{ n += $1 } END { print n + 0 }'
 }
-# Distinct test cases: a rank test counts once whatever its rank counts, and
-# a test once however many runs (in process, under mpirun, under each
-# sanitizer) ran it. The GoogleTest binaries list theirs; the scripts' show
-# in their logs.
-distinct() {
-    {
-        for bin in tests/zsh_tests tests/zsh_fault_tests; do
-            [ -x "$bin" ] && "$bin" --gtest_list_tests 2>/dev/null |
-                awk '/^[^ ]/ { suite = $1; next } { print suite $1 }'
-        done
-        cat "${logs[@]}" 2>/dev/null |
-            sed -n 's/^\[ *\(OK\|FAILED\|SKIPPED\) *\] \([A-Za-z0-9_]*\.[A-Za-z0-9_/]*\).*/\2/p'
-    } | sed 's|/np[0-9]*$||' | sort -u | grep -c .
+# Distinct test cases, from every log's result lines (GoogleTest's, the
+# scripts' and the Python jobs'): a rank test counts once whatever its rank
+# counts (/npN, in a GoogleTest name or a Python job's), and a case once
+# however many runs (in process, under mpirun, under each sanitizer) ran it.
+# A case that ran somewhere counts; one that only ever skipped here (the GPU
+# cases on a machine without one, say) is counted apart.
+case_results() {
+    cat "${logs[@]}" 2>/dev/null |
+        sed -n 's/^\[ *\(OK\|FAILED\|SKIPPED\) *\] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\).*/\1 \2/p' |
+        sed -E 's#/np[0-9]+##g' | sort -u
+}
+distinct() { # ran | skip_only
+    case_results | awk -v want="$1" '
+        { if ($1 == "SKIPPED") skipped[$2] = 1; else ran[$2] = 1 }
+        END {
+            n = 0
+            if (want == "ran") { for (c in ran) n++ }
+            else { for (c in skipped) if (!(c in ran)) n++ }
+            print n
+        }'
 }
 # What failed, from each failing log: GoogleTest's failure lines and the
 # message under each, so that a run whose output is cut to its tail still
@@ -130,6 +154,10 @@ skipped=$(count SKIPPED)
 if [ $rc != 0 ] && [ "$failed" = 0 ]; then
     failed=1 # the build or a harness failed without a test to blame
 fi
-echo "$(distinct) distinct test cases, counted once each below per rank count and per run"
+echo "== stages (wall clock):"
+printf '%s' "$stage_times"
+echo "$(distinct ran) distinct test cases ran (C, the scripts and Python; $(distinct skip_only) more" \
+     "can only skip on this machine and are not counted); below, each counts once per rank count" \
+     "and per run"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $rc = 0 ]

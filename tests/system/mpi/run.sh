@@ -21,7 +21,8 @@ lsan_tracer_crashed() { # LOG
 # there the job runs without the exit-time leak check; leaks are still
 # checked at 1 to 5 ranks here and at every rank count in process.
 asan_options=${ASAN_OPTIONS:-}
-for np in 1 2 3 4 5 8; do
+# ZSH_MPI_TEST_SIZES picks the rank counts (the sanitizer run takes one).
+for np in ${ZSH_MPI_TEST_SIZES:-1 2 3 4 5 8}; do
     echo "=== mpirun -np $np zsh_mpi_tests"
     if [ "$np" = 8 ] && [[ "$asan_options" == *detect_leaks=1* ]]; then
         echo "=== np 8: LeakSanitizer's exit-time check off (its tracer crashes at 8 ranks)"
