@@ -14,6 +14,8 @@ packages=(build-essential pkg-config autoconf automake libtool
 packages+=(clang libclang-rt-dev valgrind)
 # The Python package zeroshard (python/) and its torch tests.
 packages+=(python3-dev python3-numpy pybind11-dev python3-torch)
+# Models nobody here wrote, for the torch tests: torchvision's.
+packages+=(python3-torchvision)
 # Debian's torch does its fp32 matmuls through the libblas.so.3 alternative;
 # the reference BLAS behind it by default makes examples/torch/train_gpt.py's
 # fp32 steps far slower than OpenBLAS (the README has the measurement). The
