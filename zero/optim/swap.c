@@ -18,6 +18,7 @@
  *               parameters as they were before it
  */
 #include "optim/optim_impl.h"
+#include "optim/swap_plan.h"
 
 #include "core/status.h"
 
@@ -171,7 +172,9 @@ static zsh_status_t zsh_swap_alloc(zsh_optim_t *opt, zsh_swap_slot_t *slots, siz
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
 {
     zsh_swap_slot_t slots[ZSH_TIER_SLOTS_MAX];
-    size_t nslots = opt->tiers.slots, nsg = opt->tiers.nsg, next = 0, ahead, k;
+    size_t nslots = opt->tiers.slots, nsg = opt->tiers.nsg, k;
+    zsh_swap_plan_t plan;
+    zsh_swap_action_t a;
     zsh_swap_slot_t *slot;
     zsh_status_t status;
 
@@ -179,26 +182,18 @@ zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u)
     if (status != ZSH_OK) {
         zsh_tier_fail(opt, status); /* so that every rank stops at the agreement */
     }
-    for (k = 0; (status == ZSH_OK) && (k < nsg); k++) {
-        ahead = k + ((nslots >= 3) ? nslots - 2 : 0);
-        ahead = (ahead < nsg) ? ahead : nsg - 1;
-        for (; (status == ZSH_OK) && (next <= ahead); next++) {
-            slot = &slots[next % nslots];
-            status = zsh_swap_wait(opt, slot); /* its sub-group's writes */
-            if (status == ZSH_OK) {
-                status = zsh_swap_read(opt, slot, next);
-            }
-        }
-        slot = &slots[k % nslots];
-        if (status == ZSH_OK) {
-            status = zsh_swap_wait(opt, slot); /* its reads, and its undo on disk */
-        }
-        if (status == ZSH_OK) {
+    zsh_swap_plan_init(&plan, nsg, nslots);
+    while ((status == ZSH_OK) && zsh_swap_plan_next(&plan, &a)) {
+        slot   = &slots[a.slot];
+        status = zsh_swap_wait(opt, slot); /* READ: its last writes; UPDATE: its reads, undo */
+        if ((status == ZSH_OK) && (a.op == ZSH_SWAP_READ)) {
+            status = zsh_swap_read(opt, slot, a.sg);
+        } else if (status == ZSH_OK) {
             status = zsh_swap_update(opt, slot, u);
-            opt->tiers.updated = k + 1;
-        }
-        if (status == ZSH_OK) {
-            status = zsh_swap_write(opt, slot);
+            opt->tiers.updated = a.sg + 1;
+            if (status == ZSH_OK) {
+                status = zsh_swap_write(opt, slot);
+            }
         }
     }
     zsh_swap_free(opt, slots, nslots); /* waits for the last writes */
