@@ -1,12 +1,16 @@
 # What the script tests that run a tool under mpirun share; sourced, with
 # SUITE set to the name their results are reported under. Sets up mpirun
-# (skipping when there is none), a scratch folder $out, the counters, and
-#   result NAME OK [DETAIL]   one GoogleTest-style result line
+# (skipping when there is none), a scratch folder $out, the results of
+# tests/harness/results.sh under SUITE, and
+#   result NAME OK [DETAIL]   one result: a pass when OK is 1, else a failure
+#                             showing DETAIL (results.sh's result, in the form
+#                             these scripts use)
 #   check NAME COMMAND...     one result: COMMAND prints only what is wrong
-#   summary                   the summary lines tests/run_all.sh counts;
-#                             exits 1 if anything failed, or if the number
-#                             of results differs from $expected, which the
-#                             script sets to the number it reports
+#                             (results.sh's result_check)
+#   summary                   results.sh's results_end; exits 1 if anything
+#                             failed, or if the number of results differs from
+#                             $expected, which the script sets to the number
+#                             it reports
 MPIRUN=${MPIRUN:-mpirun}
 if [ -z "$MPIRUN" ]; then
     echo "mpirun not found: skipping the $SUITE runs"
@@ -17,47 +21,26 @@ if [ "$(id -u)" = 0 ]; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-passed=0
-failed=0
-skipped=0
+# shellcheck source=results.sh
+. "$(dirname "${BASH_SOURCE[0]}")/results.sh"
+results_begin "$SUITE"
 
 result() { # NAME OK [DETAIL]
     if [ "$2" = 1 ]; then
-        echo "[       OK ] $SUITE.$1"
-        passed=$((passed + 1))
+        result_as OK "$1"
     else
-        echo "[  FAILED  ] $SUITE.$1"
-        [ -n "${3:-}" ] && echo "$3" | sed 's/^/    /'
-        failed=$((failed + 1))
+        result_as FAILED "$1" "${3:-}"
     fi
 }
 
-# A pass needs COMMAND to exit 0 and print nothing. Its exit status counts
-# as well as its output: a grep -q that misses, or a run that dies without a
-# word, prints nothing, and a failure still needs a detail to show.
 check() { # NAME COMMAND...
-    local name=$1 detail
-    shift
-    if detail=$("$@" 2>&1) && [ -z "$detail" ]; then
-        result "$name" 1
-    else
-        result "$name" 0 "${detail:-$1 failed without printing why}"
-    fi
+    result_check "$@"
 }
 
 summary() {
-    local reported=$((passed + failed + skipped))
     # A check that never reported (a loop cut short, a branch that forgot its
     # result) must not pass by its absence.
-    if [ "$reported" != "${expected:?set by the script: how many results it reports}" ]; then
-        echo "[  FAILED  ] $SUITE: $reported results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    if [ "$failed" -gt 0 ]; then
-        echo "[  FAILED  ] $failed tests, listed above"
-        exit 1
-    fi
+    results_expected=${expected:?set by the script: how many results it reports}
+    results_end || exit 1
     exit 0
 }

@@ -15,10 +15,10 @@ probe="$top_builddir/tests/system/boot/store_probe"
 log=$(mktemp -d)
 probe_pid=
 trap '[ -n "$probe_pid" ] && kill "$probe_pid" 2>/dev/null; rm -rf "$log"' EXIT
-passed=0
-failed=0
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
 # One result per case below.
-expected=10
+results_begin boot_guard 10
 key=zsh-test-key-$RANDOM$RANDOM$RANDOM$RANDOM
 
 # shellcheck source=../../harness/free_port.sh
@@ -75,22 +75,20 @@ expect() {
         { [ -z "${3:-}" ] || grep -q -- "$3" "$log/out.$1"; }
 }
 
-# result CASE OK NAMES...: report CASE, showing the named runs when it failed.
-result() {
+# outcome CASE OK NAMES...: report CASE, showing the named runs when it failed.
+outcome() {
     local name=$1 ok=$2 r
     shift 2
     if [ "$ok" = 1 ]; then
-        echo "[       OK ] boot_guard.$name"
-        passed=$((passed + 1))
+        result_as OK "$name"
         return
     fi
-    echo "[  FAILED  ] boot_guard.$name"
-    for r in "$@"; do
-        echo "  $r exited $(cat "$log/rc.$r" 2>/dev/null) after $(cat "$log/ms.$r" 2>/dev/null) ms:"
-        sed 's/^/    /' "$log/out.$r" 2>/dev/null | head -20
-    done
-    [ -f "$log/probe" ] && sed 's/^/    probe: /' "$log/probe"
-    failed=$((failed + 1))
+    result_as FAILED "$name" "$(
+        for r in "$@"; do
+            echo "$r exited $(cat "$log/rc.$r" 2>/dev/null) after $(cat "$log/ms.$r" 2>/dev/null) ms:"
+            sed 's/^/  /' "$log/out.$r" 2>/dev/null | head -20
+        done
+        [ -f "$log/probe" ] && sed 's/^/probe: /' "$log/probe")"
 }
 
 job() { # job PORT [MORE VARS]: the variables of a two-rank job on PORT
@@ -117,7 +115,7 @@ if expect a 0 "of 2: ok"; then
             ok=1
     done
 fi
-result duplicate_rank_1_is_refused_naming_the_holder_and_the_job_goes_on $ok a b c
+outcome duplicate_rank_1_is_refused_naming_the_holder_and_the_job_goes_on $ok a b c
 
 # ---- a second process as rank 0: it says rank 0 is taken, and steals nothing -------
 p=$(port)
@@ -130,7 +128,7 @@ wait
 ok=0
 expect d 2 "rank 0 is already taken by pid [0-9]* on host" && [ "$(cat "$log/ms.d")" -lt 5000 ] &&
     expect a 0 "of 2: ok" && expect b 0 "of 2: ok" && ok=1
-result duplicate_rank_0_is_refused_naming_the_holder_and_the_job_goes_on $ok a d b
+outcome duplicate_rank_0_is_refused_naming_the_holder_and_the_job_goes_on $ok a d b
 
 # ---- a forged SET of a rank's address key, from a peer without the job key ----------
 p=$(port)
@@ -145,7 +143,7 @@ ok=0
     grep -q "dropping the connection from 127.0.0.1:[0-9]*: sent SET" "$log/out.a" &&
     grep -q "dropping the connection from 127.0.0.1:[0-9]*: failed authentication" "$log/out.a" &&
     ok=1
-result forged_set_without_the_job_key_is_dropped_and_the_ranks_are_unaffected $ok a b
+outcome forged_set_without_the_job_key_is_dropped_and_the_ranks_are_unaffected $ok a b
 rm -f "$log/probe"
 
 # ---- 250 SETs of 4 MiB: dropped at the byte bound, rank 0 stays small ----------------
@@ -163,7 +161,7 @@ ok=0
 [ $probe_rc = 0 ] && grep -q "ZSH_STORE_MAX_BYTES" "$log/probe" && [ -n "$peak" ] &&
     [ "$peak" -lt 600000 ] && expect a 0 "of 2: ok" && expect b 0 "of 2: ok" && ok=1
 [ $ok = 1 ] || echo "  rank 0 peak resident memory: ${peak:-unknown} kB"
-result set_flood_is_dropped_at_the_byte_bound_and_memory_stays_bounded $ok a b
+outcome set_flood_is_dropped_at_the_byte_bound_and_memory_stays_bounded $ok a b
 rm -f "$log/probe"
 
 # ---- with ulimit -n 256, 300 idle connections do not keep a rank out ----------------
@@ -184,7 +182,7 @@ probe_pid=
 ok=0
 grep -q "ready: 300 of 300" "$log/probe" && expect a 0 "of 2: ok" && expect b 0 "of 2: ok" &&
     [ "$(cat "$log/ms.b")" -lt 8000 ] && ok=1
-result idle_connections_past_the_descriptor_limit_do_not_keep_a_rank_out $ok a b
+outcome idle_connections_past_the_descriptor_limit_do_not_keep_a_rank_out $ok a b
 rm -f "$log/probe"
 
 # ---- WORLD_SIZE=3 with 2 ranks: each fails once after ZSH_STORE_TIMEOUT -------------
@@ -202,7 +200,7 @@ for r in a b; do
         [ "$said" -ge 2950 ] && [ "$said" -le 3500 ] && [ "$ms" -lt 5500 ] &&
         [ $((ms - said)) -lt 2500 ] || ok=0
 done
-result missing_rank_is_named_by_every_rank_after_the_store_timeout_once $ok a b
+outcome missing_rank_is_named_by_every_rank_after_the_store_timeout_once $ok a b
 
 # ---- an unresolvable MASTER_ADDR: within the store timeout, naming the name ---------
 run a "RANK=1 WORLD_SIZE=2 MASTER_ADDR=no-such-host.invalid MASTER_PORT=$(port) ZSH_STORE_TIMEOUT=2"
@@ -211,7 +209,7 @@ wait
 ok=0
 expect a 2 "cannot resolve 'no-such-host.invalid': " && [ "$(cat "$log/ms.a")" -lt 4000 ] &&
     expect b 2 "no-such-host.invalid: " && [ "$(cat "$log/ms.b")" -lt 4000 ] && ok=1
-result unresolvable_master_addr_fails_within_the_store_timeout_naming_it $ok a b
+outcome unresolvable_master_addr_fails_within_the_store_timeout_naming_it $ok a b
 
 # ---- WORLD_SIZE=1: no store, no name, no port ----------------------------------------
 run a "RANK=0 WORLD_SIZE=1"
@@ -219,7 +217,7 @@ run b "RANK=0 WORLD_SIZE=1 MASTER_ADDR=no-such-host.invalid MASTER_PORT=1"
 wait
 ok=0
 expect a 0 "rank 0 of 1: ok" && expect b 0 "rank 0 of 1: ok" && ok=1
-result one_rank_needs_no_store $ok a b
+outcome one_rank_needs_no_store $ok a b
 
 # ---- the store listens on what MASTER_ADDR names, or ZSH_STORE_BIND -----------------
 reach() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
@@ -242,7 +240,7 @@ ok=0
 [ $bound_all = 0 ] && [ $star = 1 ] && expect a 0 "of 2: ok" && expect b 0 "of 2: ok" &&
     expect c 0 "of 2: ok" && expect d 0 "of 2: ok" && ok=1
 [ $ok = 1 ] || echo "  127.0.0.2 reached the store on 127.0.0.1: $bound_all; with ZSH_STORE_BIND=*: $star"
-result store_listens_on_master_addr_only_unless_store_bind_says_otherwise $ok a b c d
+outcome store_listens_on_master_addr_only_unless_store_bind_says_otherwise $ok a b c d
 
 # ---- a rank with another job key: refused at once, with a clear error ---------------
 p=$(port)
@@ -253,14 +251,8 @@ ok=0
 expect b 2 "refused this rank's job key (ZSH_JOB_KEY differs from rank 0's?)" &&
     [ "$(cat "$log/ms.b")" -lt 3500 ] &&
     expect a 2 "rank 1 of 2 never joined" && grep -q "failed authentication" "$log/out.a" && ok=1
-result a_rank_with_another_job_key_is_refused_and_logged $ok a b
+outcome a_rank_with_another_job_key_is_refused_and_logged $ok a b
 
 # A case that never reported (an early exit, a branch without its result)
 # must not pass by its absence.
-if [ $((passed + failed)) != $expected ]; then
-    echo "[  FAILED  ] boot_guard: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-echo "[  PASSED  ] $passed tests."
-[ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-[ $failed = 0 ]
+results_end

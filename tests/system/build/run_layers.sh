@@ -7,21 +7,11 @@
 # tests/run_all.sh counts.
 set -u
 srcdir=${abs_top_srcdir:?run through make check}
-expected=7 # checks this script reports: 3 of the graph, 4 of the include roots
-passed=0
-failed=0
-skipped=0
+# shellcheck source=../../harness/results.sh
+. "$srcdir/tests/harness/results.sh"
+results_begin layers 7 # checks: 3 of the graph, 4 of the include roots
 
-say() { # OK|FAILED|SKIPPED NAME [DETAIL]
-    case $1 in
-    OK)      echo "[       OK ] layers.$2"; passed=$((passed + 1)) ;;
-    FAILED)  echo "[  FAILED  ] layers.$2"; failed=$((failed + 1)) ;;
-    SKIPPED) echo "[  SKIPPED ] layers.$2"; skipped=$((skipped + 1)) ;;
-    esac
-    [ -n "${3:-}" ] && echo "$3" | sed 's/^/    /'
-}
-
-# The graph: three checks, printed by the script itself.
+# The graph: three checks, printed by the script itself and counted here.
 if [ -n "${PYTHON3:-}" ]; then
     graph=$("$PYTHON3" "$srcdir/tests/system/build/include_graph.py" "$srcdir" 2>&1)
     echo "$graph"
@@ -32,13 +22,13 @@ if [ -n "${PYTHON3:-}" ]; then
         elif echo "$graph" | grep -qx "\[  FAILED  \] layers\.$check"; then
             failed=$((failed + 1))
         else
-            say FAILED "$check" "include_graph.py reported nothing for it"
+            result_as FAILED "$check" "include_graph.py reported nothing for it"
         fi
     done
 else
     for check in every_include_resolves_in_the_tree no_include_points_up_a_layer \
                  no_two_folders_include_each_other; do
-        say SKIPPED "$check" "no python3 found by configure"
+        result_skip "$check" "no python3 found by configure"
     done
 fi
 
@@ -54,18 +44,18 @@ trap 'rm -rf "$tmp"' EXIT
 while read -r layer var own upper; do
     flags=${!var:-}
     if [ -z "$flags" ]; then
-        say FAILED "${layer}_include_roots_refuse_${upper%%/*}" "$var is not set (run through make check)"
+        result_as FAILED "${layer}_include_roots_refuse_${upper%%/*}" "$var is not set (run through make check)"
         continue
     fi
     name="${layer}_include_roots_refuse_$(echo "$upper" | tr '/.' '__')"
     if ! probe "$flags" "$own"; then
-        say FAILED "$name" "its own $own does not compile with them: $(head -3 "$tmp/probe.out")"
+        result_as FAILED "$name" "its own $own does not compile with them: $(head -3 "$tmp/probe.out")"
     elif probe "$flags" "$upper"; then
-        say FAILED "$name" "$upper, of a layer above, compiles with: $flags"
+        result_as FAILED "$name" "$upper, of a layer above, compiles with: $flags"
     elif ! grep -qE "No such file|file not found" "$tmp/probe.out"; then # gcc, clang
-        say FAILED "$name" "$upper failed for another reason: $(head -3 "$tmp/probe.out")"
+        result_as FAILED "$name" "$upper failed for another reason: $(head -3 "$tmp/probe.out")"
     else
-        say OK "$name"
+        result_as OK "$name"
     fi
 done <<'PROBES'
 services ZSH_LAYER_FLAGS_SERVICES core/status.h tl.h
@@ -74,15 +64,4 @@ coll ZSH_LAYER_FLAGS_COLL task/task.h optim/optim_impl.h
 zero ZSH_LAYER_FLAGS_ZERO optim/optim_impl.h comm/comm.h
 PROBES
 
-total=$((passed + failed + skipped))
-echo "[  PASSED  ] $passed tests."
-[ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-if [ "$total" != "$expected" ]; then
-    echo "[  FAILED  ] layers.reported_every_check: $total results, expected $expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
-exit 0
+results_end

@@ -1,17 +1,16 @@
 #!/bin/bash
 # What the simulated cluster's test scripts share (sourced after cluster.sh):
 # a log directory and the traps that remove the cluster with it,
-# GoogleTest-style results that tests/run_all.sh counts, and a
-# torchrun-style launch of one rank per node argument.
+# GoogleTest-style results that tests/run_all.sh counts (tests/harness/results.sh),
+# and a torchrun-style launch of one rank per node argument.
+
+# shellcheck source=../../harness/results.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../harness/results.sh"
 
 # cases_begin SUITE: results are SUITE.NAME; sets $log and the traps. The
-# caller sets $expected, the number of results it will report.
+# caller sets $results_expected, the number of results it will report.
 cases_begin() {
-    suite=$1
-    passed=0
-    failed=0
-    skipped=0
-    expected=0
+    results_begin "$1" 0
     log=$(mktemp -d)
     # cluster.sh reads it: the traps below remove the cluster.
     # shellcheck disable=SC2034
@@ -19,21 +18,6 @@ cases_begin() {
     trap 'cluster_destroy; rm -rf "$log"' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
-}
-
-ok() { echo "[       OK ] $suite.$1"; passed=$((passed + 1)); }
-fail() { echo "[  FAILED  ] $suite.$1"; shift; [ $# -gt 0 ] && printf '  %s\n' "$@"; failed=$((failed + 1)); }
-
-# The summary; false if anything failed or a result is missing.
-summary() {
-    if [ $((passed + failed + skipped)) != "$expected" ]; then
-        echo "[  FAILED  ] $suite: $((passed + failed + skipped)) results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ $failed = 0 ]
 }
 
 # launch_env NODES...: one rank per argument (its node), torchrun-style,

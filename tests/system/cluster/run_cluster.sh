@@ -29,22 +29,21 @@ shapes=("2 2" "2 2 1" "1 1")
 # cases and the rate limit.
 hier_env=(ZSH_ALLGATHER_ALGO=hier ZSH_REDUCE_SCATTER_ALGO=hier ZSH_ALLREDUCE_ALGO=hier
     ZSH_BROADCAST_ALGO=hier ZSH_BARRIER_ALGO=hier)
-expected=$((${#shapes[@]} * 6 + 3))
+results_expected=$((${#shapes[@]} * 6 + 3))
 
 if why=$(cluster_unsupported); then
     for shape in "${shapes[@]}"; do
         for mode in block rr; do
             for launch in env_bootstrap mpirun hier_env_bootstrap; do
-                echo "[  SKIPPED ] cluster.every_collective_across_nodes_under_$launch/${mode}_${shape// /_} ($why)"
+                result_skip "every_collective_across_nodes_under_$launch/${mode}_${shape// /_}" "$why"
             done
         done
     done
     for name in traffic_between_nodes_crosses_their_links node_local_shortcuts_follow_the_rank_map \
         links_are_rate_limited_in_both_directions; do
-        echo "[  SKIPPED ] cluster.$name ($why)"
+        result_skip "$name" "$why"
     done
-    skipped=$expected
-    summary
+    results_end
     exit 77
 fi
 
@@ -106,12 +105,10 @@ check() {
             errs+=("rank $r: expected $want_local rank(s) on its node: $(grep 'rank(s) on a node' "$log/out.$r")")
         fi
     done
-    if [ ${#errs[@]} = 0 ]; then
-        ok "$name"
-    else
-        [ -s "$log/mpirun.out" ] && errs+=("mpirun: $(tail -5 "$log/mpirun.out")")
-        fail "$name" "${errs[@]}"
+    if [ ${#errs[@]} -gt 0 ] && [ -s "$log/mpirun.out" ]; then
+        errs+=("mpirun: $(tail -5 "$log/mpirun.out")")
     fi
+    result "$name" "${errs[@]}"
 }
 
 for shape in "${shapes[@]}"; do
@@ -121,7 +118,7 @@ for shape in "${shapes[@]}"; do
     if ! cluster_create "$k" >"$log/create.out" 2>&1; then
         for mode in block rr; do
             for launch in env_bootstrap mpirun hier_env_bootstrap; do
-                fail "every_collective_across_nodes_under_$launch/${mode}_$tag" \
+                result_as FAILED "every_collective_across_nodes_under_$launch/${mode}_$tag" \
                     "cluster_create $k: $(cat "$log/create.out")"
             done
         done
@@ -152,7 +149,7 @@ done
 link_case() {
     local name=$1 ipc=$2 env=$3 before calls need n rx errs=()
     if ! CLUSTER_IPC=$ipc cluster_create 2 >"$log/create.out" 2>&1; then
-        fail "$name" "cluster_create 2: $(cat "$log/create.out")"
+        result_as FAILED "$name" "cluster_create 2: $(cat "$log/create.out")"
         return
     fi
     for n in 0 1; do before[n]=$(cluster_bytes "$n"); done
@@ -174,7 +171,7 @@ link_case() {
     for r in 0 1 2 3; do
         [ "$(cat "$log/rc.$r")" = 0 ] || errs+=("rank $r exited $(cat "$log/rc.$r"): $(grep -v DEBUG "$log/out.$r" | tail -3)")
     done
-    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+    result "$name" "${errs[@]}"
     cluster_destroy
 }
 
@@ -193,7 +190,7 @@ link_case "node_local_shortcuts_follow_the_rank_map" 0 "UCX_TLS=^sm ZSH_CMA=1 ZS
 rate_case() {
     local name=links_are_rate_limited_in_both_directions before us n rx errs=()
     if ! cluster_create 2 100mbit >"$log/create.out" 2>&1; then
-        fail "$name" "cluster_create 2 100mbit: $(cat "$log/create.out")"
+        result_as FAILED "$name" "cluster_create 2 100mbit: $(cat "$log/create.out")"
         return
     fi
     for n in 0 1; do before[n]=$(cluster_bytes "$n"); done
@@ -214,9 +211,9 @@ rate_case() {
     for r in 0 1; do
         [ "$(cat "$log/rc.$r")" = 0 ] || errs+=("rank $r exited $(cat "$log/rc.$r"): $(grep -v DEBUG "$log/out.$r" | tail -3)")
     done
-    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+    result "$name" "${errs[@]}"
     cluster_destroy
 }
 rate_case
 
-summary
+results_end

@@ -35,14 +35,13 @@ K=4
 np=4
 names=(block_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without
        round_robin_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without)
-expected=${#names[@]}
+results_expected=${#names[@]}
 
 if why=$(cluster_unsupported); then
     for name in "${names[@]}"; do
-        echo "[  SKIPPED ] cluster_hpz.$name ($why)"
+        result_skip "$name" "$why"
     done
-    skipped=$expected
-    summary
+    results_end
     exit 77
 fi
 
@@ -97,17 +96,17 @@ hpz_case() {
     fi
     grep -q "hpz: groups of 2" "$log/train.$((K + 1)).auto" ||
         errs+=("zsh_train did not report hpZ in groups of 2: $(grep cross-node "$log/train.$((K + 1)).auto")")
-    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+    result "$name" "${errs[@]}"
 }
 
 if ! cluster_create 2 >"$log/create.out" 2>&1; then
     for name in "${names[@]}"; do
-        fail "$name" "cluster_create 2: $(cat "$log/create.out")"
+        result_as FAILED "$name" "cluster_create 2: $(cat "$log/create.out")"
     done
-    summary
+    results_end
     exit 1
 fi
 hpz_case "${names[0]}" 0 0 1 1
 hpz_case "${names[1]}" 0 1 0 1
 cluster_destroy
-summary
+results_end

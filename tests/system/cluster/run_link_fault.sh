@@ -35,7 +35,7 @@ exit_cap=$((bound + slack + 12))
 hard_cap=$((exit_cap + 20))
 # "NODES_OF_RANKS:TRIALS": the node of each rank, and how many trials.
 shapes=("0 0 1 1:${LINK_FAULT_TRIALS:-5}" "0 0 1 2:${LINK_FAULT_TRIALS_3:-2}")
-for s in "${shapes[@]}"; do expected=$((expected + ${s#*:})); done
+for s in "${shapes[@]}"; do results_expected=$((results_expected + ${s#*:})); done
 
 name_of() {
     local nodes=$1 trial=$2 k counts
@@ -47,11 +47,10 @@ name_of() {
 if why=$(cluster_unsupported); then
     for s in "${shapes[@]}"; do
         for ((t = 1; t <= ${s#*:}; t++)); do
-            echo "[  SKIPPED ] cluster.$(name_of "${s%:*}" "$t") ($why)"
+            result_skip "$(name_of "${s%:*}" "$t")" "$why"
         done
     done
-    skipped=$expected
-    summary
+    results_end
     exit 77
 fi
 
@@ -77,7 +76,7 @@ trial() {
     k=$(($(printf '%s\n' "${nodes[@]}" | sort -u | wc -l)))
     victim=$((k - 1))
     if ! cluster_create "$k" 1gbit >"$log/create.out" 2>&1; then
-        fail "$name" "cluster_create $k: $(cat "$log/create.out")"
+        result_as FAILED "$name" "cluster_create $k: $(cat "$log/create.out")"
         return
     fi
     rm -f "$log"/out.* "$log"/rc.* "$log"/end.*
@@ -166,7 +165,7 @@ trial() {
     if [ -n "${LINK_FAULT_KEEP:-}" ]; then
         mkdir -p "$LINK_FAULT_KEEP/${name##*/}" && cp "$log"/out.* "$LINK_FAULT_KEEP/${name##*/}/"
     fi
-    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+    result "$name" "${errs[@]}"
     cluster_destroy
 }
 
@@ -176,4 +175,4 @@ for s in "${shapes[@]}"; do
         trial "$(name_of "${s%:*}" "$t")" ${s%:*}
     done
 done
-summary
+results_end

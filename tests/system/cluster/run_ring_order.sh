@@ -27,18 +27,17 @@ size=16777216
 np=4
 colls=(allgather reduce_scatter)
 placements=(rr block)
-expected=$((${#colls[@]} * ${#placements[@]}))
+results_expected=$((${#colls[@]} * ${#placements[@]}))
 
 name_of() { echo "${1}_ring_puts_the_node_ordered_bytes_on_each_link/${2}_2x2"; }
 
 if why=$(cluster_unsupported); then
     for coll in "${colls[@]}"; do
         for mode in "${placements[@]}"; do
-            echo "[  SKIPPED ] ring_order.$(name_of "$coll" "$mode") ($why)"
+            result_skip "$(name_of "$coll" "$mode")" "$why"
         done
     done
-    skipped=$expected
-    summary
+    results_end
     exit 77
 fi
 
@@ -68,16 +67,16 @@ ring_case() {
     for r in 0 1 2 3; do
         [ "$(cat "$log/rc.$r" 2>/dev/null)" = 0 ] || errs+=("rank $r exited $(cat "$log/rc.$r" 2>/dev/null): $(tail -3 "$log/out.$r")")
     done
-    if [ ${#errs[@]} = 0 ]; then ok "$name"; else fail "$name" "${errs[@]}"; fi
+    result "$name" "${errs[@]}"
 }
 
 if ! cluster_create 2 >"$log/create.out" 2>&1; then
     for coll in "${colls[@]}"; do
         for mode in "${placements[@]}"; do
-            fail "$(name_of "$coll" "$mode")" "cluster_create 2: $(cat "$log/create.out")"
+            result_as FAILED "$(name_of "$coll" "$mode")" "cluster_create 2: $(cat "$log/create.out")"
         done
     done
-    summary
+    results_end
     exit 1
 fi
 for coll in "${colls[@]}"; do
@@ -86,4 +85,4 @@ for coll in "${colls[@]}"; do
     done
 done
 cluster_destroy
-summary
+results_end

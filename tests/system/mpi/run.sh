@@ -45,29 +45,17 @@ for np in ${ZSH_MPI_TEST_SIZES:-1 2 3 4 5 8}; do
 done
 [ -n "$asan_options" ] && export ASAN_OPTIONS=$asan_options
 # zsh_comm_init() with no torchrun variables: the PMIx launcher's bootstrap.
-passed=0
-failed=0
-for np in 1 3 4; do
-    out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/system/boot/env_rank" 2>&1)
-    if [ "$(echo "$out" | grep -c ": ok$")" = "$np" ]; then
-        echo "[       OK ] boot_pmix.comm_init_under_mpirun_bootstraps_through_pmix/np$np"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] boot_pmix.comm_init_under_mpirun_bootstraps_through_pmix/np$np"
-        echo "$out"
-        failed=$((failed + 1))
-        status=1
-    fi
-done
 # One result per rank count: one that never reported must not pass by its
 # absence. (The gtest jobs above report their own counts, and a job that
 # dies before its summary exits non-zero.)
-expected=3
-if [ $((passed + failed)) != $expected ]; then
-    echo "[  FAILED  ] boot_pmix: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-    status=1
-fi
-echo "[  PASSED  ] $passed tests."
-[ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
+results_begin boot_pmix 3
+for np in 1 3 4; do
+    out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/system/boot/env_rank" 2>&1)
+    if [ "$(echo "$out" | grep -c ": ok$")" = "$np" ]; then
+        result_as OK "comm_init_under_mpirun_bootstraps_through_pmix/np$np"
+    else
+        result_as FAILED "comm_init_under_mpirun_bootstraps_through_pmix/np$np" "$out"
+    fi
+done
+results_end || status=1
 exit $status

@@ -162,8 +162,7 @@ if command -v gnuplot >/dev/null; then
     }
     check plot_script_draws_a_png_from_the_csv plot_ok
 else
-    echo "[  SKIPPED ] zsh_bench.plot_script_draws_a_png_from_the_csv (no gnuplot)"
-    skipped=$((skipped + 1))
+    result_skip plot_script_draws_a_png_from_the_csv "no gnuplot"
 fi
 
 # Bad options: a non-zero exit and a message naming the problem. A lone

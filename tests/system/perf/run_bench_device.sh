@@ -10,33 +10,12 @@
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/perf/zsh_bench"
-SUITE=zsh_bench_device
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-passed=0
-failed=0
-skipped=0
-
-result() { # OK|FAILED|SKIPPED NAME [DETAIL]
-    case $1 in
-    OK) echo "[       OK ] $SUITE.$2"; passed=$((passed + 1)) ;;
-    SKIPPED) echo "[  SKIPPED ] $SUITE.$2 (${3:-})"; skipped=$((skipped + 1)); return ;;
-    *) echo "[  FAILED  ] $SUITE.$2"; failed=$((failed + 1)) ;;
-    esac
-    [ -n "${3:-}" ] && echo "$3" | sed 's/^/    /'
-    return 0
-}
-
-# A pass needs COMMAND to exit 0 and print nothing.
-check() { # NAME COMMAND...
-    local name=$1 detail
-    shift
-    if detail=$("$@" 2>&1) && [ -z "$detail" ]; then
-        result OK "$name"
-    else
-        result FAILED "$name" "${detail:-$1 failed without printing why}"
-    fi
-}
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+# The host case, the no-device case, 6 device collectives and 3 refused options.
+results_begin zsh_bench_device $((1 + 1 + 6 + 3))
 
 bench() { # FILE ARGS...: one rank; output in FILE, standard error in FILE.err; its exit status
     local file=$1
@@ -59,7 +38,7 @@ host_default_ok() {
     grep -q '^# Device' "$t" && { echo "a '# Device' line on the host"; return 1; }
     [ "$(grep -v '^#' "$t" | awk '$NF == "Pass"' | wc -l)" = 3 ] || { echo "not 3 rows that pass:"; cat "$t"; return 1; }
 }
-check device_host_runs_and_validates_where_cuda_has_no_device host_default_ok
+result_check device_host_runs_and_validates_where_cuda_has_no_device host_default_ok
 
 # Without a device (or without the build for one): exit 2 and a message that
 # names the reason, before any row.
@@ -78,9 +57,9 @@ no_device_ok() {
     return 0
 }
 if [ $gpu = 0 ]; then
-    check device_cuda_without_a_device_exits_2_naming_why no_device_ok
+    result_check device_cuda_without_a_device_exits_2_naming_why no_device_ok
 else
-    result SKIPPED device_cuda_without_a_device_exits_2_naming_why "a GPU is visible"
+    result_skip device_cuda_without_a_device_exits_2_naming_why "a GPU is visible"
 fi
 
 # With a GPU: OSU's columns, then NCCL's latency, busbw and the ratio; every
@@ -103,11 +82,11 @@ device_ok() { # COLL DTYPE
 for spec in allgather:fp32 reduce_scatter:fp32 allreduce:fp32 broadcast:fp32 allreduce:bf16 allreduce:int64; do
     name="device_cuda_${spec%%:*}_${spec##*:}_prints_zsh_and_nccl_columns_and_validates"
     if [ $gpu = 1 ]; then
-        check "$name" device_ok "${spec%%:*}" "${spec##*:}"
+        result_check "$name" device_ok "${spec%%:*}" "${spec##*:}"
     elif [ $built = 0 ]; then
-        result SKIPPED "$name" "built without CUDA/NCCL"
+        result_skip "$name" "built without CUDA/NCCL"
     else
-        result SKIPPED "$name" "no GPU visible (nvidia-smi -L lists none)"
+        result_skip "$name" "no GPU visible (nvidia-smi -L lists none)"
     fi
 done
 
@@ -120,27 +99,15 @@ bad_ok() { # EXPECTED ARGS...
     [ $rc = 2 ] || { echo "'$*' exited $rc, expected 2"; return 1; }
     grep -qF -- "$want" "$t.err" || { echo "'$*': no '$want' in:"; cat "$t.err"; return 1; }
 }
-check device_other_than_host_or_cuda_is_refused bad_ok "--device 'gpu': expected host or cuda" allreduce --device gpu
+result_check device_other_than_host_or_cuda_is_refused bad_ok "--device 'gpu': expected host or cuda" allreduce --device gpu
 if [ $built = 1 ]; then
-    check device_cuda_refuses_baseline_mpi bad_ok "--baseline mpi is for host buffers" \
+    result_check device_cuda_refuses_baseline_mpi bad_ok "--baseline mpi is for host buffers" \
         allreduce --device cuda --baseline mpi
-    check device_cuda_refuses_cold bad_ok "--cold rotates through the host's last-level cache" \
+    result_check device_cuda_refuses_cold bad_ok "--cold rotates through the host's last-level cache" \
         allreduce --device cuda --cold
 else
-    result SKIPPED device_cuda_refuses_baseline_mpi "built without CUDA/NCCL"
-    result SKIPPED device_cuda_refuses_cold "built without CUDA/NCCL"
+    result_skip device_cuda_refuses_baseline_mpi "built without CUDA/NCCL"
+    result_skip device_cuda_refuses_cold "built without CUDA/NCCL"
 fi
 
-expected=$((1 + 1 + 6 + 3))
-reported=$((passed + failed + skipped))
-if [ "$reported" != "$expected" ]; then
-    echo "[  FAILED  ] $SUITE: $reported results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-echo "[  PASSED  ] $passed tests."
-[ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
-exit 0
+results_end

@@ -16,8 +16,7 @@ expected=3
 if ! command -v fio >/dev/null; then
     for name in small_run_reports_the_split_the_rss_and_the_disk_bound_and_cleans_up \
         stopped_run_removes_its_files bad_options_are_refused; do
-        echo "[  SKIPPED ] $SUITE.$name (fio is not installed: the script measures the disk with it)"
-        skipped=$((skipped + 1))
+        result_skip "$name" "fio is not installed: the script measures the disk with it"
     done
     summary
 fi

@@ -11,23 +11,11 @@
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/perf/zsh_optim_bench"
-expected=5
-passed=0
-failed=0
-skipped=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-result() { # NAME DETAIL: DETAIL empty is a pass
-    if [ -z "$2" ]; then
-        echo "[       OK ] zsh_optim_bench.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] zsh_optim_bench.$1"
-        echo "$2" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+results_begin zsh_optim_bench 5
 
 table() {
     timeout 120 "$prog" -n 1k,3000 -i 3 >"$tmp/out" 2>"$tmp/err" || { echo "exit $?: $(cat "$tmp/err")"; return; }
@@ -118,19 +106,8 @@ device() {
 }
 out=$(device)
 case $out in
-SKIP:*) echo "[  SKIPPED ] zsh_optim_bench.device_cuda_rows_have_the_copy_as_their_bound"
-        echo "    ${out#SKIP: }"
-        skipped=$((skipped + 1)) ;;
+SKIP:*) result_skip device_cuda_rows_have_the_copy_as_their_bound "${out#SKIP: }" ;;
 *) result device_cuda_rows_have_the_copy_as_their_bound "$out" ;;
 esac
 
-echo "[  PASSED  ] $passed tests."
-[ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-if [ $((passed + failed + skipped)) != "$expected" ]; then
-    echo "[  FAILED  ] zsh_optim_bench: $((passed + failed + skipped)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
+results_end

@@ -2,8 +2,8 @@
 # rank with the torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR,
 # MASTER_PORT on a free port) and the build tree's package on PYTHONPATH, and
 # merge the ranks' "RESULT <case> OK|FAILED|SKIPPED ..." lines into
-# GoogleTest-style ones that tests/run_all.sh counts: a case passes when every
-# rank reports it passed.
+# GoogleTest-style ones that tests/run_all.sh counts (tests/harness/results.sh):
+# a case passes when every rank reports it passed.
 #
 #   py_setup SUITE MODULES   find the interpreter importing MODULES (and
 #                            zeroshard); exits 77 with a SKIPPED line when the
@@ -14,26 +14,26 @@
 #                            or the module-level list LIST
 #   py_job TAG N WANT ARGS   start N ranks of "$python ARGS", each of which must
 #                            print WANT RESULT lines; cases are named SUITE/TAG.case
-#   py_summary               the totals; its status is the script's
+#   py_summary               the totals (results_end); its status is the script's
 builddir=${abs_top_builddir:-$(pwd)}
 srcdir=${abs_top_srcdir:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
 pkg=$builddir/python
-passed=0
-failed=0
-skipped=0
+# shellcheck source=../../harness/results.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../harness/results.sh"
 
-py_skip_all() { # SUITE WHY
-    echo "[  SKIPPED ] $1.all ($2)"
-    echo "[  PASSED  ] 0 tests."
-    echo "[  SKIPPED ] 1 test, listed above"
+py_skip_all() { # WHY
+    result_skip all "$1"
+    results_end
     exit 77
 }
 
 py_setup() { # SUITE MODULES
     suite=$1
     local modules=$2 p
+    # The cases are only known as the ranks report them: no count to check.
+    results_begin "$suite"
     if [ ! -f "$pkg/zeroshard/_zeroshard.so" ]; then
-        py_skip_all "$suite" "the package zeroshard is not built: see configure's 'Python' line"
+        py_skip_all "the package zeroshard is not built: see configure's 'Python' line"
     fi
     # The interpreter the package was built for: $PYTHON (configure's), then
     # /usr/bin/python3, then python3.
@@ -46,12 +46,11 @@ py_setup() { # SUITE MODULES
         fi
     done
     if [ -z "$python" ] && [[ ",$modules," == *,torch,* ]]; then
-        py_skip_all "$suite" "no interpreter of \$PYTHON='${PYTHON:-}', /usr/bin/python3, python3 imports torch"
+        py_skip_all "no interpreter of \$PYTHON='${PYTHON:-}', /usr/bin/python3, python3 imports torch"
     fi
     if [ -z "$python" ]; then
-        echo "[  FAILED  ] $suite.interpreter (no interpreter of \$PYTHON='${PYTHON:-}', /usr/bin/python3, python3 imports $modules and zeroshard from $pkg)"
-        echo "[  PASSED  ] 0 tests."
-        echo "[  FAILED  ] 1 test, listed above"
+        result_as FAILED interpreter "no interpreter of \$PYTHON='${PYTHON:-}', /usr/bin/python3, python3 imports $modules and zeroshard from $pkg"
+        results_end
         exit 1
     fi
     echo "interpreter: $python ($("$python" -c 'import sys; print(sys.version.split()[0])'))," \
@@ -83,6 +82,7 @@ py_job() { # TAG N WANT ARGS...
             >"$log/out.$tag.$r" 2>&1 &
     done
     wait
+    results_suite=$suite/$tag
     # The cases, in the order the ranks reported them (rank 0's, then any other's).
     for name in $(cat "$log/out.$tag".* | sed -n 's/^RESULT \([^ ]*\) .*/\1/p' | awk '!seen[$0]++'); do
         local status=OK why=
@@ -92,21 +92,16 @@ py_job() { # TAG N WANT ARGS...
             case $line in
             "RESULT $name OK"*) ;;
             "RESULT $name SKIPPED"*) [ $status = OK ] && status=SKIPPED && why=${line#RESULT $name SKIPPED } ;;
-            *) status=FAILED; line=${line#RESULT $name }; why="$why rank $r: ${line:-no result}" ;;
+            *) status=FAILED; line=${line#RESULT $name }; why+=$'\n'"rank $r: ${line:-no result}" ;;
             esac
         done
-        case $status in
-        OK) echo "[       OK ] $suite/$tag.$name"; passed=$((passed + 1)) ;;
-        SKIPPED) echo "[  SKIPPED ] $suite/$tag.$name ($why)"; skipped=$((skipped + 1)) ;;
-        FAILED) echo "[  FAILED  ] $suite/$tag.$name:$why"; failed=$((failed + 1)) ;;
-        esac
+        result_as "$status" "$name" "${why#$'\n'}"
     done
     # Every rank ran every case and exited.
     for ((r = 0; r < n; r++)); do
         if [ "$(grep -c '^RESULT ' "$log/out.$tag.$r")" != "$want" ]; then
-            echo "[  FAILED  ] $suite/$tag.rank_${r}_reported_every_case ($want expected); its output:"
-            sed 's/^/    /' "$log/out.$tag.$r" | tail -40
-            failed=$((failed + 1))
+            result_as FAILED "rank_${r}_reported_every_case" \
+                "$want results expected; its output:"$'\n'"$(tail -40 "$log/out.$tag.$r")"
         fi
     done
     if [ "$failed" -gt "$before" ]; then
@@ -118,8 +113,5 @@ py_job() { # TAG N WANT ARGS...
 }
 
 py_summary() {
-    echo "[  PASSED  ] $passed tests."
-    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ "$failed" = 0 ]
+    results_end
 }

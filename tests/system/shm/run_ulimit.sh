@@ -33,8 +33,7 @@ job_fits() { # NP LIMIT_KIB
 if grep -qa __asan_init "$prog" "$(dirname "$prog")/.libs/"*shm_rank 2>/dev/null; then
     for name in eight_ranks_run_collectives_under_ulimit_v_2000000 \
                 four_ranks_run_collectives_under_ulimit_v_1000000; do
-        echo "[  SKIPPED ] $SUITE.$name (AddressSanitizer's shadow memory needs more address space than any ulimit -v leaves)"
-        skipped=$((skipped + 1))
+        result_skip "$name" "AddressSanitizer's shadow memory needs more address space than any ulimit -v leaves"
     done
 else
     check eight_ranks_run_collectives_under_ulimit_v_2000000 job_fits 8 2000000

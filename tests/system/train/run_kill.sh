@@ -14,17 +14,11 @@
 set -u
 top_builddir=${top_builddir:-.}
 prog="$top_builddir/tools/zsh_train"
-SUITE=zsh_train_kill
 nranks=2
 ranks=(0 1)
 # Seconds a collective of the killed job waits for a dead peer before it
 # fails; the other jobs are not hurried.
 timeout_s=5
-# Four results per case, the survivor's in the one-rank case, and the
-# failed setup.
-expected=10
-passed=0
-failed=0
 again_steps=100
 model=(--stage 3 --offload-optimizer nvme --offload-params nvme --hidden 64 --layers 2)
 held=()
@@ -35,6 +29,11 @@ tmp=$(mktemp -d)
 . "$(dirname "$0")/../../harness/free_port.sh"
 # shellcheck source=../../harness/poll.sh
 . "$(dirname "$0")/../../harness/poll.sh"
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+# Four results per case, the survivor's in the one-rank case, and the
+# failed setup.
+results_begin zsh_train_kill 10
 
 # Every rank process started has a pid file, and an rc file once it ended:
 # those without an rc file are still running and are killed.
@@ -49,19 +48,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-
-result() { # NAME DETAIL: DETAIL empty (or blank lines) is a pass
-    local detail
-    detail=$(echo "$2" | sed '/^[[:space:]]*$/d')
-    if [ -z "$detail" ]; then
-        echo "[       OK ] $SUITE.$1"
-        passed=$((passed + 1))
-    else
-        echo "[  FAILED  ] $SUITE.$1"
-        echo "$detail" | sed 's/^/    /'
-        failed=$((failed + 1))
-    fi
-}
 
 ended() { # TAG RANK...: every RANK of job TAG has exited
     local tag=$1 r
@@ -375,13 +361,4 @@ setup_fails() {
 setup_fails >"$tmp/why.setup"
 result a_rank_whose_setup_fails_stops_the_job_at_once_and_no_rank_leaves_files "$(cat "$tmp/why.setup")"
 
-if [ $((passed + failed)) != $expected ]; then
-    echo "[  FAILED  ] $SUITE: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-echo "[  PASSED  ] $passed tests."
-if [ $failed -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
-exit 0
+results_end
