@@ -20,8 +20,7 @@ results_begin gpu_script 4
 
 # 1. No GPU here: the script stops at its first step.
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    echo "[  SKIPPED ] gpu_script.without_a_gpu_the_run_fails_before_building (a GPU is visible)"
-    results_expected=$((results_expected - 1))
+    result_skip without_a_gpu_the_run_fails_before_building "a GPU is visible"
 else
     out=$(ZSH_GPU_DEBS=$tmp/none ZSH_GPU_BUILD=$tmp/build bash "$srcdir/tests/system/gpu/run.sh" \
         "$tmp/out" 2>&1)

@@ -50,11 +50,12 @@ done
 # dies before its summary exits non-zero.)
 results_begin boot_pmix 3
 for np in 1 3 4; do
-    out=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/system/boot/env_rank" 2>&1)
-    if [ "$(echo "$out" | grep -c ": ok$")" = "$np" ]; then
+    # Not $out: that is mpirun_script.sh's temporary folder, which its exit trap removes.
+    said=$(timeout 120 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/system/boot/env_rank" 2>&1)
+    if [ "$(echo "$said" | grep -c ": ok$")" = "$np" ]; then
         result_as OK "comm_init_under_mpirun_bootstraps_through_pmix/np$np"
     else
-        result_as FAILED "comm_init_under_mpirun_bootstraps_through_pmix/np$np" "$out"
+        result_as FAILED "comm_init_under_mpirun_bootstraps_through_pmix/np$np" "$said"
     fi
 done
 results_end || status=1
