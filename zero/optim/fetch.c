@@ -99,7 +99,7 @@ static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b
             zsh_optim_bounce_put(opt, b);
         }
         zsh_comm_abort(opt->comm);
-        return (opt->tiers.failed != ZSH_OK) ? zsh_tier_check(opt, "reading a parameter shard")
+        return zsh_sticky_failed(&opt->tiers.failed) ? zsh_tier_check(opt, "reading a parameter shard")
                                              : status;
     }
     return ZSH_OK;

@@ -256,7 +256,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
         region = zsh_obucket_region(opt, b);
         /* The buffers every step's reductions use: after a failed one its
          * transfers may still write them. */
-        comm = (opt->comm_failed != ZSH_OK) ? opt->comm : NULL;
+        comm = zsh_sticky_failed(&opt->comm_failed) ? opt->comm : NULL;
         zsh_account_free_buffer(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
                                 ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
                                     opt->esize, comm);

@@ -248,23 +248,21 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
 
 zsh_status_t zsh_optim_comm_status(zsh_optim_t *opt, zsh_status_t status)
 {
-    if ((status != ZSH_OK) && (status != ZSH_INPROGRESS) && (status != ZSH_ERR_INVALID_ARG) &&
-        (opt->comm_failed == ZSH_OK)) {
-        opt->comm_failed = status;
-        snprintf(opt->comm_failed_msg, sizeof(opt->comm_failed_msg), "%s", zsh_last_error());
+    if ((status != ZSH_INPROGRESS) && (status != ZSH_ERR_INVALID_ARG)) {
+        zsh_sticky_set(&opt->comm_failed, status);
     }
     return status;
 }
 
 zsh_status_t zsh_optim_comm_check(const zsh_optim_t *opt, const char *fn)
 {
-    if (opt->comm_failed == ZSH_OK) {
+    if (!zsh_sticky_failed(&opt->comm_failed)) {
         return ZSH_OK;
     }
-    return zsh_error(opt->comm_failed,
+    return zsh_error(opt->comm_failed.status,
                      "%s: a collective of this optimizer failed (%s), so the ranks' parameters "
                      "and states no longer agree: destroy the optimizer and its communicator, "
-                     "and resume from a checkpoint", fn, opt->comm_failed_msg);
+                     "and resume from a checkpoint", fn, opt->comm_failed.msg);
 }
 
 void zsh_optim_destroy(zsh_optim_t *opt)

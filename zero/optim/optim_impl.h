@@ -11,6 +11,7 @@
 #ifndef ZSH_OPTIM_OPTIM_IMPL_H_
 #define ZSH_OPTIM_OPTIM_IMPL_H_
 
+#include "core/sticky.h"
 #include "mem/account.h"
 #include "optim/prefetch.h"
 #include "optim/rule.h"
@@ -132,8 +133,7 @@ struct zsh_optim {
     bool               has_master;      /* fp32 master weights: mixed precision, or the device's
                                            states offloaded to the host */
     zsh_devopt_t       dev;
-    zsh_status_t       comm_failed;     /* the first failed collective, sticky */
-    char               comm_failed_msg[768];
+    zsh_sticky_t       comm_failed;     /* the first failed collective */
 };
 
 /* Record the status of one of the optimizer's collectives and return it:

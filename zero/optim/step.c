@@ -178,7 +178,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     if (status == ZSH_OK) {
         status = zsh_optim_grad_factor(opt, &mul, &skip);
     }
-    if ((status != ZSH_OK) && (opt->tiers.failed != ZSH_OK)) {
+    if ((status != ZSH_OK) && zsh_sticky_failed(&opt->tiers.failed)) {
         zsh_optim_step_undo(opt, status); /* nothing to put back yet: it says so */
         return status;
     }

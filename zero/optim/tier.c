@@ -199,10 +199,7 @@ void zsh_tier_teardown(zsh_optim_t *opt)
 
 void zsh_tier_fail(zsh_optim_t *opt, zsh_status_t status)
 {
-    if (opt->tiers.failed == ZSH_OK) {
-        opt->tiers.failed = status;
-        snprintf(opt->tiers.failed_msg, sizeof(opt->tiers.failed_msg), "%s", zsh_last_error());
-    }
+    zsh_sticky_set(&opt->tiers.failed, status);
 }
 
 zsh_status_t zsh_tier_io(zsh_optim_t *opt, zsh_tkind_t kind, bool write, size_t felem, void *buf,
@@ -240,15 +237,15 @@ zsh_status_t zsh_tier_wait(zsh_optim_t *opt, zsh_aio_req_t **req_p)
 
 zsh_status_t zsh_tier_check(zsh_optim_t *opt, const char *fn)
 {
-    if (opt->tiers.failed == ZSH_OK) {
+    if (!zsh_sticky_failed(&opt->tiers.failed)) {
         return ZSH_OK;
     }
     if (fn == NULL) {
-        return opt->tiers.failed;
+        return opt->tiers.failed.status;
     }
-    return zsh_error(opt->tiers.failed,
+    return zsh_error(opt->tiers.failed.status,
                      "%s: the NVMe tier failed, and the state in its files may be partly "
-                     "updated: %s", fn, opt->tiers.failed_msg);
+                     "updated: %s", fn, opt->tiers.failed.msg);
 }
 
 zsh_status_t zsh_tier_agree(zsh_optim_t *opt, const char *fn)
@@ -259,7 +256,7 @@ zsh_status_t zsh_tier_agree(zsh_optim_t *opt, const char *fn)
     if (opt->tiers.aio == NULL) {
         return ZSH_OK;
     }
-    mine   = (opt->tiers.failed != ZSH_OK) ? opt->rank + 1 : 0;
+    mine   = zsh_sticky_failed(&opt->tiers.failed) ? opt->rank + 1 : 0;
     status = zsh_optim_comm_status(opt,
                                    zsh_allreduce(&mine, &any, 1, ZSH_INT32, ZSH_MAX, opt->comm));
     if (status != ZSH_OK) {

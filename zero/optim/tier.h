@@ -13,6 +13,7 @@
 #define ZSH_OPTIM_TIER_H_
 
 #include "aio/aio.h"
+#include "core/sticky.h"
 #include "mem/account.h"
 #include "mem/pool.h"
 
@@ -52,9 +53,8 @@ typedef struct zsh_tiers {
                                           * has changed, from the first */
     zsh_pool_t      pool;                /* the NVMe tier's host buffers */
     zsh_account_t   host;                /* model state in the host tier */
-    zsh_status_t    failed;              /* the first I/O failure, sticky */
+    zsh_sticky_t    failed;              /* the first I/O failure */
     bool            agreed;              /* every rank knows a rank's tier failed */
-    char            failed_msg[768];
 } zsh_tiers_t;
 
 #endif
