@@ -137,17 +137,26 @@ static void zsh_optim_step_undo(zsh_optim_t *opt, zsh_status_t status)
               "(%s): %s", opt->stats.steps + 1, undo, why);
 }
 
+/* How far a failed step got, which says what its one failure exit undoes. */
+typedef enum zsh_step_phase {
+    ZSH_STEP_PREPARING, /* waiting for gradients, agreeing, scaling: nothing updated */
+    ZSH_STEP_SWAPPING,  /* the NVMe tier's sub-groups: parameters in memory may be updated */
+    ZSH_STEP_UPDATING   /* the buckets in memory or on the device */
+} zsh_step_phase_t;
+
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
 {
+    zsh_step_phase_t phase = ZSH_STEP_PREPARING;
     zsh_update_t u;
     zsh_status_t status;
-    bool skip;
+    bool skip = false;
     float mul;
     size_t i;
 
     if (opt == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_step: opt is NULL");
     }
+    /* Refused before it starts: nothing to undo, and the message is the check's. */
     status = zsh_optim_setup(opt);
     if (status == ZSH_OK) {
         status = zsh_optim_comm_check(opt, "zsh_optim_step");
@@ -178,13 +187,8 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     if (status == ZSH_OK) {
         status = zsh_optim_grad_factor(opt, &mul, &skip);
     }
-    if ((status != ZSH_OK) && zsh_sticky_failed(&opt->tiers.failed)) {
-        zsh_optim_step_undo(opt, status); /* nothing to put back yet: it says so */
-        return status;
-    }
     if (status != ZSH_OK) {
-        zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
-        return status;
+        goto failed;
     }
     if (skip) {
         opt->stats.skipped_steps++;
@@ -194,17 +198,17 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         if (opt->tiers.aio != NULL) {
             /* A failure of the tier's is agreed on by every rank; one of
              * the device's aborted the communicator already. */
-            zsh_status_t swapped = zsh_optim_swap_step(opt, &u);
+            zsh_status_t swapped;
 
-            status = zsh_tier_agree(opt, "zsh_optim_step");
-            status = (status == ZSH_OK) ? swapped : status;
+            phase   = ZSH_STEP_SWAPPING;
+            swapped = zsh_optim_swap_step(opt, &u);
+            status  = zsh_tier_agree(opt, "zsh_optim_step");
+            status  = (status == ZSH_OK) ? swapped : status;
             if (status != ZSH_OK) {
-                zsh_optim_dev_close_step(opt); /* no copy up outlives the step */
-                (void)zsh_optim_dev_sync(opt);
-                zsh_optim_step_undo(opt, status);
-                return status;
+                goto failed;
             }
         }
+        phase = ZSH_STEP_UPDATING;
         for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
             status = zsh_optim_step_bucket(opt, &opt->buckets[i], &u);
         }
@@ -214,8 +218,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         }
         zsh_optim_dev_failed(opt, status);
         if (status != ZSH_OK) {
-            zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
-            return status;
+            goto failed;
         }
     }
     zsh_optim_step_close(opt);
@@ -223,4 +226,26 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         *applied_p = !skip;
     }
     return ZSH_OK;
+
+failed:
+    /* The step's one failure exit. A failure of the NVMe tier's, on any rank,
+     * puts the parameters in memory back (and says whether it could); any
+     * other failure is named with the step's number. */
+    switch (phase) {
+    case ZSH_STEP_SWAPPING:
+        zsh_optim_dev_close_step(opt); /* no copy up outlives the step */
+        (void)zsh_optim_dev_sync(opt);
+        zsh_optim_step_undo(opt, status);
+        break;
+    case ZSH_STEP_PREPARING:
+        if (zsh_sticky_failed(&opt->tiers.failed)) {
+            zsh_optim_step_undo(opt, status); /* nothing to put back yet: it says so */
+            break;
+        }
+        /* fall through */
+    case ZSH_STEP_UPDATING:
+        zsh_error_prefix("zsh_optim_step %lu: ", opt->stats.steps + 1);
+        break;
+    }
+    return status;
 }
