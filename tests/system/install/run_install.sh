@@ -266,6 +266,11 @@ zshrun_installed() {
 check install.zshrun_runs_ranks_and_its_man_page_has_every_section_and_option zshrun_installed
 
 # ---- the README's install table, env.sh, the README's examples ----------------
+# covers PATTERN FILE: the install table's PATTERN names FILE.
+covers() {
+    # shellcheck disable=SC2053
+    [[ $2 == $1 ]] || { [[ $1 == */ ]] && [[ $2 == $1* ]]; }
+}
 # The table after <!-- make install --> names every file make install lays
 # out: each cell's `paths` are patterns (<version> the version, python3.X any
 # Python, a trailing / everything under it), every installed file must match
@@ -283,23 +288,12 @@ install_table() {
     files=$(cd "$prefix" && find . \( -type f -o -type l \) | sed 's|^\./||' | LC_ALL=C sort)
     for f in $files; do
         matched=0
-        for pat in $patterns; do
-            # shellcheck disable=SC2053
-            if [[ $f == $pat ]] || { [[ $pat == */ ]] && [[ $f == $pat* ]]; }; then
-                matched=1
-                break
-            fi
-        done
+        for pat in $patterns; do covers "$pat" "$f" && { matched=1; break; }; done
         [ $matched = 1 ] || { echo "installed but not in README.md's table: $f"; ok=1; }
     done
     for pat in $patterns; do
         matched=0
-        for f in $files; do
-            if [[ $f == $pat ]] || { [[ $pat == */ ]] && [[ $f == $pat* ]]; }; then
-                matched=1
-                break
-            fi
-        done
+        for f in $files; do covers "$pat" "$f" && { matched=1; break; }; done
         [ $matched = 1 ] || { echo "in README.md's table but not installed: $pat"; ok=1; }
     done
     return $ok
@@ -347,7 +341,7 @@ check install.env_sh_alone_sets_up_an_empty_environment_and_zsh_info_says_what_i
 # environment, with this test's prefix and N ranks: env.sh, zsh_info -e, the
 # installed examples built and run, each rank printing what it computed.
 readme_run() {
-    local n=$1 script out ok=0 c py
+    local n=$1 script out rc ok=0 c py
     script=$(sh "$srcdir/contrib/readme_examples.sh" "$srcdir/README.md" run) || return 1
     # A README whose commands no longer name the prefix or 2 ranks would run
     # something else than this test means.
@@ -356,8 +350,9 @@ readme_run() {
         { echo "the README's commands changed shape:"; echo "$script"; return 1; }
     script=$(echo "$script" | sed -e "s|/opt/zeroshard/[^/ ]*/|$prefix/|" -e "s/ -np 2 / -np $n /" \
                                   -e "s/ -n 2 / -n $n /")
-    out=$(newcomer "$tmp/readme-$n" timeout 300 bash -e -c "$script" 2>&1) ||
-        { echo "$script"; echo "exited $?:"; echo "$out"; return 1; }
+    out=$(newcomer "$tmp/readme-$n" timeout 300 bash -e -c "$script" 2>&1)
+    rc=$?
+    [ $rc = 0 ] || { echo "$script"; echo "exited $rc:"; echo "$out"; return 1; }
     echo "$out"
     [ "$(echo "$out" | grep -c '^#   [A-Z_]*: ok (')" = $env_checks ] ||
         { echo "zsh_info -e did not find all $env_checks variables set"; ok=1; }

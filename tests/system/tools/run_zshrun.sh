@@ -297,7 +297,7 @@ cores_in() {
     done | sort -u | grep -c .
 }
 bind() {
-    local own cores out n r list numa plan
+    local own cores out n r list numa args
     own=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
     cores=$(cores_in "$own")
     # The plan on made-up machines (hwloc's synthetic topology, reported and
