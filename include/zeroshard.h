@@ -184,12 +184,35 @@ const char *zsh_last_error(void);
  * `RANK`, a process started by a PMIx launcher (mpirun, srun) bootstraps
  * through PMIx instead. `ZSH_BOOTSTRAP=env|pmix` forces one of the two.
  *
+ * A job launched for N ranks never becomes N jobs of one: where
+ * `WORLD_SIZE` and the size an MPI launcher gave the job
+ * (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`) are 1 and above 1, the call fails with
+ * ZSH_ERR_INVALID_ARG, saying which launcher each expects.
+ *
  * Collective over all ranks of the job.
  * @param[out] comm_p The new communicator, set only on success.
  * @return ZSH_OK, or ZSH_ERR_INVALID_ARG naming a missing or malformed
  *         variable, ZSH_ERR_TIMEOUT if the store could not be reached, ...
  */
 zsh_status_t zsh_comm_init(zsh_comm_t **comm_p);
+
+/**
+ * @brief Check that MPI and the torchrun-style environment agree on the
+ *        job's size; zsh_comm_init_mpi() (zeroshard/mpi.h) calls it first.
+ *
+ * A program that bootstraps through MPI but was started by zshrun or
+ * torchrun sees MPI_COMM_WORLD of 1 rank in each of N processes; one started
+ * by mpirun with `WORLD_SIZE=1` left in its environment is the reverse. Both
+ * would run as N jobs of one rank, so both are refused. Local: nothing is
+ * exchanged.
+ * @param[in] mpi_world_size The number of processes in MPI_COMM_WORLD.
+ * @return ZSH_OK, or ZSH_ERR_INVALID_ARG where `WORLD_SIZE` (or
+ *         `ZSH_WORLD_SIZE`) is above 1 and @p mpi_world_size is 1, or 1 and
+ *         @p mpi_world_size above 1, with zsh_last_error() saying which
+ *         launcher each expects; or ZSH_ERR_INVALID_ARG naming a malformed
+ *         bootstrap variable.
+ */
+zsh_status_t zsh_comm_check_mpi_world(int mpi_world_size);
 
 /**
  * @brief Create a communicator with a caller-supplied out-of-band allgather.

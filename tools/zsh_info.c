@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "select/select.h"
 #include "topo/topo.h"
+#include "zsh_info_env.h"
 
 #include <zeroshard.h>
 #include <zeroshard/device.h>
@@ -34,7 +35,8 @@ enum {
     ZSH_INFO_TOPOLOGY = 1u << 3,
     ZSH_INFO_CONFIG   = 1u << 4,
     ZSH_INFO_SELECT   = 1u << 5,
-    ZSH_INFO_ALL      = (1u << 6) - 1
+    ZSH_INFO_ENV      = 1u << 6,
+    ZSH_INFO_ALL      = (1u << 7) - 1
 };
 
 /* What main() should do after parsing the command line. */
@@ -53,6 +55,8 @@ static void zsh_info_usage(FILE *out, const char *prog)
             "                   torchrun or mpirun, rank 0 prints every rank's place)\n"
             "  -c, --config     ZSH_* configuration variables only\n"
             "  -s, --select     the collectives' algorithms and how auto picks one only\n"
+            "  -e, --env        whether this installed copy is on PATH, LD_LIBRARY_PATH,\n"
+            "                   PKG_CONFIG_PATH, PYTHONPATH and MANPATH, and how to set them\n"
             "  -h, --help       this text\n",
             prog);
 }
@@ -63,11 +67,12 @@ static zsh_info_action_t zsh_info_parse_args(int argc, char **argv, unsigned *se
         {"version", no_argument, NULL, 'v'}, {"features", no_argument, NULL, 'f'},
         {"devices", no_argument, NULL, 'd'}, {"topology", no_argument, NULL, 't'},
         {"config", no_argument, NULL, 'c'},  {"select", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},    {NULL, 0, NULL, 0}};
+        {"env", no_argument, NULL, 'e'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     unsigned sections = 0;
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "vfdtcsh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "vfdtcseh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'v': sections |= ZSH_INFO_VERSION; break;
         case 'f': sections |= ZSH_INFO_FEATURES; break;
@@ -75,6 +80,7 @@ static zsh_info_action_t zsh_info_parse_args(int argc, char **argv, unsigned *se
         case 't': sections |= ZSH_INFO_TOPOLOGY; break;
         case 'c': sections |= ZSH_INFO_CONFIG; break;
         case 's': sections |= ZSH_INFO_SELECT; break;
+        case 'e': sections |= ZSH_INFO_ENV; break;
         case 'h': zsh_info_usage(stdout, argv[0]); return ZSH_INFO_EXIT_OK;
         default:  zsh_info_usage(stderr, argv[0]); return ZSH_INFO_EXIT_USAGE;
         }
@@ -376,7 +382,8 @@ int main(int argc, char **argv)
     /* Indexes match the ZSH_INFO_* bits. */
     static int (*const printers[])(void) = {zsh_info_print_version, zsh_info_print_features,
                                             zsh_info_print_devices, zsh_info_print_topology,
-                                            zsh_info_print_config, zsh_info_print_select};
+                                            zsh_info_print_config, zsh_info_print_select,
+                                            zsh_info_print_env};
     unsigned sections = 0, i;
     int failed = 0, printed = 0;
 
@@ -384,6 +391,11 @@ int main(int argc, char **argv)
     case ZSH_INFO_EXIT_OK:    return 0;
     case ZSH_INFO_EXIT_USAGE: return 2;
     case ZSH_INFO_RUN:        break;
+    }
+    /* A newcomer's first zsh_info -v from an installed copy whose directories
+     * are not set says so, not only zsh_info -e. */
+    if (!(sections & ZSH_INFO_ENV)) {
+        zsh_info_env_hint();
     }
     /* A failing section does not stop the others: report all that can be. */
     for (i = 0; i < sizeof(printers) / sizeof(printers[0]); i++) {

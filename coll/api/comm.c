@@ -9,6 +9,7 @@
 #include "api/config.h"
 #include "barrier/barrier.h"
 #include "boot/env.h"
+#include "boot/launcher.h"
 #include "boot/oob.h"
 #include "boot/pmix.h"
 #include "comm/health.h"
@@ -167,6 +168,10 @@ zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
     if (zsh_comm_use_pmix(&boot)) {
         return zsh_comm_init_pmix(&boot, &cfg, comm_p);
     }
+    status = zsh_boot_launcher_check_env(&boot);
+    if (status != ZSH_OK) {
+        return status;
+    }
     status = zsh_boot_env_create(&boot, &oob, &env);
     if (status != ZSH_OK) {
         return status;
@@ -185,6 +190,14 @@ zsh_status_t zsh_comm_init(zsh_comm_t **comm_p)
         return env_status;
     }
     return ZSH_OK;
+}
+
+zsh_status_t zsh_comm_check_mpi_world(int mpi_world_size)
+{
+    zsh_boot_config_t boot;
+    zsh_status_t status = zsh_boot_config_read(&boot);
+
+    return (status == ZSH_OK) ? zsh_boot_launcher_check_mpi(&boot, mpi_world_size) : status;
 }
 
 zsh_status_t zsh_comm_destroy(zsh_comm_t *comm)

@@ -50,17 +50,31 @@ static inline void zsh_mpi_oob_free_(void *req)
  *
  * Collective over @p mpi_comm. Ranks keep their MPI ranks. MPI is used only
  * during this call; @p mpi_comm may be freed afterwards.
+ *
+ * The program must be started by an MPI launcher (mpirun, srun). Under zshrun
+ * or torchrun each process would be an MPI job of one rank, so where
+ * `WORLD_SIZE` says N > 1 and MPI_COMM_WORLD has 1 rank (or the reverse) the
+ * call fails on every process with ZSH_ERR_INVALID_ARG, and zsh_last_error()
+ * says which launcher each expects (zsh_comm_check_mpi_world()).
  * @param[in]  mpi_comm An intracommunicator.
  * @param[out] comm_p   The new communicator, set only on success.
  */
 static inline zsh_status_t zsh_comm_init_mpi(MPI_Comm mpi_comm, zsh_comm_t **comm_p)
 {
+    zsh_status_t status;
     zsh_oob_t oob;
-    int rank, size;
+    int rank, size, world_size;
 
     if ((MPI_Comm_rank(mpi_comm, &rank) != MPI_SUCCESS) ||
-        (MPI_Comm_size(mpi_comm, &size) != MPI_SUCCESS)) {
+        (MPI_Comm_size(mpi_comm, &size) != MPI_SUCCESS) ||
+        (MPI_Comm_size(MPI_COMM_WORLD, &world_size) != MPI_SUCCESS)) {
         return ZSH_ERR_INVALID_ARG;
+    }
+    /* MPI_COMM_WORLD, not mpi_comm: a communicator of one rank is legitimate,
+     * a world of one under a launcher of N is not. */
+    status = zsh_comm_check_mpi_world(world_size);
+    if (status != ZSH_OK) {
+        return status;
     }
     oob.rank      = rank;
     oob.size      = size;

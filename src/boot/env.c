@@ -35,9 +35,7 @@ struct zsh_boot_env {
 
 /* ---- validation ---------------------------------------------------------------- */
 
-/* The variable a message should name for field @name: the one that set it in
- * this environment, else its torchrun name, else its ZSH_ name. */
-static const char *zsh_boot_env_var(const char *name, char *buf, size_t len)
+const char *zsh_boot_env_var(const char *name, char *buf, size_t len)
 {
     const zsh_config_field_t *field = zsh_config_field_find(name, NULL);
     const char *source              = (field != NULL) ? zsh_config_source(field) : NULL;

@@ -11,7 +11,14 @@
 
 #include <zeroshard.h>
 
+#include <stddef.h>
+
 typedef struct zsh_boot_env zsh_boot_env_t;
+
+/* The variable a message should name for the boot config's field @name
+ * ("WORLD_SIZE"): the one that set it in this environment, else its torchrun
+ * name, else its ZSH_ name; written to @buf. */
+const char *zsh_boot_env_var(const char *name, char *buf, size_t len);
 
 /*
  * Validate @cfg (rank, world_size, master_addr, master_port, store_timeout;

@@ -334,6 +334,7 @@ int main(int argc, char **argv)
     zsh_run_loop(&run, streams);
     rc = zsh_run_finish(&run);
 out:
+    zsh_run_bind_free(&run.opts, &run.job);
     free(streams);
     free(run.fds);
     free(run.ranks);

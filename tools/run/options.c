@@ -38,6 +38,10 @@ static void zsh_run_usage(FILE *out)
             "      --no-thp             leave GLIBC_TUNABLES alone (by default, with N above\n"
             "                           1, glibc.malloc.hugetlb=1 is added: transparent huge\n"
             "                           pages for large blocks, faster copies between ranks)\n"
+            "      --bind none|core|numa  bind each rank to a core, or to the cores of a NUMA\n"
+            "                           node, spread over the NUMA nodes (default: core where\n"
+            "                           every rank has a core of its own, else none)\n"
+            "      --report-bindings    say where each rank is bound, on stderr\n"
             "  -h, --help               this text\n"
             "  -V, --version            the ZeroShard version\n"
             "Options with a dash also take torchrun's underscore (--node_rank).\n",
@@ -183,13 +187,15 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         {"grace", required_argument, NULL, 'g'},
         {"no-prefix", no_argument, NULL, 'P'},
         {"no-thp", no_argument, NULL, 'T'},
+        {"bind", required_argument, NULL, 'b'},
+        {"report-bindings", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int opt, rc;
 
     *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .grace = 5.0, .prefix = true,
-                           .thp = true};
+                           .thp = true, .bind = ZSH_RUN_BIND_AUTO};
     /* "+": options end at the program, so its own options are left to it. */
     while ((opt = getopt_long(argc, argv, "+n:hV", longopts, NULL)) != -1) {
         switch (opt) {
@@ -202,6 +208,8 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         case 'g': rc = zsh_run_seconds(optarg, &o->grace); break;
         case 'P': o->prefix = false; rc = 0; break;
         case 'T': o->thp = false; rc = 0; break;
+        case 'b': rc = zsh_run_bind_parse(optarg, &o->bind); break;
+        case 'R': o->report = true; rc = 0; break;
         case 'h': zsh_run_usage(stdout); return 1;
         case 'V': printf("zshrun (ZeroShard) %s\n", ZSH_VERSION_STRING); return 1;
         default: rc = -1; break; /* getopt named the option */

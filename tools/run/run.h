@@ -3,12 +3,14 @@
  * program). It starts N local ranks with the torchrun environment, relays
  * their output line by line with a rank prefix, and stops the job when one
  * rank fails. The pieces: options.c (the command line and the program to
- * run), setup.c (job key, master port, descriptor limit), spawn.c (one
- * rank's process), relay.c (output lines) and main.c (the supervision loop).
+ * run), setup.c (job key, master port, descriptor limit), bind.c (the cores
+ * each rank runs on), spawn.c (one rank's process), relay.c (output lines)
+ * and main.c (the supervision loop).
  */
 #ifndef ZSH_RUN_RUN_H_
 #define ZSH_RUN_RUN_H_
 
+#include <hwloc.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
@@ -23,6 +25,14 @@
 /* The longest --grace, in seconds. */
 #define ZSH_RUN_GRACE_MAX 86400.0
 
+/* --bind: auto (the default) is core where every rank has a core, else none. */
+typedef enum {
+    ZSH_RUN_BIND_AUTO,
+    ZSH_RUN_BIND_NONE,
+    ZSH_RUN_BIND_CORE,
+    ZSH_RUN_BIND_NUMA
+} zsh_run_bind_t;
+
 typedef struct zsh_run_opts {
     int          nproc;       /* local ranks, -n */
     int          nnodes;      /* --nnodes */
@@ -33,6 +43,8 @@ typedef struct zsh_run_opts {
     double       grace;       /* seconds between SIGTERM and SIGKILL */
     bool         prefix;      /* "[rank] " before each output line */
     bool         thp;         /* huge pages for the ranks' malloc (--no-thp: false) */
+    int          bind;        /* zsh_run_bind_t */
+    bool         report;      /* --report-bindings */
     char *const *argv;        /* the program and its arguments */
     char        *path;        /* the program as found on PATH (malloc'd) */
 } zsh_run_opts_t;
@@ -42,18 +54,41 @@ typedef struct zsh_run_opts {
  * 126 or 127 for a program that cannot run), the message printed. */
 int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o);
 
+/* Where one local rank is bound. */
+typedef struct zsh_run_place {
+    hwloc_bitmap_t cpus;
+    int            core; /* its core's logical index; -1 when bound to a NUMA node */
+    int            numa; /* its NUMA node's logical index */
+} zsh_run_place_t;
+
 /* What every rank of the job shares, fixed before the first one starts. */
 typedef struct zsh_run_job {
-    char          master_addr[256];
-    char          master_port[8];
-    const char   *job_key;   /* NULL: none, the store is unauthenticated */
-    char          key_buf[256];
-    struct rlimit nofile;    /* the limit the ranks get back */
+    char             master_addr[256];
+    char             master_port[8];
+    const char      *job_key;   /* NULL: none, the store is unauthenticated */
+    char             key_buf[256];
+    struct rlimit    nofile;    /* the limit the ranks get back */
+    hwloc_topology_t topo;      /* NULL where no rank is bound */
+    zsh_run_place_t *places;    /* one per local rank; NULL: the ranks run unbound */
+    int              cores;     /* cores zshrun may run on; 0 when not counted */
+    bool             apply;     /* the topology is this machine's: bind, not only report */
 } zsh_run_job_t;
 
 /* Everything that can fail before a rank starts: the descriptors the relay
  * needs, the key and the port. 0 or an exit status, the message printed. */
 int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job);
+
+/* --bind's value: 0, or -1 with the message printed. */
+int zsh_run_bind_parse(const char *text, int *bind);
+/* Each local rank's place, from this machine's topology and zshrun's own CPU
+ * set: 0, or an exit status with the message printed (2 for --bind core with
+ * more ranks than cores). */
+int zsh_run_bind_plan(const zsh_run_opts_t *o, zsh_run_job_t *job);
+/* --report-bindings: each rank's place, or why they run unbound, on stderr. */
+void zsh_run_bind_report(const zsh_run_opts_t *o, const zsh_run_job_t *job);
+/* In local rank @local's process, before exec: bind it to its place. */
+void zsh_run_bind_apply(const zsh_run_job_t *job, int local);
+void zsh_run_bind_free(const zsh_run_opts_t *o, zsh_run_job_t *job);
 
 /* One stream of one rank (its stdout or its stderr), cut into lines. */
 typedef struct zsh_run_stream {

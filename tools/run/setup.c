@@ -1,7 +1,7 @@
 /*
  * What every rank of a zshrun job shares, settled before the first starts:
  * the descriptors the relay needs, the job key that authenticates the
- * bootstrap store, and where that store listens.
+ * bootstrap store, where that store listens, and where each rank is bound.
  */
 #include "run/run.h"
 
@@ -226,5 +226,9 @@ int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
     snprintf(job->master_addr, sizeof(job->master_addr), "%s",
              (o->master_addr != NULL) ? o->master_addr : "127.0.0.1");
     snprintf(job->master_port, sizeof(job->master_port), "%d", port);
-    return 0;
+    rc = zsh_run_bind_plan(o, job);
+    if ((rc == 0) && o->report) {
+        zsh_run_bind_report(o, job);
+    }
+    return rc;
 }

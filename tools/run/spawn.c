@@ -110,6 +110,7 @@ static void zsh_run_child(const zsh_run_opts_t *o, const zsh_run_job_t *job, int
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     setrlimit(RLIMIT_NOFILE, &job->nofile);
+    zsh_run_bind_apply(job, local);
     zsh_run_child_env(o, job, local, rank);
     execvp(o->path, o->argv);
 }

@@ -10,7 +10,7 @@ trap 'rm -rf "$log"' EXIT
 passed=0
 failed=0
 # One result per case below.
-expected=6
+expected=8
 
 # shellcheck source=../../harness/free_port.sh
 . "$(dirname "$0")/../../harness/free_port.sh"
@@ -79,6 +79,16 @@ check missing_master_port_is_named 2 2 "MASTER_PORT"
 
 launch malformed 1 'RANK=zero WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234'
 check malformed_rank_is_named 1 2 "RANK='zero'"
+
+# A launcher of the other kind: each rank of mpirun -np 2 with a stale
+# WORLD_SIZE=1, or one rank of mpirun -np 1 where WORLD_SIZE says 2. Either
+# would be a job of its own; both must fail naming the two launchers.
+launch mpirun_beside_world_size_1 2 'OMPI_COMM_WORLD_SIZE=2 RANK=0 WORLD_SIZE=1'
+check launcher_of_two_with_world_size_1_is_refused_naming_both 2 2 \
+    "WORLD_SIZE=1, but OMPI_COMM_WORLD_SIZE=2: an MPI launcher.*zshrun or torchrun"
+launch_store pmi_of_one 2 'PMI_SIZE=1 RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=@PORT@'
+check launcher_of_one_with_world_size_2_is_refused_naming_both 2 2 \
+    "WORLD_SIZE=2, but PMI_SIZE=1: an MPI launcher.*zshrun -n 2"
 
 # Only ranks 0 and 1 of 3 start: they must give up within the store timeout.
 start=$SECONDS

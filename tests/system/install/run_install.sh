@@ -2,8 +2,13 @@
 # ZeroShard installed the way an HPC centre and a framework use it:
 # configure --prefix=<temporary directory> && make install, then the layout,
 # the library's soname and exported symbols, pkg-config, zsh_info and its man
-# page, zshrun and its man page, make docs, --with-modulefiles-dir and the
-# Spack package; then, once with Lmod and once with Environment Modules:
+# page, zshrun and its man page, the README's install table against what
+# make install laid out, env.sh as the one step that sets up a newcomer's
+# empty environment (zsh_info saying what is missing before it), the
+# README's examples built and run exactly as its commands say at 2 and 3
+# ranks, an MPI program under zshrun refused with the launcher message, make
+# docs, --with-modulefiles-dir and the Spack package; then, once with Lmod
+# and once with Environment Modules:
 # module use + module load zeroshard,
 # every variable set, an outside program built with only
 # `pkg-config --cflags --libs zeroshard` and run under mpirun at 2 ranks, and
@@ -23,9 +28,9 @@ trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results
 prefix=$tmp/prefix
 : >"$results"
-# Twelve checks of the installed tree, and five in each of the two module
+# Seventeen checks of the installed tree, and five in each of the two module
 # sessions (Lmod, Environment Modules); each reports passed, failed or skipped.
-expected=$((12 + 2 * 5))
+expected=$((17 + 2 * 5))
 # Module sessions that died before their end (see session_died).
 died=0
 
@@ -198,7 +203,7 @@ fi
 zsh_info_sections() {
     local info=$prefix/bin/zsh_info out feature var documented ok=0
     out=$("$info" -h) || { echo "zsh_info -h failed"; return 1; }
-    for opt in -v -f -d -t -c -s -h; do
+    for opt in -v -f -d -t -c -s -e -h; do
         [[ $out == *"$opt, --"* ]] || { echo "-h does not list $opt"; ok=1; }
     done
     out=$("$info" -v) && [[ $out == *"headers $version, library $version"* ]] ||
@@ -259,6 +264,135 @@ zshrun_installed() {
     return $ok
 }
 check install.zshrun_runs_ranks_and_its_man_page_has_every_section_and_option zshrun_installed
+
+# ---- the README's install table, env.sh, the README's examples ----------------
+# covers PATTERN FILE: the install table's PATTERN names FILE.
+covers() {
+    # shellcheck disable=SC2053
+    [[ $2 == $1 ]] || { [[ $1 == */ ]] && [[ $2 == $1* ]]; }
+}
+# The table after <!-- make install --> names every file make install lays
+# out: each cell's `paths` are patterns (<version> the version, python3.X any
+# Python, a trailing / everything under it), every installed file must match
+# one and every pattern some file.
+install_table() {
+    local patterns pat f files ok=0 matched
+    patterns=$(awk '$0 == "<!-- make install -->" { on = 1; next }
+                    on && /^\|/ { print; next }
+                    on { exit }' "$srcdir/README.md" | tail -n +3 | cut -d'|' -f2 |
+               grep -o '`[^`]*`' | tr -d '`' |
+               sed -e "s/<version>/$version/g" -e 's/python3\.X/python3.*/g')
+    [ $have_python_pkg = yes ] || patterns=$(echo "$patterns" | grep -v 'site-packages')
+    [ "$(echo "$patterns" | grep -c .)" -ge 25 ] ||
+        { echo "README.md's install table names too few paths:"; echo "$patterns"; return 1; }
+    files=$(cd "$prefix" && find . \( -type f -o -type l \) | sed 's|^\./||' | LC_ALL=C sort)
+    for f in $files; do
+        matched=0
+        for pat in $patterns; do covers "$pat" "$f" && { matched=1; break; }; done
+        [ $matched = 1 ] || { echo "installed but not in README.md's table: $f"; ok=1; }
+    done
+    for pat in $patterns; do
+        matched=0
+        for f in $files; do covers "$pat" "$f" && { matched=1; break; }; done
+        [ $matched = 1 ] || { echo "in README.md's table but not installed: $pat"; ok=1; }
+    done
+    return $ok
+}
+check install.readme_install_table_lists_every_installed_file install_table
+
+env_sh=$prefix/share/zeroshard/env.sh
+# newcomer DIR CMD...: CMD in DIR with an environment that holds nothing of
+# the prefix, as a new user's shell would (mpirun's as-root permission and
+# oversubscription aside, which the README says to add).
+newcomer() {
+    local dir=$1
+    shift
+    mkdir -p "$dir/home" && cd "$dir" &&
+        env -i HOME="$dir/home" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
+            OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            OMPI_MCA_rmaps_base_oversubscribe=1 "$@"
+}
+# The variables zsh_info -e checks: PYTHONPATH only where the package is built.
+env_checks=4
+[ $have_python_pkg = yes ] && env_checks=5
+env_sh_sets_all() {
+    local out ok=0 n dir=$tmp/newcomer-env
+    out=$(newcomer "$dir" "$prefix/bin/zsh_info" -e) || { echo "zsh_info -e: $out"; return 1; }
+    n=$(echo "$out" | grep -c '^#   [A-Z_]*: missing /')
+    [ "$n" = $env_checks ] || { echo "before env.sh, zsh_info -e reports $n of $env_checks missing:"; echo "$out"; ok=1; }
+    [[ $out == *"# Set them all with: . $env_sh"* ]] || { echo "zsh_info -e does not name env.sh: $out"; ok=1; }
+    out=$(newcomer "$dir" "$prefix/bin/zsh_info" -v 2>&1 >/dev/null)
+    [[ $out == *LD_LIBRARY_PATH*"set them with: . $env_sh"* ]] || { echo "zsh_info -v's stderr: '$out'"; ok=1; }
+    # From sh (dash) and bash: every variable found, and a second . changes nothing.
+    for sh in sh bash; do
+        out=$(newcomer "$dir" $sh -c '. "$1" && zsh_info -e && env >"$2" && . "$1" && env >"$3"' \
+            sh "$env_sh" "$dir/once" "$dir/twice") || { echo "$sh: $out"; ok=1; continue; }
+        n=$(echo "$out" | grep -c '^#   [A-Z_]*: ok (')
+        [ "$n" = $env_checks ] || { echo "$sh: after env.sh, $n of $env_checks ok:"; echo "$out"; ok=1; }
+        diff "$dir/once" "$dir/twice" >/dev/null || { echo "$sh: sourcing env.sh twice changed:"; diff "$dir/once" "$dir/twice"; ok=1; }
+        grep -qx "MANPATH=$prefix/share/man:" "$dir/once" || { echo "$sh: $(grep ^MANPATH= "$dir/once")"; ok=1; }
+        grep -qx "ZEROSHARD_ROOT=$prefix" "$dir/once" || { echo "$sh: no ZEROSHARD_ROOT=$prefix"; ok=1; }
+    done
+    return $ok
+}
+check install.env_sh_alone_sets_up_an_empty_environment_and_zsh_info_says_what_is_missing env_sh_sets_all
+
+# readme_run N: the README's commands (<!-- example: run -->), in a newcomer's
+# environment, with this test's prefix and N ranks: env.sh, zsh_info -e, the
+# installed examples built and run, each rank printing what it computed.
+readme_run() {
+    local n=$1 script out rc ok=0 c py
+    script=$(sh "$srcdir/contrib/readme_examples.sh" "$srcdir/README.md" run) || return 1
+    # A README whose commands no longer name the prefix or 2 ranks would run
+    # something else than this test means.
+    [ "$(echo "$script" | grep -c '/opt/zeroshard/[^/ ]*/')" = 1 ] &&
+        [ "$(echo "$script" | grep -Ec -- ' -np? 2 ')" = 2 ] ||
+        { echo "the README's commands changed shape:"; echo "$script"; return 1; }
+    script=$(echo "$script" | sed -e "s|/opt/zeroshard/[^/ ]*/|$prefix/|" -e "s/ -np 2 / -np $n /" \
+                                  -e "s/ -n 2 / -n $n /")
+    out=$(newcomer "$tmp/readme-$n" timeout 300 bash -e -c "$script" 2>&1)
+    rc=$?
+    [ $rc = 0 ] || { echo "$script"; echo "exited $rc:"; echo "$out"; return 1; }
+    echo "$out"
+    [ "$(echo "$out" | grep -c '^#   [A-Z_]*: ok (')" = $env_checks ] ||
+        { echo "zsh_info -e did not find all $env_checks variables set"; ok=1; }
+    c=$(echo "$out" | grep -Ec "^rank [0-9] of $n: all-gathered $((n * 1024)) parameters \(last $((n * 1024 - 1))\), reduce-scattered 1024 gradients \(sum $((n * (n + 1) / 2)), expected $((n * (n + 1) / 2))\): ok$")
+    py=$(echo "$out" | grep -Ec "^\[[0-9]\] rank [0-9] of $n: all_reduce gave $((n * (n - 1) / 2)) \(expected $((n * (n - 1) / 2))\), all_gather $((4 * n)) values: ok$")
+    [ "$c" = "$n" ] && [ "$py" = "$n" ] || { echo "$c of $n C ranks and $py of $n Python ranks printed ok"; ok=1; }
+    return $ok
+}
+
+# mpi_under_zshrun: the C example (MPI) under zshrun, and under mpirun with
+# WORLD_SIZE=1 left in the environment: each a job launched for 2 that would
+# be 2 jobs of one; both must fail, saying which launcher each side expects.
+mpi_under_zshrun() {
+    local out rc ok=0 dir=$tmp/readme-2/zsh-examples
+    [ -x "$dir/gather_scatter" ] || { echo "no $dir/gather_scatter: the 2-rank run failed"; return 1; }
+    out=$(newcomer "$dir" bash -c '. "$1" && zshrun -n 2 ./gather_scatter' sh "$env_sh" 2>&1)
+    rc=$?
+    echo "zshrun -n 2 ./gather_scatter exited $rc:"
+    echo "$out"
+    [ $rc != 0 ] && echo "$out" | grep -q "^\[[01]\] zsh_comm_init_mpi: MPI_COMM_WORLD has 1 rank, but WORLD_SIZE=2: a torchrun-style launcher (zshrun, torchrun) started this process.*run the program with mpirun -np 2 or srun -n 2; under zshrun or torchrun, call zsh_comm_init() instead$" || ok=1
+    out=$(newcomer "$dir" bash -c '. "$1" && WORLD_SIZE=1 mpirun -np 2 ./gather_scatter' sh "$env_sh" 2>&1)
+    rc=$?
+    echo "WORLD_SIZE=1 mpirun -np 2 ./gather_scatter exited $rc:"
+    echo "$out"
+    [ $rc != 0 ] && echo "$out" | grep -q "^zsh_comm_init_mpi: MPI_COMM_WORLD has 2 ranks, but WORLD_SIZE=1 says this job has one" || ok=1
+    return $ok
+}
+
+readme_names=(readme_examples_build_and_run_as_the_readme_says_at_2_ranks
+    readme_examples_build_and_run_as_the_readme_says_at_3_ranks
+    an_mpi_program_under_zshrun_fails_with_the_launcher_message)
+if [ $have_python_pkg = no ]; then
+    for name in "${readme_names[@]}"; do skip "install.$name" "the Python package is not built"; done
+elif ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+    for name in "${readme_names[@]}"; do skip "install.$name" "no mpicc or mpirun (Open MPI)"; done
+else
+    check "install.${readme_names[0]}" readme_run 2
+    check "install.${readme_names[1]}" readme_run 3
+    check "install.${readme_names[2]}" mpi_under_zshrun
+fi
 
 if command -v doxygen >/dev/null && grep -q '^DOXYGEN = .' "$tmp/build/Makefile"; then
     docs() {

@@ -4,7 +4,8 @@
 # killed or stubborn rank stopping the job with the right status and nothing
 # left behind; a signal to zshrun passed on; real ZeroShard jobs on one and
 # on two "nodes" through an authenticated store; bad input refused before
-# anything starts. Ends with a GoogleTest-style summary that
+# anything starts; ranks bound to a core each, spread over NUMA nodes, and
+# left unbound where they outnumber the cores. Ends with a GoogleTest-style summary that
 # tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
@@ -15,7 +16,7 @@ train="$top_builddir/tools/zsh_train"
 . "$(dirname "$0")/../../harness/results.sh"
 # shellcheck source=../../harness/poll.sh
 . "$(dirname "$0")/../../harness/poll.sh"
-results_begin zshrun 14
+results_begin zshrun 15
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
@@ -274,8 +275,78 @@ bad_input() {
     echo short >"$tmp/shortkey"
     refused 2 "the key in $tmp/shortkey has 5 characters, fewer than the 16" --job-key-file "$tmp/shortkey" "${start[@]}"
     ZSH_JOB_KEY=short refused 2 "ZSH_JOB_KEY has 5 characters, fewer than the 16" "${start[@]}"
+    refused 2 "--bind 'socket' is not one of none, core, numa" --bind socket "${start[@]}"
+    HWLOC_SYNTHETIC="numa:2 core:2 pu:1" refused 2 "--bind core: 5 ranks but 4 cores to run on" \
+        --bind core -n 5 "${start[@]}"
 }
 result bad_input_is_refused_with_a_message_before_any_rank_starts "$(bad_input)"
+
+# Binding. Each rank prints "RANK CPUS" (its Cpus_allowed_list).
+cpus_of() {
+    timeout 20 "$zshrun" --no-prefix "$@" sh -c \
+        'echo $RANK $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)' | sort -n
+}
+# The cores of the CPU list $1 (core and package ids from sysfs).
+cores_in() {
+    local part cpu
+    for part in $(echo "$1" | tr ',' ' '); do
+        for cpu in $(seq "${part%-*}" "${part#*-}"); do
+            cat "/sys/devices/system/cpu/cpu$cpu/topology/physical_package_id" \
+                "/sys/devices/system/cpu/cpu$cpu/topology/core_id" 2>/dev/null | paste -sd:
+        done
+    done | sort -u | grep -c .
+}
+bind() {
+    local own cores out n r list numa args
+    own=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+    cores=$(cores_in "$own")
+    # The plan on made-up machines (hwloc's synthetic topology, reported and
+    # not applied): blocks spread over the NUMA nodes, one core per rank.
+    plan() { HWLOC_SYNTHETIC="numa:2 core:2 pu:1" timeout 20 "$zshrun" --report-bindings "$@" true 2>&1 |
+             sed 's/ (not applied: not this machine.s topology)$//'; }
+    out=$(plan -n 2)
+    [ "$out" = "zshrun: rank 0 bound to core 0 (cpus 0) of NUMA node 0
+zshrun: rank 1 bound to core 2 (cpus 2) of NUMA node 1" ] || echo "2 ranks on 2 NUMA nodes of 2 cores: $out"
+    out=$(plan -n 3)
+    [ "$out" = "zshrun: rank 0 bound to core 0 (cpus 0) of NUMA node 0
+zshrun: rank 1 bound to core 1 (cpus 1) of NUMA node 0
+zshrun: rank 2 bound to core 2 (cpus 2) of NUMA node 1" ] || echo "3 ranks on 2 NUMA nodes of 2 cores: $out"
+    out=$(plan -n 5)
+    [ "$out" = "zshrun: ranks left unbound (more ranks than cores: none shares a core)" ] ||
+        echo "5 ranks on 4 cores: $out"
+    out=$(plan --bind numa -n 5 | awk '{ print $3, $7, $8, $9 }' | paste -sd' ')
+    [ "$out" = "0 node 0 (cpus 1 node 0 (cpus 2 node 0 (cpus 3 node 1 (cpus 4 node 1 (cpus" ] ||
+        echo "--bind numa, 5 ranks on 2 NUMA nodes: $out"
+    # This machine: a core each where there are cores enough.
+    if [ "$cores" -ge 2 ]; then
+        out=$(cpus_of -n 2)
+        [ "$(echo "$out" | awk '{ print $2 }' | sort -u | grep -c .)" = 2 ] || echo "-n 2: ranks share CPUs: $out"
+        for list in $(echo "$out" | awk '{ print $2 }'); do
+            [ "$(cores_in "$list")" = 1 ] || echo "-n 2: a rank is not on one core: $out"
+        done
+    fi
+    # More ranks than cores, --bind none and one rank: unbound, on zshrun's own CPUs.
+    for args in "-n $((cores + 1))" "--bind none -n 2" "-n 1"; do
+        # shellcheck disable=SC2086
+        out=$(cpus_of $args)
+        n=${args##* }
+        [ "$(echo "$out" | grep -c " $own\$")" = "$n" ] || echo "$args: not every rank on $own: $out"
+    done
+    # --bind numa: each rank on the CPUs of a NUMA node.
+    numa=$(cat /sys/devices/system/node/node*/cpulist 2>/dev/null)
+    [ -n "$numa" ] || numa=$own
+    for list in $(cpus_of --bind numa -n 2 | awk '{ print $2 }'); do
+        echo "$numa" | grep -qx "$list" || echo "--bind numa: a rank on $list, no NUMA node's CPUs ($numa)"
+    done
+    # zshrun's own CPU set is what it counts: 2 ranks in one CPU stay unbound there.
+    if command -v taskset >/dev/null && [ "$cores" -ge 2 ]; then
+        r=${own%%[-,]*}
+        out=$(taskset -c "$r" "$zshrun" --no-prefix --report-bindings -n 2 true 2>&1)
+        [ "$out" = "zshrun: ranks left unbound (more ranks than cores: none shares a core)" ] ||
+            echo "taskset -c $r, 2 ranks: $out"
+    fi
+}
+result ranks_are_bound_a_core_each_over_numa_nodes_unless_they_outnumber_the_cores "$(bind)"
 
 # Huge pages for the ranks' malloc: glibc.malloc.hugetlb=1 added to what the
 # user has, never over the user's own hugetlb choice, not with --no-thp or
@@ -317,7 +388,7 @@ help_version() {
     local out opt
     out=$("$zshrun" --help) || echo "--help exited $?"
     for opt in -n, --nproc-per-node --nnodes --node-rank --master-addr --master-port --job-key-file \
-        --grace --no-prefix --no-thp --help --version; do
+        --grace --no-prefix --no-thp --bind --report-bindings --help --version; do
         echo "$out" | grep -q -- "$opt" || echo "--help lacks $opt"
     done
     out=$("$zshrun" --version) || echo "--version exited $?"
