@@ -15,7 +15,7 @@ train="$top_builddir/tools/zsh_train"
 . "$(dirname "$0")/../../harness/results.sh"
 # shellcheck source=../../harness/poll.sh
 . "$(dirname "$0")/../../harness/poll.sh"
-results_begin zshrun 14
+results_begin zshrun 15
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
@@ -188,6 +188,32 @@ forwarded() {
 }
 result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwarded)"
 
+# SIGKILL cannot be passed on: the ranks die with zshrun all the same
+# (PR_SET_PDEATHSIG).
+sigkilled() {
+    local pid i
+    "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
+    pid=$!
+    for ((i = 0; i < 400; i++)); do
+        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && break
+        sleep 0.05
+    done
+    [ "$(pgrep -fc "^sleep $mark")" = 2 ] || echo "the ranks had not started after 20 s"
+    [ "$(pgrep -fc "^sh -c sleep $mark")" = 2 ] || echo "no 2 rank shells to watch"
+    kill -KILL $pid
+    wait $pid 2>/dev/null
+    # the ranks' shells die at once; their sleeps with them (the shell's
+    # death is not passed on: each rank is its own process group, killed
+    # by the kernel as its parent dies)
+    for ((i = 0; i < 100; i++)); do
+        [ "$(pgrep -fc "^sh -c sleep $mark")" = 0 ] && break
+        sleep 0.05
+    done
+    [ "$(pgrep -fc "^sh -c sleep $mark")" = 0 ] || echo "ranks outlived a SIGKILLed zshrun"
+    pkill_ours
+}
+result sigkill_to_zshrun_kills_its_ranks "$(sigkilled)"
+
 demo_job() {
     local out
     out=$(timeout 60 "$zshrun" -n 4 "$demo" -n 4096 -i 2 2>&1) || echo "exit $?"
@@ -274,6 +300,8 @@ bad_input() {
     echo short >"$tmp/shortkey"
     refused 2 "the key in $tmp/shortkey has 5 characters, fewer than the 16" --job-key-file "$tmp/shortkey" "${start[@]}"
     ZSH_JOB_KEY=short refused 2 "ZSH_JOB_KEY has 5 characters, fewer than the 16" "${start[@]}"
+    # set but empty (a failed $(cat keyfile)) is not "no key"
+    ZSH_JOB_KEY= refused 2 "ZSH_JOB_KEY has 0 characters, fewer than the 16" "${start[@]}"
 }
 result bad_input_is_refused_with_a_message_before_any_rank_starts "$(bad_input)"
 
