@@ -64,7 +64,7 @@ build() {
 build store_frame_fuzz "$top/src/boot/store_frame.c" "$top/src/boot/store_auth.c" \
     $(pkg-config --cflags --libs libcrypto 2>/dev/null || echo -lcrypto)
 build manifest_fuzz -I"$top/zero" "${ckpt[@]}" $jsonc
-build safetensors_header_fuzz -I"$top/zero" -I"$top/tools/ckpt" "$top/tools/ckpt/header.c" \
+build safetensors_header_fuzz -I"$top/zero" -I"$top/tools" "$top/tools/ckpt/header.c" \
     "${ckpt[@]}" $jsonc
 
 # Seeds: every frame type, and two frames back to back (big-endian lengths).

@@ -13,7 +13,7 @@
  *     0 in the manifest's order;
  *   - names that would collide are refused, never written.
  */
-#include "ckpt_tool.h"
+#include "ckpt/ckpt_tool.h"
 #include "ckpt/hash.h"
 
 #include <inttypes.h>
