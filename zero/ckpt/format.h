@@ -143,6 +143,10 @@ zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck);
  * while it is hashed), @name naming it in messages. */
 zsh_status_t zsh_ckpt_manifest_parse(const char *name, char *text, size_t len, zsh_ckpt_t *ck);
 
+/* @ck's rule settings as the zsh_optim_config_t zsh_optim_check_hyper()
+ * holds to zsh_optim_create's ranges (the rest zero). */
+void zsh_ckpt_hyper_config(const zsh_ckpt_t *ck, zsh_optim_config_t *cfg);
+
 void zsh_ckpt_free(zsh_ckpt_t *ck);
 
 #endif

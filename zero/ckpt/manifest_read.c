@@ -229,6 +229,22 @@ static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_c
     ck->nshards = (uint32_t)shards;
 }
 
+void zsh_ckpt_hyper_config(const zsh_ckpt_t *ck, zsh_optim_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->kind           = ck->kind;
+    cfg->lr             = ck->hyper.lr;
+    cfg->beta1          = ck->hyper.beta1;
+    cfg->beta2          = ck->hyper.beta2;
+    cfg->eps            = ck->hyper.eps;
+    cfg->weight_decay   = ck->hyper.weight_decay;
+    cfg->momentum       = ck->hyper.momentum;
+    cfg->nesterov       = ck->hyper.nesterov;
+    cfg->max_grad_norm  = ck->hyper.max_grad_norm;
+    cfg->loss_scale     = ck->scaler.scale;
+    cfg->min_loss_scale = ck->scaler.min_scale;
+}
+
 /* The header's values as data: the counters consistent, the rule's
  * settings in the range zsh_optim_create accepts (with its words), and the
  * kinds saved those the rule and its momentum keep, so a load never adopts
@@ -247,18 +263,7 @@ static void zsh_ckpt_check_values(zsh_ckpt_parse_t *ps, const zsh_ckpt_t *ck)
                                ck->steps);
         return;
     }
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.kind           = ck->kind;
-    cfg.lr             = ck->hyper.lr;
-    cfg.beta1          = ck->hyper.beta1;
-    cfg.beta2          = ck->hyper.beta2;
-    cfg.eps            = ck->hyper.eps;
-    cfg.weight_decay   = ck->hyper.weight_decay;
-    cfg.momentum       = ck->hyper.momentum;
-    cfg.nesterov       = ck->hyper.nesterov;
-    cfg.max_grad_norm  = ck->hyper.max_grad_norm;
-    cfg.loss_scale     = ck->scaler.scale;
-    cfg.min_loss_scale = ck->scaler.min_scale;
+    zsh_ckpt_hyper_config(ck, &cfg);
     ps->status = zsh_optim_check_hyper(ps->path, &cfg);
     if (ps->status != ZSH_OK) {
         return;

@@ -17,24 +17,12 @@
  *   - every file has the chunks its size gives.
  * A refusal always comes with a message.
  */
-#include "ckpt/format.h"
-#include "ckpt/hash.h"
+#include "fuzz_check.h"
+#include "fuzz_manifest.h"
 #include "optim/hyper.h"
 
 #include <zeroshard.h>
 
-#include <inttypes.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            __builtin_trap();                                                                      \
-        }                                                                                          \
-    } while (0)
 
 static void check_accepted(const zsh_ckpt_t *ck)
 {
@@ -49,18 +37,7 @@ static void check_accepted(const zsh_ckpt_t *ck)
     FUZZ_CHECK(ck->steps <= ZSH_CKPT_COUNTER_MAX);
     FUZZ_CHECK((ck->step <= ck->steps) && (ck->skipped_steps <= ck->steps));
     FUZZ_CHECK(ck->nkinds == 1 + zsh_optim_rule_states(ck->kind, ck->hyper.momentum));
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.kind = ck->kind;
-    cfg.lr = ck->hyper.lr;
-    cfg.beta1 = ck->hyper.beta1;
-    cfg.beta2 = ck->hyper.beta2;
-    cfg.eps = ck->hyper.eps;
-    cfg.weight_decay = ck->hyper.weight_decay;
-    cfg.momentum = ck->hyper.momentum;
-    cfg.nesterov = ck->hyper.nesterov;
-    cfg.max_grad_norm = ck->hyper.max_grad_norm;
-    cfg.loss_scale = ck->scaler.scale;
-    cfg.min_loss_scale = ck->scaler.min_scale;
+    zsh_ckpt_hyper_config(ck, &cfg);
     FUZZ_CHECK(zsh_optim_check_hyper("fuzz", &cfg) == ZSH_OK);
     FUZZ_CHECK((ck->scaler.scale > 0.0f) && (ck->scaler.window > 0));
     for (f = 0; f < (size_t)ck->nshards * (size_t)ck->nkinds; f++) {
@@ -100,20 +77,12 @@ static void check_accepted(const zsh_ckpt_t *ck)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1), *digits, hex[17];
+    char *text = fuzz_signed_manifest(data, size);
     zsh_status_t status;
     zsh_ckpt_t ck;
 
     if (text == NULL) {
         return 0;
-    }
-    memcpy(text, data, size);
-    text[size] = '\0';
-    digits = zsh_ckpt_self_digits(text, size);
-    if (digits != NULL) {
-        memset(digits, '0', 16);
-        snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)XXH3_64bits(text, size));
-        memcpy(digits, hex, 16);
     }
     status = zsh_ckpt_manifest_parse("fuzz/manifest.json", text, size, &ck);
     if (status == ZSH_OK) {

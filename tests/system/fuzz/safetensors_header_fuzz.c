@@ -14,20 +14,9 @@
  *   - names that would collide are refused, never written.
  */
 #include "ckpt/ckpt_tool.h"
-#include "ckpt/hash.h"
+#include "fuzz_check.h"
+#include "fuzz_manifest.h"
 
-#include <inttypes.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            __builtin_trap();                                                                      \
-        }                                                                                          \
-    } while (0)
 
 static void check_header(const zsh_ckpt_t *ck, const zsh_ckpt_header_t *h)
 {
@@ -58,21 +47,13 @@ static void check_header(const zsh_ckpt_t *ck, const zsh_ckpt_header_t *h)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1), *digits, hex[17];
+    char *text = fuzz_signed_manifest(data, size);
     zsh_ckpt_header_t h = {0};
     zsh_ckpt_t ck;
     int rc;
 
     if (text == NULL) {
         return 0;
-    }
-    memcpy(text, data, size);
-    text[size] = '\0';
-    digits = zsh_ckpt_self_digits(text, size);
-    if (digits != NULL) {
-        memset(digits, '0', 16);
-        snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)XXH3_64bits(text, size));
-        memcpy(digits, hex, 16);
     }
     if (zsh_ckpt_manifest_parse("fuzz/manifest.json", text, size, &ck) == ZSH_OK) {
         rc = zsh_ckpt_cons_header(&ck, &h);

@@ -165,18 +165,24 @@ stubborn() {
 }
 result a_rank_ignoring_sigterm_is_killed_after_the_grace_period "$(stubborn)"
 
+# two_sleeping: both ranks in their sleep (the sleeps themselves: the
+# launchers' command lines name it too), however slow to start under a
+# sanitizer; says so after 20 s.
+two_sleeping() {
+    local i
+    for ((i = 0; i < 400; i++)); do
+        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && return
+        sleep 0.05
+    done
+    echo "the ranks had not started after 20 s"
+}
+
 forwarded() {
-    local pid rc i
+    local pid rc
     timeout 30 "$zshrun" -n 2 sh -c "trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
         >"$tmp/out" 2>"$tmp/err" &
     pid=$!
-    # Both ranks in their sleep (the sleeps themselves: the launchers' command
-    # lines name it too), however slow to start under a sanitizer.
-    for ((i = 0; i < 400; i++)); do
-        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && break
-        sleep 0.05
-    done
-    [ "$(pgrep -fc "^sleep $mark")" = 2 ] || echo "the ranks had not started after 20 s"
+    two_sleeping
     kill -TERM "$(pgrep -P $pid)" # timeout's child: zshrun
     wait $pid
     rc=$?
@@ -194,11 +200,7 @@ sigkilled() {
     local pid i
     "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
     pid=$!
-    for ((i = 0; i < 400; i++)); do
-        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && break
-        sleep 0.05
-    done
-    [ "$(pgrep -fc "^sleep $mark")" = 2 ] || echo "the ranks had not started after 20 s"
+    two_sleeping
     [ "$(pgrep -fc "^sh -c sleep $mark")" = 2 ] || echo "no 2 rank shells to watch"
     kill -KILL $pid
     wait $pid 2>/dev/null
