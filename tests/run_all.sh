@@ -68,6 +68,7 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/shm/run_ulimit.sh.log
       tests/system/tools/run_estimate.sh.log tests/system/tools/run_zshrun.sh.log
       tests/system/tools/run_info_map.sh.log tests/system/tools/run_ckpt_tool.sh.log
+      tests/system/tools/run_ckpt_hostile.sh.log
       tests/system/train/run_ckpt.sh.log tests/system/python/run_ckpt.sh.log
       tests/system/perf/run_optim_bench.sh.log
       tests/system/python/run_comm.sh.log tests/system/python/run_torch.sh.log
@@ -87,8 +88,9 @@ fi
 
 # The suite again under AddressSanitizer, LeakSanitizer and UBSan (in
 # build-asan/), the in-process rank tests under ThreadSanitizer (build-tsan/),
-# libFuzzer on the TCP store's frame decoder for ZSH_FUZZ_SECONDS (60 s, one
-# test), and make valgrind (the unit tests and the rank tests at 1 and 2 ranks
+# libFuzzer on the TCP store's frame decoder, a checkpoint's manifest and the
+# safetensors header made of one for ZSH_FUZZ_SECONDS in all (60 s on both
+# cores, three tests), and make valgrind (the unit tests and the rank tests at 1 and 2 ranks
 # under memcheck). Their GoogleTest logs count below. ZSH_SANITIZERS=0 leaves
 # them out.
 if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then

@@ -260,7 +260,7 @@ int main(int argc, char **argv)
             show_tiers = 1;
             break;
         case 'D':
-            if (zsh_estimate_count("ranks-per-disk", optarg, 0, ZSH_ESTIMATE_RANKS_MAX,
+            if (zsh_estimate_count("ranks-per-disk", optarg, 1, ZSH_ESTIMATE_RANKS_MAX,
                                    &per_disk)) {
                 goto usage;
             }

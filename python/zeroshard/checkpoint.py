@@ -17,11 +17,17 @@ these dtypes reads the same way.
 
 Each tensor is read from the file into its own storage, one at a time; the
 file is never copied whole. torch is imported on the first call.
+
+The file may come from elsewhere, so nothing in it is trusted: it must be a
+regular file (a FIFO or a device is refused, not read), every size in its
+header is bounded by the file's length, and a tile's index by the number of
+tensors in the file, before anything is allocated.
 """
 
 import json
 import os
 import re
+import stat
 import struct
 import sys
 
@@ -35,11 +41,31 @@ _DTYPES = {
 }
 # The bounds the safetensors format itself sets on the header.
 _HEADER_MAX = 100 * 1024 * 1024
-_TILE = re.compile(r"^(.*)\[(\d+)\]$")
+# A tile's index: a decimal of at most 18 digits (it is below the number of
+# tensors in the file anyway); a name with a longer one is a plain name.
+_TILE = re.compile(r"^(.*)\[(0|[1-9][0-9]{0,17})\]$")
 
 
 def _fail(path, why):
     return ValueError("%s: %s" % (path, why))
+
+
+def _open_regular(path):
+    """@path opened for reading as a regular file: O_NONBLOCK so that a FIFO
+    cannot block the open, and refused by name unless fstat says regular."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) \
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+            raise _fail(path, "it is %s, not a regular file" % kind)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_header(path):
@@ -48,7 +74,7 @@ def read_header(path):
     and the file's size), metadata is the "__metadata__" dict ({} without one)
     and data_start is the file offset of the first tensor byte."""
     path = os.fspath(path)
-    with open(path, "rb") as f:
+    with _open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         if len(head) != 8:
@@ -77,8 +103,11 @@ def read_header(path):
         dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         if dtype not in _DTYPES:
             raise _fail(path, "%s: dtype %r is not one of %s" % (where, dtype, ", ".join(_DTYPES)))
-        if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-            raise _fail(path, "%s: shape %r is not a list of sizes" % (where, shape))
+        # Each dimension is bounded by the file's length, so a tensor of no
+        # elements cannot ask torch for an absurd shape either.
+        if not isinstance(shape, list) or not all(_is_count(d) and d <= size for d in shape):
+            raise _fail(path, "%s: shape %r is not a list of sizes up to the file's %d bytes"
+                        % (where, shape, size))
         if not isinstance(offs, list) or len(offs) != 2 or not all(_is_count(o) for o in offs) \
                 or offs[0] > offs[1] or offs[1] > data_len:
             raise _fail(path, "%s: data_offsets %r are not a range within the %d data bytes"
@@ -144,10 +173,14 @@ def _untile(path, names):
             out[key] = [g[None]]
             continue
         ks = sorted(g)
-        if ks != list(range(len(ks))):
-            missing = sorted(set(range(ks[-1] + 1)) - set(ks))
-            raise _fail(path, "the tiles of %r are not 0..%d: %s missing"
-                        % (key, ks[-1], ", ".join("%s[%d]" % (key, k) for k in missing)))
+        if ks[-1] != len(ks) - 1:
+            # Sorted and distinct, so the first gap is the first k out of
+            # place, and the count of the missing comes from the last index
+            # alone: nothing is built to the size of an index in the file.
+            first = next(i for i, k in enumerate(ks) if k != i)
+            more = ks[-1] + 1 - len(ks) - 1
+            raise _fail(path, "the tiles of %r are not 0..%d: %s[%d] missing%s"
+                        % (key, ks[-1], key, first, " (and %d more)" % more if more else ""))
         out[key] = [g[k] for k in ks]
     return out
 
@@ -202,7 +235,7 @@ def load_consolidated(path, module=None):
                 raise ValueError("%s: %s has %d elements; the module's parameter has %d, shape %s%s"
                                  % (path, name, numel, p.numel(), tuple(p.shape), hint))
     out = {}
-    with open(path, "rb") as f:
+    with _open_regular(path) as f:
         for name, parts in plan.items():
             if len(parts) == 1 and parts[0] == name:
                 t = _read(torch, f, path, name, tensors[name], data_start)

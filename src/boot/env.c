@@ -64,12 +64,22 @@ static zsh_status_t zsh_boot_env_unset(const char *name)
 static zsh_status_t zsh_boot_env_check(const zsh_boot_config_t *cfg)
 {
     char var[128], var2[128];
+    const char *key;
 
     if (cfg->rank < 0) {
         return zsh_boot_env_unset("RANK");
     }
     if (cfg->world_size < 0) {
         return zsh_boot_env_unset("WORLD_SIZE");
+    }
+    /* Set but empty is a key that failed to arrive (a failed $(cat keyfile)),
+     * not a request to run without one: only an unset key means that. */
+    key = zsh_config_env("ZSH_JOB_KEY");
+    if ((key != NULL) && (key[0] == '\0')) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "ZSH_JOB_KEY is set but empty: give the job a key "
+                         "of at least %u characters (e.g. export ZSH_JOB_KEY=$(openssl rand "
+                         "-hex 32)), or unset it to run without authentication",
+                         ZSH_STORE_JOB_KEY_MIN);
     }
     if (zsh_store_auth_keyed(cfg->job_key) && (strlen(cfg->job_key) < ZSH_STORE_JOB_KEY_MIN)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "ZSH_JOB_KEY has %zu characters, fewer than the "

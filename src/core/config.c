@@ -62,7 +62,8 @@ static int zsh_config_parse_time(const char *value, double *out)
 
     errno = 0;
     v     = strtod(value, &end);
-    if ((end == value) || (*end != '\0') || (errno != 0) || !isfinite(v) || (v < 0)) {
+    /* strtod skips leading space; a trailing one is refused, so is this. */
+    if ((end == value) || isspace((unsigned char)value[0]) || (*end != '\0') || (errno != 0) || !isfinite(v) || (v < 0)) {
         return -1;
     }
     *out = v;

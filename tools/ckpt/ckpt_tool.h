@@ -11,6 +11,8 @@
 
 #include "ckpt/format.h"
 
+#include <json-c/json.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +58,28 @@ int zsh_ckpt_tool_fail(const char *cmd, const char *what);
 /* Find the checkpoint @dir names (itself, or the one its `latest` names)
  * into @path and read its manifest into @ck. */
 zsh_status_t zsh_ckpt_tool_open(const char *dir, char *path, size_t len, zsh_ckpt_t *ck);
+
+/* The header: its JSON (json-c keeps the keys in the order they were
+ * added, so the tensors are listed as they follow) and the spaces that pad
+ * it to a multiple of 8. */
+typedef struct zsh_ckpt_header {
+    json_object *root;
+    const char  *text;
+    size_t       len, pad;
+} zsh_ckpt_header_t;
+
+/* safetensors keys a tensor by its name: a name given twice, or the
+ * metadata's, is refused. ZSH_CKPT_TOOL_FAIL when it cannot be made (the
+ * caller frees h->root either way). */
+int zsh_ckpt_cons_header(const zsh_ckpt_t *ck, zsh_ckpt_header_t *h);
+
+/* An output that would alias what subcommand @cmd reads from checkpoint
+ * @path (found from @dir, its manifest @ck) is refused: @out inside @path,
+ * or the same file as @dir's latest, the manifest or any shard file (a
+ * link or a hard link to one). ZSH_CKPT_TOOL_GO_ON, or
+ * ZSH_CKPT_TOOL_FAIL after saying which. */
+int zsh_ckpt_tool_out_check(const char *cmd, const char *dir, const char *path,
+                            const zsh_ckpt_t *ck, const char *out);
 
 /* @bytes in the largest binary unit that keeps them at 1 or more ("1.50
  * MiB"; whole bytes below 1 KiB), into @buf. */

@@ -19,8 +19,11 @@
  * nothing), and a limit that leaves no room for a useful buffer is refused
  * before anything is written.
  *
- * The file is written as OUT.tmp, fsynced and renamed, so OUT is either
- * the previous file or the whole new one.
+ * The file is written as a temporary beside OUT (.OUT.tmp-XXXXXX, created
+ * exclusively, so never through a link or into a file already there),
+ * fsynced and renamed, so OUT is either the previous file or the whole new
+ * one. OUT may not be inside the checkpoint it reads, nor the same file as
+ * any of its inputs.
  */
 #define _GNU_SOURCE
 #include "ckpt_tool.h"
@@ -29,6 +32,8 @@
 #include "ckpt/reader.h"
 #include "core/clock.h"
 #include "core/dtype.h"
+#include "core/escape.h"
+#include "core/file.h"
 
 #include <json-c/json.h>
 
@@ -51,65 +56,6 @@
 #define ZSH_CKPT_CONS_MIN_BUF ((uint64_t)1 << 20)
 /* Larger buffers make no write faster. */
 #define ZSH_CKPT_CONS_MAX_BUF ((uint64_t)64 << 20)
-
-/* The header: its JSON (json-c keeps the keys in the order they were
- * added, so the tensors are listed as they follow) and the spaces that pad
- * it to a multiple of 8. */
-typedef struct zsh_ckpt_header {
-    json_object *root;
-    const char  *text;
-    size_t       len, pad;
-} zsh_ckpt_header_t;
-
-/* safetensors keys a tensor by its name: a name given twice, or the
- * metadata's, is refused. ZSH_CKPT_TOOL_FAIL when it cannot be made. */
-static int zsh_ckpt_cons_header(const zsh_ckpt_t *ck, zsh_ckpt_header_t *h)
-{
-    json_object *t, *shape, *offs, *meta;
-    uint64_t begin = 0, end;
-    char step[32];
-    size_t i;
-
-    h->root = json_object_new_object();
-    for (i = 0; i < ck->nparams; i++) {
-        if ((strcmp(ck->params[i].name, "__metadata__") == 0) ||
-            json_object_object_get_ex(h->root, ck->params[i].name, NULL)) {
-            fprintf(stderr, "zsh_ckpt consolidate: two tensors would be named '%s'; a "
-                    "safetensors file needs distinct names (and none named __metadata__)\n",
-                    ck->params[i].name);
-            return ZSH_CKPT_TOOL_FAIL;
-        }
-        end   = begin + ck->params[i].numel * sizeof(float);
-        t     = json_object_new_object();
-        shape = json_object_new_array();
-        offs  = json_object_new_array();
-        json_object_array_add(shape, json_object_new_uint64(ck->params[i].numel));
-        json_object_array_add(offs, json_object_new_uint64(begin));
-        json_object_array_add(offs, json_object_new_uint64(end));
-        json_object_object_add(t, "dtype", json_object_new_string("F32"));
-        json_object_object_add(t, "shape", shape);
-        json_object_object_add(t, "data_offsets", offs);
-        json_object_object_add(h->root, ck->params[i].name, t);
-        begin = end;
-    }
-    meta = json_object_new_object();
-    snprintf(step, sizeof(step), "%lu", ck->steps);
-    json_object_object_add(meta, "format", json_object_new_string("zeroshard"));
-    json_object_object_add(meta, "step", json_object_new_string(step));
-    json_object_object_add(meta, "precision",
-                           json_object_new_string(zsh_dtype_name(ck->precision)));
-    json_object_object_add(h->root, "__metadata__", meta);
-    h->text = json_object_to_json_string_length(h->root, JSON_C_TO_STRING_PLAIN |
-                                                             JSON_C_TO_STRING_NOSLASHESCAPE,
-                                                &h->len);
-    if (h->text == NULL) {
-        fprintf(stderr, "zsh_ckpt consolidate: no memory for the header of %zu tensors\n",
-                ck->nparams);
-        return ZSH_CKPT_TOOL_FAIL;
-    }
-    h->pad = (8 - h->len % 8) % 8;
-    return ZSH_CKPT_TOOL_OK;
-}
 
 /* The most this process held at once so far: VmHWM, which exec resets
  * (ru_maxrss keeps the peak of the process it replaced, so a tool started
@@ -188,7 +134,7 @@ static bool zsh_ckpt_cons_write(int fd, const void *data, size_t len)
 
 typedef struct zsh_ckpt_cons {
     zsh_ckpt_reader_t rd;
-    const char       *tmp;
+    char              tmp[ZSH_CKPT_PATH_MAX + 32];
     float            *buf;
     uint64_t          bytes;  /* of buf */
     size_t            elems;
@@ -232,17 +178,16 @@ static int zsh_ckpt_cons_copy(zsh_ckpt_cons_t *c, int fd, const zsh_ckpt_header_
     return ZSH_CKPT_TOOL_OK;
 }
 
-/* Write OUT.tmp, fsync it, rename it to @out and fsync the directory. */
+/* Write the temporary beside @out, fsync it, rename it to @out and fsync
+ * the directory. */
 static int zsh_ckpt_cons_file(zsh_ckpt_cons_t *c, const char *out,
                               const zsh_ckpt_header_t *header)
 {
     char dir[ZSH_CKPT_PATH_MAX];
     int fd, rc;
 
-    fd = open(c->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "zsh_ckpt consolidate: cannot create %s: %s\n", c->tmp, strerror(errno));
-        return ZSH_CKPT_TOOL_FAIL;
+    if (zsh_file_tmp_create(out, c->tmp, sizeof(c->tmp), &fd) != ZSH_OK) {
+        return zsh_ckpt_tool_fail("consolidate", out);
     }
     rc = zsh_ckpt_cons_copy(c, fd, header);
     if ((rc == ZSH_CKPT_TOOL_OK) && (fsync(fd) != 0)) {
@@ -316,7 +261,7 @@ int zsh_ckpt_tool_consolidate(int argc, char **argv)
 {
     const char *pos[2], *maxmem = NULL;
     const zsh_ckpt_tool_opt_t opts[] = {{"--max-memory", &maxmem, NULL}};
-    char path[ZSH_CKPT_PATH_MAX], tmp[ZSH_CKPT_PATH_MAX + 8];
+    char path[ZSH_CKPT_PATH_MAX];
     uint64_t limit = ZSH_CKPT_CONS_DEFAULT;
     zsh_ckpt_header_t header = {0};
     zsh_ckpt_cons_t c = {0};
@@ -333,15 +278,21 @@ int zsh_ckpt_tool_consolidate(int argc, char **argv)
                                          "above 0 (a suffix k, M or G is allowed: 512M, 2G)",
                                          maxmem);
     }
-    if (strlen(pos[1]) + 5 > ZSH_CKPT_PATH_MAX) {
-        return zsh_ckpt_tool_usage_error("consolidate", "OUT is longer than %d bytes",
-                                         ZSH_CKPT_PATH_MAX - 5);
+    if (pos[1][0] == '\0') {
+        return zsh_ckpt_tool_usage_error("consolidate", "OUT is empty: name the file to write");
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp", pos[1]);
-    c.tmp = tmp;
-    t0    = zsh_clock_now();
+    if (strlen(pos[1]) + 20 > ZSH_CKPT_PATH_MAX) {
+        return zsh_ckpt_tool_usage_error("consolidate", "OUT is longer than %d bytes",
+                                         ZSH_CKPT_PATH_MAX - 20);
+    }
+    t0 = zsh_clock_now();
     if (zsh_ckpt_tool_open(pos[0], path, sizeof(path), &ck) != ZSH_OK) {
         return zsh_ckpt_tool_fail("consolidate", pos[0]);
+    }
+    rc = zsh_ckpt_tool_out_check("consolidate", pos[0], path, &ck, pos[1]);
+    if (rc != ZSH_CKPT_TOOL_GO_ON) {
+        zsh_ckpt_free(&ck);
+        return rc;
     }
     rc = zsh_ckpt_cons_prepare(&c, &ck, path, limit, (maxmem != NULL) ? maxmem : "256M",
                                &header);

@@ -7,16 +7,20 @@
 #include "ckpt_tool.h"
 
 #include "core/dtype.h"
+#include "core/escape.h"
+#include "core/file.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void zsh_ckpt_info_header(const zsh_ckpt_t *ck, const char *path)
 {
+    char esc[ZSH_ESCAPED_MAX];
     int k;
 
-    printf("checkpoint      %s\n", path);
+    printf("checkpoint      %s\n", zsh_escape_str(path, esc, sizeof(esc)));
     printf("format          %s version %d\n", ZSH_CKPT_FORMAT, ck->version);
     printf("world size      %d (stage %d)\n", ck->world_size, ck->stage);
     printf("precision       %s (the files hold fp32)\n", zsh_dtype_name(ck->precision));
@@ -58,43 +62,48 @@ static void zsh_ckpt_info_files(const zsh_ckpt_t *ck)
 static void zsh_ckpt_info_params(const zsh_ckpt_t *ck)
 {
     int width = (int)strlen("name");
-    char shape[32];
+    char shape[32], esc[ZSH_ESCAPED_MAX];
     size_t i;
 
     for (i = 0; i < ck->nparams; i++) {
-        width = ((int)strlen(ck->params[i].name) > width) ? (int)strlen(ck->params[i].name)
-                                                           : width;
+        zsh_escape_str(ck->params[i].name, esc, sizeof(esc));
+        width = ((int)strlen(esc) > width) ? (int)strlen(esc) : width;
     }
     printf("params          %zu, %" PRIu64 " elements\n", ck->nparams, zsh_ckpt_tool_total(ck));
     printf("  %-*s  %-5s  %-16s  %14s  %6s\n", width, "name", "dtype", "shape", "numel",
            "pieces");
     for (i = 0; i < ck->nparams; i++) {
         snprintf(shape, sizeof(shape), "[%" PRIu64 "]", ck->params[i].numel);
-        printf("  %-*s  %-5s  %-16s  %14" PRIu64 "  %6zu\n", width, ck->params[i].name,
+        printf("  %-*s  %-5s  %-16s  %14" PRIu64 "  %6zu\n", width,
+               zsh_escape_str(ck->params[i].name, esc, sizeof(esc)),
                zsh_dtype_name(ck->precision), shape, ck->params[i].numel,
                ck->params[i].npieces);
     }
 }
 
-/* The manifest's bytes as they are on disk. */
+/* The manifest's bytes as they are on disk, read as the check read them,
+ * but for control bytes other than newlines: JSON's own escape for them,
+ * so a string in it cannot drive the terminal. */
 static int zsh_ckpt_info_json(const char *path)
 {
-    char mpath[ZSH_CKPT_PATH_MAX + 32], buf[1 << 16];
-    size_t n;
-    FILE *f;
+    char mpath[ZSH_CKPT_PATH_MAX + 32], *text;
+    unsigned char c;
+    size_t len, i;
 
     snprintf(mpath, sizeof(mpath), "%s/%s", path, ZSH_CKPT_MANIFEST);
-    f = fopen(mpath, "rb");
-    if (f == NULL) {
-        perror(mpath);
-        return ZSH_CKPT_TOOL_FAIL;
+    if (zsh_file_read_all(mpath, false, ZSH_CKPT_MANIFEST_MAX, "the manifest", &text, &len) !=
+        ZSH_OK) {
+        return zsh_ckpt_tool_fail("info", "--json");
     }
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-        if (fwrite(buf, 1, n, stdout) != n) {
-            break;
+    for (i = 0; i < len; i++) {
+        c = (unsigned char)text[i];
+        if (((c < ' ') && (c != '\n')) || (c == 0x7f)) {
+            printf("\\u%04x", c);
+        } else {
+            putchar(c);
         }
     }
-    fclose(f);
+    free(text);
     return (fflush(stdout) == 0) ? ZSH_CKPT_TOOL_OK : ZSH_CKPT_TOOL_FAIL;
 }
 

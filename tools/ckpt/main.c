@@ -11,12 +11,14 @@
 
 #include "ckpt/dir.h"
 #include "core/config.h"
+#include "core/escape.h"
 
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void zsh_ckpt_tool_usage(FILE *out)
 {
@@ -24,7 +26,7 @@ void zsh_ckpt_tool_usage(FILE *out)
             "Usage: zsh_ckpt info DIR [--json]\n"
             "       zsh_ckpt verify DIR\n"
             "       zsh_ckpt consolidate DIR OUT [--max-memory BYTES]\n"
-            "       zsh_ckpt reshard DIR OUT --ranks M\n"
+            "       zsh_ckpt reshard DIR OUT --ranks M [--force]\n"
             "Read, check and convert a checkpoint of zsh_optim_save(). DIR is a checkpoint\n"
             "directory (the checkpoint its 'latest' names is used) or one checkpoint\n"
             "(DIR/step-N).\n"
@@ -35,13 +37,16 @@ void zsh_ckpt_tool_usage(FILE *out)
             "               piece's; each failure names the file, the parameter and the\n"
             "               offset; exit 1 if any failed\n"
             "  consolidate  the fp32 weights of every parameter, in the manifest's order,\n"
-            "               into one safetensors file OUT (written to OUT.tmp, fsynced and\n"
-            "               renamed), through a bounded buffer so that resident memory stays\n"
-            "               under --max-memory (default 256M; suffixes k, M, G)\n"
+            "               into one safetensors file OUT (written to a temporary beside it,\n"
+            "               created exclusively, fsynced and renamed), through a bounded\n"
+            "               buffer so that resident memory stays under --max-memory\n"
+            "               (default 256M; suffixes k, M, G)\n"
             "  reshard      a new checkpoint directory OUT holding the same state split over\n"
             "               M shards (near-equal contiguous ranges of all parameters), every\n"
             "               value checked on the way; zsh_optim_load reads it at any world\n"
-            "               size\n"
+            "               size; it refuses to move OUT/latest back to an older step\n"
+            "               unless --force\n"
+            "OUT is never inside the checkpoint read, nor the same file as one it reads.\n"
             "Exit status: 0 done, 1 failed (a bad checkpoint, an I/O error), 2 bad usage.\n");
 }
 
@@ -125,8 +130,98 @@ int zsh_ckpt_tool_args(const char *cmd, int argc, char **argv, const zsh_ckpt_to
 
 int zsh_ckpt_tool_fail(const char *cmd, const char *what)
 {
-    fprintf(stderr, "zsh_ckpt %s: %s: %s\n", cmd, what, zsh_last_error());
+    char esc[ZSH_ESCAPED_MAX];
+
+    fprintf(stderr, "zsh_ckpt %s: %s: %s\n", cmd, zsh_escape_str(what, esc, sizeof(esc)),
+            zsh_last_error());
     return ZSH_CKPT_TOOL_FAIL;
+}
+
+/* @out as it will be reached: its directory's real path and its own name
+ * (the name itself is not followed: a rename replaces a link, it never
+ * writes through one). Empty when the directory does not exist. */
+static void zsh_ckpt_tool_where(const char *out, char *buf, size_t len)
+{
+    char copy[ZSH_CKPT_PATH_MAX], *slash, *real;
+    const char *base = out;
+
+    buf[0] = '\0';
+    snprintf(copy, sizeof(copy), "%s", out);
+    slash = strrchr(copy, '/');
+    if (slash != NULL) {
+        base   = out + (slash - copy) + 1;
+        *slash = '\0';
+    }
+    real = realpath((slash == NULL) ? "." : (copy[0] == '\0') ? "/" : copy, NULL);
+    if (real != NULL) {
+        snprintf(buf, len, "%s/%s", real, base);
+        free(real);
+    }
+}
+
+/* @out is the file @in, or inside the directory @in (both resolved). */
+static bool zsh_ckpt_tool_inside(const char *where, const char *in)
+{
+    char *real = realpath(in, NULL);
+    size_t n;
+    bool inside;
+
+    if ((real == NULL) || (where[0] == '\0')) {
+        free(real);
+        return false;
+    }
+    n      = strlen(real);
+    inside = (strncmp(where, real, n) == 0) && ((where[n] == '\0') || (where[n] == '/'));
+    free(real);
+    return inside;
+}
+
+/* The same file (device and inode) as @a, the output, resolved or not. */
+static bool zsh_ckpt_tool_same(const char *out, const char *in)
+{
+    struct stat o, l, i;
+
+    if (stat(in, &i) != 0) {
+        return false;
+    }
+    return ((stat(out, &o) == 0) && (o.st_dev == i.st_dev) && (o.st_ino == i.st_ino)) ||
+           ((lstat(out, &l) == 0) && (l.st_dev == i.st_dev) && (l.st_ino == i.st_ino));
+}
+
+int zsh_ckpt_tool_out_check(const char *cmd, const char *dir, const char *path,
+                            const zsh_ckpt_t *ck, const char *out)
+{
+    char where[2 * ZSH_CKPT_PATH_MAX], in[ZSH_CKPT_PATH_MAX + 64], name[64];
+    char a[ZSH_ESCAPED_MAX], b[ZSH_ESCAPED_MAX];
+    size_t f, nfiles = (size_t)ck->nshards * (size_t)ck->nkinds;
+
+    zsh_ckpt_tool_where(out, where, sizeof(where));
+    zsh_escape_str(out, a, sizeof(a));
+    zsh_escape_str(path, b, sizeof(b));
+    if (zsh_ckpt_tool_inside(where, path)) {
+        fprintf(stderr, "zsh_ckpt %s: the output %s is inside the checkpoint %s it reads; "
+                "write it elsewhere\n", cmd, a, b);
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    snprintf(in, sizeof(in), "%s/%s", dir, ZSH_CKPT_LATEST);
+    if (zsh_ckpt_tool_same(out, in)) {
+        fprintf(stderr, "zsh_ckpt %s: the output %s is %s, which names the checkpoint it "
+                "reads; write it elsewhere\n", cmd, a, zsh_escape_str(in, b, sizeof(b)));
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    for (f = 0; f <= nfiles; f++) {
+        if (f < nfiles) {
+            zsh_ckpt_file_name(name, sizeof(name), (int)(f % (size_t)ck->nkinds),
+                               (uint32_t)(f / (size_t)ck->nkinds));
+        }
+        snprintf(in, sizeof(in), "%s/%s", path, (f < nfiles) ? name : ZSH_CKPT_MANIFEST);
+        if (zsh_ckpt_tool_same(out, in)) {
+            fprintf(stderr, "zsh_ckpt %s: the output %s is the same file as %s, which it "
+                    "reads; write it elsewhere\n", cmd, a, zsh_escape_str(in, b, sizeof(b)));
+            return ZSH_CKPT_TOOL_FAIL;
+        }
+    }
+    return ZSH_CKPT_TOOL_GO_ON;
 }
 
 zsh_status_t zsh_ckpt_tool_open(const char *dir, char *path, size_t len, zsh_ckpt_t *ck)

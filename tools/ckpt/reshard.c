@@ -11,7 +11,9 @@
  * chunks' and pieces' checksums on the way. The checkpoint is built in
  * OUT/.tmp-step-N, its manifest written last, and published as a save
  * publishes one: renamed into place, then OUT/latest rewritten, so a crash
- * leaves nothing a reader follows half-written.
+ * leaves nothing a reader follows half-written. OUT may not be inside the
+ * checkpoint it reads, and OUT/latest never moves back to an older step
+ * (a job resuming from OUT would silently restart there) unless --force.
  */
 #include "ckpt_tool.h"
 
@@ -20,10 +22,12 @@
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/status.h"
 #include "shard/shard_impl.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +35,7 @@
 #include <sys/stat.h>
 
 /* The manifest allows up to 2^24 shards. */
-#define ZSH_CKPT_RESHARD_MAX (1u << 24)
+#define ZSH_CKPT_RESHARD_MAX ZSH_CKPT_SHARDS_MAX
 
 typedef struct zsh_ckpt_reshard {
     const zsh_ckpt_t *src;
@@ -205,6 +209,40 @@ static int zsh_ckpt_reshard_ranks(const char *text, uint32_t *m_p)
     return 0;
 }
 
+/* OUT as reshard may write it: not empty, a directory if it exists, not
+ * inside the checkpoint read, and its latest no newer than what it gets
+ * unless @force. ZSH_CKPT_TOOL_GO_ON, or the exit status after a message. */
+static int zsh_ckpt_reshard_out(const char *dir, const char *path, const zsh_ckpt_t *src,
+                                const char *out, int force)
+{
+    char esc[ZSH_ESCAPED_MAX];
+    unsigned long newest;
+    struct stat st;
+    bool has;
+    int rc;
+
+    zsh_escape_str(out, esc, sizeof(esc));
+    if ((stat(out, &st) == 0) && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "zsh_ckpt reshard: OUT %s exists and is not a directory; name a "
+                "checkpoint directory, new or existing\n", esc);
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    rc = zsh_ckpt_tool_out_check("reshard", dir, path, src, out);
+    if (rc != ZSH_CKPT_TOOL_GO_ON) {
+        return rc;
+    }
+    if (zsh_ckpt_latest_steps(out, &has, &newest) != ZSH_OK) {
+        return zsh_ckpt_tool_fail("reshard", out);
+    }
+    if (has && (newest > src->steps) && !force) {
+        fprintf(stderr, "zsh_ckpt reshard: %s/latest names step %lu, newer than the step %lu "
+                "this would publish: latest would move back, and a job resuming from %s would "
+                "restart there; --force moves it anyway\n", esc, newest, src->steps, esc);
+        return ZSH_CKPT_TOOL_FAIL;
+    }
+    return ZSH_CKPT_TOOL_GO_ON;
+}
+
 /* Build the checkpoint in @tmp and publish it as @out/@name. */
 static zsh_status_t zsh_ckpt_reshard_run(zsh_ckpt_reshard_t *rs, const char *path,
                                          const char *out, const char *tmp, const char *name,
@@ -217,7 +255,10 @@ static zsh_status_t zsh_ckpt_reshard_run(zsh_ckpt_reshard_t *rs, const char *pat
     if (status == ZSH_OK) {
         status = zsh_ckpt_dir_prepare(out, 1);
     }
-    if ((status == ZSH_OK) && (mkdir(tmp, 0755) != 0)) {
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (mkdir(tmp, 0755) != 0) {
         return zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     }
     if (status == ZSH_OK) {
@@ -237,7 +278,13 @@ static zsh_status_t zsh_ckpt_reshard_run(zsh_ckpt_reshard_t *rs, const char *pat
         status = zsh_ckpt_commit(&rs->dst, out, tmp, name);
     }
     if (status != ZSH_OK) {
-        (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */
+        /* Nothing points at it; the cause, not a failure to clean up, is
+         * what the caller reports. */
+        char cause[ZSH_ERROR_MSG_MAX];
+
+        snprintf(cause, sizeof(cause), "%s", zsh_last_error());
+        (void)zsh_ckpt_rmtree(tmp);
+        zsh_error_set_quiet(cause);
     }
     return status;
 }
@@ -245,7 +292,8 @@ static zsh_status_t zsh_ckpt_reshard_run(zsh_ckpt_reshard_t *rs, const char *pat
 int zsh_ckpt_tool_reshard(int argc, char **argv)
 {
     const char *pos[2], *ranks = NULL;
-    const zsh_ckpt_tool_opt_t opts[] = {{"--ranks", &ranks, NULL}};
+    int force = 0;
+    const zsh_ckpt_tool_opt_t opts[] = {{"--ranks", &ranks, NULL}, {"--force", NULL, &force}};
     char path[ZSH_CKPT_PATH_MAX], tmp[ZSH_CKPT_PATH_MAX], name[64], size[32];
     zsh_ckpt_reshard_t rs;
     zsh_status_t status;
@@ -256,7 +304,7 @@ int zsh_ckpt_tool_reshard(int argc, char **argv)
     size_t f;
     int rc;
 
-    rc = zsh_ckpt_tool_args("reshard", argc, argv, opts, 1, pos, 2, "DIR OUT");
+    rc = zsh_ckpt_tool_args("reshard", argc, argv, opts, 2, pos, 2, "DIR OUT");
     if (rc != ZSH_CKPT_TOOL_GO_ON) {
         return rc;
     }
@@ -267,6 +315,9 @@ int zsh_ckpt_tool_reshard(int argc, char **argv)
         return zsh_ckpt_tool_usage_error("reshard", "--ranks '%s' is not a whole number in "
                                          "[1, %u]", ranks, ZSH_CKPT_RESHARD_MAX);
     }
+    if (pos[1][0] == '\0') {
+        return zsh_ckpt_tool_usage_error("reshard", "OUT is empty: name the directory to write");
+    }
     if (strlen(pos[1]) > ZSH_CKPT_PATH_MAX - 128) {
         return zsh_ckpt_tool_usage_error("reshard", "OUT is longer than %d bytes",
                                          ZSH_CKPT_PATH_MAX - 128);
@@ -274,6 +325,11 @@ int zsh_ckpt_tool_reshard(int argc, char **argv)
     t0 = zsh_clock_now();
     if (zsh_ckpt_tool_open(pos[0], path, sizeof(path), &src) != ZSH_OK) {
         return zsh_ckpt_tool_fail("reshard", pos[0]);
+    }
+    rc = zsh_ckpt_reshard_out(pos[0], path, &src, pos[1], force);
+    if (rc != ZSH_CKPT_TOOL_GO_ON) {
+        zsh_ckpt_free(&src);
+        return rc;
     }
     memset(&rs, 0, sizeof(rs));
     rs.src = &src;

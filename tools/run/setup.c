@@ -148,7 +148,7 @@ static int zsh_run_key(const zsh_run_opts_t *o, zsh_run_job_t *job)
         job->job_key = job->key_buf;
         return zsh_run_key_read(o->key_file, job->key_buf, sizeof(job->key_buf));
     }
-    if ((env != NULL) && (env[0] != '\0')) {
+    if (env != NULL) { /* set but empty is refused: a key that failed to arrive */
         job->job_key = env;
         return zsh_run_key_check("ZSH_JOB_KEY", env);
     }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* The library reads ZSH_RANK before RANK (and so on), so an inherited ZSH_
@@ -94,12 +95,18 @@ static void zsh_run_child_env(const zsh_run_opts_t *o, const zsh_run_job_t *job,
 
 /* In the child, between fork and exec; returns only on failure. */
 static void zsh_run_child(const zsh_run_opts_t *o, const zsh_run_job_t *job, int local, int rank,
-                          const int out[2], const int err[2])
+                          const int out[2], const int err[2], pid_t parent)
 {
     sigset_t none;
     int devnull;
 
     setpgid(0, 0);
+    /* The rank dies with zshrun, even when zshrun is killed with SIGKILL and
+     * cannot pass a signal on. Checked after it is set: zshrun may have died
+     * before, and then the rank was reparented and would never get it. */
+    if ((prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) || (getppid() != parent)) {
+        _exit(127);
+    }
     devnull = open("/dev/null", O_RDONLY);
     if ((devnull < 0) || (dup2(devnull, 0) < 0) || (dup2(out[1], 1) < 0) ||
         (dup2(err[1], 2) < 0)) {
@@ -119,7 +126,7 @@ int zsh_run_spawn(const zsh_run_opts_t *o, const zsh_run_job_t *job, int local,
                   zsh_run_rank_t *r)
 {
     int out[2], err[2], rank = o->node_rank * o->nproc + local, e;
-    pid_t pid;
+    pid_t pid, parent;
 
     /* Close-on-exec: a rank holding another's pipe would keep it from EOF. */
     if (pipe2(out, O_CLOEXEC) != 0) {
@@ -131,13 +138,14 @@ int zsh_run_spawn(const zsh_run_opts_t *o, const zsh_run_job_t *job, int local,
         goto err_close_out;
     }
     fflush(NULL);
-    pid = fork();
+    parent = getpid();
+    pid    = fork();
     if (pid < 0) {
         e = errno;
         goto err_close_err;
     }
     if (pid == 0) {
-        zsh_run_child(o, job, local, rank, out, err);
+        zsh_run_child(o, job, local, rank, out, err, parent);
         fprintf(stderr, "zshrun: cannot run '%s': %s\n", o->argv[0], strerror(errno));
         _exit(127);
     }

@@ -1,9 +1,11 @@
 #include "train/data.h"
 
-#include <errno.h>
+#include "core/escape.h"
+#include "core/file.h"
+#include "core/status.h"
+
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static uint8_t zsh_train_token(int c)
 {
@@ -15,49 +17,29 @@ static uint8_t zsh_train_token(int c)
 
 int zsh_train_text_load(const char *path, size_t context, zsh_train_text_t *text)
 {
-    FILE *f = fopen(path, "rb");
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *ids, *grown;
-    int c, read_errno;
+    char *bytes, name[ZSH_ESCAPED_MAX];
+    size_t len, i;
 
-    if (f == NULL) {
-        fprintf(stderr, "zsh_train: cannot open %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    ids = malloc(cap);
-    while ((ids != NULL) && ((c = fgetc(f)) != EOF)) {
-        if (len == cap) {
-            grown = realloc(ids, cap *= 2);
-            if (grown == NULL) {
-                free(ids);
-                ids = NULL;
-                break;
-            }
-            ids = grown;
-        }
-        ids[len++] = zsh_train_token(c);
-    }
-    /* fopen() takes a directory; the read is what fails. */
-    read_errno = ferror(f) ? errno : 0;
-    fclose(f);
-    if (ids == NULL) {
-        fprintf(stderr, "zsh_train: out of memory reading %s\n", path);
-        return -1;
-    }
-    if (read_errno != 0) {
-        fprintf(stderr, "zsh_train: cannot read %s: %s\n", path, strerror(read_errno));
-        free(ids);
+    /* A regular file (a link to one is fine), read up to the bound: a FIFO
+     * or /dev/zero would block or grow memory until allocation fails. */
+    if (zsh_file_read_all(path, true, ZSH_TRAIN_TEXT_MAX, "the training text", &bytes, &len) !=
+        ZSH_OK) {
+        fprintf(stderr, "zsh_train: %s\n", zsh_last_error());
         return -1;
     }
     if (len < zsh_train_text_min(context)) {
         fprintf(stderr,
                 "zsh_train: %s holds %zu bytes; the training text needs at least %zu "
                 "(a context of %zu tokens plus 2)\n",
-                path, len, zsh_train_text_min(context), context);
-        free(ids);
+                zsh_escape_str(path, name, sizeof(name)), len, zsh_train_text_min(context),
+                context);
+        free(bytes);
         return -1;
     }
-    text->ids = ids;
+    for (i = 0; i < len; i++) {
+        bytes[i] = (char)zsh_train_token((unsigned char)bytes[i]);
+    }
+    text->ids = (uint8_t *)bytes;
     text->len = len;
     return 0;
 }

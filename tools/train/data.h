@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #define ZSH_TRAIN_VOCAB 96 /* '\n' and the 95 printable ASCII characters */
+/* The most --data may hold: it is held in memory, one byte per token. */
+#define ZSH_TRAIN_TEXT_MAX ((size_t)1 << 30)
 
 typedef struct zsh_train_text {
     uint8_t *ids;
@@ -25,8 +27,9 @@ static inline size_t zsh_train_text_min(size_t context)
 }
 
 /* Read @path as token ids; other bytes become spaces. 0 on success, else -1
- * with a message on stderr naming the file: one that cannot be read (a
- * directory), or that holds fewer than zsh_train_text_min(@context) bytes. */
+ * with a message on stderr naming the file: one that is not a regular file
+ * (a directory, a FIFO, a device), larger than ZSH_TRAIN_TEXT_MAX, or that
+ * holds fewer than zsh_train_text_min(@context) bytes. */
 int  zsh_train_text_load(const char *path, size_t context, zsh_train_text_t *text);
 void zsh_train_text_free(zsh_train_text_t *text);
 

@@ -2,6 +2,8 @@
 #include "ckpt/dir.h"
 #include "ckpt/format.h"
 
+#include "core/escape.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/status.h"
 
@@ -158,9 +160,9 @@ zsh_status_t zsh_ckpt_publish(const char *root, const char *tmp, const char *nam
 
 zsh_status_t zsh_ckpt_resolve(const char *path, char *out, size_t len)
 {
-    char buf[ZSH_CKPT_PATH_MAX], name[256];
-    size_t n;
-    FILE *f;
+    char buf[ZSH_CKPT_PATH_MAX], esc[ZSH_ESCAPED_MAX], *name = NULL;
+    zsh_status_t status;
+    size_t n = 0;
 
     snprintf(buf, sizeof(buf), "%s/%s", path, ZSH_CKPT_MANIFEST);
     if (access(buf, F_OK) == 0) {
@@ -168,21 +170,60 @@ zsh_status_t zsh_ckpt_resolve(const char *path, char *out, size_t len)
         return ZSH_OK;
     }
     snprintf(buf, sizeof(buf), "%s/%s", path, ZSH_CKPT_LATEST);
-    f = fopen(buf, "r");
-    if (f == NULL) {
-        return zsh_error(ZSH_ERR_IO, "no checkpoint in %s: neither %s nor %s (%s)", path,
-                         ZSH_CKPT_MANIFEST, ZSH_CKPT_LATEST, strerror(errno));
+    if ((access(buf, F_OK) != 0) && (errno == ENOENT)) {
+        return zsh_error(ZSH_ERR_IO, "no checkpoint in %s: neither %s nor %s (%s)",
+                         zsh_escape_str(path, esc, sizeof(esc)), ZSH_CKPT_MANIFEST,
+                         ZSH_CKPT_LATEST, strerror(ENOENT));
     }
-    n = fread(name, 1, sizeof(name) - 1, f);
-    fclose(f);
+    status = zsh_file_read_all(buf, false, ZSH_CKPT_LATEST_MAX, "the checkpoint's latest", &name,
+                               &n);
+    if (status != ZSH_OK) {
+        return status;
+    }
     while ((n > 0) && ((name[n - 1] == '\n') || (name[n - 1] == ' '))) {
         n--;
     }
     name[n] = '\0';
-    if ((n == 0) || (strchr(name, '/') != NULL) || (name[0] == '.')) {
-        return zsh_error(ZSH_ERR_IO, "%s does not name a checkpoint (\"%s\")", buf, name);
+    if ((n == 0) || (strlen(name) != n) || (strchr(name, '/') != NULL) || (name[0] == '.')) {
+        char content[64];
+
+        status = zsh_error(ZSH_ERR_IO, "%s does not name a checkpoint (\"%s\")",
+                           zsh_escape_str(buf, esc, sizeof(esc)),
+                           zsh_escape(name, n, content, sizeof(content)));
+        free(name);
+        return status;
     }
     snprintf(out, len, "%s/%s", path, name);
+    free(name);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_ckpt_latest_steps(const char *root, bool *has_p, unsigned long *steps_p)
+{
+    char path[ZSH_CKPT_PATH_MAX], name[ZSH_CKPT_PATH_MAX], *end;
+    unsigned long long v;
+    zsh_status_t status;
+
+    *has_p = false;
+    snprintf(path, sizeof(path), "%s/%s", root, ZSH_CKPT_LATEST);
+    if ((access(path, F_OK) != 0) && (errno == ENOENT)) {
+        return ZSH_OK;
+    }
+    status = zsh_ckpt_resolve(root, name, sizeof(name));
+    if (status != ZSH_OK) {
+        return status;
+    }
+    /* The names a save gives: step-<steps>, at least 8 digits. */
+    end = strrchr(name, '/');
+    end = (end != NULL) ? end + 1 : name;
+    if (strncmp(end, "step-", 5) == 0) {
+        errno = 0;
+        v     = strtoull(end + 5, &end, 10);
+        if ((errno == 0) && (*end == '\0')) {
+            *has_p   = true;
+            *steps_p = (unsigned long)v;
+        }
+    }
     return ZSH_OK;
 }
 

@@ -12,6 +12,7 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Put back a checkpoint a crashed save had moved aside in @root; with
@@ -40,5 +41,10 @@ zsh_status_t zsh_ckpt_commit(const zsh_ckpt_t *ck, const char *root, const char 
 /* The checkpoint @path names, into @out: @path itself when it holds a
  * manifest, else the one its `latest` names. ZSH_ERR_IO when there is none. */
 zsh_status_t zsh_ckpt_resolve(const char *path, char *out, size_t len);
+
+/* The steps of the checkpoint @root's latest names (step-N), in *@steps_p
+ * with *@has_p true; *@has_p false without a latest, or one that does not
+ * name a step-N. A latest that cannot be read is the error. */
+zsh_status_t zsh_ckpt_latest_steps(const char *root, bool *has_p, unsigned long *steps_p);
 
 #endif

@@ -37,6 +37,17 @@
 #define ZSH_CKPT_KINDS    3          /* weights, exp_avg, exp_avg_sq */
 #define ZSH_CKPT_PATH_MAX 4096
 #define ZSH_CKPT_FILE_MAX ((uint64_t)1 << 56) /* bytes a manifest may give one file */
+/* The most a manifest may be, read whole before it is parsed: its chunk
+ * checksums take 19 bytes per MiB of state, so this holds some 10 TiB of
+ * files and a million parameters' pieces, and a link to /dev/zero or a
+ * runaway file costs at most this much memory. */
+#define ZSH_CKPT_MANIFEST_MAX ((size_t)256 << 20)
+#define ZSH_CKPT_LATEST_MAX   255                /* bytes of `latest`: a name and a newline */
+#define ZSH_CKPT_SHARDS_MAX   (1u << 24)          /* shards, and ranks that saved */
+/* Step counters: the largest integer a double holds exactly, so any JSON
+ * reader reads them exactly, and so far from 2^64 that a run adding to them
+ * never wraps. */
+#define ZSH_CKPT_COUNTER_MAX  (((uint64_t)1 << 53) - 1)
 
 /* The kinds' names, as in the files' names and the manifest. */
 extern const char *const zsh_ckpt_kind_names[ZSH_CKPT_KINDS];
@@ -120,8 +131,21 @@ zsh_status_t zsh_ckpt_manifest_write(const zsh_ckpt_t *ck, const char *path);
 /* Read and check the manifest @path: ZSH_ERR_IO for a missing or
  * unreadable file, ZSH_ERR_INVALID_ARG naming the field for one that is
  * malformed or inconsistent (pieces that do not tile a parameter, a piece
- * past its shard's file). */
+ * past its shard's file, pieces that overlap), or holding a value the
+ * optimizer would refuse (a setting zsh_optim_create refuses, counters out
+ * of order or past ZSH_CKPT_COUNTER_MAX, kinds unlike those the rule and
+ * its momentum keep). The file is opened as a regular file, never through
+ * a link, and read up to ZSH_CKPT_MANIFEST_MAX bytes. */
 zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck);
+
+/* The checks of zsh_ckpt_manifest_read() on the manifest's @len bytes of
+ * @text (NUL-terminated; its checksum's digits are zeroed and restored
+ * while it is hashed), @name naming it in messages. */
+zsh_status_t zsh_ckpt_manifest_parse(const char *name, char *text, size_t len, zsh_ckpt_t *ck);
+
+/* @ck's rule settings as the zsh_optim_config_t zsh_optim_check_hyper()
+ * holds to zsh_optim_create's ranges (the rest zero). */
+void zsh_ckpt_hyper_config(const zsh_ckpt_t *ck, zsh_optim_config_t *cfg);
 
 void zsh_ckpt_free(zsh_ckpt_t *ck);
 

@@ -13,6 +13,7 @@
 #include "ckpt/reader.h"
 
 #include "core/dtype.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/status.h"
 
@@ -24,6 +25,7 @@
 static zsh_status_t zsh_ckpt_match(const zsh_optim_t *opt, const zsh_ckpt_t *ck,
                                    const char *path)
 {
+    char saved[ZSH_ESCAPED_MAX], mine[ZSH_ESCAPED_MAX];
     size_t i;
 
     if ((ck->kind != opt->cfg.kind) || (ck->nkinds != zsh_optim_state_count(opt))) {
@@ -45,13 +47,14 @@ static zsh_status_t zsh_ckpt_match(const zsh_optim_t *opt, const zsh_ckpt_t *ck,
         if (strcmp(ck->params[i].name, opt->params[i]->name) != 0) {
             return zsh_error(ZSH_ERR_INVALID_ARG,
                              "%s: parameter %zu is '%s'; this model's is '%s'", path, i,
-                             ck->params[i].name, opt->params[i]->name);
+                             zsh_escape_str(ck->params[i].name, saved, sizeof(saved)),
+                             zsh_escape_str(opt->params[i]->name, mine, sizeof(mine)));
         }
         if (ck->params[i].numel != opt->params[i]->numel) {
             return zsh_error(ZSH_ERR_INVALID_ARG,
                              "%s: parameter '%s' has shape [%llu]; this model's is [%zu]", path,
-                             ck->params[i].name, (unsigned long long)ck->params[i].numel,
-                             opt->params[i]->numel);
+                             zsh_escape_str(ck->params[i].name, saved, sizeof(saved)),
+                             (unsigned long long)ck->params[i].numel, opt->params[i]->numel);
         }
     }
     return ZSH_OK;

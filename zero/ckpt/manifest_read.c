@@ -7,13 +7,18 @@
 #include "ckpt/format.h"
 #include "ckpt/hash.h"
 
+#include "optim/hyper.h"
+
 #include "core/dtype.h"
+#include "core/escape.h"
+#include "core/file.h"
 #include "core/status.h"
 
 #include <json-c/json.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,12 @@ typedef struct zsh_ckpt_parse {
     const char  *path;
     zsh_status_t status;
 } zsh_ckpt_parse_t;
+
+/* A string of the manifest, escaped for a message. */
+static const char *zsh_ckpt_text(json_object *v, char *buf, size_t len)
+{
+    return zsh_escape_str(json_object_get_string(v), buf, len);
+}
 
 static json_object *zsh_ckpt_get(zsh_ckpt_parse_t *ps, json_object *o, const char *key,
                                  json_type type, const char *where)
@@ -59,6 +70,20 @@ static uint64_t zsh_ckpt_u64(zsh_ckpt_parse_t *ps, json_object *o, const char *k
     return json_object_get_uint64(v);
 }
 
+/* A number field of at most @max: what a narrower field would wrap is refused. */
+static uint64_t zsh_ckpt_bounded(zsh_ckpt_parse_t *ps, json_object *o, const char *key,
+                                 const char *where, uint64_t max)
+{
+    uint64_t v = zsh_ckpt_u64(ps, o, key, where);
+
+    if ((ps->status == ZSH_OK) && (v > max)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s%s\"%s\" is %" PRIu64 ", more than "
+                               "%" PRIu64, ps->path, where, (where[0] != '\0') ? ": " : "", key,
+                               v, max);
+    }
+    return v;
+}
+
 static float zsh_ckpt_float(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
 {
     json_object *v = NULL;
@@ -83,8 +108,8 @@ static int zsh_ckpt_bool(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
 
 static uint64_t zsh_ckpt_hash(zsh_ckpt_parse_t *ps, json_object *v, const char *where)
 {
+    char *end, esc[64];
     const char *s;
-    char *end;
     uint64_t h;
 
     if (ps->status != ZSH_OK) {
@@ -95,30 +120,42 @@ static uint64_t zsh_ckpt_hash(zsh_ckpt_parse_t *ps, json_object *v, const char *
     h     = strtoull(s, &end, 16);
     if ((strlen(s) != 16) || (*end != '\0') || (errno != 0)) {
         ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s: \"%s\" is not a checksum", ps->path,
-                               where, s);
+                               where, zsh_escape_str(s, esc, sizeof(esc)));
     }
     return h;
 }
 
 static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_ckpt_t *ck)
 {
+    uint64_t version, world_size, stage, shards;
     json_object *v, *sc, *hy;
+    char esc[64];
     const char *s;
     int i;
 
     v = zsh_ckpt_get(ps, root, "format", json_type_string, "");
     if ((v != NULL) && (strcmp(json_object_get_string(v), ZSH_CKPT_FORMAT) != 0)) {
         ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: format \"%s\" is not \"%s\"", ps->path,
-                               json_object_get_string(v), ZSH_CKPT_FORMAT);
+                               zsh_ckpt_text(v, esc, sizeof(esc)), ZSH_CKPT_FORMAT);
     }
-    ck->version = (int)zsh_ckpt_u64(ps, root, "version", "");
-    if ((ps->status == ZSH_OK) && (ck->version != ZSH_CKPT_VERSION)) {
+    version = zsh_ckpt_u64(ps, root, "version", "");
+    if ((ps->status == ZSH_OK) && (version != ZSH_CKPT_VERSION)) {
         ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
-                               "%s: format version %d; this build reads version %d", ps->path,
-                               ck->version, ZSH_CKPT_VERSION);
+                               "%s: format version %" PRIu64 "; this build reads version %d",
+                               ps->path, version, ZSH_CKPT_VERSION);
     }
-    ck->world_size = (int)zsh_ckpt_u64(ps, root, "world_size", "");
-    ck->stage      = (int)zsh_ckpt_u64(ps, root, "stage", "");
+    ck->version = (int)version;
+    world_size  = zsh_ckpt_u64(ps, root, "world_size", "");
+    stage       = zsh_ckpt_u64(ps, root, "stage", "");
+    if ((ps->status == ZSH_OK) && ((world_size < 1) || (world_size > ZSH_CKPT_SHARDS_MAX) ||
+                                   (stage > 3))) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                               "%s: world_size %" PRIu64 " or stage %" PRIu64 " is out of range "
+                               "(world_size 1 to %u, stage 0 to 3)", ps->path, world_size, stage,
+                               ZSH_CKPT_SHARDS_MAX);
+    }
+    ck->world_size = (int)world_size;
+    ck->stage      = (int)stage;
     v = zsh_ckpt_get(ps, root, "precision", json_type_string, "");
     ck->precision = (zsh_dtype_t)-1;
     for (i = 0; (v != NULL) && (i < ZSH_DTYPE_COUNT); i++) {
@@ -129,7 +166,7 @@ static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_c
     if ((v != NULL) && (ck->precision != ZSH_FLOAT32) && (ck->precision != ZSH_BFLOAT16) &&
         (ck->precision != ZSH_FLOAT16)) {
         ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: precision \"%s\" is not fp32, bf16 or "
-                               "fp16", ps->path, json_object_get_string(v));
+                               "fp16", ps->path, zsh_ckpt_text(v, esc, sizeof(esc)));
     }
     v = zsh_ckpt_get(ps, root, "optimizer", json_type_string, "");
     s = (v != NULL) ? json_object_get_string(v) : "";
@@ -139,17 +176,19 @@ static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_c
     if ((v != NULL) && (strcmp(s, "sgd") != 0) && (strcmp(s, "adam") != 0) &&
         (strcmp(s, "adamw") != 0)) {
         ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: optimizer \"%s\" is not sgd, adam or "
-                               "adamw", ps->path, s);
+                               "adamw", ps->path, zsh_ckpt_text(v, esc, sizeof(esc)));
     }
-    ck->step          = zsh_ckpt_u64(ps, root, "step", "");
-    ck->steps         = zsh_ckpt_u64(ps, root, "steps", "");
-    ck->skipped_steps = zsh_ckpt_u64(ps, root, "skipped_steps", "");
+    ck->step          = zsh_ckpt_bounded(ps, root, "step", "", ZSH_CKPT_COUNTER_MAX);
+    ck->steps         = zsh_ckpt_bounded(ps, root, "steps", "", ZSH_CKPT_COUNTER_MAX);
+    ck->skipped_steps = zsh_ckpt_bounded(ps, root, "skipped_steps", "", ZSH_CKPT_COUNTER_MAX);
     sc = zsh_ckpt_get(ps, root, "loss_scaler", json_type_object, "");
     if (sc != NULL) {
         ck->scaler.scale     = zsh_ckpt_float(ps, sc, "scale");
         ck->scaler.min_scale = zsh_ckpt_float(ps, sc, "min_scale");
-        ck->scaler.window    = (unsigned)zsh_ckpt_u64(ps, sc, "window", "loss_scaler");
-        ck->scaler.clean     = (unsigned)zsh_ckpt_u64(ps, sc, "clean", "loss_scaler");
+        ck->scaler.window    = (unsigned)zsh_ckpt_bounded(ps, sc, "window", "loss_scaler",
+                                                          UINT_MAX);
+        ck->scaler.clean     = (unsigned)zsh_ckpt_bounded(ps, sc, "clean", "loss_scaler",
+                                                          UINT_MAX);
         ck->scaler.dynamic   = zsh_ckpt_bool(ps, sc, "dynamic");
     }
     hy = zsh_ckpt_get(ps, root, "hyperparameters", json_type_object, "");
@@ -182,9 +221,64 @@ static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_c
         ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: chunk_bytes is not %u", ps->path,
                                ZSH_CKPT_CHUNK);
     }
-    ck->nshards = (uint32_t)zsh_ckpt_u64(ps, root, "shards", "");
-    if ((ps->status == ZSH_OK) && ((ck->nshards == 0) || (ck->nshards > (1u << 24)))) {
-        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: shards is %u", ps->path, ck->nshards);
+    shards = zsh_ckpt_u64(ps, root, "shards", "");
+    if ((ps->status == ZSH_OK) && ((shards == 0) || (shards > ZSH_CKPT_SHARDS_MAX))) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: shards is %" PRIu64 ", not 1 to %u",
+                               ps->path, shards, ZSH_CKPT_SHARDS_MAX);
+    }
+    ck->nshards = (uint32_t)shards;
+}
+
+void zsh_ckpt_hyper_config(const zsh_ckpt_t *ck, zsh_optim_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->kind           = ck->kind;
+    cfg->lr             = ck->hyper.lr;
+    cfg->beta1          = ck->hyper.beta1;
+    cfg->beta2          = ck->hyper.beta2;
+    cfg->eps            = ck->hyper.eps;
+    cfg->weight_decay   = ck->hyper.weight_decay;
+    cfg->momentum       = ck->hyper.momentum;
+    cfg->nesterov       = ck->hyper.nesterov;
+    cfg->max_grad_norm  = ck->hyper.max_grad_norm;
+    cfg->loss_scale     = ck->scaler.scale;
+    cfg->min_loss_scale = ck->scaler.min_scale;
+}
+
+/* The header's values as data: the counters consistent, the rule's
+ * settings in the range zsh_optim_create accepts (with its words), and the
+ * kinds saved those the rule and its momentum keep, so a load never adopts
+ * a setting the optimizer would refuse or a state it does not hold. */
+static void zsh_ckpt_check_values(zsh_ckpt_parse_t *ps, const zsh_ckpt_t *ck)
+{
+    zsh_optim_config_t cfg;
+    int states;
+
+    if (ps->status != ZSH_OK) {
+        return;
+    }
+    if ((ck->step > ck->steps) || (ck->skipped_steps > ck->steps)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: step %lu and skipped_steps %lu cannot "
+                               "be more than steps %lu", ps->path, ck->step, ck->skipped_steps,
+                               ck->steps);
+        return;
+    }
+    zsh_ckpt_hyper_config(ck, &cfg);
+    ps->status = zsh_optim_check_hyper(ps->path, &cfg);
+    if (ps->status != ZSH_OK) {
+        return;
+    }
+    if (!(ck->scaler.scale > 0.0f) || (ck->scaler.window == 0)) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: loss_scaler: scale %g and window %u "
+                               "must be above 0", ps->path, ck->scaler.scale, ck->scaler.window);
+        return;
+    }
+    states = zsh_optim_rule_states(ck->kind, ck->hyper.momentum);
+    if (ck->nkinds != 1 + states) {
+        ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                               "%s: %s with momentum %g keeps %d state(s) per element, but the "
+                               "kinds saved hold %d", ps->path, zsh_ckpt_optim_name(ck->kind),
+                               ck->hyper.momentum, states, ck->nkinds - 1);
     }
 }
 
@@ -192,7 +286,7 @@ static void zsh_ckpt_parse_files(zsh_ckpt_parse_t *ps, json_object *root, zsh_ck
 {
     size_t nfiles = (size_t)ck->nshards * (size_t)ck->nkinds, i, c;
     json_object *files, *f, *chunks;
-    char where[64], name[64];
+    char where[64], name[64], esc[64];
 
     files = zsh_ckpt_get(ps, root, "files", json_type_array, "");
     if ((files != NULL) && (json_object_array_length(files) != nfiles)) {
@@ -219,7 +313,7 @@ static void zsh_ckpt_parse_files(zsh_ckpt_parse_t *ps, json_object *root, zsh_ck
         nm = zsh_ckpt_get(ps, f, "name", json_type_string, where);
         if ((nm != NULL) && (strcmp(json_object_get_string(nm), name) != 0)) {
             ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is \"%s\", \"%s\" expected",
-                                   ps->path, where, json_object_get_string(nm), name);
+                                   ps->path, where, zsh_ckpt_text(nm, esc, sizeof(esc)), name);
         }
         file->bytes = zsh_ckpt_u64(ps, f, "bytes", where);
         file->hash  = zsh_ckpt_hash(ps, zsh_ckpt_get(ps, f, "xxh3", json_type_string, where),
@@ -257,7 +351,7 @@ static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
 {
     json_object *v, *pieces, *pc, *h;
     uint64_t next = 0;
-    char where[96];
+    char where[96], esc[64];
     size_t j;
     int k;
 
@@ -272,7 +366,8 @@ static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
     if (ps->status != ZSH_OK) {
         return;
     }
-    snprintf(where, sizeof(where), "parameter '%.60s'", cp->name);
+    snprintf(where, sizeof(where), "parameter '%s'",
+             zsh_escape_str(cp->name, esc, sizeof(esc)));
     cp->npieces = json_object_array_length(pieces);
     cp->pieces  = calloc(cp->npieces + 1, sizeof(*cp->pieces));
     if (cp->pieces == NULL) {
@@ -283,7 +378,7 @@ static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
         zsh_ckpt_piece_t *piece = &cp->pieces[j];
 
         pc            = json_object_array_get_idx(pieces, j);
-        piece->shard  = (uint32_t)zsh_ckpt_u64(ps, pc, "shard", where);
+        piece->shard  = (uint32_t)zsh_ckpt_bounded(ps, pc, "shard", where, ck->nshards - 1);
         piece->offset = zsh_ckpt_u64(ps, pc, "offset", where);
         piece->start  = zsh_ckpt_u64(ps, pc, "start", where);
         piece->count  = zsh_ckpt_u64(ps, pc, "count", where);
@@ -316,58 +411,65 @@ static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
     }
 }
 
-/* The whole file @path, NUL-terminated. */
-static zsh_status_t zsh_ckpt_slurp(const char *path, char **text_p, size_t *len_p)
+/* Pieces of one shard must not overlap in its files: sorted by shard and
+ * offset, each ends at or before the next begins. */
+static int zsh_ckpt_piece_cmp(const void *a, const void *b)
 {
-    size_t cap = 1 << 16, len = 0, n;
-    char *text = malloc(cap), *grown;
-    FILE *f = fopen(path, "rb");
+    const zsh_ckpt_piece_t *x = *(const zsh_ckpt_piece_t *const *)a;
+    const zsh_ckpt_piece_t *y = *(const zsh_ckpt_piece_t *const *)b;
 
-    if ((f == NULL) || (text == NULL)) {
-        zsh_status_t status = (f == NULL) ? zsh_error(ZSH_ERR_IO, "cannot read %s: %s", path,
-                                                      strerror(errno))
-                                          : zsh_error(ZSH_ERR_NO_MEMORY, "no memory for %s", path);
-        if (f != NULL) {
-            fclose(f);
-        }
-        free(text);
-        return status;
+    if (x->shard != y->shard) {
+        return (x->shard < y->shard) ? -1 : 1;
     }
-    while ((n = fread(text + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        if (len + 1 == cap) {
-            grown = realloc(text, cap * 2);
-            if (grown == NULL) {
-                fclose(f);
-                free(text);
-                return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for %s", path);
-            }
-            text = grown;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    text[len] = '\0';
-    *text_p   = text;
-    *len_p    = len;
-    return ZSH_OK;
+    return (x->offset < y->offset) ? -1 : (x->offset > y->offset) ? 1 : 0;
 }
 
-zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck)
+static void zsh_ckpt_check_overlap(zsh_ckpt_parse_t *ps, const zsh_ckpt_t *ck)
 {
-    zsh_ckpt_parse_t ps = {path, ZSH_OK};
+    const zsh_ckpt_piece_t **all, *a, *b;
+    size_t n = 0, i, j;
+
+    if (ps->status != ZSH_OK) {
+        return;
+    }
+    for (i = 0; i < ck->nparams; i++) {
+        n += ck->params[i].npieces;
+    }
+    all = malloc((n + 1) * sizeof(*all));
+    if (all == NULL) {
+        ps->status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory for %zu pieces", ps->path, n);
+        return;
+    }
+    for (i = 0, n = 0; i < ck->nparams; i++) {
+        for (j = 0; j < ck->params[i].npieces; j++) {
+            all[n++] = &ck->params[i].pieces[j];
+        }
+    }
+    qsort(all, n, sizeof(*all), zsh_ckpt_piece_cmp);
+    for (i = 1; (ps->status == ZSH_OK) && (i < n); i++) {
+        a = all[i - 1];
+        b = all[i];
+        /* offset + count cannot wrap: each piece lies inside its file. */
+        if ((a->shard == b->shard) && (a->offset + a->count > b->offset)) {
+            ps->status = zsh_error(ZSH_ERR_INVALID_ARG,
+                                   "%s: shard %u: the pieces at elements %" PRIu64 "+%" PRIu64
+                                   " and %" PRIu64 "+%" PRIu64 " of its files overlap",
+                                   ps->path, a->shard, a->offset, a->count, b->offset, b->count);
+        }
+    }
+    free(all);
+}
+
+zsh_status_t zsh_ckpt_manifest_parse(const char *name, char *text, size_t len, zsh_ckpt_t *ck)
+{
+    char ename[ZSH_ESCAPED_MAX], *digits, saved[17] = "", *end = saved;
+    zsh_ckpt_parse_t ps = {zsh_escape_str(name, ename, sizeof(ename)), ZSH_OK};
     json_object *root, *params;
     struct json_tokener *tok;
-    char *text = NULL, *digits, saved[17] = "", *end = saved;
-    zsh_status_t status;
     uint64_t h = 0;
-    size_t i, k, len = 0;
+    size_t i;
 
     memset(ck, 0, sizeof(*ck));
-    status = zsh_ckpt_slurp(path, &text, &len);
-    if (status != ZSH_OK) {
-        return status;
-    }
     digits = zsh_ckpt_self_digits(text, len);
     if (digits != NULL) {
         memcpy(saved, digits, 16);
@@ -377,53 +479,50 @@ zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck)
         memcpy(digits, saved, 16);
     }
     if ((digits == NULL) || (strtoull(saved, &end, 16) != h) || (*end != '\0')) {
-        free(text);
         return zsh_error(ZSH_ERR_IO, "%s is corrupt: it does not match its own checksum (%s)",
-                         path, ZSH_CKPT_SELF_KEY);
+                         ps.path, ZSH_CKPT_SELF_KEY);
     }
     tok  = json_tokener_new();
     root = (tok != NULL) ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
     if (tok != NULL) {
         json_tokener_free(tok);
     }
-    free(text);
     if (root == NULL) {
-        return zsh_error(ZSH_ERR_IO, "%s is not valid JSON", path);
+        return zsh_error(ZSH_ERR_IO, "%s is not valid JSON", ps.path);
     }
     zsh_ckpt_parse_header(&ps, root, ck);
+    zsh_ckpt_check_values(&ps, ck);
     zsh_ckpt_parse_files(&ps, root, ck);
     params = zsh_ckpt_get(&ps, root, "params", json_type_array, "");
     if (ps.status == ZSH_OK) {
         ck->nparams = json_object_array_length(params);
         ck->params  = calloc(ck->nparams + 1, sizeof(*ck->params));
         if (ck->params == NULL) {
-            ps.status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", path);
+            ps.status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", ps.path);
         }
     }
     for (i = 0; (ps.status == ZSH_OK) && (i < ck->nparams); i++) {
         zsh_ckpt_parse_param(&ps, json_object_array_get_idx(params, i), i, &ck->params[i], ck);
     }
-    /* Pieces of one shard must not overlap in its files. */
-    if (ps.status == ZSH_OK) {
-        uint64_t *elems = calloc(ck->nshards, sizeof(*elems));
-
-        if (elems == NULL) {
-            ps.status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", path);
-        } else {
-            zsh_ckpt_shard_elems(ck, elems);
-            for (k = 0; (ps.status == ZSH_OK) && (k < ck->nshards); k++) {
-                if (elems[k] > ck->files[k * (size_t)ck->nkinds].bytes / sizeof(float)) {
-                    ps.status = zsh_error(ZSH_ERR_INVALID_ARG,
-                                          "%s: shard %zu's pieces hold more than its files",
-                                          path, k);
-                }
-            }
-            free(elems);
-        }
-    }
+    zsh_ckpt_check_overlap(&ps, ck);
     json_object_put(root);
     if (ps.status != ZSH_OK) {
         zsh_ckpt_free(ck);
     }
     return ps.status;
+}
+
+zsh_status_t zsh_ckpt_manifest_read(const char *path, zsh_ckpt_t *ck)
+{
+    zsh_status_t status;
+    char *text = NULL;
+    size_t len = 0;
+
+    memset(ck, 0, sizeof(*ck));
+    status = zsh_file_read_all(path, false, ZSH_CKPT_MANIFEST_MAX, "the manifest", &text, &len);
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_manifest_parse(path, text, len, ck);
+        free(text);
+    }
+    return status;
 }

@@ -1,6 +1,8 @@
 #include "ckpt/reader.h"
 #include "ckpt/hash.h"
 
+#include "core/escape.h"
+#include "core/file.h"
 #include "core/status.h"
 
 #include <errno.h>
@@ -68,8 +70,9 @@ static void zsh_ckpt_path(const zsh_ckpt_reader_t *r, size_t file, char *buf, si
 
 static zsh_status_t zsh_ckpt_fd(zsh_ckpt_reader_t *r, size_t file, int *fd_p)
 {
-    char path[ZSH_CKPT_PATH_MAX];
-    struct stat st;
+    char path[ZSH_CKPT_PATH_MAX], name[ZSH_ESCAPED_MAX];
+    zsh_status_t status;
+    uint64_t size;
     int fd;
 
     if (r->fds[file] >= 0) {
@@ -86,15 +89,18 @@ static zsh_status_t zsh_ckpt_fd(zsh_ckpt_reader_t *r, size_t file, int *fd_p)
         r->nopen = 0;
     }
     zsh_ckpt_path(r, file, path, sizeof(path));
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return zsh_error(ZSH_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* A shard file is never a link, and is read only up to the size the
+     * manifest gives it. */
+    status = zsh_file_open_regular(path, false, "the shard file", &fd, &size);
+    if (status != ZSH_OK) {
+        return status;
     }
-    if ((fstat(fd, &st) != 0) || ((uint64_t)st.st_size != r->ck->files[file].bytes)) {
+    if (size != r->ck->files[file].bytes) {
         close(fd);
-        return zsh_error(ZSH_ERR_IO, "%s is %lld bytes; the manifest says %" PRIu64 "%s", path,
-                         (long long)st.st_size, r->ck->files[file].bytes,
-                         ((uint64_t)st.st_size < r->ck->files[file].bytes) ? " (truncated)" : "");
+        return zsh_error(ZSH_ERR_IO, "%s is %" PRIu64 " bytes; the manifest says %" PRIu64 "%s",
+                         zsh_escape_str(path, name, sizeof(name)), size,
+                         r->ck->files[file].bytes,
+                         (size < r->ck->files[file].bytes) ? " (truncated)" : "");
     }
     r->fds[file] = fd;
     r->nopen++;
@@ -269,7 +275,7 @@ zsh_status_t zsh_ckpt_reader_check_piece(zsh_ckpt_reader_t *r, int k, size_t par
     XXH3_state_t *st = XXH3_createState();
     uint64_t off = pc->offset * sizeof(float), left = pc->count * sizeof(float);
     zsh_status_t status = ZSH_OK;
-    char what[192], path[ZSH_CKPT_PATH_MAX];
+    char what[192], path[ZSH_CKPT_PATH_MAX], esc[104];
     const char *data;
     size_t in, n;
 
@@ -277,8 +283,9 @@ zsh_status_t zsh_ckpt_reader_check_piece(zsh_ckpt_reader_t *r, int k, size_t par
         return zsh_error(ZSH_ERR_NO_MEMORY, "no memory");
     }
     XXH3_64bits_reset(st);
-    snprintf(what, sizeof(what), "parameter '%.100s' (%s, piece %zu)", r->ck->params[param].name,
-             zsh_ckpt_kind_names[k], j);
+    snprintf(what, sizeof(what), "parameter '%s' (%s, piece %zu)",
+             zsh_escape_str(r->ck->params[param].name, esc, sizeof(esc)), zsh_ckpt_kind_names[k],
+             j);
     while ((status == ZSH_OK) && (left > 0)) {
         in     = (size_t)(off % ZSH_CKPT_CHUNK);
         n      = (ZSH_CKPT_CHUNK - in < left) ? ZSH_CKPT_CHUNK - in : (size_t)left;

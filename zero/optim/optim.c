@@ -10,6 +10,7 @@
 #include "mem/checked.h"
 #include "mem/huge.h"
 #include "optim/config.h"
+#include "optim/hyper.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ void zsh_optim_config_init(zsh_optim_config_t *cfg)
 static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 {
     const char *fn = "zsh_optim_create";
+    zsh_status_t status;
 
     if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0) &&
         (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_2) &&
@@ -60,14 +62,9 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: precision %s is not fp32, bf16 or fp16", fn,
                          zsh_dtype_name(cfg->precision));
     }
-    if (!(cfg->lr >= 0.0f) || !(cfg->eps > 0.0f) || !(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
-        !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f) || !(cfg->max_grad_norm >= 0.0f) ||
-        !(cfg->momentum >= 0.0f) || !(cfg->min_loss_scale > 0.0f)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: lr=%g eps=%g beta1=%g beta2=%g momentum=%g max_grad_norm=%g "
-                         "min_loss_scale=%g: one is out of range",
-                         fn, cfg->lr, cfg->eps, cfg->beta1, cfg->beta2, cfg->momentum,
-                         cfg->max_grad_norm, cfg->min_loss_scale);
+    status = zsh_optim_check_hyper(fn, cfg);
+    if (status != ZSH_OK) {
+        return status;
     }
     if ((cfg->size > ZSH_OPTIM_CONFIG_SIZE_1) &&
         ((cfg->update_threads < 0) || (cfg->update_threads > ZSH_OPTIM_MAX_THREADS))) {
@@ -80,9 +77,6 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: hpz is %d, expected 0 (ZSH_HPZ), ZSH_HPZ_AUTO (-1), ZSH_HPZ_OFF (1) "
                          "or a group size up to %d", fn, cfg->hpz, ZSH_OPTIM_MAX_HPZ);
-    }
-    if (cfg->nesterov && (cfg->momentum <= 0.0f)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: nesterov needs momentum > 0", fn);
     }
     return ZSH_OK;
 }
@@ -239,7 +233,7 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
     opt->esize   = zsh_dtype_size(opt->cfg.precision);
     opt->mixed   = opt->cfg.precision != ZSH_FLOAT32;
     opt->has_master = opt->mixed;
-    opt->nstates = (opt->cfg.kind != ZSH_OPTIM_SGD) ? 2 : (opt->cfg.momentum > 0.0f) ? 1 : 0;
+    opt->nstates = zsh_optim_rule_states(opt->cfg.kind, opt->cfg.momentum);
     zsh_scaler_init(&opt->scaler, opt->cfg.loss_scale, opt->cfg.dynamic_loss_scale != 0,
                     opt->cfg.loss_scale_window, opt->cfg.min_loss_scale);
     *opt_p = opt;

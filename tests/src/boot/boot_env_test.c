@@ -208,6 +208,22 @@ ZSH_TEST(boot_env, missing_variables_are_named)
     }
 }
 
+/* A key set but empty (a failed $(cat keyfile)) is an error; only an unset
+ * key means a store without authentication. */
+ZSH_TEST(boot_env, an_empty_job_key_is_refused_not_taken_as_none)
+{
+    zsh_boot_env_t *env = NULL;
+    zsh_boot_config_t cfg;
+    zsh_oob_t oob;
+
+    cfg = boot_config(0, 2, 29500, T_OK);
+    setenv("ZSH_JOB_KEY", "", 1);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_boot_env_create(&cfg, &oob, &env));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "ZSH_JOB_KEY is set but empty");
+    unsetenv("ZSH_JOB_KEY");
+    ZSH_EXPECT_TRUE(env == NULL);
+}
+
 ZSH_TEST(boot_env, out_of_range_values_are_rejected_before_any_socket)
 {
     zsh_boot_env_t *env = NULL;

@@ -259,6 +259,11 @@ ZSH_TEST(config, values_outside_the_range_are_refused_naming_variable_value_and_
                                                             "0", &opts, err, sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "ZSH_TEST_CFG_SECONDS='0' is out of range: expected a number "
                                  "of seconds from 0.001 to 31536000");
+    /* Space on either side is refused alike. */
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_SECONDS"),
+                                                            " 5", &opts, err, sizeof(err)));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_SECONDS"),
+                                                            "5 ", &opts, err, sizeof(err)));
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_config_parse(zsh_test_field("TEST_CFG_COUNT"),
                                                             "100000", &opts, err, sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "ZSH_TEST_CFG_COUNT='100000' is out of range: expected an "

@@ -26,18 +26,12 @@
  */
 #include "boot/store_auth.h"
 #include "boot/store_frame.h"
+#include "fuzz_check.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Fails the run: libFuzzer saves the input as a crash reproducer. */
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            __builtin_trap();                                                                      \
-        }                                                                                          \
-    } while (0)
 
 static int field_inside(const uint8_t *field, size_t field_len, const uint8_t *buf, size_t len)
 {

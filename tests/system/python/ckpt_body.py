@@ -441,6 +441,37 @@ def test_load_consolidated_joins_tiles_reads_plain_files_and_names_mismatches(ct
         raises(lambda: load_consolidated(path), ValueError, "not JSON", "a bad header")
 
 
+@np1
+def test_load_consolidated_bounds_indices_and_sizes_by_the_file(ctx):
+    """A file from elsewhere: a tile index of 10^11 (a set of 10^11 integers
+    was built to name the missing tiles), one of 5000 digits, a shape no
+    file holds, and a FIFO are refused or read as plain names, at once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "x.safetensors")
+        one = torch.ones(2)
+        write_safetensors(path, {"w[0]": one, "w[100000000000]": one})
+        raises(lambda: load_consolidated(path), ValueError,
+               "the tiles of 'w' are not 0..100000000000: w[1] missing (and 99999999998 more)",
+               "a tile index of 10^11")
+        long_name = "w[%s]" % ("9" * 5000)
+        write_safetensors(path, {long_name: one})
+        if not torch.equal(load_consolidated(path)[long_name], one):
+            raise AssertionError("a name with a 5000-digit index is not read as a plain name")
+        write_safetensors(path, {"w": torch.ones(0)})
+        with open(path, "r+b") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            text = f.read(n).replace(b'"shape": [0]', b'"shape": [0, 1000000000000000000000]')
+            f.seek(0)
+            f.write(struct.pack("<Q", len(text)) + text)
+            f.truncate()
+        raises(lambda: load_consolidated(path), ValueError, "is not a list of sizes up to the "
+               "file's", "a shape larger than the file")
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        raises(lambda: load_consolidated(fifo), ValueError, "it is a FIFO, not a regular file",
+               "a FIFO")
+
+
 # ---- 1 rank: the 2-rank job's checkpoints resumed ---------------------------------------
 
 def _one_rank_case(stage):

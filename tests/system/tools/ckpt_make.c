@@ -3,7 +3,7 @@
  * as a framework would. One process runs on a communicator of its own;
  * under zshrun (RANK set) every rank of the job takes part.
  *
- *   ckpt_make save DIR RAW [--stage S] [--big N]
+ *   ckpt_make save DIR RAW [--stage S] [--big N] [--rule sgd|adamw]
  *       a model of awkward sizes (and names a safetensors header must
  *       escape), with --big a parameter of N more elements, trained three
  *       AdamW steps and saved to DIR; RAW gets every parameter's fp32
@@ -12,12 +12,20 @@
  *       the same model loaded from DIR and trained one more step; RAW gets
  *       the weights as loaded, then as that step left them: the same bytes
  *       for any checkpoint of the same state, at any world size and stage
+ *       (--rule sgd: SGD without momentum instead of AdamW)
+ *   ckpt_make sign MANIFEST
+ *       the manifest's own checksum written again after an edit, as a
+ *       hostile writer would (XXH3 has no key)
  *
  * Exits 0 on success, 1 after a failure it names on stderr.
  */
 #include <zeroshard.h>
 #include <zeroshard/optim.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +142,7 @@ static int train_step(zsh_optim_t *opt, model_t *m, int step, int size, float *g
 }
 
 static int run(zsh_comm_t *comm, int save, const char *dir, const char *raw, int stage,
-               size_t big)
+               size_t big, int sgd)
 {
     int rank = zsh_comm_rank(comm), rc = 1, s;
     zsh_optim_config_t cfg;
@@ -147,7 +155,7 @@ static int run(zsh_comm_t *comm, int save, const char *dir, const char *raw, int
     model_define(&m, big);
     zsh_optim_config_init(&cfg);
     cfg.stage        = stage;
-    cfg.kind         = ZSH_OPTIM_ADAMW;
+    cfg.kind         = sgd ? ZSH_OPTIM_SGD : ZSH_OPTIM_ADAMW;
     cfg.lr           = 0.01f;
     cfg.weight_decay = 0.01f;
     cfg.bucket_size  = 1 << 18; /* several buckets: pieces from each */
@@ -208,19 +216,56 @@ out:
     return rc;
 }
 
+/* The last key's 16 digits: the XXH3-64 of the text with them as zeros. */
+static int sign(const char *path)
+{
+    static char text[1 << 22];
+    char *at = NULL, *next, hex[17];
+    FILE *f = fopen(path, "r+b");
+    size_t len;
+
+    if (f == NULL) {
+        perror(path);
+        return 1;
+    }
+    len = fread(text, 1, sizeof(text) - 1, f);
+    text[len] = '\0';
+    for (next = strstr(text, "\"manifest_xxh3\""); next != NULL;
+         next = strstr(next + 1, "\"manifest_xxh3\"")) {
+        at = next;
+    }
+    at = (at != NULL) ? strchr(at + 15, '"') : NULL;
+    if ((at == NULL) || (strlen(at) < 17)) {
+        fprintf(stderr, "ckpt_make sign: %s has no manifest_xxh3\n", path);
+        fclose(f);
+        return 1;
+    }
+    memset(at + 1, '0', 16);
+    snprintf(hex, sizeof(hex), "%016" PRIx64, (uint64_t)XXH3_64bits(text, len));
+    memcpy(at + 1, hex, 16);
+    rewind(f);
+    return ((fwrite(text, 1, len, f) == len) && (fclose(f) == 0)) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     size_t big = 0;
-    int stage = 0, i, rc;
+    int stage = 0, sgd = 0, i, rc;
     zsh_comm_t *comm;
 
+    if ((argc == 3) && (strcmp(argv[1], "sign") == 0)) {
+        return sign(argv[2]);
+    }
     if ((argc < 4) || ((strcmp(argv[1], "save") != 0) && (strcmp(argv[1], "resume") != 0))) {
-        fprintf(stderr, "usage: ckpt_make save|resume DIR RAW [--stage S] [--big N]\n");
+        fprintf(stderr, "usage: ckpt_make save|resume DIR RAW [--stage S] [--big N] "
+                "[--rule sgd|adamw]\n       ckpt_make sign MANIFEST\n");
         return 2;
     }
     for (i = 4; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--stage") == 0) {
             stage = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "--rule") == 0) {
+            sgd = strcmp(argv[i + 1], "sgd") == 0;
         } else if (strcmp(argv[i], "--big") == 0) {
             big = strtoull(argv[i + 1], NULL, 10);
         } else {
@@ -231,7 +276,7 @@ int main(int argc, char **argv)
     if (comm_open(&comm) != ZSH_OK) {
         return fail("communicator");
     }
-    rc = run(comm, strcmp(argv[1], "save") == 0, argv[2], argv[3], stage, big);
+    rc = run(comm, strcmp(argv[1], "save") == 0, argv[2], argv[3], stage, big, sgd);
     zsh_comm_destroy(comm);
     return rc;
 }

@@ -91,8 +91,8 @@ tier_choices() {
         refused "--disk-read '$b' is not a bandwidth in GB/s in [0, 1e6]" --params 7B --ranks 8 --disk-read "$b"
         refused "--disk-write '$b' is not a bandwidth in GB/s in [0, 1e6]" --params 7B --ranks 8 --disk-write "$b"
     done
-    for b in -1 1.5 x; do
-        refused "--ranks-per-disk '$b' is not a whole number in [0, 1e+09]" --params 7B --ranks 8 --ranks-per-disk "$b"
+    for b in 0 -1 1.5 x; do
+        refused "--ranks-per-disk '$b' is not a whole number in [1, 1e+09]" --params 7B --ranks 8 --ranks-per-disk "$b"
     done
 }
 result tier_options_refuse_bad_values_naming_them "$(tier_choices)"

@@ -16,7 +16,7 @@ train="$top_builddir/tools/zsh_train"
 . "$(dirname "$0")/../../harness/results.sh"
 # shellcheck source=../../harness/poll.sh
 . "$(dirname "$0")/../../harness/poll.sh"
-results_begin zshrun 15
+results_begin zshrun 16
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
@@ -166,18 +166,24 @@ stubborn() {
 }
 result a_rank_ignoring_sigterm_is_killed_after_the_grace_period "$(stubborn)"
 
+# two_sleeping: both ranks in their sleep (the sleeps themselves: the
+# launchers' command lines name it too), however slow to start under a
+# sanitizer; says so after 20 s.
+two_sleeping() {
+    local i
+    for ((i = 0; i < 400; i++)); do
+        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && return
+        sleep 0.05
+    done
+    echo "the ranks had not started after 20 s"
+}
+
 forwarded() {
-    local pid rc i
+    local pid rc
     timeout 30 "$zshrun" -n 2 sh -c "trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
         >"$tmp/out" 2>"$tmp/err" &
     pid=$!
-    # Both ranks in their sleep (the sleeps themselves: the launchers' command
-    # lines name it too), however slow to start under a sanitizer.
-    for ((i = 0; i < 400; i++)); do
-        [ "$(pgrep -fc "^sleep $mark")" = 2 ] && break
-        sleep 0.05
-    done
-    [ "$(pgrep -fc "^sleep $mark")" = 2 ] || echo "the ranks had not started after 20 s"
+    two_sleeping
     kill -TERM "$(pgrep -P $pid)" # timeout's child: zshrun
     wait $pid
     rc=$?
@@ -188,6 +194,28 @@ forwarded() {
     leftovers
 }
 result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwarded)"
+
+# SIGKILL cannot be passed on: the ranks die with zshrun all the same
+# (PR_SET_PDEATHSIG).
+sigkilled() {
+    local pid i
+    "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
+    pid=$!
+    two_sleeping
+    [ "$(pgrep -fc "^sh -c sleep $mark")" = 2 ] || echo "no 2 rank shells to watch"
+    kill -KILL $pid
+    wait $pid 2>/dev/null
+    # the ranks' shells die at once; their sleeps with them (the shell's
+    # death is not passed on: each rank is its own process group, killed
+    # by the kernel as its parent dies)
+    for ((i = 0; i < 100; i++)); do
+        [ "$(pgrep -fc "^sh -c sleep $mark")" = 0 ] && break
+        sleep 0.05
+    done
+    [ "$(pgrep -fc "^sh -c sleep $mark")" = 0 ] || echo "ranks outlived a SIGKILLed zshrun"
+    pkill_ours
+}
+result sigkill_to_zshrun_kills_its_ranks "$(sigkilled)"
 
 demo_job() {
     local out
@@ -278,6 +306,8 @@ bad_input() {
     refused 2 "--bind 'socket' is not one of none, core, numa" --bind socket "${start[@]}"
     HWLOC_SYNTHETIC="numa:2 core:2 pu:1" refused 2 "--bind core: 5 ranks but 4 cores to run on" \
         --bind core -n 5 "${start[@]}"
+    # set but empty (a failed $(cat keyfile)) is not "no key"
+    ZSH_JOB_KEY= refused 2 "ZSH_JOB_KEY has 0 characters, fewer than the 16" "${start[@]}"
 }
 result bad_input_is_refused_with_a_message_before_any_rank_starts "$(bad_input)"
 

@@ -11,10 +11,10 @@ prog="$top_builddir/tools/zsh_train"
 SUITE=zsh_train
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 steps=12
-# Three kinds of unusable data, the lone process, each stage at 1 and 4
+# Two kinds of unusable data, the lone process, each stage at 1 and 4
 # ranks, five checks at 4 ranks, and six of the sized model, the options
 # and the step's split.
-expected=$((3 + 1 + 2 * 4 + 5 + 6))
+expected=$((2 + 1 + 2 * 4 + 5 + 6))
 
 value() { # FILE PREFIX: the number after "PREFIX: "
     sed -n "s/^$2: \([0-9][0-9]*\).*/\1/p" "$1"
@@ -38,18 +38,26 @@ run() { # NP STAGE [ARGS...]: output in $out/np$NP.s$STAGE
         >"$out/np$np.s$stage" 2>"$out/np$np.s$stage.err"
 }
 
-# refused DATA: zsh_train exits 1 (not by a signal) with a message naming
-# DATA and the 10 bytes it needs; prints what is wrong.
+# refused DATA [NEEDLE]: zsh_train exits 1 (not by a signal, nor after
+# blocking or growing without bound) with a message naming DATA and NEEDLE
+# (by default the 10 bytes it needs); prints what is wrong.
 refused() {
     local rc
     timeout 60 "$prog" --steps 1 --data "$1" >"$out/data.out" 2>"$out/data.err"
     rc=$?
     [ $rc = 1 ] || echo "$1: exit $rc, expected 1: $(tail -2 "$out/data.err")"
     grep -qF "$1" "$out/data.err" || echo "$1: the message does not name it: $(cat "$out/data.err")"
-    case $1 in
-    "$out") grep -q "Is a directory" "$out/data.err" || echo "$1: $(cat "$out/data.err")" ;;
-    *) grep -q "needs at least 10 " "$out/data.err" || echo "$1: $(cat "$out/data.err")" ;;
-    esac
+    grep -qF "${2:-needs at least 10 }" "$out/data.err" || echo "$1: $(cat "$out/data.err")"
+}
+
+# Not regular files: a device (/dev/zero grew memory until allocation
+# failed), a FIFO (open() blocked), a directory.
+special_files() {
+    refused /dev/null "is a character device, not a regular file"
+    refused /dev/zero "is a character device, not a regular file"
+    mkfifo "$out/fifo"
+    refused "$out/fifo" "is a FIFO, not a regular file"
+    refused "$out" "is a directory, not a regular file"
 }
 
 short_files() { # every length a context of 8 tokens cannot use: 0 to 9 bytes
@@ -60,8 +68,7 @@ short_files() { # every length a context of 8 tokens cannot use: 0 to 9 bytes
     done
 }
 
-check data_dev_null_is_refused_naming_the_file_and_the_minimum refused /dev/null
-check data_directory_is_refused_naming_it refused "$out"
+check data_devices_fifos_and_directories_are_refused_by_name special_files
 check data_files_of_0_to_9_bytes_are_refused_without_a_crash short_files
 
 # A lone process (no launcher) is a job of one.

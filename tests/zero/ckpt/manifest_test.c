@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Two parameters over two shards of weights and exp_avg. */
@@ -33,7 +34,11 @@ static void zsh_mt_make(zsh_ckpt_t *ck, zsh_ckpt_param_t *params, zsh_ckpt_piece
     ck->steps      = 9;
     ck->scaler.scale  = 1024.0f;
     ck->scaler.window = 1000;
+    ck->scaler.min_scale = 1.0f;
     ck->hyper.lr      = 0.1f;
+    ck->hyper.beta1   = 0.9f;
+    ck->hyper.beta2   = 0.999f;
+    ck->hyper.eps     = 1e-8f;
     ck->hyper.momentum = 0.9f;
     params[0] = (zsh_ckpt_param_t){"layer.weight", 3000, pieces, 2};
     params[1] = (zsh_ckpt_param_t){"layer.bias", 10, pieces + 2, 1};
@@ -143,5 +148,91 @@ ZSH_TEST(ckpt_manifest, is_read_back_as_written_and_refused_when_changed_or_inco
         ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), edits[i].needle);
     }
     unlink(path);
+    rmdir(dir);
+}
+
+/* A manifest is data: every value is held to the range zsh_optim_create
+ * accepts (with its words), counters cannot wrap a narrower field or pass
+ * ZSH_CKPT_COUNTER_MAX, the kinds saved are those the rule keeps, and
+ * pieces do not overlap. Each edit is signed again, as a hostile writer
+ * would. */
+ZSH_TEST(ckpt_manifest, values_are_held_to_the_ranges_the_optimizer_accepts)
+{
+    static const struct {
+        const char *from, *to, *needle;
+    } edits[] = {
+        {"\"lr\":0.1", "\"lr\":-1000", "lr=-1000 eps=1e-08"},
+        {"\"lr\":0.1", "\"lr\":NaN", "lr=nan"},
+        {"\"lr\":0.1", "\"lr\":1e300", "lr=inf"},
+        {"\"beta2\":0.999", "\"beta2\":5", "beta2=5 "},
+        {"\"eps\":1e-08", "\"eps\":0", "eps=0 "},
+        {"\"weight_decay\":0", "\"weight_decay\":-1", "weight_decay=-1 "},
+        {"\"min_scale\":1", "\"min_scale\":0", "min_loss_scale=0:"},
+        {"\"scale\":1024", "\"scale\":0", "scale 0 and window 1000 must be above 0"},
+        {"\"window\":1000", "\"window\":4294967297", "\"window\" is 4294967297, more than"},
+        {"\"momentum\":0.9", "\"momentum\":-0.5", "momentum=-0.5 "},
+        {"\"steps\":9", "\"steps\":18446744073709551615", "\"steps\" is 18446744073709551615"},
+        {"\"steps\":9", "\"steps\":5", "step 7 and skipped_steps 0 cannot be more than steps 5"},
+        {"\"version\":1", "\"version\":4294967297", "format version 4294967297"},
+        {"\"stage\":1", "\"stage\":2147483653", "stage 2147483653 is out of range"},
+        {"\"world_size\":2", "\"world_size\":4294967299", "world_size 4294967299 or"},
+        {"\"momentum\":0.9", "\"momentum\":0", "sgd with momentum 0 keeps 0 state(s) per "
+                                                 "element, but the kinds saved hold 1"},
+        {"\"shard\":1,\n          \"offset\":1495", "\"shard\":4294967297,\n          \"offset\":1495",
+         "\"shard\" is 4294967297, more than 1"},
+        {"\"offset\":1495", "\"offset\":1490", "shard 1: the pieces at elements 0+1495 and "
+                                                 "1490+10 of its files overlap"},
+        {"\"name\":\"layer.bias\"", "\"name\":\"b\\u001b[2J\"", NULL},
+    };
+    zsh_ckpt_param_t params[2];
+    zsh_ckpt_piece_t pieces[3];
+    zsh_ckpt_file_t files[4];
+    uint64_t chunks[4];
+    zsh_ckpt_t ck, back;
+    char dir[] = "/var/tmp/zsh-manifest-test-XXXXXX", path[96];
+    size_t i;
+
+    ZSH_ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/manifest.json", dir);
+    zsh_mt_make(&ck, params, pieces, files, chunks);
+    for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ckpt_manifest_write(&ck, path));
+        ZSH_ASSERT_TRUE(zsh_mt_edit(path, edits[i].from, edits[i].to, true));
+        if (edits[i].needle == NULL) {
+            /* A name with an escape sequence is read as it is, and printed escaped. */
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_ckpt_manifest_read(path, &back));
+            ZSH_EXPECT_TRUE(strcmp(back.params[1].name, "b\x1b[2J") == 0);
+            zsh_ckpt_free(&back);
+            continue;
+        }
+        ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_ckpt_manifest_read(path, &back));
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), edits[i].needle);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The manifest is opened as a regular file: a FIFO is refused by name
+ * without blocking, a link (to /dev/zero, say) is not followed, nor is a
+ * directory read. */
+ZSH_TEST(ckpt_manifest, is_read_only_from_a_regular_file_within_its_bound)
+{
+    char dir[] = "/var/tmp/zsh-manifest-test-XXXXXX", path[96];
+    zsh_ckpt_t back;
+
+    ZSH_ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/manifest.json", dir);
+    ZSH_ASSERT_TRUE(0 == mkfifo(path, 0600));
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_ckpt_manifest_read(path, &back));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "manifest.json is a FIFO, not a regular file");
+    unlink(path);
+    ZSH_ASSERT_TRUE(0 == symlink("/dev/zero", path));
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_ckpt_manifest_read(path, &back));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "it is a symbolic link");
+    unlink(path);
+    ZSH_ASSERT_TRUE(0 == mkdir(path, 0700));
+    ZSH_EXPECT_STATUS(ZSH_ERR_IO, zsh_ckpt_manifest_read(path, &back));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "is a directory, not a regular file");
+    rmdir(path);
     rmdir(dir);
 }
