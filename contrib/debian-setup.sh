@@ -12,10 +12,9 @@ packages=(build-essential pkg-config autoconf automake libtool
 # The sanitizer builds, the libFuzzer target and make valgrind (tests/run_all.sh
 # runs the first two): clang with its sanitizer and libFuzzer runtimes.
 packages+=(clang libclang-rt-dev valgrind)
-# The Python package zeroshard (python/) and its torch tests.
-packages+=(python3-dev python3-numpy pybind11-dev python3-torch)
-# Models nobody here wrote, for the torch tests: torchvision's.
-packages+=(python3-torchvision)
+# The Python package zeroshard (python/) and its torch tests (torchvision's
+# ViT and Swin at ZeRO stage 3; those cases skip without it).
+packages+=(python3-dev python3-numpy pybind11-dev python3-torch python3-torchvision)
 # Debian's torch does its fp32 matmuls through the libblas.so.3 alternative;
 # the reference BLAS behind it by default makes examples/torch/train_gpt.py's
 # fp32 steps far slower than OpenBLAS (the README has the measurement). The

@@ -5,7 +5,11 @@
 examples/torch/train_gpt.py at every stage against DistributedDataParallel
 over gloo with torch.optim.AdamW in the same job; stage 3's parameter bytes
 against stage 0's; tied parameters, a module called twice and in-place ops
-at stage 3 against plain torch; state_dict / load_state_dict through every
+at stage 3 against plain torch; stage 3's units against stage 0 on
+nn.Transformer (its encoder fast path in eval included), torchvision's ViT
+and Swin, tied, reused, looped, checkpointed (reentrant and not), frozen and
+unused parameters, with units by class, size and callable, and a parameter
+read outside its module found; state_dict / load_state_dict through every
 copy the layer keeps; mixed precision; the offload tiers (train_gpt.py with
 the optimizer states in host memory or with states and parameter shards in
 files, bit for bit the in-memory run, inside its host buffer budget, its
@@ -22,6 +26,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -424,19 +429,215 @@ def test_bad_modules_and_groups_are_refused_with_the_reason(ctx):
 
 
 @case
-def test_stage_3_params_read_outside_their_module_need_gathered(ctx):
+def test_stage_3_finds_a_parameter_read_outside_its_module_and_trains_as_plain_torch(ctx):
+    # Awkward's forward reads block[0].bias outside block[0]'s forward; without
+    # gathered() the first forwards find it and the root unit holds it after.
+    opt = dict(lr=1e-2, weight_decay=0.05)
+    _, ref_losses = reference_run(4, **opt)
     m = awkward()
-    zero = ZeRO(m, stage=3, group=ctx.group)
-    x, _ = batch(0)
+    zero = ZeRO(m, stage=3, group=ctx.group, **opt)
+    losses = []
+    for step in range(4):
+        x, y = batch(step)
+        loss = F.cross_entropy(m(x).view(-1, 11), y.view(-1))
+        zero.backward(loss)
+        zero.step()
+        zero.zero_grad()
+        losses.append(loss.item())
+    near(torch.tensor(losses), torch.tensor(ref_losses), 1e-5, "losses")
+    if "block.0.bias" not in zero.units[""]:
+        raise AssertionError("the root unit does not hold block.0.bias: %s" % zero.units)
     bias = m.block[0].bias
-    raises(lambda: m(x), "", "a forward reading block[0].bias without gathered()")
+    if bias.numel() != 0:
+        raise AssertionError("block.0.bias stayed gathered after the forward")
     with zero.gathered(bias):
         if bias.shape != (6,):
             raise AssertionError("gathered() gave shape %s" % (tuple(bias.shape),))
     if bias.numel() != 0:
         raise AssertionError("the parameter stayed gathered after the with block")
-    m(x, zero)  # the same forward with gathered() runs
     zero.close()
+
+
+# ---- stage 3 units: transformers of torch and torchvision, against stage 0 ------------
+
+def fast_path_calls(fn):
+    """fn() and how many times it ran the encoder layer's fast path, or None
+    where this torch has no torch._transformer_encoder_layer_fwd."""
+    real = getattr(torch, "_transformer_encoder_layer_fwd", None)
+    if real is None:
+        return fn(), None
+    calls = [0]
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    torch._transformer_encoder_layer_fwd = counted
+    try:
+        return fn(), calls[0]
+    finally:
+        torch._transformer_encoder_layer_fwd = real
+
+
+def square_error(out, step):
+    target = torch.randn(out.shape, generator=torch.Generator().manual_seed(400 + step))
+    return F.mse_loss(out, target)
+
+
+def unit_run(ctx, make, inputs, stage, steps=3, **kw):
+    """make()'s model trained @steps steps at @stage on every rank's same
+    inputs(step) (a tuple of arguments), loss the mean square error of its
+    output against random targets;
+    then two forwards in eval under no_grad (at stage 3 the first runs
+    detection, which turns torch's fast paths off, the second does not).
+    Returns the losses (training and eval), the fast path's
+    calls in the second eval forward, and zero.units."""
+    torch.manual_seed(5)
+    m = make()
+    zero = ZeRO(m, stage=stage, group=ctx.group, lr=1e-2, weight_decay=0.01, **kw)
+    try:
+        losses = []
+        for step in range(steps):
+            loss = square_error(m(*inputs(step)), step)
+            zero.backward(loss)
+            zero.step()
+            zero.zero_grad()
+            losses.append(loss.item())
+        m.eval()
+        with torch.no_grad():
+            first = square_error(m(*inputs(steps)), steps).item()
+            second, calls = fast_path_calls(
+                lambda: square_error(m(*inputs(steps)), steps).item())
+        return losses + [first, second], calls, zero.units if stage == 3 else None
+    finally:
+        zero.close()
+
+
+def as_stage_0(ctx, make, inputs, what, **kw):
+    """make()'s model at stage 3 against stage 0: the same training and eval
+    losses (fp32, 1e-5); returns stage 3's fast path calls and units."""
+    want, want_calls, _ = unit_run(ctx, make, inputs, 0)
+    got, calls, units = unit_run(ctx, make, inputs, 3, **kw)
+    near(torch.tensor(got), torch.tensor(want), 1e-5, "%s: stage 3 against stage 0" % what)
+    if calls != want_calls:
+        raise AssertionError("%s: the encoder layer's fast path ran %s times at stage 3, %s at "
+                             "stage 0" % (what, calls, want_calls))
+    return calls, units
+
+
+def sequences(step):
+    g = torch.Generator().manual_seed(200 + step)
+    return torch.randn(2, 5, 16, generator=g), torch.randn(2, 4, 16, generator=g)
+
+
+def transformer():
+    return nn.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=1,
+                          dim_feedforward=32, dropout=0.0, batch_first=True)
+
+
+@case
+def test_stage_3_trains_nn_transformer_as_stage_0_with_the_encoder_fast_path_in_eval(ctx):
+    calls, units = as_stage_0(ctx, transformer, sequences, "nn.Transformer")
+    if calls is not None and calls != 2:
+        raise AssertionError("the encoder layers' fast path ran %d times, not 2" % calls)
+    # An encoder layer is one unit (its fast path reads its children's
+    # parameters); the decoder layer's attentions are units of their own,
+    # which hold the out_proj their forward reads without calling it.
+    for unit, param in (("encoder.layers.0", "encoder.layers.0.self_attn.out_proj.weight"),
+                        ("decoder.layers.0.self_attn",
+                         "decoder.layers.0.self_attn.out_proj.weight")):
+        if param not in units.get(unit, []):
+            raise AssertionError("unit %s does not hold %s: %s" % (unit, param, dict(units)))
+
+
+@case
+def test_stage_3_units_by_class_size_and_callable_train_as_stage_0(ctx):
+    layers = {nn.TransformerEncoderLayer, nn.TransformerDecoderLayer}
+    for units, want in ((layers, ["", "encoder.layers.0", "encoder.layers.1", "decoder.layers.0"]),
+                        (nn.TransformerDecoderLayer, ["", "decoder.layers.0"]),
+                        (lambda m: isinstance(m, nn.LayerNorm), None),
+                        (3000, None)):
+        _, got = as_stage_0(ctx, transformer, sequences, "units=%r" % (units,), units=units)
+        if want is not None and list(got) != want:
+            raise AssertionError("units=%r made the units %s, not %s" % (units, list(got), want))
+        if callable(units) and not isinstance(units, type):
+            # Not those inside encoder layers, which are never split.
+            norms = [n for n, m in transformer().named_modules()
+                     if isinstance(m, nn.LayerNorm) and not n.startswith("encoder.layers.")]
+            if sorted(got) != sorted([""] + norms):
+                raise AssertionError("units=LayerNorm made %s" % list(got))
+        if units == 3000:
+            # An encoder layer holds 2224 parameters: the encoder (4480) and
+            # the decoder layer (3344) are the smallest subtrees of 3000.
+            if list(got) != ["", "encoder", "decoder.layers.0"]:
+                raise AssertionError("units=3000 made %s" % list(got))
+    for bad, kind in ((0, ValueError), ("block", TypeError), ({nn.Linear, int}, TypeError)):
+        e = raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.group, units=bad), "units",
+                   "units=%r" % (bad,))
+        if not isinstance(e, kind):
+            raise AssertionError("units=%r raised %r, not a %s" % (bad, e, kind.__name__))
+
+
+def torchvision_models():
+    try:
+        import torchvision
+    except ImportError as e:
+        raise Skip("torchvision is not importable: %s" % e)
+    return torchvision.models
+
+
+def images(step):
+    return (torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(300 + step)),)
+
+
+@case
+def test_stage_3_trains_torchvision_vit_and_swin_as_stage_0(ctx):
+    models = torchvision_models()
+    as_stage_0(ctx, lambda: models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+        num_classes=10), images, "VisionTransformer")
+    as_stage_0(ctx, lambda: models.SwinTransformer(
+        patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2], window_size=[2, 2],
+        stochastic_depth_prob=0.0, num_classes=10), images, "SwinTransformer")
+
+
+class Mixed(nn.Module):
+    """Attention, a weight tied between input and output, a layer called
+    twice, layers called in a loop, blocks under reentrant and non-reentrant
+    checkpointing, a frozen layer and an unused one."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 8)
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.loop = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+        self.twice = nn.Linear(8, 8)
+        self.reentrant = nn.Sequential(nn.Linear(8, 8), nn.GELU())
+        self.nonreentrant = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8))
+        self.frozen = nn.Linear(8, 8).requires_grad_(False)
+        self.unused = nn.Linear(3, 3)
+        self.out = nn.Linear(8, 11, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        h = h + self.attn(h, h, h, need_weights=False)[0]
+        for _ in range(2):
+            for layer in self.loop:
+                h = torch.tanh(layer(h))
+        h = self.twice(self.twice(h))
+        if torch.is_grad_enabled():
+            h = checkpoint(self.reentrant, h, use_reentrant=True)
+            h = checkpoint(self.nonreentrant, h, use_reentrant=False)
+        else:
+            h = self.nonreentrant(self.reentrant(h))
+        return self.out(self.frozen(h))
+
+
+@case
+def test_stage_3_trains_tied_reused_looped_checkpointed_frozen_and_unused_as_stage_0(ctx):
+    as_stage_0(ctx, Mixed, lambda step: batch(step)[:1], "Mixed")
+    as_stage_0(ctx, Mixed, lambda step: batch(step)[:1], "Mixed, one unit", units=Mixed)
 
 
 class Ctx:

@@ -19,15 +19,33 @@ precision, loss scaling and clipping; this module only wires it to torch:
   the backward pass; its bucket's reduction starts at once. The gradient is
   averaged over the ranks first (``average_grads``, like DDP) and ``p.grad``
   is cleared: the layer has it.
-- Stage 3. The parameters' storage is freed after setup. A forward pre-hook
-  of each module gathers its own parameters, copies them into fresh tensors
-  and a forward hook drops them again; in backward, a hook on the module's
-  outputs gathers them before the module's backward runs, and each one is
-  dropped once its gradient is handed over. A parameter used by several
-  modules (tied) or several times is gathered while any use needs it. The
-  outputs pass through an identity autograd function whose backward does
-  the gathering, so in-place ops on them (ReLU(inplace=True)) still work. Code
-  that reads a parameter outside its own module's forward holds it with
+- Stage 3. The parameters' storage is freed after setup and gathered by
+  units, as FSDP has them: a unit is a module subtree, and its parameters
+  (its subtree's, less those of units nested in it) are gathered before its
+  forward, copied into fresh tensors, and dropped after it, so code that
+  reads a submodule's weight (nn.MultiheadAttention reads out_proj.weight)
+  finds it whole. ``units=`` picks them: a module class or a set of them
+  (a transformer block), a parameter count (FSDP's size-based policy: the
+  smallest subtrees holding that many parameters not yet in a unit), or a
+  callable(module) -> bool. By default every module holding parameters of
+  its own is a unit. The root module is always one, and holds whatever no
+  other unit does. nn.MultiheadAttention and nn.TransformerEncoderLayer are
+  never split (their fast paths, in eval under no_grad, read their
+  children's parameters without calling the children), and are units of
+  their own by default. ``zero.units`` lists the units and what each holds.
+  In backward, a hook on a unit's outputs gathers its parameters before its
+  backward runs, and each one is dropped once its gradient is handed over.
+  A parameter used by several units (tied) or several times is gathered
+  while any use needs them. The outputs pass through an identity autograd
+  function whose backward does the gathering, so in-place ops on them
+  (ReLU(inplace=True)) still work.
+- Reads outside the owner's forward. While the root module's forward runs
+  in a mode (train or eval, gradients on or off) that has not yet run
+  without finding one, a TorchFunctionMode watches every torch call: a
+  released parameter among its arguments is gathered on the spot and
+  recorded for the innermost unit whose forward is running, which gathers
+  it with its own from then on. Code that reads a parameter outside the
+  root's forward, or only on some steps, holds it with
   ``with zero.gathered(p): ...``.
 
 One backward per step: a parameter whose gradient comes twice before
@@ -111,6 +129,68 @@ def _through(obj, callback):
     return rebuild(obj)
 
 
+# torch's modules whose code reads their children's parameters without
+# calling the children, also on fast paths that run only when no
+# __torch_function__ is active, so detection never sees them: never split
+# into several units, and units of their own by default.
+_WHOLE = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer)
+
+# Containers without a forward of their own: their hooks would never run.
+_NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def _unit_policy(units):
+    """units= as a function (module, parameters its unit would hold, whether
+    it holds parameters itself) -> whether the module is a unit."""
+    if units is None:
+        return lambda m, numel, own: own or isinstance(m, _WHOLE)
+    if isinstance(units, int) and not isinstance(units, bool):
+        if units < 1:
+            raise ValueError("units=%d: a parameter count must be at least 1" % units)
+        return lambda m, numel, own: numel >= units and not isinstance(m, _NO_FORWARD)
+    classes = (units,) if isinstance(units, type) else units
+    if isinstance(classes, (set, frozenset, tuple, list)):
+        classes = tuple(classes)
+        bad = [c for c in classes if not (isinstance(c, type) and issubclass(c, torch.nn.Module))]
+        if bad or not classes:
+            raise TypeError("units: %r is not a torch.nn.Module subclass"
+                            % (bad[0] if bad else classes,))
+        return lambda m, numel, own: isinstance(m, classes)
+    if callable(units):
+        return lambda m, numel, own: bool(units(m))
+    raise TypeError("units must be None, a module class or a set of them, a parameter count "
+                    "or a callable(module) -> bool, not %s" % type(units).__name__)
+
+
+class _Unit:
+    """A module subtree whose parameters are gathered together around its
+    forward. params (positions in ZeRO's registration order) grows when
+    detection finds the unit's code reading a parameter it does not hold."""
+
+    __slots__ = ("module", "params", "known")
+
+    def __init__(self, module, params):
+        self.module = module
+        self.params = params
+        self.known = set(params)
+
+
+class _FindReleased(torch.overrides.TorchFunctionMode):
+    """Hands every Parameter among a torch call's arguments to ZeRO._claim
+    before the call runs (calls made inside the handler are not seen again)."""
+
+    def __init__(self, zero):
+        super().__init__()
+        self._zero = zero
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self._zero._claim(args)
+        if kwargs:
+            self._zero._claim(kwargs.values())
+        return func(*args, **kwargs)
+
+
 def _resolve_comm(comm, group):
     """(communicator, whether ZeRO owns it)."""
     if comm is not None:
@@ -164,6 +244,11 @@ class ZeRO:
         hpz: stage 3, the secondary partition of the parameters within each
             node that keeps backward's all-gather in the node: "off", "auto"
             or the group size (None: ZSH_HPZ); the same bits either way.
+        units: stage 3, which modules are units, gathered whole around their
+            forward: a module class or a set of them, a parameter count
+            (the smallest subtrees with at least that many parameters not
+            in a nested unit), or a callable(module) -> bool; None: every
+            module holding parameters of its own. The root is always a unit.
         comm / group: the ranks: a zeroshard.Comm, or a zsh process group;
             by default the default process group (it must be zsh), else a
             Comm from the environment that ZeRO owns.
@@ -176,8 +261,8 @@ class ZeRO:
                  loss_scale=None, dynamic_loss_scale=None, loss_scale_window=1000,
                  min_loss_scale=1.0, bucket_size=0, max_live_bytes=0, prefetch=-1,
                  offload_optimizer=None, offload_params=None, nvme_dir=None, host_mem_limit=0,
-                 sub_group_size=0, update_threads=0, hpz=None, comm=None, group=None, average_grads=True,
-                 broadcast_params=True):
+                 sub_group_size=0, update_threads=0, hpz=None, units=None, comm=None, group=None,
+                 average_grads=True, broadcast_params=True):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -205,6 +290,7 @@ class ZeRO:
                         offload_optimizer=offload_optimizer, offload_params=offload_params,
                         nvme_dir=nvme_dir, host_mem_limit=host_mem_limit,
                         sub_group_size=sub_group_size, update_threads=update_threads, hpz=hpz)
+        policy = _unit_policy(units)
         if loss_scale is not None:
             settings["loss_scale"] = loss_scale
         if dynamic_loss_scale is not None:
@@ -223,17 +309,23 @@ class ZeRO:
         self._ready = []        # gradient handed over this step
         self._fw_refs = []      # stage 3: forward uses holding the parameter
         self._bw_held = []      # stage 3: held for this backward
+        self._live = []         # stage 3: gathered now
+        self._units = []        # stage 3: the _Units, children before parents
+        self._active = []       # stage 3: (unit, positions held) per forward running
+        self._learned = set()   # stage 3: (training, grad) modes detection is done with
+        self._found_new = False
+        self._forward = None    # stage 3: what the root's forward attribute was
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
         self._end_queued = False
         try:
-            self._register(named, broadcast_params)
+            self._register(named, broadcast_params, policy)
         except BaseException:
             self._opt.close()
             raise
 
     # ---- setup ----------------------------------------------------------------------
-    def _register(self, named, broadcast_params):
+    def _register(self, named, broadcast_params, policy):
         with torch.no_grad():
             for name, p in named:
                 if not p.is_contiguous():
@@ -248,6 +340,7 @@ class ZeRO:
         self._ready = [False] * n
         self._fw_refs = [0] * n
         self._bw_held = [False] * n
+        self._live = [False] * n
         self._opt.setup()
         with torch.enable_grad():
             for i, p in enumerate(self._tensors):
@@ -257,11 +350,50 @@ class ZeRO:
         if self._stage == 3:
             for p in self._tensors:
                 p.data = torch.empty(0, dtype=self._dtype)
-            for m in self._module.modules():
-                own = [self._index[id(p)] for p in m.parameters(recurse=False) if id(p) in self._index]
-                if own:
-                    self._hooks.append(m.register_forward_pre_hook(self._pre_forward(own)))
-                    self._hooks.append(m.register_forward_hook(self._post_forward(own)))
+            self._units = self._plan_units(policy)
+            for u in self._units:
+                self._hooks.append(u.module.register_forward_pre_hook(self._pre_forward(u)))
+                self._hooks.append(u.module.register_forward_hook(self._post_forward(u)))
+            root = self._module
+            self._forward = root.__dict__.get("forward")
+            root.forward = self._detecting(root.forward)
+
+    def _plan_units(self, policy):
+        """The units, children before parents; the root is the last."""
+        units = []
+        seen = set()
+
+        def visit(m, inside_whole):
+            # The positions of the parameters m's subtree holds outside units.
+            seen.add(m)
+            own = [self._index[id(p)] for p in m.parameters(recurse=False) if id(p) in self._index]
+            free = list(own)
+            for c in m.children():
+                if c not in seen:
+                    free += visit(c, inside_whole or isinstance(m, _WHOLE))
+            free = list(dict.fromkeys(free))
+            if m is self._module or (free and not inside_whole and
+                                     policy(m, sum(self._zparams[i].numel for i in free),
+                                            bool(own))):
+                units.append(_Unit(m, free))
+                return []
+            return free
+
+        visit(self._module, False)
+        return units
+
+    @property
+    def units(self):
+        """Stage 3: {module name: names of the parameters its forward gathers},
+        one entry per unit in module order, "" the root; parameters that
+        detection found a unit reading are among its own. {} at stages 0-2."""
+        by_module = {id(u.module): u for u in self._units}
+        out = collections.OrderedDict()
+        for name, m in self._module.named_modules():
+            u = by_module.get(id(m))
+            if u is not None:
+                out[name] = [self._zparams[i].name for i in u.params]
+        return out
 
     # ---- gradients ------------------------------------------------------------------
     def _grad_hook(self, i):
@@ -286,32 +418,71 @@ class ZeRO:
 
     # ---- stage 3: gathering around each use -----------------------------------------
     def _hold(self, i):
-        p = self._tensors[i]
-        if p.data.numel() == 0:
+        if not self._live[i]:
             full = torch.empty(self._shapes[i], dtype=self._dtype)
             self._opt.gather(self._zparams[i], full.view(-1))
-            p.data = full
+            # Live first: detection sees the assignment below and must let it be.
+            self._live[i] = True
+            self._tensors[i].data = full
 
     def _drop(self, i):
         if self._fw_refs[i] == 0 and not self._bw_held[i]:
             self._tensors[i].data = torch.empty(0, dtype=self._dtype)
+            self._live[i] = False
 
-    def _pre_forward(self, own):
+    def _pre_forward(self, unit):
         def hook(module, inputs):
-            for i in own:
+            held = list(unit.params)
+            for i in held:
                 self._hold(i)
                 self._fw_refs[i] += 1
+            self._active.append((unit, held))
         return hook
 
-    def _post_forward(self, own):
+    def _post_forward(self, unit):
         def hook(module, inputs, output):
-            for i in own:
+            _, held = self._active.pop()
+            for i in held:
                 self._fw_refs[i] -= 1
                 self._drop(i)
-            if torch.is_grad_enabled():
-                return _through(output, self._pre_backward(own))
+            if held and torch.is_grad_enabled():
+                return _through(output, self._pre_backward(held))
             return None
         return hook
+
+    # ---- stage 3: finding parameters read outside their unit's forward ------------
+    def _detecting(self, forward):
+        """The root's forward, run under _FindReleased until a forward in the
+        same mode (training, gradients on) finds nothing new."""
+        def detecting_forward(*args, **kwargs):
+            key = (self._module.training, torch.is_grad_enabled())
+            if key in self._learned:
+                return forward(*args, **kwargs)
+            self._found_new = False
+            with _FindReleased(self):
+                out = forward(*args, **kwargs)
+            if not self._found_new:
+                self._learned.add(key)
+            return out
+        return detecting_forward
+
+    def _claim(self, objs):
+        """Gather each released parameter among objs (torch call arguments) for
+        the innermost unit whose forward is running, and record it there."""
+        for o in objs:
+            if isinstance(o, torch.nn.Parameter):
+                i = self._index.get(id(o))
+                if i is not None and not self._live[i] and self._active:
+                    unit, held = self._active[-1]
+                    self._hold(i)
+                    self._fw_refs[i] += 1
+                    held.append(i)
+                    if i not in unit.known:
+                        unit.known.add(i)
+                        unit.params.append(i)
+                    self._found_new = True
+            elif isinstance(o, (tuple, list)):
+                self._claim(o)
 
     def _pre_backward(self, own):
         def hook():
@@ -498,7 +669,7 @@ class ZeRO:
             # copy of the old values: gather the loaded ones into it, in
             # registration order, which every rank holds alike.
             for i, p in enumerate(self._tensors):
-                if p.data.numel() != 0:
+                if self._live[i]:
                     full = torch.empty(self._shapes[i], dtype=self._dtype)
                     opt.gather(self._zparams[i], full.view(-1))
                     p.data = full
@@ -513,7 +684,13 @@ class ZeRO:
             if self._stage == 3:
                 for i, p in enumerate(self._tensors):
                     p.data = self._full(i)
+                    self._live[i] = True
         finally:
+            if self._stage == 3:
+                if self._forward is None:
+                    del self._module.forward
+                else:
+                    self._module.forward = self._forward
             for h in self._hooks:
                 h.remove()
             self._hooks = []

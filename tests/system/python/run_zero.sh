@@ -3,7 +3,9 @@
 # and 3 ranks: examples/torch/train_gpt.py at stages 0-3 against
 # DistributedDataParallel over gloo with torch.optim.AdamW (losses within
 # 1e-5 over 20 steps), stage 3's parameter bytes against stage 0's, modules
-# with tied, reused and in-place parts against plain torch, state dicts,
+# with tied, reused and in-place parts against plain torch, stage 3's units
+# (nn.Transformer, torchvision's ViT and Swin, checkpointing, frozen and
+# unused parameters, the unit policies) against stage 0, state dicts,
 # mixed precision, the offload tiers (stage 3 with states and parameters in
 # files under /var/tmp, stage 2 with states in host memory: the same losses
 # bit for bit, the host buffer budget kept, no files left) and the refusals.
