@@ -141,6 +141,27 @@ def test_all_gather_into_tensor_and_into_a_list(ctx):
 
 
 @case
+def test_all_gather_coalesced_gathers_every_tensor_of_every_rank_exactly(ctx):
+    # torch asks for one dtype per call; the shapes differ, one is empty.
+    for dtype in [torch.float32, torch.bfloat16, torch.int32]:
+        def inputs(r):
+            return [data(r, N, dtype), data(r, 6, dtype, salt=1).view(3, 2),
+                    torch.empty(0, dtype=dtype), data(r, 5, dtype, salt=2)]
+        mine = inputs(ctx.rank)
+        outs = [[torch.empty_like(t) for t in mine] for _ in range(ctx.size)]
+        dist.all_gather_coalesced(outs, mine)
+        for r in range(ctx.size):
+            for k, w in enumerate(inputs(r)):
+                if not torch.equal(outs[r][k], w):
+                    raise AssertionError("all_gather_coalesced %s: rank %d's tensor %d is %s, "
+                                         "want %s" % (dtype, r, k, outs[r][k].tolist()[:4],
+                                                      w.tolist()[:4]))
+    if ctx.size > 1:
+        expect_raises(lambda: dist.all_gather_coalesced([[torch.empty(N)]], [torch.empty(N)]),
+                      "output lists", "too few output lists")
+
+
+@case
 def test_reduce_scatter_tensor_and_list_match_torch(ctx):
     for dtype in [torch.float32, torch.int32, torch.bfloat16]:
         for name in ["SUM", "MAX", "AVG"]:

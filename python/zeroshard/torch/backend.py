@@ -210,6 +210,36 @@ class ProcessGroupZsh(ProcessGroup):
                 o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
         return _done(output_lists)
 
+    def allgather_coalesced(self, output_lists, inputs, opts=None):
+        """output_lists[r][i] = rank r's inputs[i], in one all-gather of the
+        inputs' bytes packed end to end (any dtypes; the same shapes on every
+        rank, as gloo requires)."""
+        _check_cpu(inputs, "all_gather_coalesced")
+        if len(output_lists) != self._size:
+            raise ValueError("zsh all_gather_coalesced: %d output lists for a group of %d"
+                             % (len(output_lists), self._size))
+        for outs in output_lists:
+            _check_cpu(outs, "all_gather_coalesced")
+            if len(outs) != len(inputs):
+                raise ValueError("zsh all_gather_coalesced: an output list of %d tensors for "
+                                 "%d inputs" % (len(outs), len(inputs)))
+            for o, i in zip(outs, inputs):
+                if (o.dtype != i.dtype) or (o.numel() != i.numel()):
+                    raise ValueError("zsh all_gather_coalesced: output tensors must match the "
+                                     "inputs (%s, %d elements); got %s, %d" % (
+                                         i.dtype, i.numel(), o.dtype, o.numel()))
+        packed = [_bytes(_flat(i)) for i in inputs]
+        mine = torch.cat(packed) if packed else torch.empty(0, dtype=torch.uint8)
+        gathered = torch.empty(self._size * mine.numel(), dtype=torch.uint8)
+        self._comm.all_gather(mine, gathered)
+        for r, outs in enumerate(output_lists):
+            offset = r * mine.numel()
+            for o, b in zip(outs, packed):
+                piece = gathered[offset:offset + b.numel()]
+                o.copy_(piece.view(o.dtype).view(o.shape) if b.numel() else o)
+                offset += b.numel()
+        return _done(output_lists)
+
     def _reduce_scatter_base(self, output, input, opts=None):
         _check_cpu([output, input], "reduce_scatter_tensor")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
