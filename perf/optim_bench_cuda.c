@@ -9,7 +9,7 @@
 
 #include "optim_bench_cuda.h"
 
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * zsh_optim_bench --device cuda: the optimizer's device kernels
- * (zero/optim/cuda) against a device-to-device cudaMemcpy moving the same
+ * (zero/optim/rule/cuda) against a device-to-device cudaMemcpy moving the same
  * bytes, in the same run.
  */
 #ifndef ZSH_PERF_OPTIM_BENCH_CUDA_H_

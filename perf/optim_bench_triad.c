@@ -5,7 +5,7 @@
 #include <time.h>
 
 /* Built for the same instruction sets as the layer's update kernels
- * (zero/optim/rule.h, under the same conditions), so the bound is not that
+ * (zero/optim/rule/rule.h, under the same conditions), so the bound is not that
  * of a narrower loop. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     defined(__GLIBC__)

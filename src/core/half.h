@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The device kernels (zero/optim/cuda) convert with these same functions,
+/* The device kernels (zero/optim/rule/cuda) convert with these same functions,
  * so host and device give the same bits. */
 #ifdef __CUDACC__
 #define ZSH_HALF_FN static __host__ __device__ __forceinline__

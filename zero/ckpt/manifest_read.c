@@ -7,7 +7,7 @@
 #include "ckpt/format.h"
 #include "ckpt/hash.h"
 
-#include "optim/hyper.h"
+#include "optim/rule/hyper.h"
 
 #include "core/dtype.h"
 #include "core/escape.h"

@@ -3,7 +3,7 @@
  * model lives: device parameters make the layer's compute account allocate
  * device memory (in stream order on the optimizer's stream), its copies go
  * through the CUDA runtime, the update and the gradient norm run as the
- * kernels of optim/cuda, and the collectives, given device buffers, take
+ * kernels of optim/rule/cuda, and the collectives, given device buffers, take
  * the NCCL path on a communicator split for the optimizer's stream.
  */
 #include "optim/optim_impl.h"
@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "optim/config.h"
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 #include <zeroshard/device.h>
 

@@ -10,7 +10,7 @@
 #include "mem/checked.h"
 #include "mem/huge.h"
 #include "optim/config.h"
-#include "optim/hyper.h"
+#include "optim/rule/hyper.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "core/sticky.h"
 #include "mem/account.h"
 #include "optim/prefetch.h"
-#include "optim/rule.h"
+#include "optim/rule/rule.h"
 #include "optim/scaler.h"
 #include "optim/tier.h"
 #include "optim/workers.h"

@@ -19,7 +19,7 @@
  */
 #include "fuzz_check.h"
 #include "fuzz_manifest.h"
-#include "optim/hyper.h"
+#include "optim/rule/hyper.h"
 
 #include <zeroshard.h>
 

@@ -52,7 +52,7 @@ sed -e 's/@ZSH_VERSION_[A-Z]*@/0/' -e 's/@PACKAGE_VERSION@/0.0.0/' \
 flags=(-std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -I"$dir/include" -I"$top/include" -I"$top/src")
 core=("$top/src/core/status.c" "$top/src/core/log.c" "$top/src/core/config.c")
-ckpt=("$top/zero/ckpt/manifest_read.c" "$top/zero/ckpt/manifest.c" "$top/zero/optim/hyper.c"
+ckpt=("$top/zero/ckpt/manifest_read.c" "$top/zero/ckpt/manifest.c" "$top/zero/optim/rule/hyper.c"
       "$top/src/core/dtype.c" "$top/src/core/file.c" "$top/src/core/escape.c")
 jsonc=$(pkg-config --cflags --libs json-c 2>/dev/null || echo -ljson-c)
 build() {

@@ -6,7 +6,7 @@
  */
 #include "cuda_helpers.h"
 
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>

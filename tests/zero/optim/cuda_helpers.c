@@ -1,6 +1,6 @@
 #include "cuda_helpers.h"
 
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * The device update kernels (zero/optim/cuda) give the host kernels' bits.
+ * The device update kernels (zero/optim/rule/cuda) give the host kernels' bits.
  *
  * Every rule, gradient dtype (fp32, bf16, fp16) and model copy (none,
  * fp32, bf16, fp16) runs three steps on the device and on the host with
@@ -14,8 +14,8 @@
 #include "cuda_helpers.h"
 
 #include "core/half.h"
-#include "optim/cuda/kernels.h"
-#include "optim/rule.h"
+#include "optim/rule/cuda/kernels.h"
+#include "optim/rule/rule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +31,7 @@ static const int zsh_ck_outs[] = {-1, ZSH_FLOAT32, ZSH_BFLOAT16, ZSH_FLOAT16};
 /* The device form of the host's per-step scalars: the same fields, which
  * a field added to one struct and not the other is likely to break. */
 _Static_assert(sizeof(zsh_cuda_update_t) == sizeof(zsh_update_t),
-               "zsh_cuda_update_t mirrors zsh_update_t (optim/rule.h)");
+               "zsh_cuda_update_t mirrors zsh_update_t (optim/rule/rule.h)");
 
 static zsh_cuda_update_t zsh_ck_update(const zsh_update_t *u)
 {

@@ -1,5 +1,5 @@
 /*
- * The device step's vector helpers (zero/optim/cuda/util.cu) against the
+ * The device step's vector helpers (zero/optim/rule/cuda/util.cu) against the
  * host: the sum of squares within its stated rounding bound, the
  * non-finite check (fp16 overflow), scaling and the fp32 <-> bf16/fp16
  * conversions bit for bit; and the entry points' refusals, which need no
@@ -9,7 +9,7 @@
 #include "cuda_helpers.h"
 
 #include "core/half.h"
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 #include <math.h>
 #include <stdio.h>

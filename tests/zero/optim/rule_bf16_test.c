@@ -9,7 +9,7 @@
 #include "harness/zsh_test.h"
 
 #include "core/half.h"
-#include "optim/rule.h"
+#include "optim/rule/rule.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * The update rules written from their published definitions (PyTorch's
  * Adam, AdamW and SGD, dampening 0), in double and one element at a time,
- * independently of the vectorized kernels (optim/rule.h): the reference the
+ * independently of the vectorized kernels (optim/rule/rule.h): the reference the
  * kernels and whole training runs are checked against.
  */
 #ifndef ZSH_TESTS_OPTIM_RULE_REF_H_

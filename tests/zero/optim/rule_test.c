@@ -5,7 +5,7 @@
  */
 #include "harness/zsh_test.h"
 
-#include "optim/rule.h"
+#include "optim/rule/rule.h"
 #include "rule_ref.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * scaling, and the conversions between fp32 master weights and the model's
  * half precision (apply.c's zsh_optim_from_float and zsh_optim_to_float).
  */
-#include "optim/cuda/common.cuh"
+#include "optim/rule/cuda/common.cuh"
 
 /* Blocks of the sum of squares' first pass: a function of n alone, so the
  * tree, and with it the rounding, is the same on every device and run. */

@@ -5,7 +5,7 @@
  * into a model copy in the same pass. Without momentum the buffer is
  * neither read nor written, as on the host.
  */
-#include "optim/cuda/common.cuh"
+#include "optim/rule/cuda/common.cuh"
 
 template <class G, class O, bool MOMENTUM>
 __global__ void zsh_sgd_kernel(zsh_cuda_update_t u, float *__restrict__ p,

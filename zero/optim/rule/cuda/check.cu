@@ -6,7 +6,7 @@
  * CUDA keeps failing every later call on, so it is refused here instead.
  * CUDA's failures keep CUDA's own text (cudaGetErrorString) in the error.
  */
-#include "optim/cuda/common.cuh"
+#include "optim/rule/cuda/common.cuh"
 
 zsh_status_t zsh_cuda_error(cudaError_t err, const char *what)
 {

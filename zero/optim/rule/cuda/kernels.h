@@ -1,7 +1,7 @@
 /*
  * The optimizer's update kernels on CUDA device memory, callable from C.
  *
- * They compute what the host kernels (optim/rule.h, apply.c, norm.c)
+ * They compute what the host kernels (optim/rule/rule.h, apply.c, norm.c)
  * compute, element for element and in the same operation order: built with
  * -fmad=false, IEEE division and square root and no flush-to-zero, the
  * updated weights, states and model copies are the host's bits. Only the
@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* A step's scalars: the fields of the host rule's zsh_update_t
- * (optim/rule.h), in the same order, taken from zsh_update_make() so the
+ * (optim/rule/rule.h), in the same order, taken from zsh_update_make() so the
  * device runs the host's numbers. */
 typedef struct zsh_cuda_update {
     zsh_optim_kind_t kind;

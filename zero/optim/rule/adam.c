@@ -8,7 +8,7 @@
  * libzsh_zero_kernels in Makefile.am): the square root becomes one
  * instruction.
  */
-#include "optim/rule.h"
+#include "optim/rule/rule.h"
 
 #include <math.h>
 

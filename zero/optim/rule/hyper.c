@@ -1,4 +1,4 @@
-#include "optim/hyper.h"
+#include "optim/rule/hyper.h"
 
 #include "core/status.h"
 

@@ -2,7 +2,7 @@
  * The device kernels' entry points in a build without nvcc: each refuses
  * with ZSH_ERR_UNSUPPORTED, so callers link and learn why at run time.
  */
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 #include "core/status.h"
 

@@ -4,7 +4,7 @@
  *   p -= lr * d  (d = g' without momentum)
  * A zero buffer makes the first step's buf equal g', as PyTorch's does.
  */
-#include "optim/rule.h"
+#include "optim/rule/rule.h"
 
 
 /* One element with momentum: updates *buf, returns the new parameter. */

@@ -10,7 +10,7 @@
 #ifndef ZSH_OPTIM_CUDA_COMMON_CUH_
 #define ZSH_OPTIM_CUDA_COMMON_CUH_
 
-#include "optim/cuda/kernels.h"
+#include "optim/rule/cuda/kernels.h"
 
 extern "C" {
 #include "core/status.h"

@@ -6,7 +6,7 @@
  * operations adam.c's zsh_adam_k() uses, so the host compiler's flags play
  * no part in them.
  */
-#include "optim/cuda/common.cuh"
+#include "optim/rule/cuda/common.cuh"
 
 template <class G, class O>
 __global__ void zsh_adam_kernel(zsh_cuda_update_t u, float *__restrict__ p,
