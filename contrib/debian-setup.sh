@@ -15,6 +15,10 @@ packages+=(clang libclang-rt-dev valgrind)
 # The Python package zeroshard (python/) and its torch tests (torchvision's
 # ViT and Swin at ZeRO stage 3; those cases skip without it).
 packages+=(python3-dev python3-numpy pybind11-dev python3-torch python3-torchvision)
+# pip install ./python offline into a venv over the system's packages
+# (tests/system/python/run_pip.sh): venv with pip, setuptools and pybind11's
+# setup helpers.
+packages+=(python3-venv python3-pip python3-setuptools python3-pybind11)
 # Debian's torch does its fp32 matmuls through the libblas.so.3 alternative;
 # the reference BLAS behind it by default makes examples/torch/train_gpt.py's
 # fp32 steps far slower than OpenBLAS (the README has the measurement). The

@@ -6,11 +6,14 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include <zeroshard.h>
+#include <zeroshard/info.h>
 
 #include "handles.h"
 #include "optim.h"
@@ -105,6 +108,23 @@ template <typename F> py::tuple post(F fn)
     return py::make_tuple(st, handle(r));
 }
 
+// zsh_info_print()'s text as a string, so that Python prints it through
+// sys.stdout in order with its own output: (status, text). The topology
+// section may meet a job's other ranks, so the GIL is released.
+py::tuple info(unsigned sections)
+{
+    char *text = nullptr;
+    std::size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (out == nullptr)
+        return py::make_tuple(static_cast<int>(ZSH_ERR_NO_MEMORY), std::string());
+    int st = nogil([&] { return zsh_info_print(out, sections); });
+    std::fclose(out);
+    std::string s(text, len);
+    std::free(text);
+    return py::make_tuple(st, s);
+}
+
 } // namespace
 
 PYBIND11_MODULE(_zeroshard, m)
@@ -118,6 +138,13 @@ PYBIND11_MODULE(_zeroshard, m)
         zsh_get_version(&major, &minor, &patch);
         return py::make_tuple(major, minor, patch);
     });
+    m.def("info", &info);
+    m.attr("INFO_VERSION") = static_cast<unsigned>(ZSH_INFO_VERSION);
+    m.attr("INFO_FEATURES") = static_cast<unsigned>(ZSH_INFO_FEATURES);
+    m.attr("INFO_DEVICES") = static_cast<unsigned>(ZSH_INFO_DEVICES);
+    m.attr("INFO_TOPOLOGY") = static_cast<unsigned>(ZSH_INFO_TOPOLOGY);
+    m.attr("INFO_CONFIG") = static_cast<unsigned>(ZSH_INFO_CONFIG);
+    m.attr("INFO_SELECT") = static_cast<unsigned>(ZSH_INFO_SELECT);
 
     m.def("comm_init", &comm_init);
     m.def("comm_init_oob", &comm_init_oob);

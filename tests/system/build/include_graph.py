@@ -32,6 +32,7 @@ LAYERS = {
     "transports": 2,
     "coll": 3,
     "zero": 4,
+    "info": 5,         # the library describing itself: zsh_info_print()
     "tools": 5,        # clients
     "perf": 5,
     "examples": 5,
@@ -53,6 +54,7 @@ ROOTS = {
     "transports": ["include", "src", "transports"],
     "coll": ["include", "src", "transports", "coll"],
     "zero": ["include", "src", "zero"],
+    "info": ["include", "src", "transports", "coll", "zero"],
     "tools": ["include", "src", "transports", "coll", "zero", "tools"],
     "perf": ["include", "src", "zero", "perf"],
     "examples": ["include", "perf"],
