@@ -6,7 +6,8 @@
         comm.all_reduce(x)                  # in place: the sum over ranks
 
 See zeroshard.comm for threads, buffers and requests, zeroshard.optim for the
-optimizer layer and its checkpoints (Optimizer.save / load), and
+optimizer layer and its checkpoints (Optimizer.save / load),
+zeroshard.settings for its settings and their policies, and
 zeroshard.checkpoint for reading a consolidated checkpoint.
 """
 
@@ -14,10 +15,12 @@ from . import _zeroshard, checkpoint
 from .buffers import Op
 from .comm import Comm, Request
 from .optim import Optimizer, Param
+from .settings import MixedPrecisionPolicy, OffloadPolicy, ShardingPolicy
 from .errors import (ZshAbortedError, ZshError, ZshMismatchError, ZshPeerFailedError,
                      ZshTimeoutError)
 
-__all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
+__all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "MixedPrecisionPolicy", "OffloadPolicy",
+           "ShardingPolicy", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
            "ZshMismatchError", "ZshAbortedError", "checkpoint", "version"]
 
 

@@ -8,29 +8,17 @@ on numpy arrays and CPU torch tensors.
     opt.step()                              # reduce, clip, update, publish
 
 The keyword arguments are the fields of zsh_optim_config_t, with the same
-names, meanings and defaults; kind and precision also take names ("sgd",
-"adam", "adamw"; "fp32", "bf16", "fp16"). The offload tiers:
+names, meanings and defaults; kind, precision, the tiers and hpz also take
+names ("sgd", "adam", "adamw"; "fp32", "bf16", "fp16"; "none", "cpu",
+"nvme"; "off", "auto"), and None leaves a setting to its default (and to its
+ZSH_* variable where it has one). The policies of zeroshard.settings
+(mp_policy=MixedPrecisionPolicy(...), offload_policy=OffloadPolicy(...),
+sharding_policy=ShardingPolicy(...)) group them instead, as FSDP2 does.
+Offload, update threads and hpz change where state lives and how it moves,
+never the bits. The settings (name, policy, how Python takes it, default,
+the variable its unset value takes):
 
-- offload_optimizer: "none" (compute memory), "cpu" (host memory) or "nvme"
-  (files under nvme_dir) for the optimizer states and fp32 master weights,
-  and at stages 2-3 the reduced gradient shards; None (the default) takes
-  ZSH_OFFLOAD_OPTIMIZER.
-- offload_params: the same names for the parameter shards, stage 3 only;
-  None takes ZSH_OFFLOAD_PARAMS.
-- nvme_dir: the directory of the nvme tier's files (a subdirectory per job
-  and rank, removed at close()); None or "" takes ZSH_NVME_DIR.
-- host_mem_limit: bytes of host buffers the nvme tier may hold at once;
-  0 takes ZSH_HOST_MEM_LIMIT.
-- sub_group_size: elements of the rank's state the step updates at a time;
-  0 takes ZSH_SUB_GROUP_SIZE.
-- update_threads: threads that apply the update rule in a step, the
-  caller's included (any count gives the same bits); 0 takes
-  ZSH_OPTIM_THREADS.
-- hpz: stage 3, ZeRO++'s secondary partition of the parameters within each
-  node, so the backward all-gather stays in the node: "off", "auto" (every
-  rank of a node; off on one node) or the group size, which divides the
-  ranks per node; None takes ZSH_HPZ. The losses are the same bit for bit;
-  stats() counts comm_bytes_cross_node_last_step apart.
+%s
 
 At stages 0-2 the registered buffer is the parameter: each step updates it
 in place, so it is kept alive here. At stage 3 the layer owns the values
@@ -42,124 +30,22 @@ closes the optimizers on it first) destroys it; garbage collection does not,
 since a destroy waits for reductions that need the other ranks.
 """
 
-import operator
 import os
 
 from . import _zeroshard as _z
-from .buffers import BFLOAT16, FLOAT16, FLOAT32, Buffer
+from . import settings as _settings
+from .buffers import FLOAT32, Buffer
 from .errors import ERR_INVALID_ARG, OK, ZshError, error
 
-KINDS = {"sgd": 0, "adam": 1, "adamw": 2}
-PRECISIONS = {"fp32": FLOAT32, "float32": FLOAT32, "bf16": BFLOAT16, "bfloat16": BFLOAT16,
-              "fp16": FLOAT16, "float16": FLOAT16}
-_PRECISION_NAMES = {FLOAT32: "fp32", BFLOAT16: "bf16", FLOAT16: "fp16"}
-# zsh_offload_t; None is ZSH_OFFLOAD_DEFAULT: the ZSH_OFFLOAD_* variable decides.
-TIERS = {"none": 0, "cpu": 1, "nvme": 2}
-_TIER_DEFAULT = -1
-# zsh_optim_config_t::hpz; None (0) takes ZSH_HPZ.
-HPZ = {"off": 1, "auto": -1}
+__doc__ %= _settings.describe()
 
-_FLOATS = ("lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "max_grad_norm",
-           "loss_scale", "min_loss_scale")
-_INTS = ("stage", "nesterov", "dynamic_loss_scale", "loss_scale_window", "bucket_size",
-         "max_live_bytes", "prefetch", "host_mem_limit", "sub_group_size", "update_threads")
-_TIER_KEYS = ("offload_optimizer", "offload_params")
-_SIZES = ("bucket_size", "max_live_bytes", "loss_scale_window", "host_mem_limit",
-          "sub_group_size")
+_PRECISION_NAMES = _settings.PRECISION_NAMES
 
 
 def config_defaults():
-    """zsh_optim_config_init()'s settings, by field name: kind, precision and
-    the tiers as names (a tier left to its ZSH_OFFLOAD_* variable is None)."""
-    cfg = _z.optim_config_defaults()
-    cfg["kind"] = {v: k for k, v in KINDS.items()}[cfg["kind"]]
-    cfg["precision"] = _PRECISION_NAMES[cfg["precision"]]
-    for key in _TIER_KEYS:
-        cfg[key] = _tier_name(cfg[key])
-    cfg["hpz"] = {0: None, 1: "off", -1: "auto"}.get(cfg["hpz"], cfg["hpz"])
-    return cfg
-
-
-def _tier_name(code):
-    if code == _TIER_DEFAULT:
-        return None
-    return {v: k for k, v in TIERS.items()}[code]
-
-
-def _tier(key, value):
-    """A tier setting as zsh_offload_t: a name of TIERS, or None for the default."""
-    if value is None:
-        return _TIER_DEFAULT
-    if isinstance(value, str):
-        if value.lower() not in TIERS:
-            raise ValueError("%s %r is not one of %s" % (key, value, ", ".join(TIERS)))
-        return TIERS[value.lower()]
-    try:
-        code = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        code = None
-    if code not in tuple(TIERS.values()) + (_TIER_DEFAULT,):
-        raise ValueError("%s %r is not one of %s (or None: ZSH_%s)"
-                         % (key, value, ", ".join(TIERS), key.upper()))
-    return code
-
-
-def _hpz(value):
-    """The hpz setting as zsh_optim_config_t::hpz: "off", "auto", a group size or None."""
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        if value.lower() not in HPZ:
-            raise ValueError("hpz %r is not off, auto or a group size" % value)
-        return HPZ[value.lower()]
-    try:
-        size = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        size = None
-    if size is None or size < 1:
-        raise ValueError("hpz %r is not off, auto or a group size (None: ZSH_HPZ)" % (value,))
-    return size
-
-
-def _config(settings):
-    """The dict optim_create takes: names checked, types converted."""
-    out = {}
-    for key, value in settings.items():
-        if key == "kind":
-            if isinstance(value, str):
-                if value.lower() not in KINDS:
-                    raise ValueError("kind %r is not one of %s" % (value, ", ".join(KINDS)))
-                value = KINDS[value.lower()]
-            out[key] = int(value)
-        elif key == "precision":
-            if isinstance(value, str):
-                if value.lower() not in PRECISIONS:
-                    raise ValueError("precision %r is not one of fp32, bf16, fp16" % value)
-                value = PRECISIONS[value.lower()]
-            out[key] = int(value)
-        elif key in _TIER_KEYS:
-            out[key] = _tier(key, value)
-        elif key == "hpz":
-            out[key] = _hpz(value)
-        elif key == "nvme_dir":
-            if value is not None:
-                value = os.fspath(value)
-                if not isinstance(value, str):
-                    raise TypeError("nvme_dir must be a path, not %r" % (value,))
-            out[key] = value
-        elif key in _FLOATS:
-            out[key] = float(value)
-        elif key in _INTS:
-            if isinstance(value, float) and not value.is_integer():
-                raise TypeError("%s must be an integer, not %r" % (key, value))
-            out[key] = int(value)
-        else:
-            raise TypeError("unknown setting %r; zsh_optim_config_t has %s"
-                            % (key, ", ".join(("kind", "precision") + _TIER_KEYS +
-                                              ("nvme_dir", "hpz") + _FLOATS + _INTS)))
-        if key in _SIZES and out[key] < 0:
-            raise ValueError("%s must be >= 0, not %d" % (key, out[key]))
-    return out
+    """zsh_optim_config_init()'s settings, by field name: kind, precision,
+    the tiers and hpz as names (one left to its ZSH_* variable is None)."""
+    return {s.name: s.default for s in _settings.SETTINGS}
 
 
 class Param:
@@ -181,8 +67,10 @@ class Param:
 class Optimizer:
     """The ZeRO optimizer layer over a zeroshard.Comm; see the module's doc."""
 
-    def __init__(self, comm, **settings):
-        cfg = _config(settings)
+    def __init__(self, comm, mp_policy=None, offload_policy=None, sharding_policy=None,
+                 **settings):
+        cfg = _settings.to_config(_settings.merge(settings, mp_policy, offload_policy,
+                                                  sharding_policy))
         self._comm = comm
         self._lock = comm._job.lock
         with self._lock:
@@ -192,8 +80,8 @@ class Optimizer:
         self._handle = handle
         self._params = []
         self._ready = False
-        merged = dict(_z.optim_config_defaults())
-        merged.update(cfg)
+        merged = _z.optim_config_resolve(cfg)
+        self._config = merged
         self._stage = merged["stage"]
         self._precision = merged["precision"]
         comm._dependents.add(self)
@@ -208,6 +96,13 @@ class Optimizer:
     @property
     def stage(self):
         return self._stage
+
+    @property
+    def config(self):
+        """The zsh_optim_config_t this optimizer was created with, by field
+        name, read back from the struct (codes, not names; unset fields as
+        zsh_optim_config_init() leaves them)."""
+        return dict(self._config)
 
     @property
     def precision(self):
@@ -403,3 +298,4 @@ def _dir_arg(dir):
 
 def _itemsize(code):
     return 4 if code == FLOAT32 else 2
+
