@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <zeroshard.h>
+#include <zeroshard/device.h>
 
 #include "handles.h"
 #include "optim.h"
@@ -119,6 +120,9 @@ PYBIND11_MODULE(_zeroshard, m)
         return py::make_tuple(major, minor, patch);
     });
 
+    // <zeroshard/device.h>: whether this build and process can use device
+    // memory (0 with the reason in last_error).
+    m.def("device_available", [] { return zsh_device_available(); });
     m.def("comm_init", &comm_init);
     m.def("comm_init_oob", &comm_init_oob);
     m.def("comm_split", &comm_split);

@@ -1,5 +1,5 @@
 """zeroshard.Optimizer: the ZeRO optimizer layer of include/zeroshard/optim.h
-on numpy arrays and CPU torch tensors.
+on numpy arrays and CPU torch tensors, or on CUDA torch tensors.
 
     opt = zeroshard.Optimizer(comm, stage=2, kind="adamw", lr=1e-3)
     w = opt.register("w", weights)          # same values on every rank
@@ -20,6 +20,15 @@ the variable its unset value takes):
 
 %s
 
+Device memory: where the first registered parameter is a CUDA tensor (and
+device_available() says this build and process can use the device), the
+layer runs on the device, as include/zeroshard/optim.h describes: every
+parameter, gradient and set_param() value is then a tensor of that device
+(one elsewhere is refused, naming both), the stream setting names the
+cudaStream_t (or torch.cuda.Stream) its work is enqueued on, and gather()
+copies into a torch tensor. Produce gradients on that stream, or make it wait
+for the one that does.
+
 At stages 0-2 the registered buffer is the parameter: each step updates it
 in place, so it is kept alive here. At stage 3 the layer owns the values
 after setup(); gather() copies them out.
@@ -34,7 +43,7 @@ import os
 
 from . import _zeroshard as _z
 from . import settings as _settings
-from .buffers import FLOAT32, Buffer
+from .buffers import BFLOAT16, FLOAT16, FLOAT32, Buffer
 from .errors import ERR_INVALID_ARG, OK, ZshError, error
 
 __doc__ %= _settings.describe()
@@ -79,6 +88,7 @@ class Optimizer:
                 raise error(status)
         self._handle = handle
         self._params = []
+        self._device = None  # the first parameter's: "cpu" or "cuda:N"
         self._ready = False
         merged = _z.optim_config_resolve(cfg)
         self._config = merged
@@ -113,14 +123,24 @@ class Optimizer:
     def params(self):
         return list(self._params)
 
+    @property
+    def device(self):
+        """Where the parameters are: "cpu", a CUDA tensor's "cuda:N", or None
+        before the first register()."""
+        return self._device
+
     def _buffer(self, obj, name, param, writable):
-        buf = Buffer(obj, name, writable)
+        buf = Buffer(obj, name, writable, cuda=True)
         if buf.dtype != self._precision:
             raise TypeError("%s is %s but the optimizer's precision is %s"
                             % (name, buf.dtype_name, self.precision))
         if param is not None and buf.count != param.numel:
             raise ValueError("%s has %d elements; parameter %r has %d"
                              % (name, buf.count, param.name, param.numel))
+        if self._device is not None and buf.device != self._device:
+            raise ValueError("%s is on %s but the optimizer's parameters are on %s: parameters "
+                             "and gradients are all host memory or all on one device"
+                             % (name, buf.device, self._device))
         return buf
 
     def _param(self, param):
@@ -136,12 +156,18 @@ class Optimizer:
         b = self._buffer(buf, "parameter %r" % name, None, True)
         if b.count == 0:
             raise ValueError("parameter %r has no elements" % name)
+        if self._device is None and b.device != "cpu":
+            available, why = device_available()
+            if not available:
+                raise ValueError("parameter %r is on %s but libzeroshard cannot run on the "
+                                 "device: %s" % (name, b.device, why))
         with self._lock:
             status, handle = _z.optim_register(self._live(), str(name), b.count, b.dtype, b.ptr)
             if status != OK:
                 raise error(status)
         p = Param(str(name), b.count, len(self._params), handle, b)
         self._params.append(p)
+        self._device = b.device
         return p
 
     def setup(self):
@@ -159,11 +185,39 @@ class Optimizer:
     # ---- every step ---------------------------------------------------------------
     def gather(self, param, out):
         """Copy the parameter's full values into out (collective at stage 3:
-        every rank gathers the same parameters in the same order)."""
+        every rank gathers the same parameters in the same order). With
+        parameters on a device, out is a torch tensor on that device or the
+        CPU, copied by torch on its current stream, which is synchronised
+        before the gathered buffer is released."""
         h = self._param(param)
-        b = self._buffer(out, "out", param, True)
+        if self._device in (None, "cpu"):
+            b = self._buffer(out, "out", param, True)
+            with self._lock:
+                status = _z.optim_fetch_into(self._live(), h, b.ptr,
+                                             b.count * _itemsize(b.dtype))
+                if status != OK:
+                    raise error(status)
+            return out
+        b = Buffer(out, "out", True, cuda=True)
+        if b.dtype != self._precision or b.count != param.numel or \
+                b.device not in ("cpu", self._device):
+            raise ValueError("out is %d %s elements on %s; parameter %r is %d %s elements on %s"
+                             % (b.count, b.dtype_name, b.device, param.name, param.numel,
+                                self.precision, self._device))
         with self._lock:
-            status = _z.optim_fetch_into(self._live(), h, b.ptr, b.count * _itemsize(b.dtype))
+            status, ptr = _z.optim_fetch(self._live(), h)
+            if status != OK:
+                raise error(status)
+            try:
+                import torch
+                view = torch.as_tensor(_CudaView(ptr, param.numel, self._precision),
+                                       device=self._device)
+                if self._precision == BFLOAT16:
+                    view = view.view(torch.bfloat16)
+                out.view(-1).copy_(view)
+                torch.cuda.current_stream(self._device).synchronize()
+            finally:
+                status = _z.optim_release(self._handle, h)
             if status != OK:
                 raise error(status)
         return out
@@ -299,3 +353,21 @@ def _dir_arg(dir):
 def _itemsize(code):
     return 4 if code == FLOAT32 else 2
 
+
+class _CudaView:
+    """A fetched device buffer as __cuda_array_interface__, for torch.as_tensor
+    (bf16 crosses as int16 and is viewed back)."""
+
+    def __init__(self, ptr, numel, dtype):
+        self.__cuda_array_interface__ = {
+            "shape": (numel,), "typestr": "<f4" if dtype == FLOAT32 else
+            ("<f2" if dtype == FLOAT16 else "<i2"),
+            "data": (ptr, False), "strides": None, "version": 2}
+
+
+def device_available():
+    """Whether this build and process can run the optimizer on CUDA device
+    memory: (True, "") or (False, the reason)."""
+    if _z.device_available():
+        return True, ""
+    return False, _z.last_error()
