@@ -183,6 +183,9 @@ typedef struct zsh_optim_config {
     void            *stream;        /**< Device parameters: the cudaStream_t the optimizer's
                                          device work is enqueued on; NULL: the legacy default
                                          stream. Ignored for host parameters. */
+    /* A new field goes here, last, with its row in python/src/optim_settings.h,
+     * which builds the Python keywords from the rows (the module's build
+     * refuses a field without one). */
 } zsh_optim_config_t;
 
 /** zsh_optim_config_t::hpz: a secondary group of every rank of a node. */

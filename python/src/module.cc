@@ -14,6 +14,7 @@
 
 #include <zeroshard.h>
 #include <zeroshard/info.h>
+#include <zeroshard/device.h>
 
 #include "handles.h"
 #include "optim.h"
@@ -146,6 +147,9 @@ PYBIND11_MODULE(_zeroshard, m)
     m.attr("INFO_CONFIG") = static_cast<unsigned>(ZSH_INFO_CONFIG);
     m.attr("INFO_SELECT") = static_cast<unsigned>(ZSH_INFO_SELECT);
 
+    // <zeroshard/device.h>: whether this build and process can use device
+    // memory (0 with the reason in last_error).
+    m.def("device_available", [] { return zsh_device_available(); });
     m.def("comm_init", &comm_init);
     m.def("comm_init_oob", &comm_init_oob);
     m.def("comm_split", &comm_split);

@@ -6,19 +6,22 @@
         comm.all_reduce(x)                  # in place: the sum over ranks
 
 See zeroshard.comm for threads, buffers and requests, zeroshard.optim for the
-optimizer layer and its checkpoints (Optimizer.save / load), and
+optimizer layer and its checkpoints (Optimizer.save / load),
+zeroshard.settings for its settings and their policies, and
 zeroshard.checkpoint for reading a consolidated checkpoint.
 """
 
 from . import _zeroshard, checkpoint
 from .buffers import Op
 from .comm import Comm, Request
-from .optim import Optimizer, Param
+from .optim import Optimizer, Param, device_available
+from .settings import MixedPrecisionPolicy, OffloadPolicy, ShardingPolicy
 from .errors import (ZshAbortedError, ZshError, ZshMismatchError, ZshPeerFailedError,
                      ZshTimeoutError)
 
-__all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
-           "ZshMismatchError", "ZshAbortedError", "checkpoint", "version"]
+__all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "MixedPrecisionPolicy", "OffloadPolicy",
+           "ShardingPolicy", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
+           "ZshMismatchError", "ZshAbortedError", "checkpoint", "device_available", "version"]
 
 
 def version():

@@ -1,5 +1,6 @@
-"""Buffers: numpy arrays and CPU torch tensors, checked and reduced to
-(data pointer, element count, dtype code) before anything is posted."""
+"""Buffers: numpy arrays and CPU torch tensors (and, for the optimizer, CUDA
+torch tensors), checked and reduced to (data pointer, element count, dtype
+code, device) before anything is posted."""
 
 import enum
 import sys
@@ -56,21 +57,24 @@ def _is_torch_tensor(obj):
 
 
 class Buffer:
-    """One checked buffer: .ptr, .count, .dtype (code), .name (for messages)
-    and .obj, the array or tensor, kept alive while a collective uses it."""
+    """One checked buffer: .ptr, .count, .dtype (code), .device ("cpu" or a
+    CUDA tensor's "cuda:N"), .name (for messages) and .obj, the array or
+    tensor, kept alive while a collective uses it. CUDA tensors only where
+    the caller passes cuda=True (the optimizer, on device memory)."""
 
-    __slots__ = ("obj", "ptr", "count", "dtype", "dtype_name", "name")
+    __slots__ = ("obj", "ptr", "count", "dtype", "dtype_name", "name", "device")
 
-    def __init__(self, obj, name, writable):
+    def __init__(self, obj, name, writable, cuda=False):
         self.obj = obj
         self.name = name
+        self.device = "cpu"
         if isinstance(obj, np.ndarray):
             self._numpy(obj, writable)
         elif _is_torch_tensor(obj):
-            self._torch(obj, writable)
+            self._torch(obj, writable, cuda)
         else:
-            raise TypeError("%s must be a numpy array or a CPU torch tensor, not %s"
-                            % (name, type(obj).__name__))
+            raise TypeError("%s must be a numpy array or a %s torch tensor, not %s"
+                            % (name, "CPU or CUDA" if cuda else "CPU", type(obj).__name__))
 
     def _numpy(self, a, writable):
         code = _NUMPY_CODES.get(a.dtype) if a.dtype.isnative else None
@@ -86,13 +90,17 @@ class Buffer:
         self.dtype = code
         self.dtype_name = str(a.dtype)
 
-    def _torch(self, t, writable):
+    def _torch(self, t, writable, cuda):
         name = str(t.dtype).replace("torch.", "")
         code = _TORCH_NAMES.get(name)
         if code is None:
             raise TypeError("%s has dtype %s; zeroshard supports %s" % (self.name, t.dtype, SUPPORTED))
-        if t.device.type != "cpu":
-            raise ValueError("%s is on %s; zeroshard.Comm takes CPU tensors" % (self.name, t.device))
+        if t.device.type == "cuda" and cuda:
+            self.device = str(t.device)
+        elif t.device.type != "cpu":
+            raise ValueError("%s is on %s; %s" % (self.name, t.device,
+                                                  "zeroshard.Optimizer takes CPU or CUDA tensors"
+                                                  if cuda else "zeroshard.Comm takes CPU tensors"))
         if t.is_sparse or not t.is_contiguous():
             raise ValueError("%s is not a contiguous dense tensor (strides %s); pass .contiguous()"
                              % (self.name, tuple(t.stride()) if not t.is_sparse else "sparse"))

@@ -1,5 +1,5 @@
 """zeroshard.Optimizer: the ZeRO optimizer layer of include/zeroshard/optim.h
-on numpy arrays and CPU torch tensors.
+on numpy arrays and CPU torch tensors, or on CUDA torch tensors.
 
     opt = zeroshard.Optimizer(comm, stage=2, kind="adamw", lr=1e-3)
     w = opt.register("w", weights)          # same values on every rank
@@ -8,29 +8,26 @@ on numpy arrays and CPU torch tensors.
     opt.step()                              # reduce, clip, update, publish
 
 The keyword arguments are the fields of zsh_optim_config_t, with the same
-names, meanings and defaults; kind and precision also take names ("sgd",
-"adam", "adamw"; "fp32", "bf16", "fp16"). The offload tiers:
+names, meanings and defaults; kind, precision, the tiers and hpz also take
+names ("sgd", "adam", "adamw"; "fp32", "bf16", "fp16"; "none", "cpu",
+"nvme"; "off", "auto"), and None leaves a setting to its default (and to its
+ZSH_* variable where it has one). The policies of zeroshard.settings
+(mp_policy=MixedPrecisionPolicy(...), offload_policy=OffloadPolicy(...),
+sharding_policy=ShardingPolicy(...)) group them instead, as FSDP2 does.
+Offload, update threads and hpz change where state lives and how it moves,
+never the bits. The settings (name, policy, how Python takes it, default,
+the variable its unset value takes):
 
-- offload_optimizer: "none" (compute memory), "cpu" (host memory) or "nvme"
-  (files under nvme_dir) for the optimizer states and fp32 master weights,
-  and at stages 2-3 the reduced gradient shards; None (the default) takes
-  ZSH_OFFLOAD_OPTIMIZER.
-- offload_params: the same names for the parameter shards, stage 3 only;
-  None takes ZSH_OFFLOAD_PARAMS.
-- nvme_dir: the directory of the nvme tier's files (a subdirectory per job
-  and rank, removed at close()); None or "" takes ZSH_NVME_DIR.
-- host_mem_limit: bytes of host buffers the nvme tier may hold at once;
-  0 takes ZSH_HOST_MEM_LIMIT.
-- sub_group_size: elements of the rank's state the step updates at a time;
-  0 takes ZSH_SUB_GROUP_SIZE.
-- update_threads: threads that apply the update rule in a step, the
-  caller's included (any count gives the same bits); 0 takes
-  ZSH_OPTIM_THREADS.
-- hpz: stage 3, ZeRO++'s secondary partition of the parameters within each
-  node, so the backward all-gather stays in the node: "off", "auto" (every
-  rank of a node; off on one node) or the group size, which divides the
-  ranks per node; None takes ZSH_HPZ. The losses are the same bit for bit;
-  stats() counts comm_bytes_cross_node_last_step apart.
+%s
+
+Device memory: where the first registered parameter is a CUDA tensor (and
+device_available() says this build and process can use the device), the
+layer runs on the device, as include/zeroshard/optim.h describes: every
+parameter, gradient and set_param() value is then a tensor of that device
+(one elsewhere is refused, naming both), the stream setting names the
+cudaStream_t (or torch.cuda.Stream) its work is enqueued on, and gather()
+copies into a torch tensor. Produce gradients on that stream, or make it wait
+for the one that does.
 
 At stages 0-2 the registered buffer is the parameter: each step updates it
 in place, so it is kept alive here. At stage 3 the layer owns the values
@@ -42,124 +39,22 @@ closes the optimizers on it first) destroys it; garbage collection does not,
 since a destroy waits for reductions that need the other ranks.
 """
 
-import operator
 import os
 
 from . import _zeroshard as _z
+from . import settings as _settings
 from .buffers import BFLOAT16, FLOAT16, FLOAT32, Buffer
 from .errors import ERR_INVALID_ARG, OK, ZshError, error
 
-KINDS = {"sgd": 0, "adam": 1, "adamw": 2}
-PRECISIONS = {"fp32": FLOAT32, "float32": FLOAT32, "bf16": BFLOAT16, "bfloat16": BFLOAT16,
-              "fp16": FLOAT16, "float16": FLOAT16}
-_PRECISION_NAMES = {FLOAT32: "fp32", BFLOAT16: "bf16", FLOAT16: "fp16"}
-# zsh_offload_t; None is ZSH_OFFLOAD_DEFAULT: the ZSH_OFFLOAD_* variable decides.
-TIERS = {"none": 0, "cpu": 1, "nvme": 2}
-_TIER_DEFAULT = -1
-# zsh_optim_config_t::hpz; None (0) takes ZSH_HPZ.
-HPZ = {"off": 1, "auto": -1}
+__doc__ %= _settings.describe()
 
-_FLOATS = ("lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "max_grad_norm",
-           "loss_scale", "min_loss_scale")
-_INTS = ("stage", "nesterov", "dynamic_loss_scale", "loss_scale_window", "bucket_size",
-         "max_live_bytes", "prefetch", "host_mem_limit", "sub_group_size", "update_threads")
-_TIER_KEYS = ("offload_optimizer", "offload_params")
-_SIZES = ("bucket_size", "max_live_bytes", "loss_scale_window", "host_mem_limit",
-          "sub_group_size")
+_PRECISION_NAMES = _settings.PRECISION_NAMES
 
 
 def config_defaults():
-    """zsh_optim_config_init()'s settings, by field name: kind, precision and
-    the tiers as names (a tier left to its ZSH_OFFLOAD_* variable is None)."""
-    cfg = _z.optim_config_defaults()
-    cfg["kind"] = {v: k for k, v in KINDS.items()}[cfg["kind"]]
-    cfg["precision"] = _PRECISION_NAMES[cfg["precision"]]
-    for key in _TIER_KEYS:
-        cfg[key] = _tier_name(cfg[key])
-    cfg["hpz"] = {0: None, 1: "off", -1: "auto"}.get(cfg["hpz"], cfg["hpz"])
-    return cfg
-
-
-def _tier_name(code):
-    if code == _TIER_DEFAULT:
-        return None
-    return {v: k for k, v in TIERS.items()}[code]
-
-
-def _tier(key, value):
-    """A tier setting as zsh_offload_t: a name of TIERS, or None for the default."""
-    if value is None:
-        return _TIER_DEFAULT
-    if isinstance(value, str):
-        if value.lower() not in TIERS:
-            raise ValueError("%s %r is not one of %s" % (key, value, ", ".join(TIERS)))
-        return TIERS[value.lower()]
-    try:
-        code = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        code = None
-    if code not in tuple(TIERS.values()) + (_TIER_DEFAULT,):
-        raise ValueError("%s %r is not one of %s (or None: ZSH_%s)"
-                         % (key, value, ", ".join(TIERS), key.upper()))
-    return code
-
-
-def _hpz(value):
-    """The hpz setting as zsh_optim_config_t::hpz: "off", "auto", a group size or None."""
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        if value.lower() not in HPZ:
-            raise ValueError("hpz %r is not off, auto or a group size" % value)
-        return HPZ[value.lower()]
-    try:
-        size = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        size = None
-    if size is None or size < 1:
-        raise ValueError("hpz %r is not off, auto or a group size (None: ZSH_HPZ)" % (value,))
-    return size
-
-
-def _config(settings):
-    """The dict optim_create takes: names checked, types converted."""
-    out = {}
-    for key, value in settings.items():
-        if key == "kind":
-            if isinstance(value, str):
-                if value.lower() not in KINDS:
-                    raise ValueError("kind %r is not one of %s" % (value, ", ".join(KINDS)))
-                value = KINDS[value.lower()]
-            out[key] = int(value)
-        elif key == "precision":
-            if isinstance(value, str):
-                if value.lower() not in PRECISIONS:
-                    raise ValueError("precision %r is not one of fp32, bf16, fp16" % value)
-                value = PRECISIONS[value.lower()]
-            out[key] = int(value)
-        elif key in _TIER_KEYS:
-            out[key] = _tier(key, value)
-        elif key == "hpz":
-            out[key] = _hpz(value)
-        elif key == "nvme_dir":
-            if value is not None:
-                value = os.fspath(value)
-                if not isinstance(value, str):
-                    raise TypeError("nvme_dir must be a path, not %r" % (value,))
-            out[key] = value
-        elif key in _FLOATS:
-            out[key] = float(value)
-        elif key in _INTS:
-            if isinstance(value, float) and not value.is_integer():
-                raise TypeError("%s must be an integer, not %r" % (key, value))
-            out[key] = int(value)
-        else:
-            raise TypeError("unknown setting %r; zsh_optim_config_t has %s"
-                            % (key, ", ".join(("kind", "precision") + _TIER_KEYS +
-                                              ("nvme_dir", "hpz") + _FLOATS + _INTS)))
-        if key in _SIZES and out[key] < 0:
-            raise ValueError("%s must be >= 0, not %d" % (key, out[key]))
-    return out
+    """zsh_optim_config_init()'s settings, by field name: kind, precision,
+    the tiers and hpz as names (one left to its ZSH_* variable is None)."""
+    return {s.name: s.default for s in _settings.SETTINGS}
 
 
 class Param:
@@ -181,8 +76,10 @@ class Param:
 class Optimizer:
     """The ZeRO optimizer layer over a zeroshard.Comm; see the module's doc."""
 
-    def __init__(self, comm, **settings):
-        cfg = _config(settings)
+    def __init__(self, comm, mp_policy=None, offload_policy=None, sharding_policy=None,
+                 **settings):
+        cfg = _settings.to_config(_settings.merge(settings, mp_policy, offload_policy,
+                                                  sharding_policy))
         self._comm = comm
         self._lock = comm._job.lock
         with self._lock:
@@ -191,9 +88,10 @@ class Optimizer:
                 raise error(status)
         self._handle = handle
         self._params = []
+        self._device = None  # the first parameter's: "cpu" or "cuda:N"
         self._ready = False
-        merged = dict(_z.optim_config_defaults())
-        merged.update(cfg)
+        merged = _z.optim_config_resolve(cfg)
+        self._config = merged
         self._stage = merged["stage"]
         self._precision = merged["precision"]
         comm._dependents.add(self)
@@ -210,6 +108,13 @@ class Optimizer:
         return self._stage
 
     @property
+    def config(self):
+        """The zsh_optim_config_t this optimizer was created with, by field
+        name, read back from the struct (codes, not names; unset fields as
+        zsh_optim_config_init() leaves them)."""
+        return dict(self._config)
+
+    @property
     def precision(self):
         """"fp32", "bf16" or "fp16"."""
         return _PRECISION_NAMES[self._precision]
@@ -218,14 +123,24 @@ class Optimizer:
     def params(self):
         return list(self._params)
 
+    @property
+    def device(self):
+        """Where the parameters are: "cpu", a CUDA tensor's "cuda:N", or None
+        before the first register()."""
+        return self._device
+
     def _buffer(self, obj, name, param, writable):
-        buf = Buffer(obj, name, writable)
+        buf = Buffer(obj, name, writable, cuda=True)
         if buf.dtype != self._precision:
             raise TypeError("%s is %s but the optimizer's precision is %s"
                             % (name, buf.dtype_name, self.precision))
         if param is not None and buf.count != param.numel:
             raise ValueError("%s has %d elements; parameter %r has %d"
                              % (name, buf.count, param.name, param.numel))
+        if self._device is not None and buf.device != self._device:
+            raise ValueError("%s is on %s but the optimizer's parameters are on %s: parameters "
+                             "and gradients are all host memory or all on one device"
+                             % (name, buf.device, self._device))
         return buf
 
     def _param(self, param):
@@ -241,12 +156,18 @@ class Optimizer:
         b = self._buffer(buf, "parameter %r" % name, None, True)
         if b.count == 0:
             raise ValueError("parameter %r has no elements" % name)
+        if self._device is None and b.device != "cpu":
+            available, why = device_available()
+            if not available:
+                raise ValueError("parameter %r is on %s but libzeroshard cannot run on the "
+                                 "device: %s" % (name, b.device, why))
         with self._lock:
             status, handle = _z.optim_register(self._live(), str(name), b.count, b.dtype, b.ptr)
             if status != OK:
                 raise error(status)
         p = Param(str(name), b.count, len(self._params), handle, b)
         self._params.append(p)
+        self._device = b.device
         return p
 
     def setup(self):
@@ -264,11 +185,39 @@ class Optimizer:
     # ---- every step ---------------------------------------------------------------
     def gather(self, param, out):
         """Copy the parameter's full values into out (collective at stage 3:
-        every rank gathers the same parameters in the same order)."""
+        every rank gathers the same parameters in the same order). With
+        parameters on a device, out is a torch tensor on that device or the
+        CPU, copied by torch on its current stream, which is synchronised
+        before the gathered buffer is released."""
         h = self._param(param)
-        b = self._buffer(out, "out", param, True)
+        if self._device in (None, "cpu"):
+            b = self._buffer(out, "out", param, True)
+            with self._lock:
+                status = _z.optim_fetch_into(self._live(), h, b.ptr,
+                                             b.count * _itemsize(b.dtype))
+                if status != OK:
+                    raise error(status)
+            return out
+        b = Buffer(out, "out", True, cuda=True)
+        if b.dtype != self._precision or b.count != param.numel or \
+                b.device not in ("cpu", self._device):
+            raise ValueError("out is %d %s elements on %s; parameter %r is %d %s elements on %s"
+                             % (b.count, b.dtype_name, b.device, param.name, param.numel,
+                                self.precision, self._device))
         with self._lock:
-            status = _z.optim_fetch_into(self._live(), h, b.ptr, b.count * _itemsize(b.dtype))
+            status, ptr = _z.optim_fetch(self._live(), h)
+            if status != OK:
+                raise error(status)
+            try:
+                import torch
+                view = torch.as_tensor(_CudaView(ptr, param.numel, self._precision),
+                                       device=self._device)
+                if self._precision == BFLOAT16:
+                    view = view.view(torch.bfloat16)
+                out.view(-1).copy_(view)
+                torch.cuda.current_stream(self._device).synchronize()
+            finally:
+                status = _z.optim_release(self._handle, h)
             if status != OK:
                 raise error(status)
         return out
@@ -403,3 +352,22 @@ def _dir_arg(dir):
 
 def _itemsize(code):
     return 4 if code == FLOAT32 else 2
+
+
+class _CudaView:
+    """A fetched device buffer as __cuda_array_interface__, for torch.as_tensor
+    (bf16 crosses as int16 and is viewed back)."""
+
+    def __init__(self, ptr, numel, dtype):
+        self.__cuda_array_interface__ = {
+            "shape": (numel,), "typestr": "<f4" if dtype == FLOAT32 else
+            ("<f2" if dtype == FLOAT16 else "<i2"),
+            "data": (ptr, False), "strides": None, "version": 2}
+
+
+def device_available():
+    """Whether this build and process can run the optimizer on CUDA device
+    memory: (True, "") or (False, the reason)."""
+    if _z.device_available():
+        return True, ""
+    return False, _z.last_error()

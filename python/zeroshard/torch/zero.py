@@ -69,6 +69,7 @@ import torch
 import torch.distributed as dist
 
 import zeroshard
+from zeroshard import settings as _settings
 from zeroshard.errors import ERR_INVALID_ARG
 
 from .backend import ProcessGroupZsh
@@ -191,6 +192,31 @@ class _FindReleased(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _zero_settings(stage, optimizer, betas, precision, settings):
+    """The Optimizer's settings: merge()'s, with ZeRO's own names for some of
+    them (optimizer, betas) and the precision the parameters have."""
+    out = dict(settings, stage=stage)
+    if optimizer is not None:
+        if "kind" in out:
+            raise TypeError("optimizer=%r and kind=%r name one setting: give one"
+                            % (optimizer, out["kind"]))
+        out["kind"] = optimizer
+    if betas is not None:
+        betas = tuple(betas)
+        if len(betas) != 2:
+            raise ValueError("betas must be a pair, not %r" % (betas,))
+        if "beta1" in out or "beta2" in out:
+            raise TypeError("betas= and beta1= / beta2= name the same settings: give one")
+        out["beta1"], out["beta2"] = betas
+    given = out.get("precision")
+    if given is not None and _settings.to_c("precision", given) != \
+            _settings.to_c("precision", precision):
+        raise TypeError("precision %r does not match the parameters, which are %s"
+                        % (given, precision))
+    out["precision"] = precision
+    return out
+
+
 def _resolve_comm(comm, group):
     """(communicator, whether ZeRO owns it)."""
     if comm is not None:
@@ -217,33 +243,21 @@ class ZeRO:
             one dtype, fp32, bf16 or fp16 (the layer's precision; fp32 master
             weights are kept for the half types).
         stage: 0-3.
-        optimizer: "adamw" (default), "adam" or "sgd".
-        lr, betas, eps, weight_decay: as torch.optim.AdamW / Adam.
-        momentum, nesterov: as torch.optim.SGD (no dampening).
-        max_grad_norm: clip to this global norm, as clip_grad_norm_ (0: off).
-        loss_scale, dynamic_loss_scale, loss_scale_window, min_loss_scale:
-            loss scaling (on by default for fp16 only).
-        bucket_size, max_live_bytes, prefetch: buffers (0 / -1: ZSH_* defaults).
-        offload_optimizer: where the optimizer states and fp32 master weights
-            live, and at stages 2-3 the reduced gradient shards: "none"
-            (compute memory), "cpu" (host memory) or "nvme" (files under
-            nvme_dir); None takes ZSH_OFFLOAD_OPTIMIZER.
-        offload_params: the same for the parameter shards, stage 3 only;
-            None takes ZSH_OFFLOAD_PARAMS.
-        nvme_dir: directory of the nvme tier's files (removed at close());
-            None takes ZSH_NVME_DIR.
-        host_mem_limit: bytes of host buffers the nvme tier may hold at once
-            (0: ZSH_HOST_MEM_LIMIT).
-        sub_group_size: elements of this rank's state the step updates at a
-            time (0: ZSH_SUB_GROUP_SIZE).
-            Offloading changes where state lives, not the arithmetic: the
-            losses are the same bit for bit as without it.
-        update_threads: threads that apply the update rule in a step, the
-            caller's included; any count gives the same bits (0:
-            ZSH_OPTIM_THREADS).
-        hpz: stage 3, the secondary partition of the parameters within each
-            node that keeps backward's all-gather in the node: "off", "auto"
-            or the group size (None: ZSH_HPZ); the same bits either way.
+        optimizer: "adamw" (the default), "adam" or "sgd": the setting kind.
+        betas: (beta1, beta2), as torch.optim.AdamW / Adam.
+        mp_policy, offload_policy, sharding_policy: the policies of
+            zeroshard.settings, each grouping some of the settings below.
+            The precision is the parameters' dtype; one given must match it.
+        **settings: every other field of zsh_optim_config_t, as
+            zeroshard.Optimizer takes it (None: its default). As torch.optim:
+            lr, eps, weight_decay (AdamW / Adam), momentum, nesterov (SGD, no
+            dampening), max_grad_norm (clip_grad_norm_; 0: off). Offloading
+            changes where state lives, not the arithmetic: the losses are the
+            same bit for bit as without it, and so are they at any
+            update_threads and with hpz. The settings:
+
+%s
+
         units: stage 3, which modules are units, gathered whole around their
             forward: a module class or a set of them, a parameter count
             (the smallest subtrees with at least that many parameters not
@@ -255,14 +269,11 @@ class ZeRO:
         average_grads: divide gradients by the number of ranks, as DDP.
         broadcast_params: start every rank from rank 0's parameters.
     """
+    __doc__ %= _settings.describe(" " * 12)
 
-    def __init__(self, module, stage=0, optimizer="adamw", lr=1e-3, betas=(0.9, 0.999),
-                 eps=1e-8, weight_decay=0.0, momentum=0.0, nesterov=False, max_grad_norm=0.0,
-                 loss_scale=None, dynamic_loss_scale=None, loss_scale_window=1000,
-                 min_loss_scale=1.0, bucket_size=0, max_live_bytes=0, prefetch=-1,
-                 offload_optimizer=None, offload_params=None, nvme_dir=None, host_mem_limit=0,
-                 sub_group_size=0, update_threads=0, hpz=None, units=None, comm=None, group=None,
-                 average_grads=True, broadcast_params=True):
+    def __init__(self, module, stage=0, optimizer=None, betas=None, units=None, comm=None,
+                 group=None, average_grads=True, broadcast_params=True, mp_policy=None,
+                 offload_policy=None, sharding_policy=None, **settings):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -278,23 +289,10 @@ class ZeRO:
                                 "must have one dtype" % (name, p.dtype, named[0][0], dtype))
         if dtype not in _PRECISIONS:
             raise TypeError("parameters are %s; ZeRO trains float32, bfloat16 or float16" % dtype)
-        betas = tuple(betas)
-        if len(betas) != 2:
-            raise ValueError("betas must be a pair, not %r" % (betas,))
-        settings = dict(stage=stage, kind=optimizer, precision=_PRECISIONS[dtype], lr=lr,
-                        beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, nesterov=int(bool(nesterov)),
-                        max_grad_norm=max_grad_norm, loss_scale_window=loss_scale_window,
-                        min_loss_scale=min_loss_scale, bucket_size=bucket_size,
-                        max_live_bytes=max_live_bytes, prefetch=prefetch,
-                        offload_optimizer=offload_optimizer, offload_params=offload_params,
-                        nvme_dir=nvme_dir, host_mem_limit=host_mem_limit,
-                        sub_group_size=sub_group_size, update_threads=update_threads, hpz=hpz)
+        settings = _zero_settings(stage, optimizer, betas, _PRECISIONS[dtype],
+                                  _settings.merge(settings, mp_policy, offload_policy,
+                                                  sharding_policy))
         policy = _unit_policy(units)
-        if loss_scale is not None:
-            settings["loss_scale"] = loss_scale
-        if dynamic_loss_scale is not None:
-            settings["dynamic_loss_scale"] = int(bool(dynamic_loss_scale))
 
         self._comm, self._own_comm = _resolve_comm(comm, group)
         self._module = module
