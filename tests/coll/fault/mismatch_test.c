@@ -395,3 +395,47 @@ ZSH_RANK_TEST(mismatch, eager_calls_sent_different_ways_on_boards_name_zsh_shm)
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "is ZSH_SHM set alike on every rank?");
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }
+
+/* The nonblocking broadcast and barrier are checked as their blocking forms
+ * are: against another collective, both calls are named on every rank. */
+ZSH_RANK_TEST(mismatch, ibroadcast_against_iallreduce_names_both_calls)
+{
+    float buf[8] = {0}, recv[8];
+    zsh_request_t *req = NULL;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    if (zsh_comm_rank(comm) == 0) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibroadcast(buf, 8, ZSH_FLOAT32, 0, c, &req));
+    } else {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(buf, recv, 8, ZSH_FLOAT32, ZSH_SUM, c, &req));
+    }
+    zsh_expect_mismatch(zsh_request_wait(req), "broadcast(count=8, fp32, root=0)",
+                        "allreduce(count=8, fp32, sum)", __LINE__);
+    zsh_request_free(req);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, ibarrier_against_ibroadcast_names_both_calls)
+{
+    float buf[4] = {0};
+    zsh_request_t *req = NULL;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    if (zsh_comm_rank(comm) == zsh_comm_size(comm) - 1) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibarrier(c, &req));
+    } else {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibroadcast(buf, 4, ZSH_FLOAT32, 0, c, &req));
+    }
+    zsh_expect_mismatch(zsh_request_wait(req), "called barrier", "called broadcast(count=4",
+                        __LINE__);
+    zsh_request_free(req);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
