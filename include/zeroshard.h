@@ -429,7 +429,9 @@ zsh_status_t zsh_ibarrier(zsh_comm_t *comm, zsh_request_t **req_p);
 
 /**
  * @brief Drive progress and report the state of @p req without blocking.
- * @return ZSH_OK when done, ZSH_INPROGRESS before, or the error it failed with.
+ * @return ZSH_OK when done, ZSH_INPROGRESS before, or the error it failed with;
+ *         zsh_last_error() then names the failure on the calling thread, whichever
+ *         thread's call found it.
  */
 zsh_status_t zsh_request_test(zsh_request_t *req);
 
@@ -441,7 +443,8 @@ zsh_status_t zsh_request_test(zsh_request_t *req);
  * cores do not starve each other. When they do outnumber the node's
  * processors it yields from the first poll on.
  * @return ZSH_OK, or the error the request failed with (ZSH_ERR_TIMEOUT names
- *         the collective, its sequence number and the silent peers).
+ *         the collective, its sequence number and the silent peers), named by
+ *         zsh_last_error() as for zsh_request_test().
  */
 zsh_status_t zsh_request_wait(zsh_request_t *req);
 

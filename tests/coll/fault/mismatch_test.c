@@ -9,6 +9,9 @@
 #include "algo/eager.h"
 #include "coll/check.h"
 
+#include "core/status.h"
+
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,10 +401,18 @@ ZSH_RANK_TEST(mismatch, eager_calls_sent_different_ways_on_boards_name_zsh_shm)
 
 /* The nonblocking broadcast and barrier are checked as their blocking forms
  * are: against another collective, both calls are named on every rank. */
-ZSH_RANK_TEST(mismatch, ibroadcast_against_iallreduce_names_both_calls)
+static void *zsh_mismatch_test_again(void *req)
+{
+    zsh_expect_mismatch(zsh_request_test(req), "broadcast(count=8, fp32, root=0)",
+                        "allreduce(count=8, fp32, sum)", __LINE__);
+    return NULL;
+}
+
+ZSH_RANK_TEST(mismatch, ibroadcast_against_iallreduce_names_both_calls_on_any_thread)
 {
     float buf[8] = {0}, recv[8];
     zsh_request_t *req = NULL;
+    pthread_t other;
     zsh_comm_t *c;
 
     c = zsh_mismatch_comm(comm);
@@ -415,6 +426,11 @@ ZSH_RANK_TEST(mismatch, ibroadcast_against_iallreduce_names_both_calls)
     }
     zsh_expect_mismatch(zsh_request_wait(req), "broadcast(count=8, fp32, root=0)",
                         "allreduce(count=8, fp32, sum)", __LINE__);
+    /* Tested again on another thread, whose progress never saw it, the
+     * request names its failure there too. */
+    zsh_error_clear();
+    ZSH_ASSERT_TRUE(pthread_create(&other, NULL, zsh_mismatch_test_again, req) == 0);
+    ZSH_EXPECT_EQ(0, pthread_join(other, NULL));
     zsh_request_free(req);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }
