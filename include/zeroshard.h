@@ -397,8 +397,41 @@ zsh_status_t zsh_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
                             zsh_request_t **req_p);
 
 /**
+ * @brief Start a broadcast; see zsh_broadcast() and zsh_iallgather().
+ *
+ * It chooses among the algorithms zsh_broadcast() may choose, by the same
+ * rule, and takes the device path on device buffers as zsh_broadcast() does.
+ * @param[in,out] buf   As for zsh_broadcast(): read on @p root, written on
+ *                      the other ranks once the request completes.
+ * @param[in]     count Elements to copy.
+ * @param[in]     dtype Element type.
+ * @param[in]     root  Rank in [0, size) that holds the data.
+ * @param[in]     comm  Communicator.
+ * @param[out]    req_p The request, set only on success; as for zsh_iallgather().
+ *                      On @p root too, @p buf must stay untouched until it
+ *                      completes: other ranks may still be reading it.
+ * @return ZSH_ERR_INVALID_ARG, before anything is sent, for what
+ *         zsh_broadcast() refuses and for a NULL @p req_p.
+ */
+zsh_status_t zsh_ibroadcast(void *buf, size_t count, zsh_dtype_t dtype, int root,
+                            zsh_comm_t *comm, zsh_request_t **req_p);
+
+/**
+ * @brief Start a barrier; see zsh_barrier() and zsh_iallgather().
+ *
+ * The request completes once every rank of @p comm has started its barrier.
+ * @param[in]  comm  Communicator.
+ * @param[out] req_p The request, set only on success; as for zsh_iallgather().
+ * @return ZSH_ERR_INVALID_ARG, before anything is sent, if @p comm is not a
+ *         live communicator or @p req_p is NULL.
+ */
+zsh_status_t zsh_ibarrier(zsh_comm_t *comm, zsh_request_t **req_p);
+
+/**
  * @brief Drive progress and report the state of @p req without blocking.
- * @return ZSH_OK when done, ZSH_INPROGRESS before, or the error it failed with.
+ * @return ZSH_OK when done, ZSH_INPROGRESS before, or the error it failed with;
+ *         zsh_last_error() then names the failure on the calling thread, whichever
+ *         thread's call found it.
  */
 zsh_status_t zsh_request_test(zsh_request_t *req);
 
@@ -410,7 +443,8 @@ zsh_status_t zsh_request_test(zsh_request_t *req);
  * cores do not starve each other. When they do outnumber the node's
  * processors it yields from the first poll on.
  * @return ZSH_OK, or the error the request failed with (ZSH_ERR_TIMEOUT names
- *         the collective, its sequence number and the silent peers).
+ *         the collective, its sequence number and the silent peers), named by
+ *         zsh_last_error() as for zsh_request_test().
  */
 zsh_status_t zsh_request_wait(zsh_request_t *req);
 

@@ -27,6 +27,16 @@ static inline zsh_status_t zsh_request_check(const char *fn, const zsh_request_t
                                                                 : zsh_request_refuse(fn, req);
 }
 
+/* @req's status; a failure's message becomes this thread's last error,
+ * wherever the progress that found it ran. */
+static zsh_status_t zsh_request_status(const zsh_request_t *req)
+{
+    if ((req->run.status < 0) && (req->run.error != NULL)) {
+        zsh_error_set_quiet(req->run.error);
+    }
+    return req->run.status;
+}
+
 zsh_status_t zsh_request_test(zsh_request_t *req)
 {
     zsh_status_t status = zsh_request_check("zsh_request_test", req);
@@ -37,14 +47,18 @@ zsh_status_t zsh_request_test(zsh_request_t *req)
     if (req->run.status == ZSH_INPROGRESS) {
         zsh_ctx_progress(req->comm->ctx);
     }
-    return req->run.status;
+    return zsh_request_status(req);
 }
 
 zsh_status_t zsh_request_wait(zsh_request_t *req)
 {
     zsh_status_t status = zsh_request_check("zsh_request_wait", req);
 
-    return (status == ZSH_OK) ? zsh_task_wait(req) : status;
+    if (status != ZSH_OK) {
+        return status;
+    }
+    zsh_task_wait(req);
+    return zsh_request_status(req);
 }
 
 void zsh_request_free(zsh_request_t *req)

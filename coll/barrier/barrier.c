@@ -1,5 +1,6 @@
 /*
- * zsh_barrier: validate, choose (eager, dissemination or hier) and run.
+ * zsh_barrier and zsh_ibarrier: validate, choose (eager, dissemination or
+ * hier) and run.
  * The dissemination barrier is ceil(log2 size) rounds of empty messages; in
  * round k a rank signals rank + 2^k and waits for rank - 2^k. The same
  * task, on the job's communicator, is the fence before teardown.
@@ -7,6 +8,7 @@
 #include "barrier/barrier.h"
 
 #include "algo/rounds.h"
+#include "core/status.h"
 #include "select/prepare.h"
 #include "select/select.h"
 #include "task/validate.h"
@@ -76,4 +78,16 @@ zsh_status_t zsh_barrier(zsh_comm_t *comm)
 
     status = zsh_validate("zsh_barrier", comm, &args);
     return (status == ZSH_OK) ? zsh_barrier_run(comm, ZSH_COLL_BARRIER, NULL) : status;
+}
+
+zsh_status_t zsh_ibarrier(zsh_comm_t *comm, zsh_request_t **req_p)
+{
+    zsh_coll_args_t args = ZSH_COLL_ARGS(ZSH_COLL_BARRIER, NULL, NULL, 0, ZSH_UINT8, ZSH_SUM, 0);
+    zsh_status_t status;
+
+    if (req_p == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_ibarrier: req_p is NULL");
+    }
+    status = zsh_validate("zsh_ibarrier", comm, &args);
+    return (status == ZSH_OK) ? zsh_barrier_run(comm, ZSH_COLL_BARRIER, req_p) : status;
 }

@@ -1,6 +1,6 @@
 /*
- * zsh_broadcast: validate, run the algorithm the rule picks (or, on device
- * buffers, the device path).
+ * zsh_broadcast and zsh_ibroadcast: validate, run the algorithm the rule
+ * picks (or, on device buffers, the device path).
  */
 #include "bcast/bcast.h"
 
@@ -32,13 +32,13 @@ zsh_status_t zsh_broadcast(void *buf, size_t count, zsh_dtype_t dtype, int root,
     return zsh_coll_call("zsh_broadcast", &args, comm, zsh_bcast_algos, false, NULL);
 }
 
-zsh_status_t zsh_broadcast_post(void *buf, size_t count, zsh_dtype_t dtype, int root,
-                                zsh_comm_t *comm, zsh_request_t **req_p)
+zsh_status_t zsh_ibroadcast(void *buf, size_t count, zsh_dtype_t dtype, int root,
+                            zsh_comm_t *comm, zsh_request_t **req_p)
 {
     zsh_coll_args_t args =
         ZSH_COLL_ARGS(ZSH_COLL_BROADCAST, NULL, buf, count, dtype, ZSH_SUM, root);
 
-    return zsh_coll_call("zsh_broadcast", &args, comm, zsh_bcast_algos, true, req_p);
+    return zsh_coll_call("zsh_ibroadcast", &args, comm, zsh_bcast_algos, true, req_p);
 }
 
 zsh_status_t zsh_broadcast_stream(void *buf, size_t count, zsh_dtype_t dtype, int root,

@@ -21,9 +21,4 @@ zsh_status_t zsh_bcast_eager_init(zsh_task_t *task);
 /* Along the root's rail across nodes, then within each node (algo/hier.h). */
 zsh_status_t zsh_bcast_hier_init(zsh_task_t *task);
 
-/* A nonblocking broadcast, for the steps of a hierarchical call (the API
- * has none). */
-zsh_status_t zsh_broadcast_post(void *buf, size_t count, zsh_dtype_t dtype, int root,
-                                zsh_comm_t *comm, zsh_request_t **req_p);
-
 #endif

@@ -22,11 +22,11 @@ static zsh_status_t zsh_bcast_hier_rail_step(zsh_task_t *task, unsigned step,
         if (t->local_rank != root->local_rank) {
             return ZSH_OK; /* not on the root's rail */
         }
-        return zsh_broadcast_post(task->args.recvbuf, task->args.count, task->args.dtype,
-                                  root->node, task->comm->hier.rail, sub_p);
+        return zsh_ibroadcast(task->args.recvbuf, task->args.count, task->args.dtype,
+                              root->node, task->comm->hier.rail, sub_p);
     }
-    return zsh_broadcast_post(task->args.recvbuf, task->args.count, task->args.dtype,
-                              root->local_rank, task->comm->hier.node, sub_p);
+    return zsh_ibroadcast(task->args.recvbuf, task->args.count, task->args.dtype,
+                          root->local_rank, task->comm->hier.node, sub_p);
 }
 
 /* Steps: 0 the root's node from the root, 1 the leaders' rail from the
@@ -42,14 +42,14 @@ static zsh_status_t zsh_bcast_hier_leaders_step(zsh_task_t *task, unsigned step,
         if (t->local_rank != 0) {
             return ZSH_OK; /* not a leader */
         }
-        return zsh_broadcast_post(task->args.recvbuf, task->args.count, task->args.dtype,
-                                  root->node, task->comm->hier.rail, sub_p);
+        return zsh_ibroadcast(task->args.recvbuf, task->args.count, task->args.dtype,
+                              root->node, task->comm->hier.rail, sub_p);
     }
     if (root_node != (step == 0)) {
         return ZSH_OK; /* the other nodes' step */
     }
-    return zsh_broadcast_post(task->args.recvbuf, task->args.count, task->args.dtype,
-                              root_node ? root->local_rank : 0, task->comm->hier.node, sub_p);
+    return zsh_ibroadcast(task->args.recvbuf, task->args.count, task->args.dtype,
+                          root_node ? root->local_rank : 0, task->comm->hier.node, sub_p);
 }
 
 zsh_status_t zsh_bcast_hier_init(zsh_task_t *task)

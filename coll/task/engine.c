@@ -9,6 +9,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Longest a waiter sleeps between progress passes, in case the transport
  * completes something without signalling its event descriptor. */
@@ -33,6 +34,9 @@ void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
         if (status != ZSH_OK) {
             zsh_task_dump_trace(task, status);
         }
+    }
+    if (status != ZSH_OK) {
+        task->run.error = strdup(zsh_last_error()); /* NULL leaves the thread's own */
     }
     task->run.status = status;
     zsh_list_del(&task->link);

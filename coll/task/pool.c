@@ -79,6 +79,8 @@ void zsh_task_put(zsh_task_t *task)
 
     task->comm->requests--;
     ctx->tasks_out--;
+    free(task->run.error);
+    task->run.error = NULL;
     task->magic = ZSH_REQUEST_FREED;
     task->comm  = NULL;
     if (task->orphan) {

@@ -47,6 +47,9 @@ typedef struct zsh_task_run {
     char               *data_mismatch;       /* a message that did not fit, while the
                                                 descriptors are awaited to say why */
     double              data_mismatch_until;
+    char               *error;     /* a failure's message, for whichever thread tests or
+                                      waits on the request: the thread whose progress
+                                      found the failure may be another */
 } zsh_task_run_t;
 
 /*

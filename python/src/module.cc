@@ -196,6 +196,13 @@ PYBIND11_MODULE(_zeroshard, m)
         });
     });
 
+    m.def("ibroadcast", [](handle_t h, handle_t b, std::size_t n, int dt, int root) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_ibroadcast(buf(b), n, static_cast<zsh_dtype_t>(dt), root, comm(h), rp);
+        });
+    });
+    m.def("ibarrier", [](handle_t h) { return post([&](zsh_request_t **rp) { return zsh_ibarrier(comm(h), rp); }); });
+
     m.def("request_test", [](handle_t r) { return nogil([&] { return zsh_request_test(req(r)); }); });
     m.def("request_wait", [](handle_t r) { return nogil([&] { return zsh_request_wait(req(r)); }); });
     m.def("request_set_timeout", [](handle_t r, double s) { return static_cast<int>(zsh_request_set_timeout(req(r), s)); });

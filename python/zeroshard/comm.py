@@ -311,13 +311,17 @@ class Comm:
         self._run(_z.allreduce, bufs, *args)
         return send if recv is None else recv
 
-    def broadcast(self, buf, root):
-        """buf on every rank gets buf of rank root."""
+    def _bcast_args(self, buf, root):
         b = Buffer(buf, "buf", True)
         root = int(root)
         if not 0 <= root < self.size:
             raise ValueError("broadcast: root %d is not in [0, size=%d)" % (root, self.size))
-        self._run(_z.broadcast, (b,), b.ptr, b.count, b.dtype, root)
+        return (b,), (b.ptr, b.count, b.dtype, root)
+
+    def broadcast(self, buf, root):
+        """buf on every rank gets buf of rank root."""
+        bufs, args = self._bcast_args(buf, root)
+        self._run(_z.broadcast, bufs, *args)
         return buf
 
     def barrier(self):
@@ -335,3 +339,10 @@ class Comm:
     def iall_reduce(self, send, recv=None, op="sum"):
         bufs, args = self._reduce_args(send, recv, op)
         return self._post(_z.iallreduce, bufs, *args)
+
+    def ibroadcast(self, buf, root):
+        bufs, args = self._bcast_args(buf, root)
+        return self._post(_z.ibroadcast, bufs, *args)
+
+    def ibarrier(self):
+        return self._post(_z.ibarrier, ())

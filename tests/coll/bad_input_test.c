@@ -101,3 +101,24 @@ ZSH_RANK_TEST(bad_input, null_communicator_request_and_pending_destroy_are_rejec
     ZSH_EXPECT_EQ(zsh_comm_size(comm), (int)y);
     zsh_bad_input_still_works(comm);
 }
+
+/* The two nonblocking calls without buffers to speak of refuse what their
+ * blocking forms refuse, and a missing request pointer, before anything is
+ * sent; no request is handed out. */
+ZSH_RANK_TEST(bad_input, ibroadcast_and_ibarrier_refuse_bad_arguments_before_posting)
+{
+    zsh_request_t *req = NULL;
+    int n = zsh_comm_size(comm);
+    double x = 0;
+
+    ZSH_EXPECT_REJECTED(zsh_ibroadcast(&x, 1, ZSH_FLOAT64, 0, comm, NULL), "req_p");
+    ZSH_EXPECT_REJECTED(zsh_ibroadcast(NULL, 3, ZSH_FLOAT32, 0, comm, &req), "buf is NULL");
+    ZSH_EXPECT_REJECTED(zsh_ibroadcast(&x, 1, ZSH_FLOAT64, n, comm, &req), "out of range");
+    ZSH_EXPECT_REJECTED(zsh_ibroadcast(&x, 1, ZSH_FLOAT64, -1, comm, &req), "root=-1");
+    ZSH_EXPECT_REJECTED(zsh_ibroadcast(&x, 1, (zsh_dtype_t)99, 0, comm, &req), "dtype=99");
+    ZSH_EXPECT_REJECTED(zsh_ibroadcast(&x, 1, ZSH_FLOAT64, 0, NULL, &req), "comm is NULL");
+    ZSH_EXPECT_REJECTED(zsh_ibarrier(comm, NULL), "zsh_ibarrier: req_p is NULL");
+    ZSH_EXPECT_REJECTED(zsh_ibarrier(NULL, &req), "comm is NULL");
+    ZSH_EXPECT_TRUE(req == NULL);
+    zsh_bad_input_still_works(comm);
+}

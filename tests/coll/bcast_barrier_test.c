@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-static void zsh_bcast_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count, int root)
+/* One broadcast, blocking or (@nonblocking) as a request waited for. */
+static void zsh_bcast_run(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count, int root,
+                          bool nonblocking)
 {
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     size_t bytes = count * zsh_dtype_size(dtype);
@@ -21,17 +23,25 @@ static void zsh_bcast_case(zsh_comm_t *comm, zsh_dtype_t dtype, size_t count, in
     } else {
         memset(buf, 0x5a, bytes);
     }
-    ZSH_EXPECT_STATUS(ZSH_OK, zsh_broadcast(buf, count, dtype, root, comm));
-    snprintf(what, sizeof(what), "broadcast %s count=%zu root=%d", zsh_dtype_name(dtype), count,
-             root);
+    if (nonblocking) {
+        zsh_request_t *req = NULL;
+
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_ibroadcast(buf, count, dtype, root, comm, &req));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_wait(req));
+        zsh_request_free(req);
+    } else {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_broadcast(buf, count, dtype, root, comm));
+    }
+    snprintf(what, sizeof(what), "%sbroadcast %s count=%zu root=%d", nonblocking ? "i" : "",
+             zsh_dtype_name(dtype), count, root);
     zsh_check_buf(buf, dtype, ZSH_MIN, n, root, 0, count, what, __FILE__, __LINE__);
     free(buf);
 }
 
 /* Every algorithm a one-node job can run: the binomial tree, the direct
  * reads where cross-memory attach works, and eager on 2 to 8 ranks for the
- * counts its message holds. */
-ZSH_RANK_TEST(broadcast, every_root_dtype_and_count_reaches_every_rank_by_every_algorithm)
+ * counts its message holds; every root, dtype and count. */
+static void zsh_bcast_every_algorithm(zsh_comm_t *comm, bool nonblocking)
 {
     zsh_coll_config_t *cfg  = zsh_check_cfg(comm);
     zsh_coll_config_t saved = *cfg;
@@ -53,17 +63,29 @@ ZSH_RANK_TEST(broadcast, every_root_dtype_and_count_reaches_every_rank_by_every_
                 for (c = 0; c < zsh_check_ncounts; c++) {
                     bytes = zsh_check_counts[c] * zsh_dtype_size(zsh_check_dtypes[d]);
                     if ((algos[a] != ZSH_ALGO_EAGER) || zsh_eager_fits(comm, bytes)) {
-                        zsh_bcast_case(comm, zsh_check_dtypes[d], zsh_check_counts[c], roots[r]);
+                        zsh_bcast_run(comm, zsh_check_dtypes[d], zsh_check_counts[c], roots[r],
+                                      nonblocking);
                     }
                 }
             }
         }
         cfg->chunk_size = saved.chunk_size;
         if (algos[a] != ZSH_ALGO_EAGER) {
-            zsh_bcast_case(comm, ZSH_FLOAT64, 100003, n - 1); /* above the default chunk size */
+            /* above the default chunk size */
+            zsh_bcast_run(comm, ZSH_FLOAT64, 100003, n - 1, nonblocking);
         }
     }
     *cfg = saved;
+}
+
+ZSH_RANK_TEST(broadcast, every_root_dtype_and_count_reaches_every_rank_by_every_algorithm)
+{
+    zsh_bcast_every_algorithm(comm, false);
+}
+
+ZSH_RANK_TEST(broadcast, ibroadcast_reaches_every_rank_by_every_algorithm)
+{
+    zsh_bcast_every_algorithm(comm, true);
 }
 
 /* Nobody leaves a barrier before the last rank enters it: rank 0 enters

@@ -162,12 +162,12 @@ def all_reduce_body(ctx, framework, blocking):
             close(k.np(inplace), k.np(k.reduce(every, op, name)), name, "in-place all_reduce " + op)
 
 
-def broadcast_body(ctx, framework):
+def broadcast_body(ctx, framework, blocking):
     k, c = Kind(ctx, framework), ctx.comm
     for name in k.names:
         for root in range(ctx.size):
             buf = k.data(ctx.rank, N, name) if ctx.rank == root else k.empty(N, name)
-            c.broadcast(buf, root)
+            run(c, blocking, "broadcast", buf, root)
             close(k.np(buf), k.np(k.data(root, N, name)), name, "broadcast from %d" % root)
 
 
@@ -184,7 +184,8 @@ for _fw in ("numpy", "torch"):
                              ("all_reduce", all_reduce_body)):
             register("%s%s_%s_every_dtype_and_op_matches_%s" % ("" if _blocking else "i", _coll, _fw, _fw),
                      _body, _fw, _blocking)
-    register("broadcast_%s_from_every_root" % _fw, broadcast_body, _fw)
+        register("%sbroadcast_%s_from_every_root" % ("" if _blocking else "i", _fw), broadcast_body,
+                 _fw, _blocking)
 
 
 @case
@@ -200,6 +201,10 @@ def test_barrier_blocking_and_nonblocking(ctx):
     req = ctx.comm.iall_reduce(np.ones(1, np.int32))
     req.wait()
     req.wait()
+    barriers = [ctx.comm.ibarrier() for _ in range(3)]
+    while not all([r.test() for r in barriers]):
+        pass
+    ctx.comm.ibarrier().wait()
 
 
 @case
@@ -404,6 +409,8 @@ def test_bad_input_raises_before_anything_is_posted(ctx):
     assert "avg" in expect(ValueError, c.all_reduce, np.zeros(4, np.int32), op="avg")
     assert "mean" in expect(ValueError, c.all_reduce, f, op="mean")
     assert "root" in expect(ValueError, c.broadcast, f, n)
+    assert "root" in expect(ValueError, c.ibroadcast, f, -1)
+    assert "read-only" in expect(ValueError, c.ibroadcast, ro, 0)
     expect(TypeError, c.all_reduce, np.zeros(4, np.dtype(">f4")))
     if ctx.torch is not None:
         torch = ctx.torch
@@ -419,7 +426,7 @@ def test_bad_input_raises_before_anything_is_posted(ctx):
     with c.split(0) as sub:
         pass
     sub.close()
-    for call in (sub.barrier, lambda: sub.all_reduce(x), lambda: sub.iall_reduce(x), sub.abort,
+    for call in (sub.barrier, sub.ibarrier, lambda: sub.all_reduce(x), lambda: sub.iall_reduce(x), sub.abort,
                  lambda: sub.split(0), lambda: sub.rank, lambda: sub.timeout):
         expect(zsh.ZshError, call)
     assert "closed" in repr(sub)

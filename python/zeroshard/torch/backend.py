@@ -3,23 +3,29 @@
 Each process group owns one communicator, created through the store torch
 hands the backend (``zeroshard.Comm.from_store``, ZeroShard's OOB seam).
 
-A collective runs in the thread that calls it, with the GIL released while it
-waits, and returns a completed Work whose future holds the result, so
-``async_op=True``, ``get_future()`` and DDP's communication hooks work as
-torch expects. A failure raises at the call, in Python and in torch's C++
-callers (DDP) alike: torch 1.13's future-wrapping Work swallows an error set
-on its future at ``wait()``, so an error that arrived later would be lost.
-The cost is that DDP's bucket all-reduces do not overlap with backward.
+A collective is posted through the nonblocking C call (``zsh_iallreduce``,
+``zsh_ibroadcast``, ...) and returns at once with a Work in flight:
+``wait()`` waits for it and raises ZeroShard's error if it failed,
+``is_completed()`` tests it, and ``get_future()`` is a torch Future that
+completes with the outputs, or with the error, without anyone waiting: the
+group's progress thread (:class:`_Progress`) tests its calls in call order.
+So ``async_op=True`` and DDP's communication hooks overlap with backward.
+Arguments are checked before anything is posted, and a bad one raises at
+the call. The rooted calls torch has and ZeroShard has not (reduce, gather,
+scatter) are one all-reduce, all-gather or broadcast and a copy at the end.
 
 What is not a collective ZeroShard has (point to point, all-to-all) raises
 ``RuntimeError("... is not supported by the zsh backend ...")`` at the call.
 """
+import collections
 import inspect
+import threading
+import time
 import weakref
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
+from torch._C._distributed_c10d import ProcessGroup, Work
 from torch.futures import Future
 
 import zeroshard
@@ -79,14 +85,196 @@ def _write_back(dst, flat):
         dst.copy_(flat.view(dst.shape))
 
 
-def _done(result):
-    """A Work that is already complete, with @result as its future's value."""
-    fut = Future()
-    fut.set_result(result)
-    return _create_work_from_future(fut)
+def _write_back_all(dsts, flats):
+    for dst, flat in zip(dsts, flats):
+        _write_back(dst, flat)
 
 
-def _close(comm):
+def _unpack_all(output_lists, gathered):
+    """Rank r's block of each gathered buffer into output_lists[k][r]."""
+    for outs, whole in zip(output_lists, gathered):
+        n = whole.numel() // max(len(outs), 1)
+        for r, o in enumerate(outs):
+            o.copy_(whole[r * n:(r + 1) * n].view(o.shape))
+
+
+class _Work(Work):
+    """One call of the group in flight: its requests, what runs once they
+    succeed (copies into the caller's tensors), and the future's value.
+
+    It completes once, in whichever thread sees its requests done first:
+    wait() in the caller's, or the progress thread. The future is set before
+    anyone learns that it completed, so get_future() of a completed Work holds
+    its value.
+
+    [Note: a Work handed to C++] torch 1.13 keeps only the C++ half of a
+    Python Work that C++ code holds (DDP's reducer, broadcast_coalesced): once
+    the Python object is collected, its wait() and get_future() fall back to
+    the base class, which never completes. The progress thread therefore keeps
+    every Work alive until it has completed and been claimed (wait(),
+    get_future(), or is_completed() returning True), which every caller of a
+    collective does; the group's close releases the rest. (torch 2.x holds the
+    Python object itself.)
+    """
+
+    def __init__(self, progress, requests, finish, result):
+        super().__init__()
+        self._progress = progress
+        self._requests = requests
+        self._finish = finish
+        self._result = result
+        self._future = Future()
+        self._lock = threading.RLock()  # a future callback may wait on its own Work
+        self._done = False
+        self._error = None
+        self._claimed = False
+
+    def _settle(self, block):
+        """Complete if every request has (waiting for them when @block); whether it has.
+        Without @block it gives way at once to a thread already settling it."""
+        if not self._lock.acquire(blocking=block):
+            return False
+        try:
+            if self._done:
+                return True
+            try:
+                for req in self._requests:
+                    if block:
+                        req.wait()
+                    elif not req.test():
+                        return False
+                if self._finish is not None:
+                    self._finish()
+            except Exception as e:  # the call's failure, raised at wait() and set on the future
+                self._error = e
+            self._done = True
+            self._requests = self._finish = None
+            if self._error is None:
+                self._future.set_result(self._result)
+            else:
+                self._future.set_exception(self._error)
+            return True
+        finally:
+            self._lock.release()
+
+    def _claim(self):
+        if not self._claimed:
+            self._claimed = True
+            self._progress.release(self)
+
+    def wait(self, timeout=None):
+        self._claim()
+        seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+        if seconds and not self._done:
+            with self._lock:
+                for req in self._requests or ():
+                    try:
+                        req.set_timeout(seconds)
+                    except zeroshard.ZshError:
+                        pass  # that request has completed already
+        self._settle(block=True)
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def is_completed(self):
+        done = self._done or self._settle(block=False)
+        if done:
+            self._claim()
+        return done
+
+    def is_success(self):
+        return self.is_completed() and self._error is None
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def get_future(self):
+        self._claim()
+        return self._future
+
+
+class _Progress:
+    """A group's progress thread: completes its calls in the background, so
+    that their futures complete with nobody calling wait().
+
+    It tests the oldest call until it completes, then the next: a test
+    progresses every call of the job, and calls complete in order. Between
+    tests it yields, then sleeps for longer and longer, up to a millisecond,
+    so that an idle rank leaves its core to the computation (and to the peer
+    it waits for). Every test takes the job's lock for one step of progress
+    only (zeroshard.Comm serialises a job's calls across threads), so calls
+    posted from other threads meanwhile wait at most that long. The thread
+    starts with the group's first call and sleeps while none is in flight.
+    """
+
+    YIELDS = 64          # tests that only yield before the first sleep
+    SLEEP_MIN = 20e-6    # seconds
+    SLEEP_MAX = 1e-3
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._pending = collections.deque()  # in flight, in call order
+        self._kept = set()                   # completed, not yet claimed
+        self._thread = None
+        self._stopping = False
+
+    def add(self, work):
+        with self._cv:
+            if self._stopping:
+                raise RuntimeError("zsh: the process group was destroyed")
+            self._pending.append(work)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="zsh-progress",
+                                                daemon=True)
+                self._thread.start()
+            self._cv.notify()
+
+    def release(self, work):
+        """@work was claimed: keep it no longer once it has completed."""
+        with self._cv:
+            self._kept.discard(work)
+
+    def stop(self):
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        with self._cv:
+            self._kept.clear()
+
+    def _next(self):
+        """The oldest call in flight, waiting for one; None once stopping."""
+        with self._cv:
+            while not self._pending and not self._stopping:
+                self._cv.wait()
+            return self._pending[0] if self._pending else None
+
+    def _run(self):
+        idle = 0
+        while True:
+            work = self._next()
+            if work is None:
+                return
+            if work._settle(block=False):
+                with self._cv:
+                    self._pending.popleft()
+                    if not work._claimed:
+                        self._kept.add(work)
+                idle = 0
+                continue
+            idle += 1
+            if idle <= self.YIELDS:
+                time.sleep(0)
+            else:
+                time.sleep(min(self.SLEEP_MAX, self.SLEEP_MIN * 2 ** min(idle - self.YIELDS, 10)))
+
+
+def _close(progress, comm):
+    progress.stop()
     try:
         comm.close()
     except zeroshard.ZshError:
@@ -101,7 +289,8 @@ class ProcessGroupZsh(ProcessGroup):
         self._comm = comm
         self._rank = rank
         self._size = size
-        self._finalizer = weakref.finalize(self, _close, comm)
+        self._progress = _Progress()
+        self._finalizer = weakref.finalize(self, _close, self._progress, comm)
 
     @property
     def comm(self):
@@ -129,6 +318,12 @@ class ProcessGroupZsh(ProcessGroup):
     def getGroupDesc(self):
         return getattr(self, "_group_desc", "")
 
+    def _work(self, requests, result, finish=None):
+        """A Work for @requests in flight; @finish runs once they all succeed."""
+        work = _Work(self._progress, requests, finish, result)
+        self._progress.add(work)
+        return work
+
     # ---- collectives ------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
@@ -138,12 +333,9 @@ class ProcessGroupZsh(ProcessGroup):
             _check_reducible(t, "all_reduce")
         if (op == "avg") and any(not t.is_floating_point() for t in tensors):
             raise TypeError("zsh all_reduce: ReduceOp.AVG takes floating tensors only")
-        comm = self._comm
-        for t in tensors:
-            flat = _flat(t)
-            comm.all_reduce(flat, op=op)
-            _write_back(t, flat)
-        return _done(tensors)
+        flats = [_flat(t) for t in tensors]
+        reqs = [self._comm.iall_reduce(flat, op=op) for flat in flats]
+        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
 
     def allreduce_coalesced(self, tensors, opts=None):
         _check_cpu(tensors, "all_reduce_coalesced")
@@ -152,25 +344,22 @@ class ProcessGroupZsh(ProcessGroup):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for t in tensors:
             _check_reducible(t, "all_reduce_coalesced")
-        comm = self._comm
         flat = torch.cat([t.reshape(-1) for t in tensors])
-        comm.all_reduce(flat, op=op)
-        offset = 0
-        for t in tensors:
-            t.copy_(flat[offset:offset + t.numel()].view(t.shape))
-            offset += t.numel()
-        return _done(tensors)
+
+        def unpack():
+            offset = 0
+            for t in tensors:
+                t.copy_(flat[offset:offset + t.numel()].view(t.shape))
+                offset += t.numel()
+        return self._work([self._comm.iall_reduce(flat, op=op)], tensors, unpack)
 
     def broadcast(self, tensors, opts=None):
         _check_cpu(tensors, "broadcast")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "broadcast")
-        comm = self._comm
-        for t in tensors:
-            flat = _flat(t)
-            comm.broadcast(_bytes(flat), root)
-            _write_back(t, flat)
-        return _done(tensors)
+        flats = [_flat(t) for t in tensors]
+        reqs = [self._comm.ibroadcast(_bytes(flat), root) for flat in flats]
+        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
 
     def _allgather_base(self, output, input, opts=None):
         _check_cpu([output, input], "all_gather_into_tensor")
@@ -182,12 +371,10 @@ class ProcessGroupZsh(ProcessGroup):
                              "%d (world size %d x input's %d)" % (
                                  output.numel(), self._size * input.numel(), self._size,
                                  input.numel()))
-        comm = self._comm
         src = _flat(input)
         dst = _flat(output)
-        comm.all_gather(_bytes(src), _bytes(dst))
-        _write_back(output, dst)
-        return _done([output])
+        req = self._comm.iall_gather(_bytes(src), _bytes(dst))
+        return self._work([req], [output], lambda: _write_back(output, dst))
 
     def allgather(self, output_lists, inputs, opts=None):
         _check_cpu(inputs, "all_gather")
@@ -201,14 +388,8 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh all_gather: output tensors must match the input "
                                      "(%s, %d elements); got %s, %d" % (
                                          inp.dtype, inp.numel(), o.dtype, o.numel()))
-        comm = self._comm
-        for outs, inp in zip(output_lists, inputs):
-            src = _flat(inp)
-            gathered = torch.empty(self._size * src.numel(), dtype=src.dtype)
-            comm.all_gather(_bytes(src), _bytes(gathered))
-            for r, o in enumerate(outs):
-                o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
-        return _done(output_lists)
+        reqs, gathered = self._gather_posts(inputs)
+        return self._work(reqs, output_lists, lambda: _unpack_all(output_lists, gathered))
 
     def allgather_coalesced(self, output_lists, inputs, opts=None):
         """output_lists[r][i] = rank r's inputs[i], in one all-gather of the
@@ -231,14 +412,15 @@ class ProcessGroupZsh(ProcessGroup):
         packed = [_bytes(_flat(i)) for i in inputs]
         mine = torch.cat(packed) if packed else torch.empty(0, dtype=torch.uint8)
         gathered = torch.empty(self._size * mine.numel(), dtype=torch.uint8)
-        self._comm.all_gather(mine, gathered)
-        for r, outs in enumerate(output_lists):
-            offset = r * mine.numel()
-            for o, b in zip(outs, packed):
-                piece = gathered[offset:offset + b.numel()]
-                o.copy_(piece.view(o.dtype).view(o.shape) if b.numel() else o)
-                offset += b.numel()
-        return _done(output_lists)
+
+        def unpack():
+            for r, outs in enumerate(output_lists):
+                offset = r * mine.numel()
+                for o, b in zip(outs, packed):
+                    piece = gathered[offset:offset + b.numel()]
+                    o.copy_(piece.view(o.dtype).view(o.shape) if b.numel() else o)
+                    offset += b.numel()
+        return self._work([self._comm.iall_gather(mine, gathered)], output_lists, unpack)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         _check_cpu([output, input], "reduce_scatter_tensor")
@@ -252,11 +434,9 @@ class ProcessGroupZsh(ProcessGroup):
                              "(world size %d x output's %d)" % (
                                  input.numel(), self._size * output.numel(), self._size,
                                  output.numel()))
-        comm = self._comm
         dst = _flat(output)
-        comm.reduce_scatter(_flat(input), dst, op=op)
-        _write_back(output, dst)
-        return _done([output])
+        req = self._comm.ireduce_scatter(_flat(input), dst, op=op)
+        return self._work([req], [output], lambda: _write_back(output, dst))
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
         _check_cpu(outputs, "reduce_scatter")
@@ -272,18 +452,13 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh reduce_scatter: input tensors must match the output "
                                      "(%s, %d elements); got %s, %d" % (
                                          out.dtype, out.numel(), i.dtype, i.numel()))
-        comm = self._comm
-        for out, ins in zip(outputs, input_lists):
-            src = torch.cat([i.reshape(-1) for i in ins])
-            dst = _flat(out)
-            comm.reduce_scatter(src, dst, op=op)
-            _write_back(out, dst)
-        return _done(outputs)
+        dsts = [_flat(out) for out in outputs]
+        reqs = [self._comm.ireduce_scatter(torch.cat([i.reshape(-1) for i in ins]), dst, op=op)
+                for ins, dst in zip(input_lists, dsts)]
+        return self._work(reqs, outputs, lambda: _write_back_all(outputs, dsts))
 
     def barrier(self, opts=None):
-        comm = self._comm
-        comm.barrier()
-        return _done([])
+        return self._work([self._comm.ibarrier()], [])
 
     # ---- rooted collectives, built on the ones above ----------------------------------
 
@@ -294,13 +469,11 @@ class ProcessGroupZsh(ProcessGroup):
         self._check_root(root, "reduce")
         for t in tensors:
             _check_reducible(t, "reduce")
-        comm, me = self._comm, self._rank
-        for t in tensors:
-            flat = t.reshape(-1).clone()
-            comm.all_reduce(flat, op=op)
-            if me == root:
-                t.copy_(flat.view(t.shape))
-        return _done(tensors)
+        flats = [t.reshape(-1).clone() for t in tensors]
+        reqs = [self._comm.iall_reduce(flat, op=op) for flat in flats]
+        if self._rank != root:
+            return self._work(reqs, tensors)
+        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
 
     def gather(self, output_lists, inputs, opts=None):
         _check_cpu(inputs, "gather")
@@ -311,15 +484,10 @@ class ProcessGroupZsh(ProcessGroup):
                 if len(outs) != self._size:
                     raise ValueError("zsh gather: %d output tensors on the root for a group of %d"
                                      % (len(outs), self._size))
-        comm, me = self._comm, self._rank
-        for k, inp in enumerate(inputs):
-            src = _flat(inp)
-            gathered = torch.empty(self._size * src.numel(), dtype=src.dtype)
-            comm.all_gather(_bytes(src), _bytes(gathered))
-            if me == root:
-                for r, o in enumerate(output_lists[k]):
-                    o.copy_(gathered[r * src.numel():(r + 1) * src.numel()].view(o.shape))
-        return _done(output_lists)
+        reqs, gathered = self._gather_posts(inputs)
+        if self._rank != root:
+            return self._work(reqs, output_lists)
+        return self._work(reqs, output_lists, lambda: _unpack_all(output_lists, gathered))
 
     def scatter(self, outputs, input_lists, opts=None):
         _check_cpu(outputs, "scatter")
@@ -330,16 +498,19 @@ class ProcessGroupZsh(ProcessGroup):
                 if len(ins) != self._size:
                     raise ValueError("zsh scatter: %d input tensors on the root for a group of %d"
                                      % (len(ins), self._size))
-        comm, me = self._comm, self._rank
+        me, wholes = self._rank, []
         for k, out in enumerate(outputs):
-            n = out.numel()
             if me == root:
-                whole = torch.cat([i.reshape(-1) for i in input_lists[k]])
+                wholes.append(torch.cat([i.reshape(-1) for i in input_lists[k]]))
             else:
-                whole = torch.empty(self._size * n, dtype=out.dtype)
-            comm.broadcast(_bytes(whole), root)
-            out.copy_(whole[me * n:(me + 1) * n].view(out.shape))
-        return _done(outputs)
+                wholes.append(torch.empty(self._size * out.numel(), dtype=out.dtype))
+        reqs = [self._comm.ibroadcast(_bytes(whole), root) for whole in wholes]
+
+        def unpack():
+            for out, whole in zip(outputs, wholes):
+                n = out.numel()
+                out.copy_(whole[me * n:(me + 1) * n].view(out.shape))
+        return self._work(reqs, outputs, unpack)
 
     # ---- what ZeroShard does not have -------------------------------------------------
 
@@ -357,6 +528,15 @@ class ProcessGroupZsh(ProcessGroup):
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         _unsupported("all_to_all_single")
+
+    def _gather_posts(self, inputs):
+        """An all-gather of each input into a buffer of its own: (requests, buffers)."""
+        reqs, gathered = [], []
+        for inp in inputs:
+            src = _flat(inp)
+            gathered.append(torch.empty(self._size * src.numel(), dtype=src.dtype))
+            reqs.append(self._comm.iall_gather(_bytes(src), _bytes(gathered[-1])))
+        return reqs, gathered
 
     def _check_root(self, root, what):
         if not 0 <= root < self._size:

@@ -212,9 +212,9 @@ static zsh_algo_t zsh_direct_bcast_chosen(zsh_comm_t *comm, size_t count, float 
 {
     zsh_request_t *req = NULL;
     zsh_status_t status =
-        zsh_broadcast_post(buf, count, ZSH_FLOAT32, zsh_comm_size(comm) - 1, comm, &req);
+        zsh_ibroadcast(buf, count, ZSH_FLOAT32, zsh_comm_size(comm) - 1, comm, &req);
 
-    return zsh_direct_algo_of(status, req, "zsh_broadcast_post");
+    return zsh_direct_algo_of(status, req, "zsh_ibroadcast");
 }
 
 ZSH_RANK_TEST(direct, broadcast_reads_the_root_above_the_direct_minimum_and_is_eager_below)

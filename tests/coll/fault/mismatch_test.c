@@ -9,6 +9,9 @@
 #include "algo/eager.h"
 #include "coll/check.h"
 
+#include "core/status.h"
+
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,5 +396,62 @@ ZSH_RANK_TEST(mismatch, eager_calls_sent_different_ways_on_boards_name_zsh_shm)
     c->local.board = (rank == 0); /* as if every other rank ran with ZSH_SHM=0 */
     ZSH_EXPECT_STATUS(ZSH_ERR_MISMATCH, zsh_allreduce(send, recv, 4, ZSH_FLOAT32, ZSH_SUM, c));
     ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "is ZSH_SHM set alike on every rank?");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* The nonblocking broadcast and barrier are checked as their blocking forms
+ * are: against another collective, both calls are named on every rank. */
+static void *zsh_mismatch_test_again(void *req)
+{
+    zsh_expect_mismatch(zsh_request_test(req), "broadcast(count=8, fp32, root=0)",
+                        "allreduce(count=8, fp32, sum)", __LINE__);
+    return NULL;
+}
+
+ZSH_RANK_TEST(mismatch, ibroadcast_against_iallreduce_names_both_calls_on_any_thread)
+{
+    float buf[8] = {0}, recv[8];
+    zsh_request_t *req = NULL;
+    pthread_t other;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    if (zsh_comm_rank(comm) == 0) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibroadcast(buf, 8, ZSH_FLOAT32, 0, c, &req));
+    } else {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_iallreduce(buf, recv, 8, ZSH_FLOAT32, ZSH_SUM, c, &req));
+    }
+    zsh_expect_mismatch(zsh_request_wait(req), "broadcast(count=8, fp32, root=0)",
+                        "allreduce(count=8, fp32, sum)", __LINE__);
+    /* Tested again on another thread, whose progress never saw it, the
+     * request names its failure there too. */
+    zsh_error_clear();
+    ZSH_ASSERT_TRUE(pthread_create(&other, NULL, zsh_mismatch_test_again, req) == 0);
+    ZSH_EXPECT_EQ(0, pthread_join(other, NULL));
+    zsh_request_free(req);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(mismatch, ibarrier_against_ibroadcast_names_both_calls)
+{
+    float buf[4] = {0};
+    zsh_request_t *req = NULL;
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    if (zsh_comm_rank(comm) == zsh_comm_size(comm) - 1) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibarrier(c, &req));
+    } else {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibroadcast(buf, 4, ZSH_FLOAT32, 0, c, &req));
+    }
+    zsh_expect_mismatch(zsh_request_wait(req), "called barrier", "called broadcast(count=4",
+                        __LINE__);
+    zsh_request_free(req);
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }

@@ -83,6 +83,50 @@ ZSH_RANK_TEST(revoke, per_call_timeout_fails_only_that_call)
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
 }
 
+/* The same deadline on the nonblocking barrier and broadcast: a rank that
+ * posts one the others never make times out at its own deadline, naming
+ * the call and the peers it never heard from. */
+static void zsh_revoke_lone_call(zsh_comm_t *comm, bool barrier)
+{
+    float buf[4] = {0};
+    int last = zsh_comm_size(comm) - 1;
+    zsh_request_t *req;
+    zsh_comm_t *c;
+
+    c = zsh_revoke_comm(comm);
+    ZSH_ASSERT_TRUE(c != NULL);
+    if (zsh_comm_rank(comm) == last) {
+        if (barrier) {
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibarrier(c, &req));
+        } else {
+            ZSH_ASSERT_STATUS(ZSH_OK, zsh_ibroadcast(buf, 4, ZSH_FLOAT32, 0, c, &req));
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_request_set_timeout(req, 0.2));
+        ZSH_EXPECT_STATUS(ZSH_ERR_TIMEOUT, zsh_request_wait(req));
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), barrier ? "barrier seq 0" : "broadcast seq 0");
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "timed out after 0.2 s");
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "not heard from rank(s): 0");
+        zsh_request_free(req);
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+ZSH_RANK_TEST(revoke, ibarrier_past_its_own_deadline_times_out_naming_the_silent_peers)
+{
+    if (zsh_comm_size(comm) < 2) {
+        ZSH_SKIP("a silent peer needs two ranks");
+    }
+    zsh_revoke_lone_call(comm, true);
+}
+
+ZSH_RANK_TEST(revoke, ibroadcast_past_its_own_deadline_times_out_naming_the_silent_root)
+{
+    if (zsh_comm_size(comm) < 2) {
+        ZSH_SKIP("a silent peer needs two ranks");
+    }
+    zsh_revoke_lone_call(comm, false);
+}
+
 /* A direct call on two ranks takes two mailbox messages, its descriptor
  * and then "done"; one that times out between them would leave every later
  * call of the communicator queued behind the message that never went, so

@@ -22,7 +22,10 @@
 /* A survivor that has not finished by then has hung. */
 #define ZSH_KILL_BOUND 40.0
 
-enum { ZSH_KILL_AG, ZSH_KILL_RS, ZSH_KILL_AR };
+enum { ZSH_KILL_AG, ZSH_KILL_RS, ZSH_KILL_AR, ZSH_KILL_BC, ZSH_KILL_BAR };
+
+static const char *const zsh_kill_names[] = {"allgather", "reduce_scatter", "allreduce",
+                                             "broadcast", "barrier"};
 
 typedef struct zsh_kill_plan {
     int    coll;
@@ -41,6 +44,12 @@ static zsh_status_t zsh_kill_post(const zsh_kill_plan_t *plan, const float *send
         return zsh_iallgather(send, recv, plan->count, ZSH_FLOAT32, comm, req);
     case ZSH_KILL_RS:
         return zsh_ireduce_scatter(send, recv, plan->count, ZSH_FLOAT32, ZSH_SUM, comm, req);
+    case ZSH_KILL_BC: /* from the rank after the victim, or from the victim itself */
+        return zsh_ibroadcast(recv, plan->count * (size_t)zsh_comm_size(comm), ZSH_FLOAT32,
+                              (plan->victim + plan->kill_polls % 2) % zsh_comm_size(comm), comm,
+                              req);
+    case ZSH_KILL_BAR:
+        return zsh_ibarrier(comm, req);
     default:
         return zsh_iallreduce(send, recv, plan->count * (size_t)zsh_comm_size(comm),
                               ZSH_FLOAT32, ZSH_SUM, comm, req);
@@ -153,8 +162,7 @@ static void zsh_kill_trials(int coll, int ranks)
         }
     }
     printf("[ zsh      ] %s: %d trials at %d ranks, slowest survivor failed %.2f s after the "
-           "kill\n", (coll == ZSH_KILL_AG) ? "allgather" : (coll == ZSH_KILL_RS) ?
-           "reduce_scatter" : "allreduce", ZSH_KILL_TRIALS, ranks, worst);
+           "kill\n", zsh_kill_names[coll], ZSH_KILL_TRIALS, ranks, worst);
 }
 
 ZSH_TEST(peer_failure, rank_killed_in_allgather_fails_survivors_naming_it)
@@ -170,6 +178,16 @@ ZSH_TEST(peer_failure, rank_killed_in_reduce_scatter_fails_survivors_naming_it)
 ZSH_TEST(peer_failure, rank_killed_in_allreduce_fails_survivors_naming_it)
 {
     zsh_kill_trials(ZSH_KILL_AR, ZSH_KILL_RANKS);
+}
+
+ZSH_TEST(peer_failure, rank_killed_in_ibroadcast_fails_survivors_naming_it)
+{
+    zsh_kill_trials(ZSH_KILL_BC, ZSH_KILL_RANKS);
+}
+
+ZSH_TEST(peer_failure, rank_killed_in_ibarrier_fails_survivors_naming_it)
+{
+    zsh_kill_trials(ZSH_KILL_BAR, ZSH_KILL_RANKS);
 }
 
 ZSH_TEST(peer_failure, rank_killed_in_a_two_rank_call_through_mailboxes_fails_its_peer_naming_it)
