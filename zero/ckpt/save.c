@@ -23,45 +23,36 @@
 static zsh_status_t zsh_ckpt_save_kind(zsh_optim_t *opt, zsh_ckpt_t *ck, int k,
                                        zsh_ckpt_writer_t *w)
 {
-    size_t span = zsh_optim_state_span(opt), b, i, j, s, e, n, room, first = 0;
-
-    span = (span < ZSH_CKPT_SPAN) ? span : ZSH_CKPT_SPAN;
     zsh_status_t status = ZSH_OK;
-    zsh_param_t *p;
+    zsh_ostate_piece_t piece;
+    zsh_ckpt_param_t *cp;
+    zsh_ostate_info_t info;
+    zsh_ostate_iter_t it;
+    size_t span, off, n, room, j;
     float *dst;
 
-    for (b = 0; (status == ZSH_OK) && (b < opt->nbuckets); b++) {
-        zsh_obucket_t *bk = &opt->buckets[b];
-
-        for (i = 0; (status == ZSH_OK) && (i < bk->nparams); i++) {
-            p = bk->params[i];
-            if (!zsh_param_overlap(p, bk->lo, bk->hi, &s, &e)) {
-                continue;
+    zsh_optim_state_info(opt, &info);
+    span = zsh_ckpt_span(&info);
+    zsh_optim_state_iter_init(&it, opt, ZSH_OSTATE_WALK_PART, info.rank);
+    while ((status == ZSH_OK) && zsh_optim_state_iter_next(&it, &piece)) {
+        for (off = 0; (status == ZSH_OK) && (off < piece.count); off += n) {
+            dst = zsh_ckpt_writer_room(w, &room);
+            if (dst == NULL) {
+                return w->status;
             }
-            for (; (status == ZSH_OK) && (s < e); s += n) {
-                dst = zsh_ckpt_writer_room(w, &room);
-                if (dst == NULL) {
-                    return w->status;
-                }
-                n = room / sizeof(float);
-                n = (n < e - s) ? n : e - s;
-                n = (n < span) ? n : span;
-                status = zsh_optim_state_get(opt, (zsh_ostate_t)k, bk, s, s + n, dst);
-                if (status == ZSH_OK) {
-                    status = zsh_ckpt_writer_commit(w, n * sizeof(float));
-                }
+            n = room / sizeof(float);
+            n = (n < piece.count - off) ? n : piece.count - off;
+            n = (n < span) ? n : span;
+            status = zsh_optim_state_get(opt, (zsh_ostate_t)k, &piece, off, n, dst);
+            if (status == ZSH_OK) {
+                status = zsh_ckpt_writer_commit(w, n * sizeof(float));
             }
-            /* This rank's pieces of the parameter, in order: the one here. */
-            for (j = first; (status == ZSH_OK) && (j < opt->nparams); j++) {
-                if (opt->params[j] == p) {
-                    break;
-                }
-            }
-            first = j;
-            for (s = 0; (status == ZSH_OK) && (s < ck->params[j].npieces); s++) {
-                if (ck->params[j].pieces[s].shard == (uint32_t)opt->rank) {
-                    ck->params[j].pieces[s].hash[k] = zsh_ckpt_writer_piece(w);
-                }
+        }
+        /* This rank's pieces of the parameter, in order: the one here. */
+        cp = &ck->params[piece.param];
+        for (j = 0; (status == ZSH_OK) && (j < cp->npieces); j++) {
+            if (cp->pieces[j].shard == (uint32_t)info.rank) {
+                cp->pieces[j].hash[k] = zsh_ckpt_writer_piece(w);
             }
         }
     }
@@ -76,12 +67,12 @@ static zsh_status_t zsh_ckpt_save_files(zsh_optim_t *opt, zsh_ckpt_t *ck, const 
     zsh_status_t status;
     zsh_ckpt_writer_t w;
     zsh_aio_t *aio = NULL;
-    int k;
+    int rank = zsh_ckpt_rank(opt), k;
 
-    params.rank = opt->rank;
+    params.rank = rank;
     status      = zsh_aio_create(&params, &aio);
     for (k = 0; (status == ZSH_OK) && (k < ck->nkinds); k++) {
-        zsh_ckpt_file_name(name, sizeof(name), k, (uint32_t)opt->rank);
+        zsh_ckpt_file_name(name, sizeof(name), k, (uint32_t)rank);
         snprintf(path, sizeof(path), "%s/%s", tmp, name);
         status = zsh_ckpt_writer_open(&w, aio, path);
         if (status != ZSH_OK) {
@@ -90,7 +81,7 @@ static zsh_status_t zsh_ckpt_save_files(zsh_optim_t *opt, zsh_ckpt_t *ck, const 
         status = zsh_ckpt_save_kind(opt, ck, k, &w);
         if (status == ZSH_OK) {
             status = zsh_ckpt_writer_close(&w);
-            ck->files[(size_t)opt->rank * ck->nkinds + k] = w.meta;
+            ck->files[(size_t)rank * ck->nkinds + k] = w.meta;
         } else {
             zsh_ckpt_writer_abort(&w);
         }
@@ -159,6 +150,7 @@ static zsh_status_t zsh_ckpt_exchange(zsh_optim_t *opt, zsh_ckpt_t *ck)
 {
     uint64_t *elems = calloc(ck->nshards, sizeof(*elems)), *all = NULL;
     zsh_status_t status = ZSH_OK;
+    int rank = zsh_ckpt_rank(opt);
     size_t words = 0, w;
     uint32_t r;
 
@@ -171,19 +163,20 @@ static zsh_status_t zsh_ckpt_exchange(zsh_optim_t *opt, zsh_ckpt_t *ck)
         all = calloc(words * ck->nshards + 1, sizeof(*all));
     }
     /* Every rank must reach the allgather, or none. */
-    status = zsh_ckpt_agree(opt, (all == NULL) ? zsh_error(ZSH_ERR_NO_MEMORY,
-                                                           "no memory for checksums")
-                                               : ZSH_OK);
+    status = zsh_optim_state_agree(opt, (all == NULL) ? zsh_error(ZSH_ERR_NO_MEMORY,
+                                                                  "no memory for checksums")
+                                                      : ZSH_OK);
     if (status != ZSH_OK) {
         free(all);
         free(elems);
         return status;
     }
-    zsh_ckpt_pack(ck, (uint32_t)opt->rank, all + (size_t)opt->rank * words, elems, false);
-    status = zsh_optim_comm_status(opt, zsh_allgather(all + (size_t)opt->rank * words, all, words,
-                                                      ZSH_UINT64, opt->comm));
+    zsh_ckpt_pack(ck, (uint32_t)rank, all + (size_t)rank * words, elems, false);
+    status = zsh_optim_state_comm_status(opt, zsh_allgather(all + (size_t)rank * words, all,
+                                                            words, ZSH_UINT64,
+                                                            zsh_optim_state_comm(opt)));
     for (r = 0; (status == ZSH_OK) && (r < ck->nshards); r++) {
-        if (r != (uint32_t)opt->rank) {
+        if (r != (uint32_t)rank) {
             status = zsh_ckpt_pack(ck, r, all + (size_t)r * words, elems, true);
         }
     }
@@ -197,21 +190,25 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     const char *fn = "zsh_optim_save";
     char tmp[ZSH_CKPT_PATH_MAX], name[64];
     zsh_status_t status, mine = ZSH_OK;
+    zsh_ostate_counters_t counters;
     zsh_ckpt_t ck;
+    int rank;
 
     status = zsh_ckpt_check(opt, dir, fn, false);
     if (status != ZSH_OK) {
         return status;
     }
-    snprintf(name, sizeof(name), "step-%08lu", opt->stats.steps);
+    rank = zsh_ckpt_rank(opt);
+    zsh_optim_state_counters_get(opt, &counters);
+    snprintf(name, sizeof(name), "step-%08lu", counters.steps);
     snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", dir, name);
-    if (opt->rank == 0) {
+    if (rank == 0) {
         mine = zsh_ckpt_dir_prepare(dir, 1);
         if ((mine == ZSH_OK) && (mkdir(tmp, 0755) != 0)) {
             mine = zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
         }
     }
-    status = zsh_ckpt_agree(opt, mine);
+    status = zsh_optim_state_agree(opt, mine);
     if (status != ZSH_OK) {
         return status;
     }
@@ -219,22 +216,22 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     if (mine == ZSH_OK) {
         mine = zsh_ckpt_save_files(opt, &ck, tmp);
     }
-    status = zsh_ckpt_agree(opt, mine);
+    status = zsh_optim_state_agree(opt, mine);
     if (status == ZSH_OK) {
         mine = zsh_ckpt_exchange(opt, &ck);
-        if ((mine == ZSH_OK) && (opt->rank == 0)) {
+        if ((mine == ZSH_OK) && (rank == 0)) {
             mine = zsh_ckpt_commit(&ck, dir, tmp, name);
         }
-        status = zsh_ckpt_agree(opt, mine);
+        status = zsh_optim_state_agree(opt, mine);
     }
-    if ((status != ZSH_OK) && (opt->rank == 0)) {
+    if ((status != ZSH_OK) && (rank == 0)) {
         (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */
     }
     if (ck.params != NULL) {
         zsh_ckpt_free(&ck);
     }
     if (status == ZSH_OK) {
-        zsh_log(ZSH_LOG_INFO, "%s: step %lu saved to %s/%s", fn, opt->stats.steps, dir, name);
+        zsh_log(ZSH_LOG_INFO, "%s: step %lu saved to %s/%s", fn, counters.steps, dir, name);
     } else {
         zsh_error_prefix("%s: nothing was saved to %s, and its previous checkpoint stands: ", fn,
                          dir);

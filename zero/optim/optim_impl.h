@@ -341,29 +341,6 @@ zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
 void         zsh_optim_dev_close_step(zsh_optim_t *opt);
 void         zsh_optim_dev_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 
-/* state.c: what a checkpoint holds per element: the fp32 weights (master
- * weights, or the fp32 parameters), then each optimizer state. */
-typedef enum {
-    ZSH_OSTATE_WEIGHTS,
-    ZSH_OSTATE_EXP_AVG,    /* Adam's m, SGD's momentum */
-    ZSH_OSTATE_EXP_AVG_SQ, /* Adam's v */
-    ZSH_OSTATE_KINDS
-} zsh_ostate_t;
-
-/* The kinds this optimizer holds: the weights and its nstates states. */
-int          zsh_optim_state_count(const zsh_optim_t *opt);
-/* The most elements one get or set may move: the NVMe tier's host buffers
- * bound it. */
-size_t       zsh_optim_state_span(const zsh_optim_t *opt);
-/* Elements [s, e) of bucket @b's state region (flat positions), as fp32:
- * read into @dst, or written from @src with every copy the layer keeps
- * (the weights' parameters rounded through @scratch, (e - s) elements of
- * the precision). Host parameters only. */
-zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucket_t *b,
-                                 size_t s, size_t e, float *dst);
-zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucket_t *b,
-                                 size_t s, size_t e, const float *src, void *scratch);
-
 /* Convert @n elements between fp32 and the layer's half precision @dtype. */
 void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);
 void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n);

@@ -1,11 +1,13 @@
 /*
- * The optimizer's state as a checkpoint sees it: per owned flat range of a
- * bucket, the fp32 weights (the master weights in mixed precision, else the
- * parameters) and each optimizer state, read or written wherever they live
- * (the framework's buffers, the stage 3 shard, memory or the NVMe tier's
- * files). Writing the weights rewrites every copy: the master weights and
- * the parameters rounded to the precision.
+ * The optimizer's state as a checkpoint sees it (state.h): per owned flat
+ * range of a bucket, the fp32 weights (the master weights in mixed
+ * precision, else the parameters) and each optimizer state, read or written
+ * wherever they live (the framework's buffers, the stage 3 shard, memory or
+ * the NVMe tier's files). Writing the weights rewrites every copy: the
+ * master weights and the parameters rounded to the precision. Around a
+ * load's writes: what a write would leave stale, and what it must publish.
  */
+#include "optim/state.h"
 #include "optim/optim_impl.h"
 
 #include "core/status.h"
@@ -13,12 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-int zsh_optim_state_count(const zsh_optim_t *opt)
-{
-    return 1 + opt->nstates;
-}
-
-size_t zsh_optim_state_span(const zsh_optim_t *opt)
+/* The most elements one get or set may move: the NVMe tier's host buffers
+ * bound it. */
+static size_t zsh_optim_state_span(const zsh_optim_t *opt)
 {
     size_t n;
 
@@ -71,12 +70,54 @@ static zsh_status_t zsh_optim_state_params(zsh_optim_t *opt, zsh_obucket_t *b, s
     return ZSH_OK;
 }
 
-zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucket_t *b,
-                                 size_t s, size_t e, float *dst)
+/* The bucket of @pc and the flat position of its element @off, after
+ * checking that kind @kind and elements [off, off + n) of @pc are this
+ * rank's to move. */
+static zsh_status_t zsh_optim_state_at(const zsh_optim_t *opt, const char *fn, zsh_ostate_t kind,
+                                       const zsh_ostate_piece_t *pc, size_t off, size_t n,
+                                       zsh_obucket_t **b_p, size_t *s_p)
 {
-    size_t base = zsh_obucket_base(opt, b);
+    size_t lo, hi, span = zsh_optim_state_span(opt);
+    zsh_obucket_t *b;
+
+    if (((int)kind < 0) || ((int)kind > opt->nstates)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: state kind %d; this optimizer keeps %d", fn,
+                         (int)kind, 1 + opt->nstates);
+    }
+    if ((pc->bucket >= opt->nbuckets) || (off > pc->count) || (n > pc->count - off) ||
+        (n > span)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: elements [%zu, +%zu) of a piece of %zu in "
+                         "bucket %zu of %zu (at most %zu at once)", fn, off, n, pc->count,
+                         pc->bucket, opt->nbuckets, span);
+    }
+    b  = &opt->buckets[pc->bucket];
+    lo = zsh_obucket_base(opt, b);
+    hi = (opt->cfg.stage == 0) ? b->numel : b->hi;
+    if ((pc->flat < lo) || (pc->flat > hi) || (pc->count > hi - pc->flat)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: the piece at [%zu, +%zu) of bucket %zu is "
+                         "outside this rank's state region [%zu, %zu)", fn, pc->flat, pc->count,
+                         pc->bucket, lo, hi);
+    }
+    *b_p = b;
+    *s_p = pc->flat + off;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind,
+                                 const zsh_ostate_piece_t *piece, size_t off, size_t n,
+                                 float *dst)
+{
+    zsh_obucket_t *b;
+    size_t base, s, e;
+    zsh_status_t status;
     zsh_tkind_t tk;
 
+    status = zsh_optim_state_at(opt, "zsh_optim_state_get", kind, piece, off, n, &b, &s);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    base = zsh_obucket_base(opt, b);
+    e    = s + n;
     if (kind == ZSH_OSTATE_WEIGHTS) {
         if (!opt->has_master) { /* fp32 parameters are the weights */
             return zsh_optim_state_params(opt, b, s, e, dst, false);
@@ -96,13 +137,21 @@ zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucke
     return zsh_tier_peek(opt, tk, b, s, e, dst);
 }
 
-zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucket_t *b,
-                                 size_t s, size_t e, const float *src, void *scratch)
+zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
+                                 const zsh_ostate_piece_t *piece, size_t off, size_t n,
+                                 const float *src, void *scratch)
 {
-    size_t base = zsh_obucket_base(opt, b);
+    zsh_obucket_t *b;
+    size_t base, s, e;
     zsh_status_t status;
     zsh_tkind_t tk;
 
+    status = zsh_optim_state_at(opt, "zsh_optim_state_set", kind, piece, off, n, &b, &s);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    base = zsh_obucket_base(opt, b);
+    e    = s + n;
     if (kind == ZSH_OSTATE_WEIGHTS) {
         if (!opt->has_master) {
             return zsh_optim_state_params(opt, b, s, e, (void *)src, true);
@@ -126,4 +175,44 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucke
         }
     }
     return zsh_tier_patch(opt, tk, b, s, e, src);
+}
+
+zsh_status_t zsh_optim_state_set_begin(zsh_optim_t *opt)
+{
+    zsh_status_t status = ZSH_OK;
+
+    if (opt->cfg.stage == 3) {
+        zsh_optim_param_reads_drop(opt);
+        status = zsh_optim_drop_gathers(opt);
+        zsh_optim_hpz_invalidate(opt);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_state_set_end(zsh_optim_t *opt)
+{
+    zsh_status_t status = ZSH_OK;
+    size_t b;
+
+    if ((opt->cfg.stage == 1) || (opt->cfg.stage == 2)) {
+        /* Each rank wrote its part of the framework's buffers; gather the rest. */
+        for (b = 0; (status == ZSH_OK) && (b < opt->nbuckets); b++) {
+            status = zsh_optim_publish_bucket(opt, &opt->buckets[b]);
+        }
+    }
+    return status;
+}
+
+void zsh_optim_state_info(const zsh_optim_t *opt, zsh_ostate_info_t *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->rank      = opt->rank;
+    info->size      = opt->size;
+    info->stage     = opt->cfg.stage;
+    info->precision = opt->cfg.precision;
+    info->esize     = opt->esize;
+    info->kind      = opt->cfg.kind;
+    info->nkinds    = 1 + opt->nstates;
+    info->nparams   = opt->nparams;
+    info->span      = zsh_optim_state_span(opt);
 }

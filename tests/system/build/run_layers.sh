@@ -3,13 +3,14 @@
 # no circle between folders (include_graph.py), and the build enforces it:
 # compiled with a layer's include roots (ZSH_LAYER_FLAGS_*, from
 # Makefile.am), a header of the layer itself compiles and one of a layer
-# above does not. Ends with a GoogleTest-style summary that
+# above does not; and a folder's private headers are included only inside
+# it and its tests. Ends with a GoogleTest-style summary that
 # tests/run_all.sh counts.
 set -u
 srcdir=${abs_top_srcdir:?run through make check}
 # shellcheck source=../../harness/results.sh
 . "$srcdir/tests/harness/results.sh"
-results_begin layers 7 # checks: 3 of the graph, 4 of the include roots
+results_begin layers 8 # checks: 3 of the graph, 4 of the include roots, 1 of private headers
 
 # The graph: three checks, printed by the script itself and counted here.
 if [ -n "${PYTHON3:-}" ]; then
@@ -63,5 +64,25 @@ transports ZSH_LAYER_FLAGS_TRANSPORTS tl.h task/task.h
 coll ZSH_LAYER_FLAGS_COLL task/task.h optim/optim_impl.h
 zero ZSH_LAYER_FLAGS_ZERO optim/optim_impl.h comm/comm.h
 PROBES
+
+# Private headers: a folder's internals, which only its own files and their
+# tests include; what others need of it is in a header it exports (zero/ckpt
+# walks the optimizer's state through optim/state.h). One line per folder:
+# the folder, then its private headers.
+private=""
+while read -r folder headers; do
+    for header in $headers; do
+        # Any spelling: "optim/optim_impl.h", "optim_impl.h", "../optim/optim_impl.h".
+        pattern="^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]([^\">]*/)?${header//./\\.}[\">]"
+        private+=$(cd "$srcdir" && grep -rnE "$pattern" --include='*.c' --include='*.h' \
+                       --include='*.cc' --include='*.cpp' --include='*.cu' \
+                       include src transports coll zero tools perf examples python tests |
+                       grep -vE "^($folder|tests/$folder)/" | sed "s|\$| (private to $folder/)|")
+        private+=$'\n'
+    done
+done <<'PRIVATE'
+zero/optim optim_impl.h
+PRIVATE
+result no_private_header_is_included_outside_its_folder "$private"
 
 results_end

@@ -7,7 +7,7 @@ ZSH_TEST_CASES += \
 	%reldir%/rule_ref.h %reldir%/rule_bf16_test.c %reldir%/estimate_offload_test.c \
 	%reldir%/optim_bad_input_test.c %reldir%/overflow_test.c %reldir%/prefetch_test.c \
 	%reldir%/tiles_test.c %reldir%/prefetch_order_test.c %reldir%/swap_plan_test.c \
-	%reldir%/set_param_test.c %reldir%/clip_test.c
+	%reldir%/set_param_test.c %reldir%/clip_test.c %reldir%/state_test.c
 # unit tests (tests/zsh_tests only)
 ZSH_TEST_UNITS += \
 	%reldir%/config_test.c %reldir%/threads_test.c %reldir%/comm_failure_test.c \
