@@ -43,32 +43,11 @@ static float *zsh_optim_state_mem(zsh_obucket_t *b, zsh_ostate_t kind)
 }
 
 /* The parameters of [s, e) in the precision: between @vals (indexed from s)
- * and where they live, in the direction @write. */
+ * and where the stage keeps them, in the direction @write. */
 static zsh_status_t zsh_optim_state_params(zsh_optim_t *opt, zsh_obucket_t *b, size_t s,
                                            size_t e, void *vals, bool write)
 {
-    size_t es = opt->esize, i, a, z;
-    zsh_param_t *p;
-    char *at;
-
-    if (opt->cfg.stage == 3) {
-        if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-            return write ? zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
-                         : zsh_tier_peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
-        }
-        at = (char *)zsh_shard_local(b->pshard) + (s - b->lo) * es;
-        memcpy(write ? at : vals, write ? vals : at, (e - s) * es);
-        return ZSH_OK;
-    }
-    for (i = 0; i < b->nparams; i++) {
-        p = b->params[i];
-        if (zsh_param_overlap(p, s, e, &a, &z)) {
-            at = (char *)p->buf + (a - p->offset) * es;
-            memcpy(write ? at : (char *)vals + (a - s) * es,
-                   write ? (char *)vals + (a - s) * es : at, (z - a) * es);
-        }
-    }
-    return ZSH_OK;
+    return opt->stage_ops->params_rw(opt, b, s, e, vals, write);
 }
 
 zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind, zsh_obucket_t *b,
