@@ -41,7 +41,7 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
                          "offload_optimizer cpu or nvme there: the host updates the offloaded "
                          "parameters", fn, name, zsh_offload_names[opt->cfg.offload_params]);
     }
-    if ((opt->cfg.offload_optimizer != ZSH_OFFLOAD_NONE) && (opt->cfg.stage < 2)) {
+    if ((opt->cfg.offload_optimizer != ZSH_OFFLOAD_NONE) && !opt->stage_ops->shards_grads) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: parameter '%s' is CUDA device memory, and offload_optimizer=%s "
                          "needs stage 2 or 3 there (the stage is %d): below it the gradients "
@@ -58,7 +58,8 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
 
 bool zsh_optim_dev_params_away(const zsh_optim_t *opt)
 {
-    return opt->device && (opt->cfg.stage == 3) && (opt->cfg.offload_params != ZSH_OFFLOAD_NONE);
+    return opt->device && opt->stage_ops->shards_params &&
+           (opt->cfg.offload_params != ZSH_OFFLOAD_NONE);
 }
 
 zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const void *buf)

@@ -9,6 +9,10 @@
  *
  * Every rank fetches in the same order, so every rank makes the same
  * eviction and prefetch decisions and the collectives match.
+ *
+ * The public calls check their arguments and ask the stage's table; stage
+ * 3's points to zsh_optim_fetch_gathered() and zsh_optim_release_gathered()
+ * (below it a fetch hands the framework's buffer back, stage/replicas.c).
  */
 #include "optim/optim_impl.h"
 
@@ -252,8 +256,6 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
 {
     const char *fn = "zsh_optim_fetch";
     zsh_status_t status;
-    void *full;
-    int noted;
 
     if ((opt == NULL) || (param == NULL) || (data_p == NULL)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
@@ -271,11 +273,16 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
                          "%s: parameter '%s' is already fetched; release it before fetching it "
                          "again", fn, param->name);
     }
-    if (opt->cfg.stage < 3) {
-        param->fetched = true;
-        *data_p        = param->buf;
-        return ZSH_OK;
-    }
+    return opt->stage_ops->fetch(opt, param, data_p);
+}
+
+zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void **data_p)
+{
+    const char *fn = "zsh_optim_fetch";
+    zsh_status_t status;
+    void *full;
+    int noted;
+
     if (zsh_tier_in_file(opt, ZSH_TK_PARAMS) && opt->tiers.agreed) {
         /* A failed step may have rewritten some of the file's sub-groups
          * and not others: no mix of the two is handed out. Only once every
@@ -310,8 +317,6 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
 
 zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param)
 {
-    zsh_obucket_t *b;
-
     if ((opt == NULL) || (param == NULL)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_release: %s is NULL",
                          (opt == NULL) ? "opt" : "param");
@@ -321,14 +326,17 @@ zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param)
                          "zsh_optim_release: parameter '%s' is not fetched", param->name);
     }
     param->fetched = false;
-    if (opt->cfg.stage < 3) {
-        return ZSH_OK;
-    }
-    b = &opt->buckets[param->bucket];
+    opt->stage_ops->release(opt, param);
+    return ZSH_OK;
+}
+
+void zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param)
+{
+    zsh_obucket_t *b = &opt->buckets[param->bucket];
+
     if ((--b->refs == 0) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
         zsh_optim_evict(opt, b);
     }
-    return ZSH_OK;
 }
 
 zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)

@@ -9,6 +9,10 @@
  *   stages 2-3: the bucket is collected in a staging buffer, reduce-scattered
  *            into the gradient shard, and the staging buffer is freed as soon
  *            as the reduction is done: only shards outlive the backward pass.
+ *
+ * Where a gradient goes and which reduction starts are the stage's (its
+ * table's grad_dst and reduce_start, stage/); this file drives the
+ * reductions in flight and the NVMe tier's writes of the reduced shards.
  */
 #include "optim/optim_impl.h"
 
@@ -159,9 +163,7 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
     return first;
 }
 
-/* Keep staging within max_live_bytes: wait for reductions in flight (the
- * oldest bucket first) until @bytes more fit, or none is left to wait for. */
-static zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
+zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
 {
     zsh_status_t status = ZSH_OK;
     size_t i;
@@ -215,10 +217,6 @@ static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
 
 static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    size_t full = zsh_obucket_full_bytes(opt, b);
-    zsh_dtype_t dt = opt->cfg.precision;
-    char *grads    = b->grad_full;
-
     if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
         zsh_status_t status = zsh_optim_grad_transit(opt, b);
 
@@ -226,27 +224,7 @@ static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
             return status;
         }
     }
-    switch (opt->cfg.stage) {
-    case 0:
-        opt->comm_bytes += 2 * b->numel * opt->esize;
-        return zsh_iallreduce(grads, grads, b->numel, dt, ZSH_SUM, opt->comm, &b->req);
-    case 1:
-        opt->comm_bytes += full;
-        return zsh_ireduce_scatter(grads, grads + (size_t)opt->rank * b->count * opt->esize,
-                                   b->count, dt, ZSH_SUM, opt->comm, &b->req);
-    default:
-        opt->comm_bytes += full;
-        if (opt->device && !opt->dev_update) {
-            /* The host tier's shard cannot take a device reduction: it is
-             * reduced in place, then copied down (zsh_optim_dev_grad_down). */
-            return zsh_ireduce_scatter(b->staging,
-                                       (char *)b->staging +
-                                           (size_t)opt->rank * b->count * opt->esize,
-                                       b->count, dt, ZSH_SUM, opt->comm, &b->req);
-        }
-        return zsh_ireduce_scatter(b->staging, (b->gtransit != NULL) ? b->gtransit : b->grad_shard,
-                                   b->count, dt, ZSH_SUM, opt->comm, &b->req);
-    }
+    return opt->stage_ops->reduce_start(opt, b);
 }
 
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad)
@@ -276,24 +254,10 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
     if (status != ZSH_OK) {
         return status;
     }
-    b = &opt->buckets[param->bucket];
-    if (opt->cfg.stage <= 1) {
-        dst = b->grad_full;
-    } else {
-        if (b->staging == NULL) {
-            status = zsh_optim_staging_room(opt, zsh_obucket_staging_bytes(opt, b));
-            if (status != ZSH_OK) {
-                return status;
-            }
-            b->staging = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
-                                           zsh_obucket_staging_bytes(opt, b));
-            if (b->staging == NULL) {
-                return zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory to stage parameter '%s'", fn,
-                                 param->name);
-            }
-            opt->staging_bytes += zsh_obucket_staging_bytes(opt, b);
-        }
-        dst = b->staging;
+    b      = &opt->buckets[param->bucket];
+    status = opt->stage_ops->grad_dst(opt, b, param, &dst);
+    if (status != ZSH_OK) {
+        return status;
     }
     status = zsh_optim_copy(opt, dst + param->offset * opt->esize, grad,
                             param->numel * opt->esize);

@@ -64,7 +64,7 @@ zsh_status_t zsh_optim_hpz_resolve(zsh_optim_t *opt, const char *env)
     opt->nnodes     = nnodes;
     opt->local_size = local_size;
     if (cfg->hpz == 0) {
-        if (cfg->stage < 3) {
+        if (!opt->stage_ops->shards_params) {
             cfg->hpz = ZSH_HPZ_OFF; /* a job-wide default, as ZSH_PREFETCH: nothing to gather */
             return ZSH_OK;
         }
@@ -76,7 +76,7 @@ zsh_status_t zsh_optim_hpz_resolve(zsh_optim_t *opt, const char *env)
     if (cfg->hpz == ZSH_HPZ_OFF) {
         return ZSH_OK;
     }
-    if (cfg->stage != 3) {
+    if (!opt->stage_ops->shards_params) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: hpz=%d needs stage 3, and the stage is %d: below stage 3 the "
                          "parameters are never gathered", fn, cfg->hpz, cfg->stage);
@@ -135,7 +135,7 @@ zsh_status_t zsh_optim_hpz_setup(zsh_optim_t *opt)
     zsh_status_t status;
     size_t i;
 
-    if (opt->cfg.stage != 3) {
+    if (!opt->stage_ops->shards_params) {
         return ZSH_OK;
     }
     status = opt->hpz_check ? zsh_optim_hpz_check_nodes(opt) : ZSH_OK;

@@ -8,6 +8,9 @@
  *   stage 1  framework, Ψ   full, N * count   shard, count
  *   stage 2  framework, Ψ   shard, count      shard, count
  *   stage 3  shard, count   shard, count      shard, count
+ *
+ * The gradients and parameters are the stage's to place (its table,
+ * stage.h); the states and master weights are the same at every stage.
  */
 #include "optim/optim_impl.h"
 
@@ -97,12 +100,10 @@ static zsh_status_t zsh_optim_layout_check(const zsh_optim_t *opt, const zsh_obu
     return ZSH_OK;
 }
 
-/* Allocate the master weights (@kind MASTER, into *@mem_p) or the stage 3
- * shard (PARAMS) of @b's @region elements from @base in their tier, and
- * fill them with the initial values: in memory directly, or through a
- * temporary buffer into the kind's file. */
-static zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkind_t kind,
-                                           size_t base, size_t region, void **mem_p)
+/* In memory the initial values are copied directly; into the kind's file
+ * through a temporary buffer. */
+zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkind_t kind,
+                                    size_t base, size_t region, void **mem_p)
 {
     bool to_float = kind == ZSH_TK_MASTER, in_file = zsh_tier_in_file(opt, kind);
     size_t es     = zsh_tier_esize(opt, kind);
@@ -147,24 +148,12 @@ static zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, z
 
 static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    int stage     = opt->cfg.stage;
-    size_t region, base, i;
+    size_t region, base;
     zsh_status_t status;
 
     region = zsh_obucket_region(opt, b);
     base   = zsh_obucket_base(opt, b);
-    if (stage <= 1) {
-        b->grad_full = zsh_account_alloc(&opt->acct, ZSH_MEM_GRADS,
-                                         ((stage == 0) ? b->numel : b->count * (size_t)opt->size) *
-                                             opt->esize);
-    } else if (!zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-        b->grad_shard = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS,
-                                          b->count * opt->esize);
-        if (b->grad_shard == NULL) {
-            goto err_nomem;
-        }
-    }
-    if ((stage <= 1) && (b->grad_full == NULL)) {
+    if (!opt->stage_ops->grads_alloc(opt, b)) {
         goto err_nomem;
     }
     if ((opt->nstates >= 1) && !zsh_tier_in_file(opt, ZSH_TK_EXP_AVG) &&
@@ -183,18 +172,7 @@ static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
             return status;
         }
     }
-    if (stage == 3) {
-        status = zsh_optim_layout_place(opt, b, ZSH_TK_PARAMS, b->lo, b->count, NULL);
-        if (status != ZSH_OK) {
-            return status;
-        }
-    } else {
-        /* The framework's buffers hold the parameters: count them as held. */
-        for (i = 0; i < b->nparams; i++) {
-            zsh_account_hold(&opt->acct, ZSH_MEM_PARAMS, b->params[i]->numel * opt->esize);
-        }
-    }
-    return ZSH_OK;
+    return opt->stage_ops->params_place(opt, b);
 
 err_nomem:
     return zsh_error(ZSH_ERR_NO_MEMORY,
@@ -257,11 +235,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
         /* The buffers every step's reductions use: after a failed one its
          * transfers may still write them. */
         comm = zsh_sticky_failed(&opt->comm_failed) ? opt->comm : NULL;
-        zsh_account_free_buffer(&opt->acct, ZSH_MEM_GRADS, b->grad_full,
-                                ((opt->cfg.stage == 0) ? b->numel : b->count * (size_t)opt->size) *
-                                    opt->esize, comm);
-        zsh_account_free_buffer(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS, b->grad_shard,
-                                b->count * opt->esize, comm);
+        opt->stage_ops->grads_free(opt, b, comm);
         zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG), ZSH_MEM_STATES, b->m,
                          region * sizeof(float));
         zsh_account_free(zsh_tier_acct(opt, ZSH_TK_EXP_AVG_SQ), ZSH_MEM_STATES, b->v,

@@ -4,7 +4,8 @@
  * rewritten: the framework's buffer at stages 0-2, the owned part of the
  * stage 3 shard, and the owned part of the fp32 master weights in mixed
  * precision. Gathered stage 3 buckets holding the parameter are dropped, so
- * the next fetch sees the new values.
+ * the next fetch sees the new values. The parameters' copies are the
+ * stage's to set (its table's set_param, stage/).
  */
 #include "optim/optim_impl.h"
 
@@ -42,39 +43,12 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
     return status;
 }
 
-/* The shard elements [s, e) of @b from @src into the parameter file,
- * through a host copy where @src is device memory. */
-static zsh_status_t zsh_optim_set_in_file(zsh_optim_t *opt, zsh_obucket_t *b, size_t s,
-                                          size_t e, const char *src)
-{
-    zsh_status_t status;
-    void *tmp;
-
-    if (!opt->device) {
-        return zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
-    }
-    tmp = zsh_optim_host_tmp(opt, (e - s) * opt->esize);
-    if (tmp == NULL) {
-        return ZSH_ERR_NO_MEMORY;
-    }
-    status = zsh_optim_copy(opt, tmp, src, (e - s) * opt->esize);
-    if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt);
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, tmp);
-    }
-    zsh_optim_host_tmp_free(opt, tmp);
-    return status;
-}
-
 zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values)
 {
     const char *fn = "zsh_optim_set_param";
     zsh_obucket_t *b;
     zsh_status_t status;
     size_t base, hi, s, e;
-    const char *src;
 
     if ((opt == NULL) || (param == NULL) || (values == NULL)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
@@ -85,7 +59,7 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
         return status;
     }
     b = &opt->buckets[param->bucket];
-    if (param->fetched || ((opt->cfg.stage == 3) && (b->refs > 0))) {
+    if (param->fetched || (b->refs > 0)) { /* refs: stage 3's fetches */
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: parameter '%s' %s; release it before setting its values", fn,
                          param->name,
@@ -100,27 +74,10 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
     if (status != ZSH_OK) {
         return status;
     }
-    if (opt->cfg.stage == 3) {
-        zsh_optim_param_reads_drop(opt); /* a shard read ahead would be stale */
-        status       = zsh_optim_drop_gather(opt, b);
-        b->sec_valid = false; /* every rank sets the same values: the next gather is primary */
-        if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
-            src = (const char *)values + (s - param->offset) * opt->esize;
-            if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-                status = zsh_optim_set_in_file(opt, b, s, e, src);
-            } else {
-                status = zsh_optim_copy(opt,
-                                        (char *)zsh_shard_local(b->pshard) +
-                                            (s - b->lo) * opt->esize,
-                                        src, (e - s) * opt->esize);
-            }
-        }
-    } else if (values != param->buf) {
-        status = zsh_optim_copy(opt, param->buf, values, param->numel * opt->esize);
-    }
+    status = opt->stage_ops->set_param(opt, b, param, values);
     if ((status == ZSH_OK) && opt->has_master) {
         base = zsh_obucket_base(opt, b);
-        hi   = (opt->cfg.stage == 0) ? b->numel : b->hi;
+        hi   = zsh_obucket_owned_end(opt, b);
         if (zsh_param_overlap(param, base, hi, &s, &e)) {
             status = zsh_optim_set_master(opt, b, param, values, s, e);
         }

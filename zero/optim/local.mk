@@ -1,14 +1,15 @@
 # zero/optim: the ZeRO stages (the optimizer object, layout, gradients, fetch
 # and prefetch, the step, the offload tiers and their swapped step, hpZ,
-# device parameters, the state a checkpoint walks); rule/ and estimate/ have
-# fragments of their own
+# device parameters, the state a checkpoint walks); stage/, rule/ and
+# estimate/ have fragments of their own
 libzsh_zero_la_SOURCES += \
-	%reldir%/optim_impl.h %reldir%/optim.c %reldir%/config.c %reldir%/config.h \
+	%reldir%/optim_impl.h %reldir%/stage.h %reldir%/optim.c %reldir%/config.c %reldir%/config.h \
 	%reldir%/layout.c %reldir%/grads.c %reldir%/fetch.c %reldir%/prefetch.c %reldir%/prefetch.h \
 	%reldir%/norm.c %reldir%/step.c %reldir%/update.c %reldir%/apply.c %reldir%/load.c \
 	%reldir%/state.c %reldir%/state.h %reldir%/state_walk.c %reldir%/state_check.c \
 	%reldir%/scaler.c %reldir%/scaler.h %reldir%/workers.c %reldir%/workers.h \
 	%reldir%/tier.c %reldir%/tier.h %reldir%/swap.c %reldir%/swap_plan.h \
 	%reldir%/offload_device.c %reldir%/hpz.c %reldir%/device.c
+include %reldir%/stage/local.mk
 include %reldir%/rule/local.mk
 include %reldir%/estimate/local.mk

@@ -5,7 +5,9 @@
  * at stage 0, where every rank holds the same full reduction), in double;
  * at stages 1-3 one 8-byte all-reduce adds the shards' sums. An inf or NaN
  * anywhere makes the sum non-finite on every rank, so the same all-reduce
- * is the overflow check, and every rank takes the same decision.
+ * is the overflow check, and every rank takes the same decision. Which
+ * gradients a rank sums, and whether the sums are added up, is the
+ * stage's (its table's grads_owned and norm_sum).
  */
 #include "optim/optim_impl.h"
 
@@ -40,17 +42,14 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
     const zsh_obucket_t *b;
     double sum = 0.0;
     zsh_status_t status;
-    size_t i;
+    const void *g;
+    size_t i, n;
 
     if (opt->dev_update) {
         for (i = 0; i < opt->nbuckets; i++) {
             b      = &opt->buckets[i];
-            status = zsh_optim_dev_sumsq(opt,
-                                         (opt->cfg.stage == 0) ? b->grad_full
-                                         : (b->grad_full != NULL)
-                                             ? (const char *)b->grad_full + b->lo * opt->esize
-                                             : b->grad_shard,
-                                         (opt->cfg.stage == 0) ? b->numel : b->hi - b->lo, i == 0);
+            g      = opt->stage_ops->grads_owned(opt, b, &n);
+            status = zsh_optim_dev_sumsq(opt, g, n, i == 0);
             if (status != ZSH_OK) {
                 return status;
             }
@@ -62,24 +61,16 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
     }
     for (i = 0; !opt->dev_update && (i < opt->nbuckets); i++) {
         b = &opt->buckets[i];
-        if (opt->cfg.stage == 0) {
-            sum += zsh_optim_sumsq(opt, b->grad_full, b->numel);
-        } else if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
+        if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
             sum += b->gsumsq; /* taken as the shard left for disk: the same sum */
-        } else if (b->grad_full != NULL) {
-            sum += zsh_optim_sumsq(opt, (const char *)b->grad_full + b->lo * opt->esize,
-                                   b->hi - b->lo);
         } else {
-            sum += zsh_optim_sumsq(opt, b->grad_shard, b->hi - b->lo);
+            g    = opt->stage_ops->grads_owned(opt, b, &n);
+            sum += zsh_optim_sumsq(opt, g, n);
         }
     }
-    if ((opt->cfg.stage > 0) && (opt->size > 1)) {
-        status = zsh_optim_comm_status(
-            opt, zsh_allreduce(&sum, &sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm));
-        if (status != ZSH_OK) {
-            return status;
-        }
-        opt->comm_bytes += 2 * sizeof(sum);
+    status = opt->stage_ops->norm_sum(opt, &sum);
+    if (status != ZSH_OK) {
+        return status;
     }
     *sumsq_p = sum;
     return ZSH_OK;

@@ -205,38 +205,6 @@ zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt)
     return status;
 }
 
-/* Enqueue the copies of @b's updated parameters [s0, e0), from @src
- * (indexed from b->lo), to where the device keeps them. */
-static zsh_status_t zsh_optim_dev_up_copies(zsh_optim_t *opt, zsh_obucket_t *b, size_t s0,
-                                            size_t e0, const char *src)
-{
-    size_t es = opt->esize, i, s, e;
-    zsh_status_t status = ZSH_OK;
-    zsh_param_t *param;
-
-    if (opt->cfg.stage == 3) {
-        return zsh_dev_copy((char *)zsh_shard_local(b->pshard) + (s0 - b->lo) * es,
-                            src + (s0 - b->lo) * es, (e0 - s0) * es, opt->dev.cstream);
-    }
-    if (b->publish != NULL) {
-        /* Stage 2 from the host tier: straight into the publishing
-         * all-gather's buffer, at this rank's block. */
-        return zsh_dev_copy((char *)b->publish + ((size_t)opt->rank * b->count + s0 - b->lo) * es,
-                            src + (s0 - b->lo) * es, (e0 - s0) * es, opt->dev.cstream);
-    }
-    /* Stage 2 from the NVMe tier: into the framework's buffers, which the
-     * publishing all-gather reads (update.c), so no bucket-sized buffer
-     * waits on the device for the whole swapped step. */
-    for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
-        param = b->params[i];
-        if (zsh_param_overlap(param, s0, e0, &s, &e)) {
-            status = zsh_dev_copy((char *)param->buf + (s - param->offset) * es,
-                                  src + (s - b->lo) * es, (e - s) * es, opt->dev.cstream);
-        }
-    }
-    return status;
-}
-
 zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
                                             const zsh_update_t *u, size_t s0, size_t e0,
                                             const zsh_swap_view_t *view)
@@ -271,7 +239,8 @@ zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
         status = zsh_optim_dev_copy_begin(opt, b, ZSH_DEV_UP0);
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_up_copies(opt, b, s0, e0, d->up[k]);
+        /* To where the stage keeps them on the device. */
+        status = opt->stage_ops->params_up(opt, b, s0, e0, d->up[k], d->cstream);
     }
     if (status == ZSH_OK) {
         status = zsh_optim_dev_copy_end(opt, b, ZSH_DEV_UP0, (e0 - s0) * opt->esize);

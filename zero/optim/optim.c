@@ -104,8 +104,9 @@ static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 }
 
 /* The tiers this build and stage can honour, named when not. */
-static zsh_status_t zsh_optim_check_tiers(const zsh_optim_config_t *cfg)
+static zsh_status_t zsh_optim_check_tiers(const zsh_optim_t *opt)
 {
+    const zsh_optim_config_t *cfg = &opt->cfg;
     const char *fn = "zsh_optim_create";
 
     if ((cfg->offload_optimizer < ZSH_OFFLOAD_NONE) || (cfg->offload_optimizer > ZSH_OFFLOAD_NVME) ||
@@ -114,7 +115,7 @@ static zsh_status_t zsh_optim_check_tiers(const zsh_optim_config_t *cfg)
                          "%s: offload_optimizer %d or offload_params %d is not none (0), cpu (1) "
                          "or nvme (2)", fn, (int)cfg->offload_optimizer, (int)cfg->offload_params);
     }
-    if ((cfg->offload_params != ZSH_OFFLOAD_NONE) && (cfg->stage != 3)) {
+    if ((cfg->offload_params != ZSH_OFFLOAD_NONE) && !opt->stage_ops->shards_params) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: offload_params=%s (ZSH_OFFLOAD_PARAMS) needs stage 3, and the stage "
                          "is %d: below stage 3 the parameters are the framework's own buffers",
@@ -182,7 +183,7 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
     if (cfg->loss_scale <= 0.0f) {
         cfg->loss_scale = fp16 ? 65536.0f : 1.0f;
     }
-    status = zsh_optim_check_tiers(cfg);
+    status = zsh_optim_check_tiers(opt);
     return (status == ZSH_OK) ? zsh_optim_hpz_resolve(opt, env.hpz) : status;
 }
 
@@ -216,6 +217,7 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         opt->caller_cfg_size = opt->cfg.size;
         zsh_optim_config_upgrade(&opt->cfg);
         opt->cfg.size = sizeof(opt->cfg);
+        opt->stage_ops = zsh_stage_ops(opt->cfg.stage);
         status = zsh_optim_resolve(opt);
     }
     if ((status == ZSH_OK) && (opt->cfg.update_threads > 1)) {

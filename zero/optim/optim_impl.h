@@ -16,6 +16,7 @@
 #include "optim/prefetch.h"
 #include "optim/rule/rule.h"
 #include "optim/scaler.h"
+#include "optim/stage.h"
 #include "optim/tier.h"
 #include "optim/workers.h"
 #include "shard/shard_impl.h"
@@ -103,6 +104,7 @@ struct zsh_optim {
     char              *job_id;
     int                rank, size;
     zsh_optim_config_t cfg;       /* defaults resolved */
+    const zsh_stage_ops_t *stage_ops; /* cfg.stage's table */
     size_t             esize;     /* bytes per parameter element */
     bool               mixed;     /* bf16/fp16 parameters with fp32 master weights */
     int                nstates;   /* fp32 states per element: 2 Adam, 1 SGD with momentum, 0 */
@@ -163,13 +165,19 @@ static inline bool zsh_param_overlap(const zsh_param_t *param, size_t lo, size_t
 /* Offset of state-region arrays: full at stage 0, the owned shard after. */
 static inline size_t zsh_obucket_base(const zsh_optim_t *opt, const zsh_obucket_t *b)
 {
-    return (opt->cfg.stage == 0) ? 0 : b->lo;
+    return opt->stage_ops->state_base(opt, b);
 }
 
 /* Elements of the state region (master, m, v). */
 static inline size_t zsh_obucket_region(const zsh_optim_t *opt, const zsh_obucket_t *b)
 {
-    return (opt->cfg.stage == 0) ? b->numel : b->count;
+    return opt->stage_ops->state_count(opt, b);
+}
+
+/* The end of the owned flat range: the whole bucket at stage 0. */
+static inline size_t zsh_obucket_owned_end(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return opt->stage_ops->owned_end(opt, b);
 }
 
 /* Bytes of one full (gathered or staged) copy of a bucket. */
@@ -220,6 +228,10 @@ zsh_status_t   zsh_tier_peek(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *
                              size_t e, void *dst);
 void           zsh_optim_tier_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 
+/* grads.c: keep staging within max_live_bytes: reductions in flight are
+ * waited for (the oldest bucket first) until @bytes more fit, or none is
+ * left to wait for. */
+zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes);
 /* grads.c: NVMe gradients: writes still in flight are completed. */
 zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
 /* Room in the host budget: the reductions in flight are waited for (their
@@ -252,11 +264,20 @@ void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
 void         zsh_optim_layout_free(zsh_optim_t *opt);
+/* Allocate the master weights (@kind MASTER, into *@mem_p) or the stage 3
+ * shard (PARAMS) of @b's @region elements from @base in their tier, and
+ * fill them with the initial values. */
+zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkind_t kind,
+                                    size_t base, size_t region, void **mem_p);
 
 /* grads.c: gradient collection and reduction. */
 zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt);
 void         zsh_optim_grads_reset(zsh_optim_t *opt);
 
+/* fetch.c: stage 3's fetch and release of a parameter the caller checked:
+ * its bucket gathered (cached, prefetching the next ones), and let go. */
+zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
+void         zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param);
 /* fetch.c: stage 3 gathers: drop one bucket's gathered copy (cached or
  * prefetched, not fetched), or every bucket's. */
 zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b);
@@ -288,9 +309,19 @@ void zsh_optim_params_swap(zsh_optim_t *opt, const zsh_swap_view_t *view, bool s
 
 /* The rule over the owned flat elements [s0, e0) of @b, in memory or in
  * @view; the updated parameters of a master-weight optimizer go to @out
- * (indexed from b->lo) when given, else to their place. */
+ * (indexed from b->lo) when given, else to their place. The stage walks
+ * the range (its update_walk); zsh_optim_update_run() applies the rule to
+ * one run [s, e) of it, within @param's view or, where every array is
+ * contiguous, across the bucket; zsh_optim_update_params() is the walk of
+ * one run per parameter. */
 zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
                                     size_t s0, size_t e0, const zsh_swap_view_t *view, void *out);
+zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param,
+                                  const zsh_update_t *u, size_t s, size_t e,
+                                  const zsh_swap_view_t *view, void *out);
+zsh_status_t zsh_optim_update_params(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                     size_t s0, size_t e0, const zsh_swap_view_t *view,
+                                     void *out);
 
 /* device.c: device parameters. Register notes where the parameters are
  * (refusing a mix, and what the device cannot honour); setup splits the

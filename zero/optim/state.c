@@ -42,32 +42,11 @@ static float *zsh_optim_state_mem(zsh_obucket_t *b, zsh_ostate_t kind)
 }
 
 /* The parameters of [s, e) in the precision: between @vals (indexed from s)
- * and where they live, in the direction @write. */
+ * and where the stage keeps them, in the direction @write. */
 static zsh_status_t zsh_optim_state_params(zsh_optim_t *opt, zsh_obucket_t *b, size_t s,
                                            size_t e, void *vals, bool write)
 {
-    size_t es = opt->esize, i, a, z;
-    zsh_param_t *p;
-    char *at;
-
-    if (opt->cfg.stage == 3) {
-        if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-            return write ? zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
-                         : zsh_tier_peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
-        }
-        at = (char *)zsh_shard_local(b->pshard) + (s - b->lo) * es;
-        memcpy(write ? at : vals, write ? vals : at, (e - s) * es);
-        return ZSH_OK;
-    }
-    for (i = 0; i < b->nparams; i++) {
-        p = b->params[i];
-        if (zsh_param_overlap(p, s, e, &a, &z)) {
-            at = (char *)p->buf + (a - p->offset) * es;
-            memcpy(write ? at : (char *)vals + (a - s) * es,
-                   write ? (char *)vals + (a - s) * es : at, (z - a) * es);
-        }
-    }
-    return ZSH_OK;
+    return opt->stage_ops->params_rw(opt, b, s, e, vals, write);
 }
 
 /* The bucket of @pc and the flat position of its element @off, after
@@ -92,7 +71,7 @@ static zsh_status_t zsh_optim_state_at(const zsh_optim_t *opt, const char *fn, z
     }
     b  = &opt->buckets[pc->bucket];
     lo = zsh_obucket_base(opt, b);
-    hi = (opt->cfg.stage == 0) ? b->numel : b->hi;
+    hi = opt->stage_ops->owned_end(opt, b);
     if ((pc->flat < lo) || (pc->flat > hi) || (pc->count > hi - pc->flat)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: the piece at [%zu, +%zu) of bucket %zu is "
                          "outside this rank's state region [%zu, %zu)", fn, pc->flat, pc->count,
@@ -181,11 +160,10 @@ zsh_status_t zsh_optim_state_set_begin(zsh_optim_t *opt)
 {
     zsh_status_t status = ZSH_OK;
 
-    if (opt->cfg.stage == 3) {
-        zsh_optim_param_reads_drop(opt);
-        status = zsh_optim_drop_gathers(opt);
-        zsh_optim_hpz_invalidate(opt);
-    }
+    /* What the stage holds beyond its state region (stage 3's gathered
+     * copies, hpZ's slices) would be stale after the writes. */
+    status = opt->stage_ops->step_begin(opt);
+    zsh_optim_hpz_invalidate(opt);
     return status;
 }
 
@@ -194,11 +172,10 @@ zsh_status_t zsh_optim_state_set_end(zsh_optim_t *opt)
     zsh_status_t status = ZSH_OK;
     size_t b;
 
-    if ((opt->cfg.stage == 1) || (opt->cfg.stage == 2)) {
-        /* Each rank wrote its part of the framework's buffers; gather the rest. */
-        for (b = 0; (status == ZSH_OK) && (b < opt->nbuckets); b++) {
-            status = zsh_optim_publish_bucket(opt, &opt->buckets[b]);
-        }
+    /* Each rank wrote its part; the stage publishes it as after an update
+     * (stages 1-2 gather the rest of the framework's buffers). */
+    for (b = 0; (status == ZSH_OK) && (b < opt->nbuckets); b++) {
+        status = opt->stage_ops->publish(opt, &opt->buckets[b]);
     }
     return status;
 }

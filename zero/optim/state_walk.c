@@ -74,9 +74,9 @@ void zsh_optim_state_iter_init(zsh_ostate_iter_t *it, const zsh_optim_t *opt,
 static void zsh_optim_state_iter_range(const zsh_ostate_iter_t *it, const zsh_obucket_t *b,
                                        size_t *lo_p, size_t *hi_p)
 {
-    if ((it->walk == ZSH_OSTATE_WALK_REGION) && (it->opt->cfg.stage == 0)) {
-        *lo_p = 0;
-        *hi_p = b->numel;
+    if (it->walk == ZSH_OSTATE_WALK_REGION) {
+        *lo_p = it->opt->stage_ops->state_base(it->opt, b);
+        *hi_p = it->opt->stage_ops->owned_end(it->opt, b);
     } else {
         zsh_shard_part_range(b->numel, it->opt->size, it->rank, lo_p, hi_p);
     }

@@ -36,9 +36,7 @@ static zsh_status_t zsh_optim_step_check(const zsh_optim_t *opt)
 static void zsh_optim_step_close(zsh_optim_t *opt)
 {
     zsh_optim_grads_reset(opt);
-    if (opt->cfg.stage == 3) {
-        zsh_prefetch_end_step(&opt->prefetch);
-    }
+    opt->stage_ops->step_end(opt);
     opt->stats.steps++;
     opt->stats.comm_bytes_last_step = opt->comm_bytes;
     opt->stats.comm_bytes_node_last_step = opt->node_bytes;
@@ -80,7 +78,7 @@ static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *
 }
 
 /* Update one bucket (unless the NVMe tier's sub-groups did) and publish it
- * at stages 1-2. */
+ * as the stage does (an all-gather at stages 1-2). */
 static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
                                           const zsh_update_t *u)
 {
@@ -89,20 +87,16 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
     if (opt->tiers.aio != NULL) {
         /* The NVMe tier's sub-groups updated it (and sent it up from the device). */
     } else if (opt->device && !opt->dev_update) {
-        if (opt->cfg.stage == 2) {
-            b->publish = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
-                                           zsh_obucket_full_bytes(opt, b));
-            if (b->publish == NULL) {
-                return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes",
-                                 zsh_obucket_full_bytes(opt, b));
-            }
+        status = opt->stage_ops->up_prepare(opt, b);
+        if (status != ZSH_OK) {
+            return status;
         }
         status = zsh_optim_dev_update_offloaded(opt, b, u, b->lo, b->hi, NULL);
     } else {
         status = zsh_optim_update_bucket(opt, b, u);
     }
-    if ((status == ZSH_OK) && ((opt->cfg.stage == 1) || (opt->cfg.stage == 2))) {
-        status = zsh_optim_publish_bucket(opt, b);
+    if (status == ZSH_OK) {
+        status = opt->stage_ops->publish(opt, b);
     }
     if ((status != ZSH_OK) && (b->publish != NULL)) {
         (void)zsh_optim_dev_copies_wait(opt); /* a copy up may still write it */
@@ -177,9 +171,8 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         /* offload: the shards copied down */
         status = zsh_optim_dev_failed(opt, zsh_optim_dev_copies_wait(opt));
     }
-    if ((status == ZSH_OK) && (opt->cfg.stage == 3)) {
-        zsh_optim_param_reads_drop(opt);
-        status = zsh_optim_drop_gathers(opt); /* the update would make them stale */
+    if (status == ZSH_OK) {
+        status = opt->stage_ops->step_begin(opt); /* stage 3: what the update makes stale */
     }
     if (status == ZSH_OK) {
         status = zsh_tier_agree(opt, "zsh_optim_step");

@@ -37,9 +37,9 @@ static int zsh_tier_of(const zsh_optim_t *opt, zsh_tkind_t kind)
 {
     switch (kind) {
     case ZSH_TK_PARAMS:
-        return (opt->cfg.stage == 3) ? (int)opt->cfg.offload_params : -1;
+        return opt->stage_ops->shards_params ? (int)opt->cfg.offload_params : -1;
     case ZSH_TK_GRADS:
-        return (opt->cfg.stage >= 2) ? (int)opt->cfg.offload_optimizer : -1;
+        return opt->stage_ops->shards_grads ? (int)opt->cfg.offload_optimizer : -1;
     case ZSH_TK_MASTER:
         return opt->has_master ? (int)opt->cfg.offload_optimizer : -1;
     case ZSH_TK_EXP_AVG:

@@ -3,6 +3,8 @@
  * publishing the result: stages 1-2 all-gather the updated parameters back
  * into every rank's framework buffers; stage 3 leaves them in the shard for
  * the next fetch; stage 0 updated a full replica on every rank already.
+ * Which of these, and how the owned range is walked, is the stage's (its
+ * table's publish and update_walk, stage/).
  *
  * Mixed precision runs the rule on the fp32 master weights (apply.c) and
  * rounds them into the half-precision parameters in the same pass, so the
@@ -18,10 +20,7 @@
  * the stage 3 shard. */
 static void *zsh_optim_param_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param, size_t s)
 {
-    if (opt->cfg.stage == 3) {
-        return (char *)zsh_shard_local(b->pshard) + (s - b->lo) * opt->esize;
-    }
-    return (char *)param->buf + (s - param->offset) * opt->esize;
+    return opt->stage_ops->param_at(opt, b, param, s);
 }
 
 /* Where flat element @s of @kind for @param lives: in a swapped sub-group's
@@ -49,62 +48,65 @@ static void *zsh_optim_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param
     }
 }
 
-/* At stage 3 every array is contiguous over the shard, so the range is
- * one run; below, one run per parameter. */
-zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
-                                    size_t s0, size_t e0, const zsh_swap_view_t *view, void *out)
+zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param,
+                                  const zsh_update_t *u, size_t s, size_t e,
+                                  const zsh_swap_view_t *view, void *out)
 {
     zsh_tkind_t pk = opt->has_master ? ZSH_TK_MASTER : ZSH_TK_PARAMS;
-    size_t i, s, e;
-    zsh_param_t *param;
     zsh_status_t status;
     void *o;
 
+    o = !opt->has_master ? NULL
+        : (out != NULL)  ? (char *)out + (s - b->lo) * opt->esize
+                         : zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view);
+    if (opt->dev_update) {
+        status = zsh_optim_dev_apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
+                                     zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                                     zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                                     zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view),
+                                     o, e - s, u);
+        if (status != ZSH_OK) {
+            zsh_error_prefix("zsh_optim_step: parameter '%s': ", param->name);
+            return status;
+        }
+    } else {
+        zsh_optim_apply_out(opt, zsh_optim_at(opt, b, param, pk, s, view),
+                            zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), o, e - s, u);
+    }
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_update_params(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                     size_t s0, size_t e0, const zsh_swap_view_t *view,
+                                     void *out)
+{
+    zsh_status_t status;
+    size_t i, s, e;
+
     for (i = 0; i < b->nparams; i++) {
-        param = b->params[i];
-        if ((opt->cfg.stage == 3) && (view == NULL) && (s0 < e0)) {
-            s = s0;
-            e = e0;
-        } else if (!zsh_param_overlap(param, s0, e0, &s, &e)) {
+        if (!zsh_param_overlap(b->params[i], s0, e0, &s, &e)) {
             continue;
         }
-        o = !opt->has_master ? NULL
-            : (out != NULL)  ? (char *)out + (s - b->lo) * opt->esize
-                             : zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view);
-        if (opt->dev_update) {
-            status = zsh_optim_dev_apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
-                                         zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
-                                         zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
-                                         zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view),
-                                         o, e - s, u);
-            if (status != ZSH_OK) {
-                zsh_error_prefix("zsh_optim_step: parameter '%s': ", param->name);
-                return status;
-            }
-        } else {
-            zsh_optim_apply_out(opt, zsh_optim_at(opt, b, param, pk, s, view),
-                                zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
-                                zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
-                                zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), o, e - s,
-                                u);
-        }
-        if ((opt->cfg.stage == 3) && (view == NULL)) {
-            break;
+        status = zsh_optim_update_run(opt, b, b->params[i], u, s, e, view, out);
+        if (status != ZSH_OK) {
+            return status;
         }
     }
     return ZSH_OK;
 }
 
-/* The end of the owned flat range: the whole bucket at stage 0. */
-static size_t zsh_optim_owned_end(const zsh_optim_t *opt, const zsh_obucket_t *b)
+zsh_status_t zsh_optim_update_range(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
+                                    size_t s0, size_t e0, const zsh_swap_view_t *view, void *out)
 {
-    return (opt->cfg.stage == 0) ? b->numel : b->hi;
+    return opt->stage_ops->update_walk(opt, b, u, s0, e0, view, out);
 }
 
 zsh_status_t zsh_optim_update_bucket(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u)
 {
     return zsh_optim_update_range(opt, b, u, zsh_obucket_base(opt, b),
-                                  zsh_optim_owned_end(opt, b), NULL, NULL);
+                                  zsh_obucket_owned_end(opt, b), NULL, NULL);
 }
 
 /* The owned flat elements [*s0_p, *e0_p) of @b in @view's sub-group;
@@ -113,7 +115,7 @@ static bool zsh_optim_view_range(const zsh_optim_t *opt, const zsh_obucket_t *b,
                                  const zsh_swap_view_t *view, size_t *s0_p, size_t *e0_p)
 {
     size_t base = zsh_obucket_base(opt, b), region = zsh_obucket_region(opt, b);
-    size_t end = zsh_optim_owned_end(opt, b), s0, e0;
+    size_t end = zsh_obucket_owned_end(opt, b), s0, e0;
 
     if ((view->hi <= b->foff) || (view->lo >= b->foff + region)) {
         return false;

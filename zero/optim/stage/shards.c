@@ -1,0 +1,112 @@
+/*
+ * What each rank keeps a shard of. At stages 1-3 the optimizer states:
+ * their region is the flat range [lo, hi) this rank owns (count elements,
+ * padded), which is all the step updates, and the norm adds up the ranks'
+ * sums of their owned gradients. At stages 2-3 the gradients too: a bucket
+ * is collected in a staging buffer (within max_live_bytes), reduce-scattered
+ * into the gradient shard, and the staging buffer is freed as soon as the
+ * reduction is done (grads.c), so only shards outlive the backward pass.
+ */
+#include "optim/stage/shared.h"
+
+#include "core/status.h"
+
+size_t zsh_stage_shard_base(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    (void)opt;
+    return b->lo;
+}
+
+size_t zsh_stage_shard_count(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    (void)opt;
+    return b->count;
+}
+
+size_t zsh_stage_shard_end(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    (void)opt;
+    return b->hi;
+}
+
+zsh_status_t zsh_stage_norm_allreduce(zsh_optim_t *opt, double *sum)
+{
+    zsh_status_t status;
+
+    if (opt->size == 1) {
+        return ZSH_OK;
+    }
+    status = zsh_optim_comm_status(
+        opt, zsh_allreduce(sum, sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm));
+    if (status != ZSH_OK) {
+        return status;
+    }
+    opt->comm_bytes += 2 * sizeof(*sum);
+    return ZSH_OK;
+}
+
+const void *zsh_stage_grads_shard(const zsh_optim_t *opt, const zsh_obucket_t *b, size_t *n_p)
+{
+    (void)opt;
+    *n_p = b->hi - b->lo;
+    return b->grad_shard;
+}
+
+/* A shard in the NVMe tier's file has no buffer: its reduction writes into
+ * the transit buffer of its write (grads.c). */
+bool zsh_stage_grads_shard_alloc(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    if (!zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
+        b->grad_shard = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS,
+                                          b->count * opt->esize);
+        if (b->grad_shard == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void zsh_stage_grads_shard_free(zsh_optim_t *opt, zsh_obucket_t *b, zsh_comm_t *comm)
+{
+    zsh_account_free_buffer(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS, b->grad_shard,
+                            b->count * opt->esize, comm);
+}
+
+zsh_status_t zsh_stage_grad_staging_dst(zsh_optim_t *opt, zsh_obucket_t *b,
+                                        const zsh_param_t *param, char **dst_p)
+{
+    const char *fn = "zsh_optim_grad_ready";
+    zsh_status_t status;
+
+    if (b->staging == NULL) {
+        status = zsh_optim_staging_room(opt, zsh_obucket_full_bytes(opt, b));
+        if (status != ZSH_OK) {
+            return status;
+        }
+        b->staging = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
+                                       zsh_obucket_full_bytes(opt, b));
+        if (b->staging == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory to stage parameter '%s'", fn,
+                             param->name);
+        }
+        opt->staging_bytes += zsh_obucket_full_bytes(opt, b);
+    }
+    *dst_p = b->staging;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    zsh_dtype_t dt = opt->cfg.precision;
+
+    opt->comm_bytes += zsh_obucket_full_bytes(opt, b);
+    if (opt->device && !opt->dev_update) {
+        /* The host tier's shard cannot take a device reduction: it is
+         * reduced in place, then copied down (zsh_optim_dev_grad_down). */
+        return zsh_ireduce_scatter(b->staging,
+                                   (char *)b->staging + (size_t)opt->rank * b->count * opt->esize,
+                                   b->count, dt, ZSH_SUM, opt->comm, &b->req);
+    }
+    return zsh_ireduce_scatter(b->staging, (b->gtransit != NULL) ? b->gtransit : b->grad_shard,
+                               b->count, dt, ZSH_SUM, opt->comm, &b->req);
+}
