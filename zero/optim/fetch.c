@@ -41,9 +41,9 @@ static size_t zsh_optim_bounce_bytes(const zsh_optim_t *opt, const zsh_obucket_t
 
 static void zsh_optim_bounce_put(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_tier_wait(opt, &b->pread);
-    zsh_pool_put(&opt->tiers.pool, b->pbounce, zsh_optim_bounce_bytes(opt, b));
-    b->pbounce = NULL;
+    zsh_tier_wait(opt, &b->nvme.pread);
+    zsh_pool_put(&opt->tiers.pool, b->nvme.pbounce, zsh_optim_bounce_bytes(opt, b));
+    b->nvme.pbounce = NULL;
 }
 
 /* Start reading @b's shard; ZSH_ERR_NO_MEMORY when the budget has no room. */
@@ -51,14 +51,14 @@ static zsh_status_t zsh_optim_param_read_start(zsh_optim_t *opt, zsh_obucket_t *
 {
     zsh_status_t status;
 
-    if (b->pbounce != NULL) {
+    if (b->nvme.pbounce != NULL) {
         return ZSH_OK;
     }
-    b->pbounce = zsh_pool_get(&opt->tiers.pool, zsh_optim_bounce_bytes(opt, b));
-    if (b->pbounce == NULL) {
+    b->nvme.pbounce = zsh_pool_get(&opt->tiers.pool, zsh_optim_bounce_bytes(opt, b));
+    if (b->nvme.pbounce == NULL) {
         return ZSH_ERR_NO_MEMORY;
     }
-    status = zsh_tier_io(opt, ZSH_TK_PARAMS, false, b->foff, b->pbounce, b->count, &b->pread);
+    status = zsh_tier_io(opt, ZSH_TK_PARAMS, false, b->nvme.foff, b->nvme.pbounce, b->count, &b->nvme.pread);
     if (status != ZSH_OK) {
         zsh_optim_bounce_put(opt, b);
     }
@@ -70,7 +70,7 @@ void zsh_optim_param_reads_drop(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        if ((opt->buckets[i].pbounce != NULL) && !zsh_shard_is_gathered(opt->buckets[i].pshard)) {
+        if ((opt->buckets[i].nvme.pbounce != NULL) && !zsh_shard_is_gathered(opt->buckets[i].fetch.pshard)) {
             zsh_optim_bounce_put(opt, &opt->buckets[i]);
         }
     }
@@ -96,10 +96,10 @@ static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b
         }
     }
     if (status == ZSH_OK) {
-        status = zsh_tier_wait(opt, &b->pread);
+        status = zsh_tier_wait(opt, &b->nvme.pread);
     }
     if (status != ZSH_OK) {
-        if (b->pbounce != NULL) {
+        if (b->nvme.pbounce != NULL) {
             zsh_optim_bounce_put(opt, b);
         }
         zsh_comm_abort(opt->comm);
@@ -111,9 +111,9 @@ static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b
 
 static void zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    opt->live_bytes -= zsh_shard_gathered_bytes(b->pshard);
-    zsh_shard_release(b->pshard);
-    b->prefetched = false;
+    opt->live_bytes -= zsh_shard_gathered_bytes(b->fetch.pshard);
+    zsh_shard_release(b->fetch.pshard);
+    b->fetch.prefetched = false;
 }
 
 static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
@@ -121,37 +121,37 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
     zsh_obucket_t *b = &opt->buckets[bucket];
     zsh_status_t status;
 
-    if (b->sec_valid) {
+    if (b->hpz.sec_valid) {
         /* hpZ: gathered since the last update, so the node group has it. */
         status = zsh_optim_comm_status(
-            opt, zsh_shard_gather_start_over(b->pshard, b->sec, zsh_optim_hpz_count(opt, b),
+            opt, zsh_shard_gather_start_over(b->fetch.pshard, b->hpz.sec, zsh_optim_hpz_count(opt, b),
                                              opt->hpzcomm));
         if (status == ZSH_OK) {
-            opt->node_bytes += zsh_shard_gathered_bytes(b->pshard);
+            opt->node_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
             opt->stats.hpz_gathers++;
         }
     } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
         status = zsh_optim_param_read_wait(opt, b);
         if (status == ZSH_OK) {
             status = opt->device
-                         ? zsh_optim_dev_failed(opt, zsh_shard_gather_start_staged(b->pshard,
-                                                                                  b->pbounce))
-                         : zsh_optim_comm_status(opt, zsh_shard_gather_start_from(b->pshard,
-                                                                                 b->pbounce));
+                         ? zsh_optim_dev_failed(opt, zsh_shard_gather_start_staged(b->fetch.pshard,
+                                                                                  b->nvme.pbounce))
+                         : zsh_optim_comm_status(opt, zsh_shard_gather_start_from(b->fetch.pshard,
+                                                                                 b->nvme.pbounce));
         }
     } else if (zsh_optim_dev_params_away(opt)) {
         /* A copy that fails leaves the all-gather unposted: the others are
          * stopped rather than left waiting in it. */
         status = zsh_optim_dev_failed(
-            opt, zsh_shard_gather_start_staged(b->pshard, zsh_shard_local(b->pshard)));
+            opt, zsh_shard_gather_start_staged(b->fetch.pshard, zsh_shard_local(b->fetch.pshard)));
     } else {
-        status = zsh_optim_comm_status(opt, zsh_shard_gather_start(b->pshard));
+        status = zsh_optim_comm_status(opt, zsh_shard_gather_start(b->fetch.pshard));
     }
     if (status != ZSH_OK) {
         return status;
     }
-    opt->live_bytes += zsh_shard_gathered_bytes(b->pshard);
-    opt->comm_bytes += zsh_shard_gathered_bytes(b->pshard);
+    opt->live_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
+    opt->comm_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
     if (opt->live_bytes > opt->stats.gathered_peak_bytes) {
         opt->stats.gathered_peak_bytes = opt->live_bytes;
     }
@@ -171,8 +171,8 @@ static zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const si
         lru = NULL;
         for (i = 0; i < opt->nbuckets; i++) {
             b = &opt->buckets[i];
-            if (zsh_shard_is_gathered(b->pshard) && (b->refs == 0) && !b->prefetched &&
-                !zsh_optim_in(keep, nkeep, i) && ((lru == NULL) || (b->last_use < lru->last_use))) {
+            if (zsh_shard_is_gathered(b->fetch.pshard) && (b->fetch.refs == 0) && !b->fetch.prefetched &&
+                !zsh_optim_in(keep, nkeep, i) && ((lru == NULL) || (b->fetch.last_use < lru->fetch.last_use))) {
                 lru = b;
             }
         }
@@ -200,14 +200,14 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
         /* Reads are local: issue them twice as far ahead, while the budget
          * has room, so the disk is busy before the gathers need them. */
         for (i = 0; ((int)i < 2 * depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
-            if (!zsh_shard_is_gathered(opt->buckets[c].pshard) &&
+            if (!zsh_shard_is_gathered(opt->buckets[c].fetch.pshard) &&
                 (zsh_optim_param_read_start(opt, &opt->buckets[c]) != ZSH_OK)) {
                 break;
             }
         }
     }
     for (i = 0; i < n; i++) {
-        if (zsh_shard_is_gathered(opt->buckets[window[i]].pshard)) {
+        if (zsh_shard_is_gathered(opt->buckets[window[i]].fetch.pshard)) {
             continue;
         }
         if (zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, &opt->buckets[window[i]]), window,
@@ -218,7 +218,7 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
         if (status != ZSH_OK) {
             return status;
         }
-        opt->buckets[window[i]].prefetched = true;
+        opt->buckets[window[i]].fetch.prefetched = true;
     }
     return ZSH_OK;
 }
@@ -229,19 +229,19 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
     zsh_obucket_t *b = &opt->buckets[bi];
     zsh_status_t status;
 
-    if (!zsh_shard_is_gathered(b->pshard)) {
+    if (!zsh_shard_is_gathered(b->fetch.pshard)) {
         /* Over budget is allowed when everything live is in use: a fetch must succeed. */
         zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), &bi, 1);
         status = zsh_optim_gather_start(opt, bi);
         if (status != ZSH_OK) {
             return status;
         }
-    } else if (b->prefetched) {
+    } else if (b->fetch.prefetched) {
         opt->stats.prefetch_hits++;
-        b->prefetched = false;
+        b->fetch.prefetched = false;
     }
-    status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->pshard, full_p));
-    if (b->pbounce != NULL) {
+    status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->fetch.pshard, full_p));
+    if (b->nvme.pbounce != NULL) {
         zsh_optim_bounce_put(opt, b);
     }
     if (status != ZSH_OK) {
@@ -308,8 +308,8 @@ zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return status;
     }
-    opt->buckets[param->bucket].refs++;
-    opt->buckets[param->bucket].last_use = ++opt->tick;
+    opt->buckets[param->bucket].fetch.refs++;
+    opt->buckets[param->bucket].fetch.last_use = ++opt->tick;
     param->fetched = true;
     *data_p        = (char *)full + param->offset * opt->esize;
     return zsh_optim_prefetch_ahead(opt);
@@ -334,7 +334,7 @@ void zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param)
 {
     zsh_obucket_t *b = &opt->buckets[param->bucket];
 
-    if ((--b->refs == 0) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
+    if ((--b->fetch.refs == 0) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
         zsh_optim_evict(opt, b);
     }
 }
@@ -344,16 +344,16 @@ zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)
     zsh_status_t status;
     void *full;
 
-    if ((b->pshard == NULL) || !zsh_shard_is_gathered(b->pshard)) {
+    if ((b->fetch.pshard == NULL) || !zsh_shard_is_gathered(b->fetch.pshard)) {
         return ZSH_OK;
     }
-    status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->pshard, &full));
-    if (b->pbounce != NULL) {
+    status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->fetch.pshard, &full));
+    if (b->nvme.pbounce != NULL) {
         zsh_optim_bounce_put(opt, b);
     }
     opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
-    zsh_shard_release(b->pshard); /* a failed wait released it already */
-    b->prefetched = false;
+    zsh_shard_release(b->fetch.pshard); /* a failed wait released it already */
+    b->fetch.prefetched = false;
     return status;
 }
 

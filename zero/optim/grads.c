@@ -27,8 +27,8 @@ static size_t zsh_obucket_staging_bytes(const zsh_optim_t *opt, const zsh_obucke
 
 static void zsh_optim_grad_transit_put(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_pool_put(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize));
-    b->gtransit = NULL;
+    zsh_pool_put(&opt->tiers.pool, b->nvme.gtransit, zsh_pool_round(b->count * opt->esize));
+    b->nvme.gtransit = NULL;
 }
 
 static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);
@@ -36,7 +36,7 @@ static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
 /* Put a finished gradient write's buffer back; a failure becomes the tier's. */
 static zsh_status_t zsh_optim_grad_write_done(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_status_t status = zsh_tier_wait(opt, &b->gwrite);
+    zsh_status_t status = zsh_tier_wait(opt, &b->nvme.gwrite);
 
     zsh_optim_grad_transit_put(opt, b);
     return status;
@@ -51,10 +51,10 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
         if (opt->buckets[i].req != NULL) {
             continue; /* its reduction still writes its transit buffer */
         }
-        if (opt->buckets[i].gdown) {
+        if (opt->buckets[i].nvme.gdown) {
             zsh_optim_grad_landed(opt, &opt->buckets[i], true);
         }
-        if (opt->buckets[i].gtransit != NULL) {
+        if (opt->buckets[i].nvme.gtransit != NULL) {
             status = zsh_optim_grad_write_done(opt, &opt->buckets[i]);
             first  = (first == ZSH_OK) ? status : first;
         }
@@ -66,8 +66,8 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
  * step's norm must not read it back) and start writing it. */
 static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    b->gsumsq = zsh_optim_sumsq(opt, b->gtransit, b->hi - b->lo);
-    if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->foff, b->gtransit, b->count, &b->gwrite) !=
+    b->nvme.gsumsq = zsh_optim_sumsq(opt, b->nvme.gtransit, b->hi - b->lo);
+    if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->nvme.foff, b->nvme.gtransit, b->count, &b->nvme.gwrite) !=
         ZSH_OK) {
         zsh_optim_grad_transit_put(opt, b);
     }
@@ -82,7 +82,7 @@ static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
     if (status == ZSH_INPROGRESS) {
         return;
     }
-    b->gdown = false;
+    b->nvme.gdown = false;
     if (zsh_optim_dev_failed(opt, status) == ZSH_OK) {
         zsh_optim_grad_to_file(opt, b);
     } else {
@@ -105,21 +105,21 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
     zsh_request_free(b->req);
     b->req = NULL;
     zsh_optim_comm_status(opt, status);
-    if ((b->gtransit != NULL) && (b->gwrite == NULL) && !down) {
+    if ((b->nvme.gtransit != NULL) && (b->nvme.gwrite == NULL) && !down) {
         if (status == ZSH_OK) {
             zsh_optim_grad_to_file(opt, b);
         } else {
-            zsh_pool_retire(&opt->tiers.pool, b->gtransit, zsh_pool_round(b->count * opt->esize),
+            zsh_pool_retire(&opt->tiers.pool, b->nvme.gtransit, zsh_pool_round(b->count * opt->esize),
                             opt->comm);
-            b->gtransit = NULL;
+            b->nvme.gtransit = NULL;
         }
     }
     if (down) {
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
         status = zsh_optim_dev_failed(opt, zsh_optim_dev_grad_down(opt, b));
-        if (b->gtransit != NULL) {
+        if (b->nvme.gtransit != NULL) {
             if (status == ZSH_OK) {
-                b->gdown = true;
+                b->nvme.gdown = true;
             } else {
                 zsh_optim_grad_transit_put(opt, b); /* the copy stream was drained */
             }
@@ -141,11 +141,11 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        if (opt->buckets[i].gdown) {
+        if (opt->buckets[i].nvme.gdown) {
             zsh_optim_grad_landed(opt, &opt->buckets[i], false);
         }
-        if ((opt->buckets[i].gwrite != NULL) &&
-            (zsh_aio_test(opt->buckets[i].gwrite) != ZSH_INPROGRESS)) {
+        if ((opt->buckets[i].nvme.gwrite != NULL) &&
+            (zsh_aio_test(opt->buckets[i].nvme.gwrite) != ZSH_INPROGRESS)) {
             zsh_optim_grad_write_done(opt, &opt->buckets[i]); /* a failure is the tier's */
         }
         if (opt->buckets[i].req == NULL) {
@@ -201,17 +201,17 @@ static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     size_t bytes = zsh_pool_round(b->count * opt->esize), used = b->count * opt->esize;
 
-    b->gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
-    if (b->gtransit == NULL) {
+    b->nvme.gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
+    if (b->nvme.gtransit == NULL) {
         zsh_optim_grad_room(opt);
-        b->gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
+        b->nvme.gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
     }
-    if (b->gtransit == NULL) {
+    if (b->nvme.gtransit == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY,
                          "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) for a "
                          "gradient shard of %zu bytes", opt->cfg.host_mem_limit, bytes);
     }
-    memset((char *)b->gtransit + used, 0, bytes - used); /* the file gets no stale bytes */
+    memset((char *)b->nvme.gtransit + used, 0, bytes - used); /* the file gets no stale bytes */
     return ZSH_OK;
 }
 
@@ -273,7 +273,7 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
              * unreduced, so the failure is the optimizer's from now on.
              * Nothing was posted: its transit buffer goes back to the pool. */
             zsh_error_prefix("%s: reducing the bucket of parameter '%s': ", fn, param->name);
-            if (b->gtransit != NULL) {
+            if (b->nvme.gtransit != NULL) {
                 zsh_optim_grad_transit_put(opt, b);
             }
             return zsh_optim_comm_status(opt, status);

@@ -152,9 +152,9 @@ zsh_status_t zsh_optim_hpz_setup(zsh_optim_t *opt)
     }
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         b      = &opt->buckets[i];
-        b->sec = zsh_account_alloc(&opt->acct, ZSH_MEM_PARAMS,
+        b->hpz.sec = zsh_account_alloc(&opt->acct, ZSH_MEM_PARAMS,
                                    zsh_optim_hpz_count(opt, b) * opt->esize);
-        if (b->sec == NULL) {
+        if (b->hpz.sec == NULL) {
             status = zsh_error(ZSH_ERR_NO_MEMORY,
                                "zsh_optim_setup: no memory for the hpZ slice of the bucket from "
                                "parameter '%s'", b->params[0]->name);
@@ -171,12 +171,12 @@ void zsh_optim_hpz_free(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        if (opt->buckets[i].sec != NULL) {
-            zsh_account_free(&opt->acct, ZSH_MEM_PARAMS, opt->buckets[i].sec,
+        if (opt->buckets[i].hpz.sec != NULL) {
+            zsh_account_free(&opt->acct, ZSH_MEM_PARAMS, opt->buckets[i].hpz.sec,
                              zsh_optim_hpz_count(opt, &opt->buckets[i]) * opt->esize);
-            opt->buckets[i].sec = NULL;
+            opt->buckets[i].hpz.sec = NULL;
         }
-        opt->buckets[i].sec_valid = false;
+        opt->buckets[i].hpz.sec_valid = false;
     }
     if (opt->hpzcomm != NULL) {
         zsh_comm_destroy(opt->hpzcomm);
@@ -188,12 +188,12 @@ void zsh_optim_hpz_keep(zsh_optim_t *opt, zsh_obucket_t *b, const void *full)
 {
     size_t bytes;
 
-    if ((opt->hpzcomm == NULL) || b->sec_valid) {
+    if ((opt->hpzcomm == NULL) || b->hpz.sec_valid) {
         return;
     }
     bytes = zsh_optim_hpz_count(opt, b) * opt->esize;
-    memcpy(b->sec, (const char *)full + (size_t)zsh_comm_rank(opt->hpzcomm) * bytes, bytes);
-    b->sec_valid = true;
+    memcpy(b->hpz.sec, (const char *)full + (size_t)zsh_comm_rank(opt->hpzcomm) * bytes, bytes);
+    b->hpz.sec_valid = true;
 }
 
 void zsh_optim_hpz_invalidate(zsh_optim_t *opt)
@@ -201,6 +201,6 @@ void zsh_optim_hpz_invalidate(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        opt->buckets[i].sec_valid = false;
+        opt->buckets[i].hpz.sec_valid = false;
     }
 }

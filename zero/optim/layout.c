@@ -112,11 +112,11 @@ zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkin
 
     if (kind == ZSH_TK_PARAMS) {
         status = zsh_bucket_seal_counted(b->layout, &opt->acct, zsh_tier_acct(opt, kind),
-                                         in_file ? ZSH_MEM_KINDS : ZSH_MEM_PARAMS, &b->pshard);
+                                         in_file ? ZSH_MEM_KINDS : ZSH_MEM_PARAMS, &b->fetch.pshard);
         if (status != ZSH_OK) {
             return status;
         }
-        dst = in_file ? NULL : zsh_shard_local(b->pshard);
+        dst = in_file ? NULL : zsh_shard_local(b->fetch.pshard);
     } else {
         dst = in_file ? NULL
                       : zsh_account_alloc(zsh_tier_acct(opt, kind), ZSH_MEM_STATES, region * es);

@@ -59,7 +59,7 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
         return status;
     }
     b = &opt->buckets[param->bucket];
-    if (param->fetched || (b->refs > 0)) { /* refs: stage 3's fetches */
+    if (param->fetched || (b->fetch.refs > 0)) { /* refs: stage 3's fetches */
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: parameter '%s' %s; release it before setting its values", fn,
                          param->name,

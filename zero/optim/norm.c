@@ -62,7 +62,7 @@ zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
     for (i = 0; !opt->dev_update && (i < opt->nbuckets); i++) {
         b = &opt->buckets[i];
         if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-            sum += b->gsumsq; /* taken as the shard left for disk: the same sum */
+            sum += b->nvme.gsumsq; /* taken as the shard left for disk: the same sum */
         } else {
             g    = opt->stage_ops->grads_owned(opt, b, &n);
             sum += zsh_optim_sumsq(opt, g, n);

@@ -158,7 +158,7 @@ static zsh_status_t zsh_optim_dev_copy_end(zsh_optim_t *opt, zsh_obucket_t *b, i
 zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     const char *shard = (const char *)b->staging + (size_t)opt->rank * b->count * opt->esize;
-    void *dst         = (b->gtransit != NULL) ? b->gtransit : b->grad_shard;
+    void *dst         = (b->nvme.gtransit != NULL) ? b->nvme.gtransit : b->grad_shard;
     size_t bytes      = b->count * opt->esize;
     zsh_status_t status;
 

@@ -443,7 +443,7 @@ static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     stats->nnodes = opt->nnodes;
     zsh_optim_dev_stats(opt, stats);
     for (i = 0; i < opt->nbuckets; i++) {
-        stats->hpz_bytes += (opt->buckets[i].sec != NULL)
+        stats->hpz_bytes += (opt->buckets[i].hpz.sec != NULL)
                                 ? zsh_optim_hpz_count(opt, &opt->buckets[i]) * opt->esize
                                 : 0;
     }

@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* A bucket: its layout and the buffers of every stage first, then one
+ * sub-struct per feature, untouched (zero) when the feature is off. */
 typedef struct zsh_obucket {
     zsh_bucket_t   *layout;      /* the views */
     zsh_param_t   **params;      /* in view order */
@@ -40,20 +42,28 @@ typedef struct zsh_obucket {
     zsh_request_t  *req;         /* the gradient reduction in flight */
     float          *master;      /* mixed precision: fp32 weights of the state region */
     float          *m, *v;       /* optimizer states of the state region (v: Adam only) */
-    zsh_shard_t    *pshard;      /* stage 3: the parameter shard */
-    int             refs;        /* stage 3: parameters fetched and not released */
-    bool            prefetched;  /* stage 3: gathered ahead of use, not fetched yet */
-    unsigned long   last_use;    /* stage 3: tick of the last fetch, for eviction */
-    size_t          foff;        /* NVMe tier: the region's first element in every file */
-    double          gsumsq;      /* NVMe gradients: sum of squares of the owned shard */
-    void           *gtransit;    /* NVMe gradients: the reduced shard on its way to disk */
-    zsh_aio_req_t  *gwrite;      /* its write */
-    bool            gdown;       /* device NVMe gradients: it is still coming down */
-    void           *pbounce;     /* NVMe parameters: this rank's shard read for a gather */
-    zsh_aio_req_t  *pread;       /* its read */
-    void           *publish;     /* device offload, stage 2: the step's all-gather buffer */
-    void           *sec;         /* hpZ: this rank's slice of the secondary partition */
-    bool            sec_valid;   /* hpZ: filled by a gather since the last update */
+    struct {                      /* stage 3: the parameters, sharded and gathered */
+        zsh_shard_t   *pshard;    /* the parameter shard */
+        int            refs;      /* parameters fetched and not released */
+        bool           prefetched; /* gathered ahead of use, not fetched yet */
+        unsigned long  last_use;  /* tick of the last fetch, for eviction */
+    } fetch;
+    struct {                      /* the NVMe tier */
+        size_t         foff;      /* the region's first element in every file */
+        double         gsumsq;    /* gradients: sum of squares of the owned shard */
+        void          *gtransit;  /* gradients: the reduced shard on its way to disk */
+        zsh_aio_req_t *gwrite;    /* its write */
+        bool           gdown;     /* device gradients: it is still coming down */
+        void          *pbounce;   /* parameters: this rank's shard read for a gather */
+        zsh_aio_req_t *pread;     /* its read */
+    } nvme;
+    struct {                      /* device parameters */
+        void          *publish;   /* offload, stage 2: the step's all-gather buffer */
+    } dev;
+    struct {                      /* hpZ */
+        void          *sec;       /* this rank's slice of the secondary partition */
+        bool           sec_valid; /* filled by a gather since the last update */
+    } hpz;
 } zsh_obucket_t;
 
 struct zsh_param {

@@ -144,7 +144,7 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
     zsh_pool_init(&t->pool, opt->cfg.host_mem_limit);
     t->pool.pinned = opt->device; /* gradient shards come down into it from the device */
     for (i = 0; i < opt->nbuckets; i++) {
-        opt->buckets[i].foff = t->felems;
+        opt->buckets[i].nvme.foff = t->felems;
         t->felems += zsh_tier_round(zsh_obucket_region(opt, &opt->buckets[i]));
     }
     for (k = 0; k < ZSH_TK_KINDS; k++) {
@@ -282,7 +282,7 @@ static zsh_status_t zsh_tier_span(zsh_optim_t *opt, zsh_tkind_t kind, const zsh_
 {
     size_t es    = zsh_tier_esize(opt, kind);
     size_t base  = zsh_obucket_base(opt, b);
-    size_t first = b->foff + (s - base), last = b->foff + (e - base);
+    size_t first = b->nvme.foff + (s - base), last = b->nvme.foff + (e - base);
     size_t lo    = first / ZSH_TIER_ALIGN_ELEMS * ZSH_TIER_ALIGN_ELEMS;
     size_t n     = zsh_tier_round(last) - lo;
 

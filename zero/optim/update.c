@@ -31,7 +31,7 @@ static void *zsh_optim_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param
     size_t base = zsh_obucket_base(opt, b);
 
     if ((view != NULL) && (view->buf[kind] != NULL)) {
-        return view->buf[kind] + (b->foff + (s - base) - view->lo) * zsh_tier_esize(opt, kind);
+        return view->buf[kind] + (b->nvme.foff + (s - base) - view->lo) * zsh_tier_esize(opt, kind);
     }
     switch (kind) {
     case ZSH_TK_PARAMS:
@@ -117,11 +117,11 @@ static bool zsh_optim_view_range(const zsh_optim_t *opt, const zsh_obucket_t *b,
     size_t base = zsh_obucket_base(opt, b), region = zsh_obucket_region(opt, b);
     size_t end = zsh_obucket_owned_end(opt, b), s0, e0;
 
-    if ((view->hi <= b->foff) || (view->lo >= b->foff + region)) {
+    if ((view->hi <= b->nvme.foff) || (view->lo >= b->nvme.foff + region)) {
         return false;
     }
-    s0 = base + ((view->lo > b->foff) ? view->lo - b->foff : 0);
-    e0 = base + ((view->hi - b->foff < region) ? view->hi - b->foff : region);
+    s0 = base + ((view->lo > b->nvme.foff) ? view->lo - b->nvme.foff : 0);
+    e0 = base + ((view->hi - b->nvme.foff < region) ? view->hi - b->nvme.foff : region);
     e0 = (e0 < end) ? e0 : end;
     *s0_p = s0;
     *e0_p = e0;
@@ -180,8 +180,8 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     char *full;
 
     /* Offload from the device sent this rank's block up into it already. */
-    full       = b->publish;
-    b->publish = NULL;
+    full       = b->dev.publish;
+    b->dev.publish = NULL;
     if (full == NULL) {
         full = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, bytes);
         if (full == NULL) {

@@ -62,8 +62,8 @@ void zsh_stage_release_buf(zsh_optim_t *opt, zsh_param_t *param)
  * publishing all-gather's buffer (zsh_stage_params_up_buf). */
 zsh_status_t zsh_stage_publish_prepare(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    b->publish = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, zsh_obucket_full_bytes(opt, b));
-    if (b->publish == NULL) {
+    b->dev.publish = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, zsh_obucket_full_bytes(opt, b));
+    if (b->dev.publish == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes",
                          zsh_obucket_full_bytes(opt, b));
     }
@@ -77,10 +77,10 @@ zsh_status_t zsh_stage_params_up_buf(zsh_optim_t *opt, zsh_obucket_t *b, size_t 
     zsh_status_t status = ZSH_OK;
     zsh_param_t *param;
 
-    if (b->publish != NULL) {
+    if (b->dev.publish != NULL) {
         /* Stage 2 from the host tier: straight into the publishing
          * all-gather's buffer, at this rank's block. */
-        return zsh_dev_copy((char *)b->publish + ((size_t)opt->rank * b->count + s0 - b->lo) * es,
+        return zsh_dev_copy((char *)b->dev.publish + ((size_t)opt->rank * b->count + s0 - b->lo) * es,
                             src + (s0 - b->lo) * es, (e0 - s0) * es, stream);
     }
     /* Stage 2 from the NVMe tier: into the framework's buffers, which the

@@ -50,7 +50,7 @@ static zsh_status_t zsh_stage3_params_up(zsh_optim_t *opt, zsh_obucket_t *b, siz
 {
     size_t es = opt->esize;
 
-    return zsh_dev_copy((char *)zsh_shard_local(b->pshard) + (s0 - b->lo) * es,
+    return zsh_dev_copy((char *)zsh_shard_local(b->fetch.pshard) + (s0 - b->lo) * es,
                         src + (s0 - b->lo) * es, (e0 - s0) * es, stream);
 }
 
@@ -58,7 +58,7 @@ static void *zsh_stage3_param_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t
                                  size_t s)
 {
     (void)param;
-    return (char *)zsh_shard_local(b->pshard) + (s - b->lo) * opt->esize;
+    return (char *)zsh_shard_local(b->fetch.pshard) + (s - b->lo) * opt->esize;
 }
 
 /* The shard elements [s, e) of @b from @src into the parameter file,
@@ -98,14 +98,14 @@ static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh
 
     zsh_optim_param_reads_drop(opt); /* a shard read ahead would be stale */
     status       = zsh_optim_drop_gather(opt, b);
-    b->sec_valid = false; /* every rank sets the same values: the next gather is primary */
+    b->hpz.sec_valid = false; /* every rank sets the same values: the next gather is primary */
     if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
         src = (const char *)values + (s - param->offset) * opt->esize;
         if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
             status = zsh_optim_set_in_file(opt, b, s, e, src);
         } else {
             status = zsh_optim_copy(opt,
-                                    (char *)zsh_shard_local(b->pshard) +
+                                    (char *)zsh_shard_local(b->fetch.pshard) +
                                         (s - b->lo) * opt->esize,
                                     src, (e - s) * opt->esize);
         }
@@ -123,7 +123,7 @@ static zsh_status_t zsh_stage3_params_rw(zsh_optim_t *opt, zsh_obucket_t *b, siz
         return write ? zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
                      : zsh_tier_peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
     }
-    at = (char *)zsh_shard_local(b->pshard) + (s - b->lo) * es;
+    at = (char *)zsh_shard_local(b->fetch.pshard) + (s - b->lo) * es;
     memcpy(write ? at : vals, write ? vals : at, (e - s) * es);
     return ZSH_OK;
 }
