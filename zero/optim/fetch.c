@@ -116,39 +116,38 @@ static void zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
     b->fetch.prefetched = false;
 }
 
-static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, size_t bucket)
+/* Post the gather of @b (sharded or reading), from where its data is:
+ * hpZ's slice once gathered since the last update (the node group has it),
+ * the shard read from the NVMe file, or the shard in memory, staged into
+ * device memory when the shards are away from the device. */
+static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_obucket_t *b = &opt->buckets[bucket];
-    zsh_status_t status;
+    zsh_shard_src_t src = {0};
+    zsh_status_t status = ZSH_OK;
 
     if (b->hpz.sec_valid) {
-        /* hpZ: gathered since the last update, so the node group has it. */
-        status = zsh_optim_comm_status(
-            opt, zsh_shard_gather_start_over(b->fetch.pshard, b->hpz.sec, zsh_optim_hpz_count(opt, b),
-                                             opt->hpzcomm));
-        if (status == ZSH_OK) {
-            opt->node_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
-            opt->stats.hpz_gathers++;
-        }
+        src.buf  = b->hpz.sec;
+        src.comm = opt->hpzcomm;
     } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-        status = zsh_optim_param_read_wait(opt, b);
-        if (status == ZSH_OK) {
-            status = opt->device
-                         ? zsh_optim_dev_failed(opt, zsh_shard_gather_start_staged(b->fetch.pshard,
-                                                                                  b->nvme.pbounce))
-                         : zsh_optim_comm_status(opt, zsh_shard_gather_start_from(b->fetch.pshard,
-                                                                                 b->nvme.pbounce));
-        }
-    } else if (zsh_optim_dev_params_away(opt)) {
-        /* A copy that fails leaves the all-gather unposted: the others are
-         * stopped rather than left waiting in it. */
-        status = zsh_optim_dev_failed(
-            opt, zsh_shard_gather_start_staged(b->fetch.pshard, zsh_shard_local(b->fetch.pshard)));
+        status     = zsh_optim_param_read_wait(opt, b);
+        src.buf    = b->nvme.pbounce;
+        src.staged = opt->device;
     } else {
-        status = zsh_optim_comm_status(opt, zsh_shard_gather_start(b->fetch.pshard));
+        src.staged = zsh_optim_dev_params_away(opt);
+    }
+    if (status == ZSH_OK) {
+        /* A staged copy that fails leaves the all-gather unposted: the
+         * others are stopped rather than left waiting in it. */
+        status = zsh_shard_gather_start_src(b->fetch.pshard, &src);
+        status = src.staged ? zsh_optim_dev_failed(opt, status)
+                            : zsh_optim_comm_status(opt, status);
     }
     if (status != ZSH_OK) {
         return status;
+    }
+    if (b->hpz.sec_valid) {
+        opt->node_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
+        opt->stats.hpz_gathers++;
     }
     opt->live_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
     opt->comm_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
@@ -214,7 +213,7 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
                                 n) != ZSH_OK) {
             break; /* no room: the fetch will gather it when it comes */
         }
-        status = zsh_optim_gather_start(opt, window[i]);
+        status = zsh_optim_gather_start(opt, &opt->buckets[window[i]]);
         if (status != ZSH_OK) {
             return status;
         }
@@ -232,7 +231,7 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
     if (!zsh_shard_is_gathered(b->fetch.pshard)) {
         /* Over budget is allowed when everything live is in use: a fetch must succeed. */
         zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), &bi, 1);
-        status = zsh_optim_gather_start(opt, bi);
+        status = zsh_optim_gather_start(opt, b);
         if (status != ZSH_OK) {
             return status;
         }

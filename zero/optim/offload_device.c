@@ -20,7 +20,8 @@
  * With offload_params too (stage 3, ZeRO-Infinity), the parameter shards
  * live in pinned host memory or in the file: the host updates them in
  * place, and a gather copies this rank's shard up into its block of the
- * gathered device buffer and all-gathers in place (zsh_shard_gather_start_staged).
+ * gathered device buffer and all-gathers in place (a staged gather,
+ * zsh_shard_src_t.staged).
  */
 #include "optim/optim_impl.h"
 

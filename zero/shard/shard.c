@@ -175,17 +175,7 @@ int zsh_shard_is_gathered(const zsh_shard_t *shard)
 
 zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
 {
-    if (shard->local == NULL) {
-        return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "zsh_shard_gather: the tensor of %zu elements keeps its shard "
-                         "elsewhere", shard->numel);
-    }
-    return zsh_shard_gather_start_from(shard, shard->local);
-}
-
-zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local)
-{
-    return zsh_shard_gather_start_over(shard, local, shard->count, shard->comm);
+    return zsh_shard_gather_start_src(shard, NULL);
 }
 
 /* The gathered buffer, allocated for a gather about to start. */
@@ -204,36 +194,14 @@ static zsh_status_t zsh_shard_full_alloc(zsh_shard_t *shard)
     return ZSH_OK;
 }
 
-zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, size_t part_count,
-                                         zsh_comm_t *comm)
-{
-    zsh_status_t status;
-    int nparts = zsh_comm_size(comm);
-
-    if ((nparts < 1) || (part_count * (size_t)nparts != shard->count * (size_t)shard->size)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "zsh_shard_gather: %zu elements from each of %d ranks do not make the "
-                         "%zu x %d of the tensor", part_count, nparts, shard->count, shard->size);
-    }
-    status = zsh_shard_full_alloc(shard);
-    if (status == ZSH_OK) {
-        status = zsh_iallgather(part, shard->full, part_count, shard->dtype, comm, &shard->req);
-        if (status != ZSH_OK) {
-            zsh_shard_release(shard);
-        }
-    }
-    return status;
-}
-
-zsh_status_t zsh_shard_gather_start_staged(zsh_shard_t *shard, const void *local)
+/* A staged gather into device memory: @local copied to this rank's block,
+ * gathered in place. */
+static zsh_status_t zsh_shard_gather_staged(zsh_shard_t *shard, const void *local)
 {
     size_t bytes = shard->count * shard->esize;
     char *mine;
     zsh_status_t status;
 
-    if ((shard->acct == NULL) || (shard->acct->place != ZSH_PLACE_DEVICE)) {
-        return zsh_shard_gather_start_from(shard, local); /* host to host */
-    }
     status = zsh_shard_full_alloc(shard);
     if (status != ZSH_OK) {
         return status;
@@ -248,6 +216,48 @@ zsh_status_t zsh_shard_gather_start_staged(zsh_shard_t *shard, const void *local
     }
     if (status != ZSH_OK) {
         zsh_shard_release(shard);
+    }
+    return status;
+}
+
+zsh_status_t zsh_shard_gather_start_src(zsh_shard_t *shard, const zsh_shard_src_t *src)
+{
+    static const zsh_shard_src_t own = {0};
+    size_t full_count = shard->count * (size_t)shard->size;
+    const void *block;
+    zsh_comm_t *comm;
+    zsh_status_t status;
+    int nparts;
+
+    src   = (src != NULL) ? src : &own;
+    block = (src->buf != NULL) ? src->buf : shard->local;
+    comm  = (src->comm != NULL) ? src->comm : shard->comm;
+    if (block == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: the tensor of %zu elements keeps its shard "
+                         "elsewhere", shard->numel);
+    }
+    nparts = zsh_comm_size(comm);
+    if ((nparts < 1) || (full_count % (size_t)nparts != 0)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: the %zu x %d elements of the tensor do not split "
+                         "into equal parts over %d ranks", shard->count, shard->size, nparts);
+    }
+    if (src->staged && (comm != shard->comm)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: a staged gather goes over the tensor's own "
+                         "communicator, not a group of %d ranks", nparts);
+    }
+    if (src->staged && (shard->acct != NULL) && (shard->acct->place == ZSH_PLACE_DEVICE)) {
+        return zsh_shard_gather_staged(shard, block);
+    }
+    status = zsh_shard_full_alloc(shard);
+    if (status == ZSH_OK) {
+        status = zsh_iallgather(block, shard->full, full_count / (size_t)nparts, shard->dtype,
+                                comm, &shard->req);
+        if (status != ZSH_OK) {
+            zsh_shard_release(shard);
+        }
     }
     return status;
 }

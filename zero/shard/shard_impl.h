@@ -10,6 +10,8 @@
 
 #include <zeroshard/shard.h>
 
+#include <stdbool.h>
+
 /* ceil(numel / nranks): elements per rank, padded. Written without
  * numel + nranks - 1, which wraps for a numel near SIZE_MAX. */
 static inline size_t zsh_shard_part_count(size_t numel, int nranks)
@@ -31,29 +33,38 @@ static inline void zsh_shard_part_range(size_t numel, int nranks, int rank, size
 /* zsh_shard_create() with the local shard counted as @local_kind in
  * @local_acct and the gathered buffer as ZSH_MEM_BUFFERS in @acct (either
  * may be NULL). A @local_kind of ZSH_MEM_KINDS makes no local shard: the
- * owner keeps it elsewhere (in a file) and gathers with
- * zsh_shard_gather_start_from(). */
+ * owner keeps it elsewhere (in a file) and gathers it from a buffer of its
+ * own (zsh_shard_src_t.buf). */
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
                                       zsh_account_t *acct, zsh_account_t *local_acct,
                                       zsh_mem_kind_t local_kind, zsh_shard_t **shard_p);
 
-/* zsh_shard_gather_start() from @local (count elements, untouched until the
- * gather is waited for) instead of the tensor's local shard. */
-zsh_status_t zsh_shard_gather_start_from(zsh_shard_t *shard, const void *local);
+/* Where a gather's blocks come from. The zero description is the public
+ * zsh_shard_gather_start()'s: each rank's local shard, over the tensor's
+ * communicator. */
+typedef struct zsh_shard_src {
+    /* This rank's block: NULL for the tensor's local shard, else a buffer in
+     * its place (the ZeRO layer's shard read from a file, or hpZ's slice).
+     * Untouched until the gather is waited for. */
+    const void *buf;
+    /* The ranks that give the blocks: NULL for the tensor's communicator,
+     * else a group into whose size the full buffer divides, each rank giving
+     * one equal part in its rank order (hpZ gathers the buffer again from a
+     * node's secondary partition). */
+    zsh_comm_t *comm;
+    /* Host memory into a gathered buffer of device memory (the account's
+     * place): the block is copied to this rank's place in the buffer on the
+     * account's stream and gathered in place there, so no collective mixes
+     * host and device buffers. Host to host, a plain gather. Over the
+     * tensor's communicator only. */
+    bool        staged;
+} zsh_shard_src_t;
 
-/* zsh_shard_gather_start() of the same full buffer from parts of
- * @part_count elements, one from each rank of @comm in its rank order,
- * where @part_count times @comm's size is the full buffer's elements: the
- * ZeRO layer's hpZ gathers the buffer again from a node's secondary
- * partition. @part stays untouched until the gather is waited for. */
-zsh_status_t zsh_shard_gather_start_over(zsh_shard_t *shard, const void *part, size_t part_count,
-                                         zsh_comm_t *comm);
-
-/* zsh_shard_gather_start_from() into a gathered buffer of device memory
- * (the account's place) from host memory @local: the block is copied to
- * this rank's place in the buffer on the account's stream, and gathered in
- * place there, so no collective mixes host and device buffers. */
-zsh_status_t zsh_shard_gather_start_staged(zsh_shard_t *shard, const void *local);
+/* zsh_shard_gather_start() from @src (NULL: the zero description); the
+ * gather is waited for with zsh_shard_gather_wait(). ZSH_ERR_INVALID_ARG for
+ * a tensor already gathered, a description that does not fit it, or no
+ * block (a tensor without a local shard needs @src->buf). */
+zsh_status_t zsh_shard_gather_start_src(zsh_shard_t *shard, const zsh_shard_src_t *src);
 
 /* Whether the tensor has a gathered buffer or a gather in flight. */
 int zsh_shard_is_gathered(const zsh_shard_t *shard);

@@ -89,6 +89,128 @@ ZSH_RANK_TEST(shard, gather_returns_the_whole_tensor_and_release_frees_it)
     }
 }
 
+/* Check the gathered @full of @numel test values; false after a failure. */
+static bool zsh_shard_check_full(const float *full, size_t numel, const char *what)
+{
+    size_t i;
+
+    for (i = 0; i < numel; i++) {
+        if (full[i] != zsh_shard_value(i)) {
+            zsh_test_fail(__FILE__, __LINE__, "%s: element %zu is %g, expected %g", what, i,
+                          full[i], zsh_shard_value(i));
+            return false;
+        }
+    }
+    return true;
+}
+
+ZSH_RANK_TEST(shard, a_gather_from_a_given_block_or_staged_on_the_host_is_the_plain_one)
+{
+    size_t c, i;
+    zsh_shard_t *s;
+    float *block;
+    void *full;
+
+    for (c = 0; c < sizeof(zsh_shard_counts) / sizeof(zsh_shard_counts[0]); c++) {
+        size_t numel = zsh_shard_counts[c];
+        zsh_shard_src_t given, staged = {.staged = true};
+
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_shard_create(comm, numel, ZSH_FLOAT32, &s));
+        /* The local shard stays zero: only the given block has the values. */
+        block = calloc(zsh_shard_count(s) + 1, sizeof(float));
+        ZSH_ASSERT_TRUE(block != NULL);
+        for (i = 0; i < zsh_shard_owned(s); i++) {
+            block[i] = zsh_shard_value(zsh_shard_begin(s) + i);
+        }
+        given = (zsh_shard_src_t){.buf = block};
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_start_src(s, &given));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_wait(s, &full));
+        zsh_shard_check_full(full, numel, "from a given block");
+        zsh_shard_release(s);
+        /* Host memory throughout: staged is the plain gather. */
+        zsh_shard_fill_local(s);
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_start_src(s, &staged));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_wait(s, &full));
+        zsh_shard_check_full(full, numel, "staged on the host");
+        zsh_shard_destroy(s);
+        free(block);
+    }
+}
+
+ZSH_RANK_TEST(shard, a_gather_over_a_group_takes_an_equal_part_from_each_of_its_ranks)
+{
+    int r = zsh_comm_rank(comm), n = zsh_comm_size(comm), gsize;
+    size_t numel = 6 * (size_t)n, part, i;
+    zsh_comm_t *group, *self;
+    zsh_shard_src_t src;
+    zsh_shard_t *s, *one;
+    float *mine;
+    void *full;
+
+    /* Pairs of ranks (the last one alone at an odd size), as hpZ's node
+     * groups: each pair gathers the whole tensor from its two parts. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, r / 2, r, &group));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, r, 0, &self));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_shard_create(comm, numel, ZSH_FLOAT32, &s));
+    gsize = zsh_comm_size(group);
+    part  = numel / (size_t)gsize;
+    mine  = calloc(part, sizeof(float));
+    ZSH_ASSERT_TRUE(mine != NULL);
+    for (i = 0; i < part; i++) {
+        mine[i] = zsh_shard_value((size_t)zsh_comm_rank(group) * part + i);
+    }
+    src = (zsh_shard_src_t){.buf = mine, .comm = group};
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_start_src(s, &src));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_wait(s, &full));
+    zsh_shard_check_full(full, numel, "over a group");
+    zsh_shard_release(s);
+    /* A staged gather goes over the tensor's own communicator only. */
+    src.staged = true;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_shard_gather_start_src(s, &src));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "staged");
+    ZSH_EXPECT_EQ(0, zsh_shard_gathered_bytes(s));
+    /* One element over this rank alone does not split over n > 1 ranks:
+     * refused before anything is sent. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_shard_create(self, 1, ZSH_FLOAT32, &one));
+    src = (zsh_shard_src_t){.comm = comm};
+    if (n > 1) {
+        ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_shard_gather_start_src(one, &src));
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "do not split into equal parts");
+    }
+    zsh_shard_destroy(one);
+    zsh_shard_destroy(s);
+    free(mine);
+    zsh_comm_destroy(self);
+    zsh_comm_destroy(group);
+}
+
+ZSH_RANK_TEST(shard, a_tensor_without_a_local_shard_gathers_only_from_a_given_block)
+{
+    zsh_shard_src_t src = {0};
+    zsh_shard_t *s;
+    float *block;
+    void *full;
+    size_t i;
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_shard_create_counted(comm, 1000, ZSH_FLOAT32, NULL, NULL,
+                                                       ZSH_MEM_KINDS, &s));
+    ZSH_EXPECT_TRUE(zsh_shard_local(s) == NULL);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_shard_gather_start_src(s, &src));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "keeps its shard elsewhere");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_shard_gather_start(s));
+    block = calloc(zsh_shard_count(s), sizeof(float));
+    ZSH_ASSERT_TRUE(block != NULL);
+    for (i = 0; i < zsh_shard_owned(s); i++) {
+        block[i] = zsh_shard_value(zsh_shard_begin(s) + i);
+    }
+    src.buf = block;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_start_src(s, &src));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_shard_gather_wait(s, &full));
+    zsh_shard_check_full(full, 1000, "without a local shard");
+    zsh_shard_destroy(s);
+    free(block);
+}
+
 ZSH_RANK_TEST(shard, reduce_scatter_of_an_unpadded_gradient_sums_into_each_shard)
 {
     int n = zsh_comm_size(comm), r = zsh_comm_rank(comm);
