@@ -5,7 +5,8 @@
  * max_live_bytes: then the least recently used unreferenced bucket goes.
  * After each fetch, the next buckets of the recorded order are gathered
  * ahead of use (nonblocking) while they fit in the budget. A step drops
- * every gathered bucket, since the update makes them stale.
+ * every gathered bucket, since the update makes them stale. Which of these
+ * a bucket is in is its state (bstate.h), and every decision here reads it.
  *
  * Every rank fetches in the same order, so every rank makes the same
  * eviction and prefetch decisions and the collectives match.
@@ -46,23 +47,26 @@ static void zsh_optim_bounce_put(zsh_optim_t *opt, zsh_obucket_t *b)
     b->nvme.pbounce = NULL;
 }
 
-/* Start reading @b's shard; ZSH_ERR_NO_MEMORY when the budget has no room. */
+/* Start reading @b's shard (sharded or reading); ZSH_ERR_NO_MEMORY when
+ * the budget has no room. */
 static zsh_status_t zsh_optim_param_read_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_status_t status;
 
-    if (b->nvme.pbounce != NULL) {
+    if (b->fetch.state == ZSH_BSTATE_READING) {
         return ZSH_OK;
     }
     b->nvme.pbounce = zsh_pool_get(&opt->tiers.pool, zsh_optim_bounce_bytes(opt, b));
     if (b->nvme.pbounce == NULL) {
         return ZSH_ERR_NO_MEMORY;
     }
-    status = zsh_tier_io(opt, ZSH_TK_PARAMS, false, b->nvme.foff, b->nvme.pbounce, b->count, &b->nvme.pread);
+    status = zsh_tier_io(opt, ZSH_TK_PARAMS, false, b->nvme.foff, b->nvme.pbounce, b->count,
+                         &b->nvme.pread);
     if (status != ZSH_OK) {
         zsh_optim_bounce_put(opt, b);
+        return status;
     }
-    return status;
+    return zsh_obucket_move(b, ZSH_BSTATE_READING);
 }
 
 void zsh_optim_param_reads_drop(zsh_optim_t *opt)
@@ -70,8 +74,10 @@ void zsh_optim_param_reads_drop(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        if ((opt->buckets[i].nvme.pbounce != NULL) && !zsh_shard_is_gathered(opt->buckets[i].fetch.pshard)) {
+        if (opt->buckets[i].fetch.state == ZSH_BSTATE_READING) {
             zsh_optim_bounce_put(opt, &opt->buckets[i]);
+            /* Reading may always go back: the move cannot be refused. */
+            zsh_obucket_move(&opt->buckets[i], ZSH_BSTATE_SHARDED);
         }
     }
 }
@@ -99,27 +105,30 @@ static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b
         status = zsh_tier_wait(opt, &b->nvme.pread);
     }
     if (status != ZSH_OK) {
-        if (b->nvme.pbounce != NULL) {
+        if (b->fetch.state == ZSH_BSTATE_READING) {
             zsh_optim_bounce_put(opt, b);
+            zsh_obucket_move(b, ZSH_BSTATE_SHARDED); /* allowed: the failure is the one told */
         }
         zsh_comm_abort(opt->comm);
-        return zsh_sticky_failed(&opt->tiers.failed) ? zsh_tier_check(opt, "reading a parameter shard")
-                                             : status;
+        return zsh_sticky_failed(&opt->tiers.failed)
+                   ? zsh_tier_check(opt, "reading a parameter shard")
+                   : status;
     }
     return ZSH_OK;
 }
 
-static void zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
+static zsh_status_t zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     opt->live_bytes -= zsh_shard_gathered_bytes(b->fetch.pshard);
     zsh_shard_release(b->fetch.pshard);
-    b->fetch.prefetched = false;
+    return zsh_obucket_move(b, ZSH_BSTATE_SHARDED);
 }
 
 /* Post the gather of @b (sharded or reading), from where its data is:
  * hpZ's slice once gathered since the last update (the node group has it),
  * the shard read from the NVMe file, or the shard in memory, staged into
- * device memory when the shards are away from the device. */
+ * device memory when the shards are away from the device. @b's state is the
+ * caller's to move. */
 static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_shard_src_t src = {0};
@@ -159,26 +168,31 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
 
 /* Evict cached buckets, least recently used first, until @bytes more fit in
  * the budget; buckets in @keep, fetched or prefetched stay. ZSH_OK if they
- * fit, ZSH_ERR_NO_MEMORY if not (nothing else could go). */
+ * fit, ZSH_ERR_NO_MEMORY if not (nothing else could go), or the error of a
+ * refused move. */
 static zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const size_t *keep,
                                         size_t nkeep)
 {
     zsh_obucket_t *b, *lru;
+    zsh_status_t status;
     size_t i;
 
     while (opt->live_bytes + bytes > opt->cfg.max_live_bytes) {
         lru = NULL;
         for (i = 0; i < opt->nbuckets; i++) {
             b = &opt->buckets[i];
-            if (zsh_shard_is_gathered(b->fetch.pshard) && (b->fetch.refs == 0) && !b->fetch.prefetched &&
-                !zsh_optim_in(keep, nkeep, i) && ((lru == NULL) || (b->fetch.last_use < lru->fetch.last_use))) {
+            if ((b->fetch.state == ZSH_BSTATE_CACHED) && !zsh_optim_in(keep, nkeep, i) &&
+                ((lru == NULL) || (b->fetch.last_use < lru->fetch.last_use))) {
                 lru = b;
             }
         }
         if (lru == NULL) {
             return ZSH_ERR_NO_MEMORY;
         }
-        zsh_optim_evict(opt, lru);
+        status = zsh_optim_evict(opt, lru);
+        if (status != ZSH_OK) {
+            return status;
+        }
     }
     return ZSH_OK;
 }
@@ -189,6 +203,7 @@ static zsh_status_t zsh_optim_make_room(zsh_optim_t *opt, size_t bytes, const si
 static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
 {
     size_t window[ZSH_PREFETCH_MAX], n = 0, i, c;
+    zsh_obucket_t *b;
     int depth = (opt->cfg.prefetch < ZSH_PREFETCH_MAX) ? opt->cfg.prefetch : ZSH_PREFETCH_MAX;
     zsh_status_t status;
 
@@ -199,25 +214,36 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
         /* Reads are local: issue them twice as far ahead, while the budget
          * has room, so the disk is busy before the gathers need them. */
         for (i = 0; ((int)i < 2 * depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
-            if (!zsh_shard_is_gathered(opt->buckets[c].fetch.pshard) &&
-                (zsh_optim_param_read_start(opt, &opt->buckets[c]) != ZSH_OK)) {
-                break;
+            if (zsh_bstate_gathered(opt->buckets[c].fetch.state)) {
+                continue;
+            }
+            status = zsh_optim_param_read_start(opt, &opt->buckets[c]);
+            if (status == ZSH_ERR_INTERNAL) {
+                return status;
+            }
+            if (status != ZSH_OK) {
+                break; /* no room, or the tier failed: the fetch will see */
             }
         }
     }
     for (i = 0; i < n; i++) {
-        if (zsh_shard_is_gathered(opt->buckets[window[i]].fetch.pshard)) {
+        b = &opt->buckets[window[i]];
+        if (zsh_bstate_gathered(b->fetch.state)) {
             continue;
         }
-        if (zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, &opt->buckets[window[i]]), window,
-                                n) != ZSH_OK) {
+        status = zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), window, n);
+        if (status == ZSH_ERR_NO_MEMORY) {
             break; /* no room: the fetch will gather it when it comes */
         }
-        status = zsh_optim_gather_start(opt, &opt->buckets[window[i]]);
+        if (status == ZSH_OK) {
+            status = zsh_optim_gather_start(opt, b);
+        }
+        if (status == ZSH_OK) {
+            status = zsh_obucket_move(b, ZSH_BSTATE_PREFETCHED);
+        }
         if (status != ZSH_OK) {
             return status;
         }
-        opt->buckets[window[i]].fetch.prefetched = true;
     }
     return ZSH_OK;
 }
@@ -226,18 +252,22 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
 static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **full_p)
 {
     zsh_obucket_t *b = &opt->buckets[bi];
-    zsh_status_t status;
+    zsh_status_t status, moved;
 
-    if (!zsh_shard_is_gathered(b->fetch.pshard)) {
+    if (!zsh_bstate_gathered(b->fetch.state)) {
         /* Over budget is allowed when everything live is in use: a fetch must succeed. */
-        zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), &bi, 1);
-        status = zsh_optim_gather_start(opt, b);
+        status = zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), &bi, 1);
+        if ((status == ZSH_OK) || (status == ZSH_ERR_NO_MEMORY)) {
+            status = zsh_optim_gather_start(opt, b);
+        }
+        if (status == ZSH_OK) {
+            status = zsh_obucket_move(b, ZSH_BSTATE_GATHERING);
+        }
         if (status != ZSH_OK) {
             return status;
         }
-    } else if (b->fetch.prefetched) {
+    } else if (b->fetch.state == ZSH_BSTATE_PREFETCHED) {
         opt->stats.prefetch_hits++;
-        b->fetch.prefetched = false;
     }
     status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->fetch.pshard, full_p));
     if (b->nvme.pbounce != NULL) {
@@ -245,7 +275,14 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
     }
     if (status != ZSH_OK) {
         opt->live_bytes -= zsh_obucket_full_bytes(opt, b); /* the shard released it */
-        return status;
+        moved = zsh_obucket_move(b, ZSH_BSTATE_SHARDED);
+        return (moved != ZSH_OK) ? moved : status;
+    }
+    if (b->fetch.state != ZSH_BSTATE_LIVE) {
+        status = zsh_obucket_move(b, ZSH_BSTATE_LIVE);
+        if (status != ZSH_OK) {
+            return status;
+        }
     }
     zsh_optim_hpz_keep(opt, b, *full_p);
     return ZSH_OK;
@@ -325,25 +362,30 @@ zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param)
                          "zsh_optim_release: parameter '%s' is not fetched", param->name);
     }
     param->fetched = false;
-    opt->stage_ops->release(opt, param);
-    return ZSH_OK;
+    return opt->stage_ops->release(opt, param);
 }
 
-void zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param)
+zsh_status_t zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param)
 {
     zsh_obucket_t *b = &opt->buckets[param->bucket];
+    zsh_status_t status;
 
-    if ((--b->fetch.refs == 0) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
-        zsh_optim_evict(opt, b);
+    if (--b->fetch.refs > 0) {
+        return ZSH_OK;
     }
+    status = zsh_obucket_move(b, ZSH_BSTATE_CACHED);
+    if ((status == ZSH_OK) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
+        status = zsh_optim_evict(opt, b);
+    }
+    return status;
 }
 
 zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_status_t status;
+    zsh_status_t status, moved;
     void *full;
 
-    if ((b->fetch.pshard == NULL) || !zsh_shard_is_gathered(b->fetch.pshard)) {
+    if (!zsh_bstate_gathered(b->fetch.state)) {
         return ZSH_OK;
     }
     status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->fetch.pshard, &full));
@@ -352,8 +394,8 @@ zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)
     }
     opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
     zsh_shard_release(b->fetch.pshard); /* a failed wait released it already */
-    b->fetch.prefetched = false;
-    return status;
+    moved = zsh_obucket_move(b, ZSH_BSTATE_SHARDED);
+    return (moved != ZSH_OK) ? moved : status;
 }
 
 zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt)

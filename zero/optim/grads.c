@@ -67,8 +67,8 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
 static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     b->nvme.gsumsq = zsh_optim_sumsq(opt, b->nvme.gtransit, b->hi - b->lo);
-    if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->nvme.foff, b->nvme.gtransit, b->count, &b->nvme.gwrite) !=
-        ZSH_OK) {
+    if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->nvme.foff, b->nvme.gtransit, b->count,
+                    &b->nvme.gwrite) != ZSH_OK) {
         zsh_optim_grad_transit_put(opt, b);
     }
 }
@@ -109,8 +109,8 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
         if (status == ZSH_OK) {
             zsh_optim_grad_to_file(opt, b);
         } else {
-            zsh_pool_retire(&opt->tiers.pool, b->nvme.gtransit, zsh_pool_round(b->count * opt->esize),
-                            opt->comm);
+            zsh_pool_retire(&opt->tiers.pool, b->nvme.gtransit,
+                            zsh_pool_round(b->count * opt->esize), opt->comm);
             b->nvme.gtransit = NULL;
         }
     }

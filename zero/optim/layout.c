@@ -112,7 +112,8 @@ zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkin
 
     if (kind == ZSH_TK_PARAMS) {
         status = zsh_bucket_seal_counted(b->layout, &opt->acct, zsh_tier_acct(opt, kind),
-                                         in_file ? ZSH_MEM_KINDS : ZSH_MEM_PARAMS, &b->fetch.pshard);
+                                         in_file ? ZSH_MEM_KINDS : ZSH_MEM_PARAMS,
+                                         &b->fetch.pshard);
         if (status != ZSH_OK) {
             return status;
         }
@@ -226,6 +227,14 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
 
     zsh_optim_grads_wait(opt);
     zsh_optim_grad_writes_wait(opt);
+    for (i = 0; i < opt->nbuckets; i++) {
+        /* Destroyed with parameters still fetched: their buckets go as
+         * cached ones do. */
+        if (opt->buckets[i].fetch.refs > 0) {
+            opt->buckets[i].fetch.refs = 0;
+            zsh_obucket_move(&opt->buckets[i], ZSH_BSTATE_CACHED);
+        }
+    }
     zsh_optim_param_reads_drop(opt);
     zsh_optim_drop_gathers(opt);
     zsh_optim_hpz_free(opt);

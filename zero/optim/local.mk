@@ -1,11 +1,12 @@
 # zero/optim: the ZeRO stages (the optimizer object, layout, gradients, fetch
-# and prefetch, the step, the offload tiers and their swapped step, hpZ,
-# device parameters, the state a checkpoint walks); stage/, rule/ and
-# estimate/ have fragments of their own
+# and prefetch, the stage 3 buckets' states, the step, the offload tiers and
+# their swapped step, hpZ, device parameters, the state a checkpoint walks);
+# stage/, rule/ and estimate/ have fragments of their own
 libzsh_zero_la_SOURCES += \
 	%reldir%/optim_impl.h %reldir%/stage.h %reldir%/optim.c %reldir%/config.c %reldir%/config.h \
-	%reldir%/layout.c %reldir%/grads.c %reldir%/fetch.c %reldir%/prefetch.c %reldir%/prefetch.h \
-	%reldir%/norm.c %reldir%/step.c %reldir%/update.c %reldir%/apply.c %reldir%/load.c \
+	%reldir%/layout.c %reldir%/grads.c %reldir%/fetch.c %reldir%/bstate.c %reldir%/bstate.h \
+	%reldir%/prefetch.c %reldir%/prefetch.h %reldir%/norm.c %reldir%/step.c %reldir%/update.c \
+	%reldir%/apply.c %reldir%/load.c \
 	%reldir%/state.c %reldir%/state.h %reldir%/state_walk.c %reldir%/state_check.c \
 	%reldir%/scaler.c %reldir%/scaler.h %reldir%/workers.c %reldir%/workers.h \
 	%reldir%/tier.c %reldir%/tier.h %reldir%/swap.c %reldir%/swap_plan.h \

@@ -13,6 +13,7 @@
 
 #include "core/sticky.h"
 #include "mem/account.h"
+#include "optim/bstate.h"
 #include "optim/prefetch.h"
 #include "optim/rule/rule.h"
 #include "optim/scaler.h"
@@ -44,8 +45,8 @@ typedef struct zsh_obucket {
     float          *m, *v;       /* optimizer states of the state region (v: Adam only) */
     struct {                      /* stage 3: the parameters, sharded and gathered */
         zsh_shard_t   *pshard;    /* the parameter shard */
+        zsh_bstate_t   state;     /* what is gathered (bstate.h), moved by zsh_obucket_move() */
         int            refs;      /* parameters fetched and not released */
-        bool           prefetched; /* gathered ahead of use, not fetched yet */
         unsigned long  last_use;  /* tick of the last fetch, for eviction */
     } fetch;
     struct {                      /* the NVMe tier */
@@ -62,7 +63,8 @@ typedef struct zsh_obucket {
     } dev;
     struct {                      /* hpZ */
         void          *sec;       /* this rank's slice of the secondary partition */
-        bool           sec_valid; /* filled by a gather since the last update */
+        bool           sec_valid; /* filled by a gather since the last update (not a state:
+                                     bstate.h says why) */
     } hpz;
 } zsh_obucket_t;
 
@@ -287,7 +289,7 @@ void         zsh_optim_grads_reset(zsh_optim_t *opt);
 /* fetch.c: stage 3's fetch and release of a parameter the caller checked:
  * its bucket gathered (cached, prefetching the next ones), and let go. */
 zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
-void         zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param);
+zsh_status_t zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param);
 /* fetch.c: stage 3 gathers: drop one bucket's gathered copy (cached or
  * prefetched, not fetched), or every bucket's. */
 zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b);

@@ -73,7 +73,7 @@ typedef struct zsh_stage_ops {
 
     /* Fetch and release of a parameter, checked by the caller (fetch.c). */
     zsh_status_t (*fetch)(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
-    void         (*release)(zsh_optim_t *opt, zsh_param_t *param);
+    zsh_status_t (*release)(zsh_optim_t *opt, zsh_param_t *param);
 
     /* The step (step.c, update.c): before the update (stage 3 drops what
      * it gathered, which the update makes stale); the rule's walk of the

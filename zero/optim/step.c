@@ -100,7 +100,8 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
     }
     if ((status != ZSH_OK) && (b->dev.publish != NULL)) {
         (void)zsh_optim_dev_copies_wait(opt); /* a copy up may still write it */
-        zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->dev.publish, zsh_obucket_full_bytes(opt, b));
+        zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->dev.publish,
+                         zsh_obucket_full_bytes(opt, b));
         b->dev.publish = NULL;
     }
     return status;

@@ -52,10 +52,11 @@ zsh_status_t zsh_stage_fetch_buf(zsh_optim_t *opt, zsh_param_t *param, void **da
     return ZSH_OK;
 }
 
-void zsh_stage_release_buf(zsh_optim_t *opt, zsh_param_t *param)
+zsh_status_t zsh_stage_release_buf(zsh_optim_t *opt, zsh_param_t *param)
 {
     (void)opt;
     (void)param;
+    return ZSH_OK;
 }
 
 /* Offload from the device sends the updated block straight into the
@@ -80,8 +81,9 @@ zsh_status_t zsh_stage_params_up_buf(zsh_optim_t *opt, zsh_obucket_t *b, size_t 
     if (b->dev.publish != NULL) {
         /* Stage 2 from the host tier: straight into the publishing
          * all-gather's buffer, at this rank's block. */
-        return zsh_dev_copy((char *)b->dev.publish + ((size_t)opt->rank * b->count + s0 - b->lo) * es,
-                            src + (s0 - b->lo) * es, (e0 - s0) * es, stream);
+        char *dst = (char *)b->dev.publish + ((size_t)opt->rank * b->count + s0 - b->lo) * es;
+
+        return zsh_dev_copy(dst, src + (s0 - b->lo) * es, (e0 - s0) * es, stream);
     }
     /* Stage 2 from the NVMe tier: into the framework's buffers, which the
      * publishing all-gather reads (update.c), so no bucket-sized buffer

@@ -107,6 +107,7 @@ zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
                                    (char *)b->staging + (size_t)opt->rank * b->count * opt->esize,
                                    b->count, dt, ZSH_SUM, opt->comm, &b->req);
     }
-    return zsh_ireduce_scatter(b->staging, (b->nvme.gtransit != NULL) ? b->nvme.gtransit : b->grad_shard,
+    return zsh_ireduce_scatter(b->staging,
+                               (b->nvme.gtransit != NULL) ? b->nvme.gtransit : b->grad_shard,
                                b->count, dt, ZSH_SUM, opt->comm, &b->req);
 }

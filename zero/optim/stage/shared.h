@@ -17,7 +17,7 @@ zsh_status_t zsh_stage_grad_full_dst(zsh_optim_t *opt, zsh_obucket_t *b,
                                      const zsh_param_t *param, char **dst_p);
 zsh_status_t zsh_stage_params_hold(zsh_optim_t *opt, zsh_obucket_t *b);
 zsh_status_t zsh_stage_fetch_buf(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
-void         zsh_stage_release_buf(zsh_optim_t *opt, zsh_param_t *param);
+zsh_status_t zsh_stage_release_buf(zsh_optim_t *opt, zsh_param_t *param);
 zsh_status_t zsh_stage_update_params(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
                                      size_t s0, size_t e0, const zsh_swap_view_t *view,
                                      void *out);
