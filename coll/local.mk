@@ -34,6 +34,9 @@ libzsh_coll_la_SOURCES += \
 	%reldir%/allreduce/allreduce_eager.c %reldir%/allreduce/allreduce_hier.c \
 	%reldir%/bcast/bcast.c %reldir%/bcast/bcast.h %reldir%/bcast/bcast_binomial.c \
 	%reldir%/bcast/bcast_direct.c %reldir%/bcast/bcast_eager.c %reldir%/bcast/bcast_hier.c \
+	%reldir%/alltoall/alltoall.c %reldir%/alltoall/alltoall.h \
+	%reldir%/alltoall/alltoall_pairwise.c %reldir%/alltoall/alltoall_direct.c \
+	%reldir%/alltoall/alltoall_eager.c \
 	%reldir%/barrier/barrier.c %reldir%/barrier/barrier_eager.c \
 	%reldir%/barrier/barrier_hier.c %reldir%/barrier/barrier.h \
 	%reldir%/api/config.c %reldir%/api/config.h %reldir%/api/comm.c %reldir%/api/comm.h \

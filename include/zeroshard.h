@@ -5,14 +5,14 @@
  *
  * ZeroShard brings ZeRO (the Zero Redundancy Optimizer) to any framework as
  * MPI-style C middleware. This header is the collective layer: all-gather,
- * reduce-scatter, all-reduce, broadcast and barrier over UCX.
+ * reduce-scatter, all-reduce, broadcast, all-to-all and barrier over UCX.
  *
  * Conventions, as in NCCL:
  * - counts are per-rank element counts;
  * - in place is defined by pointer arithmetic, not by a flag:
  *   - allgather: `sendbuf == recvbuf + rank * sendcount`;
  *   - reduce-scatter: `recvbuf == sendbuf + rank * recvcount`;
- *   - allreduce: `sendbuf == recvbuf`;
+ *   - allreduce, alltoall: `sendbuf == recvbuf`;
  * - a zero count is a legal no-op: it moves nothing, needs no buffers and
  *   completes at once (a nonblocking call still returns a request).
  *
@@ -368,6 +368,30 @@ zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count,
  */
 zsh_status_t zsh_broadcast(void *buf, size_t count, zsh_dtype_t dtype, int root, zsh_comm_t *comm);
 
+/**
+ * @brief Send block j of @p sendbuf to rank j, which keeps it as block `rank`
+ *        of its @p recvbuf (MPI_Alltoall with equal blocks).
+ *
+ * Every rank passes the same @p count and @p dtype. In place (@p sendbuf ==
+ * @p recvbuf) each block is replaced by the one its rank sent, as with
+ * MPI_IN_PLACE; the host algorithms then send from a copy of the input, so
+ * it costs size * @p count elements of scratch. Buffers that overlap
+ * otherwise are refused. On CUDA device buffers the call is a group of
+ * ncclSend/ncclRecv; in place there is refused with ZSH_ERR_UNSUPPORTED.
+ * @param sendbuf size * @p count elements: block j (elements
+ *                [j * count, (j + 1) * count)) goes to rank j.
+ * @param recvbuf size * @p count elements: block j comes from rank j.
+ * @param count   Elements of each block, the same on every rank; 0 moves
+ *                nothing, as for every collective.
+ * @param dtype   Element type.
+ * @param comm    Communicator.
+ * @return ZSH_ERR_INVALID_ARG, before anything is sent, for a NULL buffer
+ *         with @p count > 0, overlapping buffers not in place, an invalid
+ *         dtype or a size that overflows size_t.
+ */
+zsh_status_t zsh_alltoall(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
+                          zsh_comm_t *comm);
+
 /** @brief Return only once every rank of @p comm has entered the barrier. */
 zsh_status_t zsh_barrier(zsh_comm_t *comm);
 
@@ -415,6 +439,23 @@ zsh_status_t zsh_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
  */
 zsh_status_t zsh_ibroadcast(void *buf, size_t count, zsh_dtype_t dtype, int root,
                             zsh_comm_t *comm, zsh_request_t **req_p);
+
+/**
+ * @brief Start an all-to-all; see zsh_alltoall() and zsh_iallgather().
+ *
+ * It chooses among the algorithms zsh_alltoall() may choose, by the same
+ * rule, and takes the device path on device buffers as zsh_alltoall() does.
+ * @param[in]  sendbuf As for zsh_alltoall(); read until the request completes.
+ * @param[out] recvbuf As for zsh_alltoall(); valid once the request completes.
+ * @param[in]  count   Elements of each block.
+ * @param[in]  dtype   Element type.
+ * @param[in]  comm    Communicator.
+ * @param[out] req_p   The request, set only on success; as for zsh_iallgather().
+ * @return ZSH_ERR_INVALID_ARG, before anything is sent, for what
+ *         zsh_alltoall() refuses and for a NULL @p req_p.
+ */
+zsh_status_t zsh_ialltoall(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,
+                           zsh_comm_t *comm, zsh_request_t **req_p);
 
 /**
  * @brief Start a barrier; see zsh_barrier() and zsh_iallgather().

@@ -272,6 +272,28 @@ static void zsh_bench_cuda_fail(const zsh_bench_opts_t *opts, const char *what, 
     zsh_bench_world_abort(1);
 }
 
+/* NCCL's all-to-all: a send and a receive per rank in one group. */
+static ncclResult_t zsh_bench_cuda_alltoall(const zsh_bench_cuda_t *cuda, char *send, char *recv,
+                                            size_t count, ncclDataType_t dt, size_t esize)
+{
+    ncclResult_t r, end;
+    int n = 0, p;
+
+    r = ncclCommCount(cuda->nccl, &n);
+    if (r != ncclSuccess) {
+        return r;
+    }
+    r = ncclGroupStart();
+    for (p = 0; (p < n) && (r == ncclSuccess); p++) {
+        r = ncclSend(send + (size_t)p * count * esize, count, dt, p, cuda->nccl, cuda->stream);
+        if (r == ncclSuccess) {
+            r = ncclRecv(recv + (size_t)p * count * esize, count, dt, p, cuda->nccl, cuda->stream);
+        }
+    }
+    end = ncclGroupEnd();
+    return (r != ncclSuccess) ? r : end;
+}
+
 static void zsh_bench_cuda_call_nccl(const zsh_bench_cuda_t *cuda, const zsh_bench_opts_t *opts, char *send,
                                      char *recv, size_t count)
 {
@@ -290,6 +312,9 @@ static void zsh_bench_cuda_call_nccl(const zsh_bench_cuda_t *cuda, const zsh_ben
         break;
     case ZSH_BUSBW_BROADCAST:
         r = ncclBroadcast(send, send, count, dt, 0, cuda->nccl, cuda->stream);
+        break;
+    case ZSH_BUSBW_ALLTOALL:
+        r = zsh_bench_cuda_alltoall(cuda, send, recv, count, dt, opts->dtype->esize);
         break;
     case ZSH_BUSBW_BARRIER:
         break; /* refused with --device cuda when the options are read */

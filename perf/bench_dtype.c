@@ -86,6 +86,9 @@ static double zsh_bench_expected(const zsh_bench_opts_t *opts, size_t count, siz
     case ZSH_BUSBW_REDUCE_SCATTER: return zsh_bench_sum((size_t)rank * count + i, size);
     case ZSH_BUSBW_ALLREDUCE:      return zsh_bench_sum(i, size);
     case ZSH_BUSBW_BROADCAST:      return zsh_bench_value(0, i);
+    /* block j came from rank j: its block for this rank */
+    case ZSH_BUSBW_ALLTOALL:       return zsh_bench_value((int)(i / count),
+                                                          (size_t)rank * count + i % count);
     case ZSH_BUSBW_BARRIER:        break; /* no output */
     }
     return 0.0;

@@ -18,6 +18,8 @@ static const zsh_bench_coll_t zsh_bench_colls[] = {
      "(n-1)/n", "MPI_Reduce_scatter_block", "ncclReduceScatter"},
     {"allreduce", "Allreduce", ZSH_BUSBW_ALLREDUCE, "the buffer", "2(n-1)/n", "MPI_Allreduce", "ncclAllReduce"},
     {"broadcast", "Broadcast", ZSH_BUSBW_BROADCAST, "the buffer", "1", "MPI_Bcast", "ncclBroadcast"},
+    {"alltoall", "Alltoall", ZSH_BUSBW_ALLTOALL, "the input, ranks x the block for each rank",
+     "(n-1)/n", "MPI_Alltoall", "ncclSend/ncclRecv"},
     {"barrier", "Barrier", ZSH_BUSBW_BARRIER, "nothing (one row: a barrier moves no data)", "0",
      "MPI_Barrier", NULL},
 };
@@ -25,7 +27,7 @@ static const zsh_bench_coll_t zsh_bench_colls[] = {
 void zsh_bench_usage(FILE *out)
 {
     fprintf(out,
-            "usage: mpirun -np N zsh_bench allgather|reduce_scatter|allreduce|broadcast|barrier [options]\n"
+            "usage: mpirun -np N zsh_bench allgather|reduce_scatter|allreduce|broadcast|alltoall|barrier [options]\n"
             "       zshrun -n N zsh_bench ... (ZeroShard's own bootstrap, no MPI)\n"
             "  -m, --message-size MIN:MAX  sizes in bytes, k/m/g suffixes (default 1:32m; MAX alone\n"
             "                              keeps the default MIN); total bytes as nccl-tests counts them\n"
@@ -234,13 +236,13 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
         }
     }
     if (optind != argc - 1) {
-        snprintf(err, errlen, "expected one collective (allgather, reduce_scatter, allreduce, broadcast or "
+        snprintf(err, errlen, "expected one collective (allgather, reduce_scatter, allreduce, broadcast, alltoall or "
                  "barrier), got %d", argc - optind);
         return -1;
     }
     opts->coll = zsh_bench_coll_find(argv[optind]);
     if (opts->coll == NULL) {
-        snprintf(err, errlen, "unknown collective '%s': allgather, reduce_scatter, allreduce, broadcast or "
+        snprintf(err, errlen, "unknown collective '%s': allgather, reduce_scatter, allreduce, broadcast, alltoall or "
                  "barrier", argv[optind]);
         return -1;
     }

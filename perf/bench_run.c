@@ -69,6 +69,9 @@ int zsh_bench_bufs_init(zsh_bench_bufs_t *b, const zsh_bench_opts_t *opts, size_
     case ZSH_BUSBW_BROADCAST:
         b->send_bytes = count * esize; /* in place: the one buffer */
         break;
+    case ZSH_BUSBW_ALLTOALL:
+        b->send_bytes = b->recv_bytes = (size_t)size * count * esize;
+        break;
     case ZSH_BUSBW_BARRIER:
         break; /* no buffers: an arena of one page keeps the pointers valid */
     }
@@ -104,6 +107,7 @@ zsh_status_t zsh_bench_zsh_call(const zsh_bench_opts_t *opts, char *send, char *
     case ZSH_BUSBW_REDUCE_SCATTER: return zsh_reduce_scatter(send, recv, count, dt, ZSH_SUM, comm);
     case ZSH_BUSBW_ALLREDUCE:      return zsh_allreduce(send, recv, count, dt, ZSH_SUM, comm);
     case ZSH_BUSBW_BROADCAST:      return zsh_broadcast(send, count, dt, 0, comm);
+    case ZSH_BUSBW_ALLTOALL:       return zsh_alltoall(send, recv, count, dt, comm);
     case ZSH_BUSBW_BARRIER:        return zsh_barrier(comm);
     }
     return ZSH_ERR_INVALID_ARG;
@@ -137,6 +141,9 @@ static void zsh_bench_call_mpi(const zsh_bench_opts_t *opts, char *send, char *r
         break;
     case ZSH_BUSBW_BROADCAST:
         rc = MPI_Bcast(send, n, dt, 0, MPI_COMM_WORLD);
+        break;
+    case ZSH_BUSBW_ALLTOALL:
+        rc = MPI_Alltoall(send, n, dt, recv, n, dt, MPI_COMM_WORLD);
         break;
     case ZSH_BUSBW_BARRIER:
         rc = MPI_Barrier(MPI_COMM_WORLD);

@@ -13,6 +13,7 @@
  *   reduce_scatter  n * recvcount * esize (send)   (n - 1) / n
  *   allreduce       count * esize                  2 * (n - 1) / n
  *   broadcast       count * esize                  1
+ *   alltoall        n * count * esize (send)       (n - 1) / n
  *   barrier         0 (it moves no data)           0
  *
  * busbw is the rate at which the busiest link must move data for the
@@ -32,7 +33,8 @@ typedef enum {
     ZSH_BUSBW_REDUCE_SCATTER,
     ZSH_BUSBW_ALLREDUCE,
     ZSH_BUSBW_BROADCAST,
-    ZSH_BUSBW_BARRIER
+    ZSH_BUSBW_BARRIER,
+    ZSH_BUSBW_ALLTOALL
 } zsh_busbw_coll_t;
 
 /* busbw / algbw for @coll over @n ranks; 0 when @n < 1. */
@@ -43,7 +45,8 @@ static inline double zsh_busbw_factor(zsh_busbw_coll_t coll, int n)
     }
     switch (coll) {
     case ZSH_BUSBW_ALLGATHER:
-    case ZSH_BUSBW_REDUCE_SCATTER: return (double)(n - 1) / n;
+    case ZSH_BUSBW_REDUCE_SCATTER:
+    case ZSH_BUSBW_ALLTOALL:       return (double)(n - 1) / n;
     case ZSH_BUSBW_ALLREDUCE:      return 2.0 * (n - 1) / n;
     case ZSH_BUSBW_BROADCAST:      return 1.0;
     case ZSH_BUSBW_BARRIER:        return 0.0;
@@ -54,14 +57,15 @@ static inline double zsh_busbw_factor(zsh_busbw_coll_t coll, int n)
 /*
  * The `bytes` of the table above. @count is the count the ZeroShard call
  * takes: per rank for allgather (sendcount) and reduce_scatter (recvcount),
- * the whole buffer for allreduce and broadcast. @esize is the element size
+ * per block for alltoall, the whole buffer for allreduce and broadcast. @esize is the element size
  * in bytes.
  */
 static inline size_t zsh_busbw_bytes(zsh_busbw_coll_t coll, size_t count, size_t esize, int n)
 {
     switch (coll) {
     case ZSH_BUSBW_ALLGATHER:
-    case ZSH_BUSBW_REDUCE_SCATTER: return (n < 1) ? 0 : (size_t)n * count * esize;
+    case ZSH_BUSBW_REDUCE_SCATTER:
+    case ZSH_BUSBW_ALLTOALL:       return (n < 1) ? 0 : (size_t)n * count * esize;
     case ZSH_BUSBW_ALLREDUCE:
     case ZSH_BUSBW_BROADCAST:      return count * esize;
     case ZSH_BUSBW_BARRIER:        return 0;

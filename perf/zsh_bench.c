@@ -198,7 +198,8 @@ static int zsh_bench_size(zsh_bench_t *bench, size_t size_bytes)
 {
     const zsh_bench_opts_t *o = &bench->opts;
     zsh_busbw_coll_t        c = o->coll->coll;
-    size_t           per   = (c == ZSH_BUSBW_ALLGATHER || c == ZSH_BUSBW_REDUCE_SCATTER) ? (size_t)bench->size : 1;
+    size_t           per   = (c == ZSH_BUSBW_ALLGATHER || c == ZSH_BUSBW_REDUCE_SCATTER || c == ZSH_BUSBW_ALLTOALL)
+                                 ? (size_t)bench->size : 1;
     size_t           count = size_bytes / (per * o->dtype->esize);
     int              large = size_bytes > ZSH_BENCH_LARGE_SIZE;
     int              iters = large ? (o->iters + ZSH_BENCH_LARGE_DIVISOR - 1) / ZSH_BENCH_LARGE_DIVISOR : o->iters;

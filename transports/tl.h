@@ -225,11 +225,13 @@ typedef enum {
     ZSH_TL_DEV_ALLGATHER,
     ZSH_TL_DEV_REDUCE_SCATTER,
     ZSH_TL_DEV_ALLREDUCE,
-    ZSH_TL_DEV_BROADCAST
+    ZSH_TL_DEV_BROADCAST,
+    ZSH_TL_DEV_ALLTOALL
 } zsh_tl_dev_coll_t;
 
 /* One call, in NCCL's conventions (counts per rank for allgather and
- * reduce-scatter; broadcast in place in recvbuf). */
+ * reduce-scatter, per block for alltoall, which is never in place;
+ * broadcast in place in recvbuf). */
 typedef struct zsh_tl_dev_call {
     zsh_tl_dev_coll_t coll;
     const void       *sendbuf;

@@ -47,6 +47,13 @@ zsh_status_t zsh_direct_fetch(zsh_task_t *task, int peer, void *local, size_t of
     return zsh_direct_copy(task, peer, local, zsh_direct(task)->peers[peer].dst + off, len, false);
 }
 
+zsh_status_t zsh_direct_put(zsh_task_t *task, int peer, const void *local, size_t off,
+                            size_t len)
+{
+    return zsh_direct_copy(task, peer, (void *)local, zsh_direct(task)->peers[peer].dst + off, len,
+                           true);
+}
+
 zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, size_t len)
 {
     return zsh_direct_spread_but(task, chunk, off, len, -1);
@@ -261,12 +268,18 @@ static zsh_status_t zsh_direct_progress(zsh_task_t *task)
     return status;
 }
 
-/*
- * Scratch: the peers' addresses, then a chunk in the accumulation type and
- * one in the element type. On more than two ranks the descriptor goes to
- * and comes from every peer (zsh_hs_want_all()).
- */
 zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
+{
+    return zsh_direct_init_extra(task, step, 0);
+}
+
+/*
+ * Scratch: the peers' addresses, then for a reduction a chunk in the
+ * accumulation type and one in the element type, then the caller's extra.
+ * On more than two ranks the descriptor goes to and comes from every peer
+ * (zsh_hs_want_all()).
+ */
+zsh_status_t zsh_direct_init_extra(zsh_task_t *task, zsh_direct_step_t step, size_t extra)
 {
     zsh_direct_t *d          = zsh_direct(task);
     const zsh_coll_args_t *a = &task->args;
@@ -284,12 +297,12 @@ zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
     d->part      = zsh_part_make(total, n);
     d->chunk     = (chunk_bytes / acc_esize > 0) ? chunk_bytes / acc_esize : 1;
     d->step      = step;
-    /* A broadcast reduces nothing: no chunk buffers. */
-    chunks_bytes = (a->type == ZSH_COLL_BROADCAST)
+    /* Only the reductions need chunk buffers. */
+    chunks_bytes = ((a->type == ZSH_COLL_BROADCAST) || (a->type == ZSH_COLL_ALLTOALL))
                        ? 0 : (d->chunk * (acc_esize + esize) + 63) & ~(size_t)63;
     status = (n > 2) ? zsh_hs_want_all(&task->hs) : ZSH_OK;
     if (status == ZSH_OK) {
-        status = zsh_task_scratch(task, peers_bytes + chunks_bytes, (void **)&scratch);
+        status = zsh_task_scratch(task, peers_bytes + chunks_bytes + extra, (void **)&scratch);
     }
     if (status == ZSH_OK) {
         status = zsh_task_ops(task, 2 * (unsigned)n);
@@ -300,6 +313,7 @@ zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step)
     d->peers = (zsh_direct_addr_t *)(void *)scratch;
     d->acc   = (chunks_bytes > 0) ? scratch + peers_bytes : NULL;
     d->tmp   = (chunks_bytes > 0) ? d->acc + d->chunk * acc_esize : NULL;
+    d->extra = (extra > 0) ? scratch + peers_bytes + chunks_bytes : NULL;
 
     /* Where this rank's buffers are, for the peers: with the descriptor. */
     mine.src = (uint64_t)(uintptr_t)a->sendbuf;

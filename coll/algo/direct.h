@@ -26,10 +26,15 @@
  *                   the root reads its block from the root's buffer, and
  *                   every rank writes its block into the buffers of every
  *                   rank but the root, so all ranks copy alike
- *                   (bcast/bcast_direct.c).
+ *                   (bcast/bcast_direct.c);
+ *   all-to-all      each rank writes its block for rank p into block `rank`
+ *                   of p's recvbuf, peers in the order rank + 1, rank + 2,
+ *                   ... so that no two write to one rank at once
+ *                   (alltoall/alltoall_direct.c).
  *
  * Block b of any rank's buffers is touched only by rank b, so in-place
- * calls are safe (a broadcast's root buffer is only read). Messages are
+ * calls are safe (a broadcast's root buffer is only read); an all-to-all
+ * in place sends from a copy of its input (zsh_direct_init_extra()). Messages are
  * small and few: each rank's addresses ride in its descriptor message,
  * which goes to every peer (handshake/), then each rank says when it has
  * finished with its peers' buffers ("done"); a rank returns only once
@@ -68,6 +73,7 @@ typedef struct zsh_direct {
     size_t             chunk;   /* elements per read of a reduction */
     char              *acc;     /* a chunk in the accumulation type */
     char              *tmp;     /* a chunk read from a peer */
+    char              *extra;   /* the caller's scratch (zsh_direct_init_extra()) */
     bool               stream;  /* all-gather: the own block is copied with non-temporal
                                    stores (ZSH_STREAM_MIN_SIZE) */
     size_t             done;    /* of this rank's share so far: bytes (all-gather,
@@ -86,8 +92,16 @@ static inline zsh_direct_t *zsh_direct(zsh_task_t *task)
  * the gathered or reduced one, split into a block per rank. */
 zsh_status_t zsh_direct_init(zsh_task_t *task, zsh_direct_step_t step);
 
+/* The same, with @extra bytes of scratch (64-byte aligned) for the
+ * collective's own use at d->extra, held as long as the task. */
+zsh_status_t zsh_direct_init_extra(zsh_task_t *task, zsh_direct_step_t step, size_t extra);
+
 /* Read @len bytes at byte @off of comm rank @peer's recvbuf into @local. */
 zsh_status_t zsh_direct_fetch(zsh_task_t *task, int peer, void *local, size_t off, size_t len);
+
+/* Write @len bytes at @local into comm rank @peer's recvbuf at byte @off. */
+zsh_status_t zsh_direct_put(zsh_task_t *task, int peer, const void *local, size_t off,
+                            size_t len);
 
 /* Write @len bytes of @chunk, at byte @off of recvbuf, into every peer's recvbuf. */
 zsh_status_t zsh_direct_spread(zsh_task_t *task, const char *chunk, size_t off, size_t len);

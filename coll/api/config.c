@@ -18,8 +18,8 @@ static const char *const zsh_coll_switch_names[] = {"0", "1", NULL};
 
 /* The *_ALGO rows' help and choices, filled from the rule before the table
  * registers. */
-static char        zsh_coll_algo_help[5][256];
-static const char *zsh_coll_algo_choices[5][ZSH_ALGO_LAST + 1];
+static char        zsh_coll_algo_help[6][256];
+static const char *zsh_coll_algo_choices[6][ZSH_ALGO_LAST + 1];
 
 /* The ring's window is at most a quarter of a collective's tag steps. */
 _Static_assert(ZSH_TAG_STEPS / 4 == 1024, "ZSH_PIPELINE_DEPTH's maximum is the ring's window");
@@ -60,10 +60,12 @@ static const zsh_config_field_t zsh_coll_config_fields[] = {
      ZSH_CONFIG_ENUM, zsh_coll_algo_choices[3], NULL, NULL},
     {"BARRIER_ALGO", NULL, "auto", zsh_coll_algo_help[4], ZSH_COLL_OFF(barrier_algo),
      ZSH_CONFIG_ENUM, zsh_coll_algo_choices[4], NULL, NULL},
+    {"ALLTOALL_ALGO", NULL, "auto", zsh_coll_algo_help[5], ZSH_COLL_OFF(alltoall_algo),
+     ZSH_CONFIG_ENUM, zsh_coll_algo_choices[5], NULL, NULL},
     {"DIRECT_MIN_SIZE", NULL, "4k",
-     "Total bytes above which all-gather, reduce-scatter, all-reduce and broadcast run the direct "
-     "algorithms on one node, counted once per round of recursive doubling (zsh_info -s); "
-     "0: at any size",
+     "Total bytes above which all-gather, reduce-scatter, all-reduce, broadcast and all-to-all "
+     "run the direct algorithms on one node, counted once per round of recursive doubling "
+     "(zsh_info -s); 0: at any size",
      ZSH_COLL_OFF(direct_min_size), ZSH_CONFIG_SIZE, NULL, "0", "1024g"},
     {"STREAM_MIN_SIZE", NULL, "auto",
      "Bytes of an all-gather's send and receive buffers together above which the direct "
@@ -107,13 +109,13 @@ __attribute__((constructor)) static void zsh_coll_config_register(void)
     static const struct {
         zsh_coll_type_t type;
         const char     *what;
-    } algos[5] = {{ZSH_COLL_ALLGATHER, "All-gather"}, {ZSH_COLL_REDUCE_SCATTER, "Reduce-scatter"},
+    } algos[6] = {{ZSH_COLL_ALLGATHER, "All-gather"}, {ZSH_COLL_REDUCE_SCATTER, "Reduce-scatter"},
                   {ZSH_COLL_ALLREDUCE, "All-reduce"}, {ZSH_COLL_BROADCAST, "Broadcast"},
-                  {ZSH_COLL_BARRIER, "Barrier"}};
+                  {ZSH_COLL_BARRIER, "Barrier"}, {ZSH_COLL_ALLTOALL, "All-to-all"}};
     char choices[96];
     size_t i;
 
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
         zsh_select_names(algos[i].type, zsh_coll_algo_choices[i]);
         zsh_select_choices(algos[i].type, choices, sizeof(choices));
         snprintf(zsh_coll_algo_help[i], sizeof(zsh_coll_algo_help[i]), "%s algorithm: %s; "

@@ -16,6 +16,7 @@ typedef enum {
     ZSH_COLL_REDUCE_SCATTER,
     ZSH_COLL_ALLREDUCE,
     ZSH_COLL_BROADCAST,
+    ZSH_COLL_ALLTOALL,
     ZSH_COLL_BARRIER,
     ZSH_COLL_FENCE          /* the job-wide barrier before teardown */
 } zsh_coll_type_t;
@@ -24,7 +25,8 @@ typedef struct zsh_coll_args {
     zsh_coll_type_t type;
     const void     *sendbuf;
     void           *recvbuf;   /* broadcast: the buffer */
-    size_t          count;     /* per rank for allgather/reduce-scatter, else total */
+    size_t          count;     /* per rank (allgather, reduce-scatter), per block sent to
+                                  each rank (alltoall), else total */
     zsh_dtype_t     dtype;
     zsh_op_t        op;
     int             root;
@@ -34,11 +36,13 @@ typedef struct zsh_coll_args {
     bool            blocking;  /* a blocking call (zsh_coll_call sets it) */
 } zsh_coll_args_t;
 
-/* Whether a call's count is per rank (all-gather, reduce-scatter), its
- * vector that count times the ranks; else the count is the vector's. */
+/* Whether a call's count is per rank (all-gather, reduce-scatter; an
+ * all-to-all's block for each rank), its vector that count times the
+ * ranks; else the count is the vector's. */
 static inline bool zsh_coll_count_per_rank(zsh_coll_type_t type)
 {
-    return (type == ZSH_COLL_ALLGATHER) || (type == ZSH_COLL_REDUCE_SCATTER);
+    return (type == ZSH_COLL_ALLGATHER) || (type == ZSH_COLL_REDUCE_SCATTER) ||
+           (type == ZSH_COLL_ALLTOALL);
 }
 
 /* A call as an entry point makes it: no stream, blocking set later. */

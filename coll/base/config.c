@@ -3,7 +3,7 @@
 /* Indexes match zsh_algo_t. */
 const char *const zsh_algo_names[ZSH_ALGO_LAST + 1] = {"auto", "ring", "bruck", "rd", "binomial",
                                                        "rma", "direct", "eager", "hier",
-                                                       "dissemination",
+                                                       "dissemination", "pairwise",
                                                        NULL};
 
 const char *zsh_algo_name(zsh_algo_t algo)

@@ -22,14 +22,15 @@ typedef enum {
     ZSH_ALGO_RD,         /* recursive doubling: allreduce, reduce_scatter */
     ZSH_ALGO_BINOMIAL,   /* broadcast */
     ZSH_ALGO_RMA,        /* allgather: one-sided reads from registered buffers */
-    ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce, broadcast: copies between
-                            ranks' buffers on one node */
-    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce, broadcast: the data in the
-                            descriptor messages */
+    ZSH_ALGO_DIRECT,     /* allgather, reduce_scatter, allreduce, broadcast, alltoall: copies
+                            between ranks' buffers on one node */
+    ZSH_ALGO_EAGER,      /* allgather, reduce_scatter, allreduce, broadcast, alltoall: the
+                            data in the descriptor messages */
     ZSH_ALGO_HIER,       /* allgather, reduce_scatter, allreduce, broadcast, barrier: within
                             each node, then across nodes between ranks of one local rank
                             (algo/hier.h) */
     ZSH_ALGO_DISSEMINATION, /* barrier: ceil(log2 ranks) rounds of empty messages */
+    ZSH_ALGO_PAIRWISE,   /* alltoall: a block to rank + k and from rank - k at step k */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
@@ -48,6 +49,7 @@ typedef struct zsh_coll_config {
     int      reduce_scatter_algo;
     int      allreduce_algo;
     int      broadcast_algo;
+    int      alltoall_algo;
     int      barrier_algo;
     size_t   direct_min_size;   /* bytes per round above which the direct algorithms run */
     size_t   stream_min_size;   /* bytes of buffers above which own blocks are stored

@@ -10,7 +10,8 @@
 
 /* Indexes match zsh_coll_type_t. */
 static const char *const zsh_desc_type_names[] = {"allgather", "reduce_scatter", "allreduce",
-                                                  "broadcast", "barrier", "fence"};
+                                                  "broadcast", "alltoall", "barrier",
+                                                  "fence"};
 
 const char *zsh_desc_type_name(unsigned type)
 {

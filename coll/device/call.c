@@ -29,6 +29,7 @@ static const zsh_tl_dev_coll_t zsh_dev_colls[] = {
     [ZSH_COLL_REDUCE_SCATTER] = ZSH_TL_DEV_REDUCE_SCATTER,
     [ZSH_COLL_ALLREDUCE]      = ZSH_TL_DEV_ALLREDUCE,
     [ZSH_COLL_BROADCAST]      = ZSH_TL_DEV_BROADCAST,
+    [ZSH_COLL_ALLTOALL]       = ZSH_TL_DEV_ALLTOALL,
 };
 
 static zsh_status_t zsh_dev_enqueue(zsh_task_t *task, zsh_dev_task_t *st)

@@ -83,6 +83,11 @@ zsh_status_t zsh_dev_classify(const char *fn, zsh_comm_t *comm, const zsh_coll_a
                                "stream takes CUDA device buffers", fn)
                    : ZSH_OK;
     }
+    if ((args->type == ZSH_COLL_ALLTOALL) && (args->sendbuf == args->recvbuf)) {
+        return zsh_error(ZSH_ERR_UNSUPPORTED, "%s: in place (sendbuf == recvbuf) on device "
+                         "buffers: NCCL's grouped sends and receives would overwrite blocks "
+                         "before they are sent; pass a separate recvbuf", fn);
+    }
     /* A stream stays on its device: asking once per stream is enough. */
     stream = args->stream_set ? args->stream : comm->dev.stream;
     if ((stream == comm->dev.checked_stream) && (*dev_p == comm->dev.checked_dev)) {

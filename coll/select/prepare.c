@@ -15,7 +15,7 @@
 static void zsh_coll_self(const zsh_coll_args_t *args)
 {
     bool moves = (args->type == ZSH_COLL_ALLGATHER) || (args->type == ZSH_COLL_REDUCE_SCATTER) ||
-                 (args->type == ZSH_COLL_ALLREDUCE);
+                 (args->type == ZSH_COLL_ALLREDUCE) || (args->type == ZSH_COLL_ALLTOALL);
 
     if (moves && (args->sendbuf != args->recvbuf)) {
         memmove(args->recvbuf, args->sendbuf, args->count * zsh_dtype_size(args->dtype));
@@ -23,7 +23,7 @@ static void zsh_coll_self(const zsh_coll_args_t *args)
 }
 
 /* Bytes a call moves in all, as nccl-tests counts them: the gathered buffer, the input
- * vector, the vector, the broadcast buffer. */
+ * vector, the vector, the broadcast buffer, an all-to-all's send buffer. */
 static size_t zsh_coll_bytes(const zsh_coll_args_t *args, int nranks)
 {
     size_t bytes = args->count * zsh_dtype_size(args->dtype);

@@ -53,6 +53,11 @@ static const zsh_select_rule_t zsh_select_rules[] = {
                             ZSH_ALGO_BINOMIAL,
                             ZSH_SELECT_BIT(ZSH_ALGO_BINOMIAL) | ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
                             ZSH_SELECT_BIT(ZSH_ALGO_EAGER) | ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+    [ZSH_COLL_ALLTOALL] = {ZSH_COLL_ALLTOALL, "ZSH_ALLTOALL_ALGO",
+                           offsetof(zsh_coll_config_t, alltoall_algo), ZSH_ALGO_PAIRWISE,
+                           ZSH_ALGO_PAIRWISE,
+                           ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
+                           ZSH_SELECT_BIT(ZSH_ALGO_PAIRWISE)},
     [ZSH_COLL_BARRIER] = {ZSH_COLL_BARRIER, "ZSH_BARRIER_ALGO",
                           offsetof(zsh_coll_config_t, barrier_algo), ZSH_ALGO_DISSEMINATION,
                           ZSH_ALGO_DISSEMINATION,
@@ -101,6 +106,10 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "nodes) the automatic choice runs instead",
     [ZSH_ALGO_DISSEMINATION] = "the dissemination barrier: ceil(log2 ranks) rounds of empty "
                                "messages, in round k to rank + 2^k",
+    [ZSH_ALGO_PAIRWISE] = "pairwise exchange: at step k = 1 .. ranks - 1 each rank sends its "
+                          "block for rank + k and receives from rank - k, so every step's "
+                          "messages form a permutation and no rank receives from two at once; "
+                          "ZSH_PIPELINE_DEPTH steps in flight; works across nodes",
 };
 
 /* A step of the automatic choice: the algorithm it picks, or AUTO where it
@@ -219,14 +228,14 @@ static const zsh_select_step_t zsh_select_steps[] = {
     {zsh_select_barrier_hier, "a barrier across nodes with more than one rank on some node "
                               "(the communicator has node and rail children): hier"},
     {zsh_select_small, "up to ZSH_SMALL_MSG_SIZE bytes in all: bruck (all-gather), rd "
-                       "(reduce-scatter, all-reduce), binomial (broadcast), dissemination "
-                       "(barrier, which moves nothing)"},
+                       "(reduce-scatter, all-reduce), binomial (broadcast), pairwise "
+                       "(all-to-all), dissemination (barrier, which moves nothing)"},
     {zsh_select_hier, "across nodes with more than one rank on some node (the communicator "
                       "has node and rail children), the same number on each for all-gather, "
                       "reduce-scatter and all-reduce: hier"},
     {zsh_select_large, "otherwise (one node, one rank per node, uneven nodes): ring in node "
                        "order (all-gather, reduce-scatter, all-reduce), binomial (broadcast), "
-                       "dissemination (barrier)"},
+                       "pairwise (all-to-all), dissemination (barrier)"},
 };
 
 #define ZSH_SELECT_NSTEPS (sizeof(zsh_select_steps) / sizeof(zsh_select_steps[0]))

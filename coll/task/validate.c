@@ -51,8 +51,7 @@ static zsh_status_t zsh_validate_sizes(const char *fn, const zsh_comm_t *comm,
     size_t n     = (size_t)comm->size;
     size_t bytes;
 
-    bool per_rank = (args->type == ZSH_COLL_ALLGATHER) ||
-                    (args->type == ZSH_COLL_REDUCE_SCATTER);
+    bool per_rank = zsh_coll_count_per_rank(args->type);
     char ranks[48] = "";
 
     if (args->count > SIZE_MAX / esize / (per_rank ? n : 1)) {
@@ -68,12 +67,14 @@ static zsh_status_t zsh_validate_sizes(const char *fn, const zsh_comm_t *comm,
     switch (args->type) {
     case ZSH_COLL_ALLGATHER:      *send_p = bytes;     *recv_p = bytes * n; break;
     case ZSH_COLL_REDUCE_SCATTER: *send_p = bytes * n; *recv_p = bytes;     break;
+    case ZSH_COLL_ALLTOALL:       *send_p = bytes * n; *recv_p = bytes * n; break;
     default:                      *send_p = bytes;     *recv_p = bytes;     break;
     }
     return ZSH_OK;
 }
 
-/* The in-place address of sendbuf (allgather) or recvbuf (reduce-scatter),
+/* The in-place address of sendbuf (allgather; allreduce and alltoall: recvbuf
+ * itself) or recvbuf (reduce-scatter),
  * as an integer: the buffers may be NULL here, and NULL + offset is undefined. */
 static uintptr_t zsh_validate_inplace(const zsh_comm_t *comm, const zsh_coll_args_t *args)
 {

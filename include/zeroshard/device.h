@@ -113,6 +113,10 @@ zsh_status_t zsh_allreduce_stream(const void *sendbuf, void *recvbuf, size_t cou
 zsh_status_t zsh_broadcast_stream(void *buf, size_t count, zsh_dtype_t dtype, int root,
                                   zsh_comm_t *comm, void *stream);
 
+/** @brief zsh_alltoall() on device buffers (not in place), enqueued on @p stream. */
+zsh_status_t zsh_alltoall_stream(const void *sendbuf, void *recvbuf, size_t count,
+                                 zsh_dtype_t dtype, zsh_comm_t *comm, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

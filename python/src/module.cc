@@ -176,6 +176,9 @@ PYBIND11_MODULE(_zeroshard, m)
     m.def("broadcast", [](handle_t h, handle_t b, std::size_t n, int dt, int root) {
         return nogil([&] { return zsh_broadcast(buf(b), n, static_cast<zsh_dtype_t>(dt), root, comm(h)); });
     });
+    m.def("alltoall", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
+        return nogil([&] { return zsh_alltoall(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h)); });
+    });
     m.def("barrier", [](handle_t h) { return nogil([&] { return zsh_barrier(comm(h)); }); });
 
     m.def("iallgather", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
@@ -199,6 +202,11 @@ PYBIND11_MODULE(_zeroshard, m)
     m.def("ibroadcast", [](handle_t h, handle_t b, std::size_t n, int dt, int root) {
         return post([&](zsh_request_t **rp) {
             return zsh_ibroadcast(buf(b), n, static_cast<zsh_dtype_t>(dt), root, comm(h), rp);
+        });
+    });
+    m.def("ialltoall", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_ialltoall(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h), rp);
         });
     });
     m.def("ibarrier", [](handle_t h) { return post([&](zsh_request_t **rp) { return zsh_ibarrier(comm(h), rp); }); });

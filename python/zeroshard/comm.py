@@ -293,6 +293,17 @@ class Comm:
             raise ValueError("all_reduce: send has %d elements but recv has %d" % (s.count, r.count))
         return (s, r), (s.ptr, r.ptr, s.count, s.dtype, reduction(op, s))
 
+    def _alltoall_args(self, send, recv):
+        s = Buffer(send, "send", recv is None)
+        r = s if recv is None else Buffer(recv, "recv", True)
+        same_dtype(s, r)
+        if r.count != s.count:
+            raise ValueError("all_to_all: send has %d elements but recv has %d" % (s.count, r.count))
+        if s.count % self.size != 0:
+            raise ValueError("all_to_all: send has %d elements, not a multiple of size=%d: "
+                             "each rank gets an equal block" % (s.count, self.size))
+        return (s, r), (s.ptr, r.ptr, s.count // self.size, s.dtype)
+
     def all_gather(self, send, recv):
         """recv (size * len(send) elements) gets every rank's send, in rank order."""
         bufs, args = self._gather_args(send, recv)
@@ -324,6 +335,13 @@ class Comm:
         self._run(_z.broadcast, bufs, *args)
         return buf
 
+    def all_to_all(self, send, recv=None):
+        """Block j of send (size equal blocks) goes to rank j, which keeps it as block
+        `rank` of recv; in place in send when recv is None."""
+        bufs, args = self._alltoall_args(send, recv)
+        self._run(_z.alltoall, bufs, *args)
+        return send if recv is None else recv
+
     def barrier(self):
         """Return once every rank has entered the barrier."""
         self._run(_z.barrier, ())
@@ -343,6 +361,10 @@ class Comm:
     def ibroadcast(self, buf, root):
         bufs, args = self._bcast_args(buf, root)
         return self._post(_z.ibroadcast, bufs, *args)
+
+    def iall_to_all(self, send, recv=None):
+        bufs, args = self._alltoall_args(send, recv)
+        return self._post(_z.ialltoall, bufs, *args)
 
     def ibarrier(self):
         return self._post(_z.ibarrier, ())

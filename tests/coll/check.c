@@ -150,6 +150,7 @@ static int *zsh_check_algo_field(zsh_coll_config_t *cfg, zsh_coll_type_t type)
     case ZSH_COLL_ALLGATHER:      return &cfg->allgather_algo;
     case ZSH_COLL_REDUCE_SCATTER: return &cfg->reduce_scatter_algo;
     case ZSH_COLL_ALLREDUCE:      return &cfg->allreduce_algo;
+    case ZSH_COLL_ALLTOALL:       return &cfg->alltoall_algo;
     default:                      return &cfg->broadcast_algo; /* the only other choice */
     }
 }
@@ -183,7 +184,8 @@ void zsh_check_restore(zsh_comm_t *comm, const zsh_coll_config_t *saved)
 void zsh_check_matrix(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
                       zsh_check_case_t one)
 {
-    size_t nops = (type == ZSH_COLL_ALLGATHER) ? 1 : ZSH_CHECK_NOPS, d, o, c;
+    bool moves  = (type == ZSH_COLL_ALLGATHER) || (type == ZSH_COLL_ALLTOALL);
+    size_t nops = moves ? 1 : ZSH_CHECK_NOPS, d, o, c;
     zsh_coll_config_t saved;
     const char *why;
     zsh_op_t op;
@@ -196,7 +198,7 @@ void zsh_check_matrix(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
     }
     for (d = 0; d < ZSH_CHECK_NDTYPES; d++) {
         for (o = 0; o < nops; o++) {
-            op = (type == ZSH_COLL_ALLGATHER) ? ZSH_MIN : zsh_check_ops[o];
+            op = moves ? ZSH_MIN : zsh_check_ops[o];
             if (!zsh_op_supports(op, zsh_check_dtypes[d])) {
                 continue;
             }

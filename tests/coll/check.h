@@ -79,8 +79,8 @@ void        zsh_check_restore(zsh_comm_t *comm, const zsh_coll_config_t *saved);
 typedef void (*zsh_check_case_t)(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
                                  bool inplace, zsh_algo_t algo);
 
-/* @one for every dtype, every op the dtype supports (all-gather: the MIN
- * inputs alone, as it only moves data), every count, in place and out of
+/* @one for every dtype, every op the dtype supports (all-gather and
+ * all-to-all: the MIN inputs alone, as they only move data), every count, in place and out of
  * place, with @algo forced for @type; or, where @algo cannot run on @comm
  * at all, the test marked skipped with zsh_check_force()'s reason. */
 void zsh_check_matrix(zsh_comm_t *comm, zsh_coll_type_t type, zsh_algo_t algo,
@@ -95,6 +95,8 @@ void zsh_reduce_scatter_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, s
                              bool inplace, zsh_algo_t algo);
 void zsh_allreduce_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
                         bool inplace, zsh_algo_t algo);
+void zsh_alltoall_case(zsh_comm_t *comm, zsh_dtype_t dtype, zsh_op_t op, size_t count,
+                       bool inplace, zsh_algo_t algo);
 
 /* An all-reduce of @count floats whose sum depends on its order, with @algo
  * forced, then a check that every rank holds the same bits. */

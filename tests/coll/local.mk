@@ -2,6 +2,7 @@
 # rank tests (in process and under mpirun)
 ZSH_TEST_CASES += \
 	%reldir%/check.c %reldir%/check.h %reldir%/allgather_test.c %reldir%/reduce_scatter_test.c \
+	%reldir%/alltoall_test.c %reldir%/fault/alltoall_fault_test.c \
 	%reldir%/allreduce_test.c %reldir%/bcast_barrier_test.c %reldir%/nonblocking_test.c \
 	%reldir%/split_test.c %reldir%/bad_input_test.c %reldir%/handle_test.c \
 	%reldir%/device_test.c \

@@ -313,14 +313,59 @@ def test_a_group_of_all_ranks_after_a_group_of_some_bootstraps(ctx):
 
 
 @case
-def test_point_to_point_and_all_to_all_say_they_are_not_supported(ctx):
+def test_point_to_point_and_unequal_all_to_all_say_they_are_not_supported(ctx):
     t = torch.zeros(4)
     expect_raises(lambda: dist.send(t, dst=(ctx.rank + 1) % ctx.size), "send is not supported by "
                   "the zsh backend", "send")
     expect_raises(lambda: dist.irecv(t, src=0), "recv is not supported", "irecv")
-    expect_raises(lambda: dist.all_to_all_single(torch.zeros(ctx.size), torch.zeros(ctx.size)),
-                  "all_to_all_single is not supported", "all_to_all_single")
+    if ctx.size > 1:
+        # Every rank refuses alike, before posting: splits 2, 1, 1, ... of size + 1 elements.
+        splits = [2] + [1] * (ctx.size - 1)
+        n = ctx.size + 1
+        expect_raises(lambda: dist.all_to_all_single(torch.zeros(n), torch.zeros(n), splits,
+                                                     splits),
+                      "all_to_all_single in unequal input split sizes %s is not supported by "
+                      "the zsh backend" % splits, "unequal all_to_all_single")
+        expect_raises(lambda: dist.all_to_all([torch.zeros(1 + (r == 0)) for r in range(ctx.size)],
+                                              [torch.zeros(1 + (r == 0)) for r in range(ctx.size)]),
+                      "is not supported by the zsh backend", "unequal all_to_all")
     dist.barrier()
+
+
+def exchange(rank, size, n, dtype):
+    """What rank gets from an all-to-all where rank s sends data(s, size * n)'s block r to r."""
+    return torch.cat([data(s, size * n, torch.int64)[rank * n:(rank + 1) * n].to(dtype)
+                      for s in range(size)])
+
+
+@case
+def test_all_to_all_single_and_list_give_the_expected_exchange_for_every_dtype(ctx):
+    for dtype in REDUCIBLE + [torch.int16, torch.bool, torch.float64]:
+        mine = data(ctx.rank, ctx.size * N, torch.int64).to(dtype)
+        want = exchange(ctx.rank, ctx.size, N, dtype)
+        out = torch.empty(ctx.size * N, dtype=dtype)
+        dist.all_to_all_single(out, mine)
+        expect_equal(out, want, "all_to_all_single %s" % dtype)
+        # equal split sizes given explicitly are the same call
+        out = torch.empty(ctx.size * N, dtype=dtype)
+        dist.all_to_all_single(out, mine, [N] * ctx.size, [N] * ctx.size)
+        expect_equal(out, want, "all_to_all_single %s with equal splits" % dtype)
+        outs = [torch.empty(N, dtype=dtype) for _ in range(ctx.size)]
+        dist.all_to_all(outs, list(mine.split(N)))
+        expect_equal(torch.cat(outs), want, "all_to_all %s" % dtype)
+    # async, with a 2-D output written through its future
+    mine = data(ctx.rank, ctx.size * 4096, torch.int64).float().view(ctx.size, 4096)
+    out = torch.empty(ctx.size, 4096)
+    work = dist.all_to_all_single(out, mine, async_op=True)
+    done = work.get_future()
+    work.wait()
+    expect_equal(out.reshape(-1), exchange(ctx.rank, ctx.size, 4096, torch.float32),
+                 "async all_to_all_single")
+    if not done.done():
+        raise AssertionError("the future of a waited all_to_all_single is not done")
+    expect_raises(lambda: dist.all_to_all_single(torch.empty(ctx.size + 1), torch.zeros(ctx.size)),
+                  "output has %d elements but input has %d" % (ctx.size + 1, ctx.size),
+                  "a longer output")
 
 
 def expect_mismatch(group, call, *named):

@@ -7,6 +7,7 @@
  */
 #include "nccl/nccl.h"
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 #include <stdlib.h>
@@ -101,6 +102,32 @@ static zsh_status_t zsh_nccl_settle(zsh_tl_dev_t *dc)
     return zsh_nccl_record(op);
 }
 
+/* NCCL has no all-to-all of its own: a send and a receive per rank, in one
+ * group, which NCCL schedules together (its own tests build it so). */
+static ncclResult_t zsh_nccl_alltoall(zsh_tl_dev_t *dc, const zsh_tl_dev_call_t *c,
+                                      ncclDataType_t dt, cudaStream_t s)
+{
+    size_t blk = c->count * zsh_dtype_size(c->dtype);
+    ncclResult_t res, end;
+    int n = 0, peer;
+
+    res = ncclCommCount(dc->nccl, &n);
+    if (res != ncclSuccess) {
+        return res;
+    }
+    res = ncclGroupStart();
+    for (peer = 0; (peer < n) && (res == ncclSuccess); peer++) {
+        res = ncclSend((const char *)c->sendbuf + (size_t)peer * blk, c->count, dt, peer,
+                       dc->nccl, s);
+        if (res == ncclSuccess) {
+            res = ncclRecv((char *)c->recvbuf + (size_t)peer * blk, c->count, dt, peer,
+                           dc->nccl, s);
+        }
+    }
+    end = ncclGroupEnd();
+    return (res != ncclSuccess) ? res : end;
+}
+
 static ncclResult_t zsh_nccl_launch(zsh_tl_dev_t *dc, const zsh_tl_dev_call_t *c,
                                     ncclDataType_t dt, ncclRedOp_t rop)
 {
@@ -115,6 +142,8 @@ static ncclResult_t zsh_nccl_launch(zsh_tl_dev_t *dc, const zsh_tl_dev_call_t *c
         return ncclAllReduce(c->sendbuf, c->recvbuf, c->count, dt, rop, dc->nccl, s);
     case ZSH_TL_DEV_BROADCAST:
         return ncclBroadcast(c->recvbuf, c->recvbuf, c->count, dt, c->root, dc->nccl, s);
+    case ZSH_TL_DEV_ALLTOALL:
+        return zsh_nccl_alltoall(dc, c, dt, s);
     }
     return ncclInvalidArgument;
 }
@@ -124,6 +153,7 @@ static const char *const zsh_nccl_call_names[] = {
     [ZSH_TL_DEV_REDUCE_SCATTER] = "ncclReduceScatter",
     [ZSH_TL_DEV_ALLREDUCE]      = "ncclAllReduce",
     [ZSH_TL_DEV_BROADCAST]      = "ncclBroadcast",
+    [ZSH_TL_DEV_ALLTOALL]       = "ncclSend/ncclRecv",
 };
 
 zsh_status_t zsh_nccl_post(zsh_tl_dev_t *dc, const zsh_tl_dev_call_t *call,

@@ -13,9 +13,11 @@ So ``async_op=True`` and DDP's communication hooks overlap with backward.
 Arguments are checked before anything is posted, and a bad one raises at
 the call. The rooted calls torch has and ZeroShard has not (reduce, gather,
 scatter) are one all-reduce, all-gather or broadcast and a copy at the end.
+all_to_all and all_to_all_single are zsh_ialltoall, in equal blocks.
 
-What is not a collective ZeroShard has (point to point, all-to-all) raises
-``RuntimeError("... is not supported by the zsh backend ...")`` at the call.
+What ZeroShard has not (point to point; all-to-all in unequal split sizes)
+raises ``RuntimeError("... is not supported by the zsh backend ...")`` at
+the call.
 """
 import collections
 import inspect
@@ -422,6 +424,69 @@ class ProcessGroupZsh(ProcessGroup):
                     offset += b.numel()
         return self._work([self._comm.iall_gather(mine, gathered)], output_lists, unpack)
 
+    def _check_splits(self, splits, numel, which):
+        """zsh_alltoall moves equal blocks: split sizes, where given, must be."""
+        if not splits:
+            if numel % self._size != 0:
+                raise ValueError("zsh all_to_all_single: %s has %d elements, not a multiple of "
+                                 "the group's %d ranks" % (which, numel, self._size))
+            return
+        sizes = [int(s) for s in splits]
+        if len(sizes) != self._size:
+            raise ValueError("zsh all_to_all_single: %d %s split sizes for a group of %d"
+                             % (len(sizes), which, self._size))
+        if sum(sizes) != numel:
+            raise ValueError("zsh all_to_all_single: %s split sizes %s add up to %d, not the "
+                             "%s's %d elements" % (which, sizes, sum(sizes), which, numel))
+        if len(set(sizes)) != 1:
+            _unsupported("all_to_all_single in unequal %s split sizes %s" % (which, sizes),
+                         " (zsh_alltoall moves equal blocks: pad them to one size)")
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        """all_to_all_single: block j of input to rank j, block r of output from rank r,
+        in equal blocks (split sizes, where given, all the same)."""
+        _check_cpu([output, input], "all_to_all_single")
+        if output.dtype != input.dtype:
+            raise TypeError("zsh all_to_all_single: output is %s, input is %s"
+                            % (output.dtype, input.dtype))
+        if output.numel() != input.numel():
+            raise ValueError("zsh all_to_all_single: output has %d elements but input has %d"
+                             % (output.numel(), input.numel()))
+        self._check_splits(input_split_sizes, input.numel(), "input")
+        self._check_splits(output_split_sizes, output.numel(), "output")
+        src = _flat(input)
+        dst = _flat(output)
+        if dst.data_ptr() == src.data_ptr():
+            src = src.clone()  # torch never passes one tensor as both: keep zsh's in place out
+        req = self._comm.iall_to_all(_bytes(src), _bytes(dst))
+        return self._work([req], [output], lambda: _write_back(output, dst))
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        """all_to_all: input_tensors[j] to rank j, output_tensors[r] from rank r; every
+        tensor of both lists of one dtype and one size (equal blocks)."""
+        _check_cpu(input_tensors, "all_to_all")
+        _check_cpu(output_tensors, "all_to_all")
+        if (len(input_tensors) != self._size) or (len(output_tensors) != self._size):
+            raise ValueError("zsh all_to_all: %d input and %d output tensors for a group of %d"
+                             % (len(input_tensors), len(output_tensors), self._size))
+        first = input_tensors[0]
+        for t in list(input_tensors) + list(output_tensors):
+            if t.dtype != first.dtype:
+                raise TypeError("zsh all_to_all: tensors of %s and %s" % (first.dtype, t.dtype))
+            if t.numel() != first.numel():
+                _unsupported("all_to_all of tensors of %d and %d elements"
+                             % (first.numel(), t.numel()),
+                             " (zsh_alltoall moves equal blocks: pad them to one size)")
+        packed = torch.cat([_flat(t) for t in input_tensors])
+        received = torch.empty_like(packed)
+
+        def unpack():
+            for r, out in enumerate(output_tensors):
+                block = received[r * first.numel():(r + 1) * first.numel()]
+                out.copy_(block.view(out.shape))
+        req = self._comm.iall_to_all(_bytes(packed), _bytes(received))
+        return self._work([req], output_tensors, unpack)
+
     def _reduce_scatter_base(self, output, input, opts=None):
         _check_cpu([output, input], "reduce_scatter_tensor")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -522,12 +587,6 @@ class ProcessGroupZsh(ProcessGroup):
 
     def recv_anysource(self, tensors, tag=0):
         _unsupported("recv", " (ZeroShard has collectives only)")
-
-    def alltoall(self, outputs, inputs, opts=None):
-        _unsupported("all_to_all")
-
-    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        _unsupported("all_to_all_single")
 
     def _gather_posts(self, inputs):
         """An all-gather of each input into a buffer of its own: (requests, buffers)."""

@@ -22,10 +22,10 @@
 /* A survivor that has not finished by then has hung. */
 #define ZSH_KILL_BOUND 40.0
 
-enum { ZSH_KILL_AG, ZSH_KILL_RS, ZSH_KILL_AR, ZSH_KILL_BC, ZSH_KILL_BAR };
+enum { ZSH_KILL_AG, ZSH_KILL_RS, ZSH_KILL_AR, ZSH_KILL_BC, ZSH_KILL_BAR, ZSH_KILL_A2A };
 
 static const char *const zsh_kill_names[] = {"allgather", "reduce_scatter", "allreduce",
-                                             "broadcast", "barrier"};
+                                             "broadcast", "barrier", "alltoall"};
 
 typedef struct zsh_kill_plan {
     int    coll;
@@ -50,6 +50,8 @@ static zsh_status_t zsh_kill_post(const zsh_kill_plan_t *plan, const float *send
                               req);
     case ZSH_KILL_BAR:
         return zsh_ibarrier(comm, req);
+    case ZSH_KILL_A2A:
+        return zsh_ialltoall(send, recv, plan->count, ZSH_FLOAT32, comm, req);
     default:
         return zsh_iallreduce(send, recv, plan->count * (size_t)zsh_comm_size(comm),
                               ZSH_FLOAT32, ZSH_SUM, comm, req);
@@ -188,6 +190,11 @@ ZSH_TEST(peer_failure, rank_killed_in_ibroadcast_fails_survivors_naming_it)
 ZSH_TEST(peer_failure, rank_killed_in_ibarrier_fails_survivors_naming_it)
 {
     zsh_kill_trials(ZSH_KILL_BAR, ZSH_KILL_RANKS);
+}
+
+ZSH_TEST(peer_failure, rank_killed_in_ialltoall_fails_survivors_naming_it)
+{
+    zsh_kill_trials(ZSH_KILL_A2A, ZSH_KILL_RANKS);
 }
 
 ZSH_TEST(peer_failure, rank_killed_in_a_two_rank_call_through_mailboxes_fails_its_peer_naming_it)

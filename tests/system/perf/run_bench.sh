@@ -16,7 +16,7 @@ SUITE=zsh_bench
 # Two per collective at 2 and 3 ranks, the MPI baseline of each collective,
 # every element type, --cold, -m, the plot, the barrier, and the 12 bad
 # options below.
-expected=$((2 * 4 * 2 + 4 + 10 + 1 + 1 + 1 + 1 + 12))
+expected=$((2 * 5 * 2 + 5 + 10 + 1 + 1 + 1 + 1 + 12))
 
 # On failure it says so, with the ends of both outputs: the checks that run
 # it pass only when they print nothing, and a bench that dies can leave
@@ -34,7 +34,7 @@ bench() { # NP FILE ARGS...: output in FILE, standard error in FILE.err
 # The factor of busbw over algbw (nccl-tests).
 factor() { # COLL NP
     case $1 in
-    allgather | reduce_scatter) echo "($2 - 1) / $2" ;;
+    allgather | reduce_scatter | alltoall) echo "($2 - 1) / $2" ;;
     allreduce) echo "2 * ($2 - 1) / $2" ;;
     broadcast) echo 1 ;;
     esac
@@ -79,7 +79,7 @@ csv_ok() { # CSV TABLE COLL NP BASELINE(0|1)
 }
 
 for np in 2 3; do
-    for coll in allgather reduce_scatter allreduce broadcast; do
+    for coll in allgather reduce_scatter allreduce broadcast alltoall; do
         t=$out/np$np.$coll
         if ! detail=$(bench $np "$t" $coll -m 1:64k -i 5 -x 1 -f -c --csv "$t.csv"); then
             result "np${np}_${coll}_prints_osu_columns_and_validates_every_size" 0 "$detail"
@@ -100,7 +100,7 @@ baseline_ok() { # COLL
     grep -q "^# Baseline: MPI_" "$t" || { echo "no '# Baseline: MPI_...' line"; return 1; }
     csv_ok "$t.csv" "$t" $1 3 1
 }
-for coll in allgather reduce_scatter allreduce broadcast; do
+for coll in allgather reduce_scatter allreduce broadcast alltoall; do
     check "baseline_mpi_${coll}_adds_mpi_busbw_and_ratio" baseline_ok $coll
 done
 
