@@ -30,6 +30,12 @@ packages+=(libopenblas0-openmp)
 packages+=(liburing-dev libaio-dev libopenblas-dev fio)
 # perf/plot_busbw.sh, which tests/system/perf/run_bench.sh runs.
 packages+=(gnuplot-nox)
+# A real Slurm on the simulated cluster (tests/system/cluster/run_slurm.sh):
+# slurmctld, slurmd (its mpi_pmix plugin comes with slurm-wlm-basic-plugins),
+# the clients (srun, sbatch, salloc, scontrol) and munge for their credentials.
+# The test starts daemons of its own (own key, socket, configuration and
+# ports, inside the cluster's namespaces), beside any the system runs.
+packages+=(slurmctld slurmd slurm-client munge)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its
 # own Debian package next to Lmod instead of installed (its dependencies,
 # tcl8.6, less and procps, are above). The install test finds it here.

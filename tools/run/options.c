@@ -30,6 +30,9 @@ static void zsh_run_usage(FILE *out)
             "      --master-addr A      host of rank 0 (default 127.0.0.1; required if K > 1)\n"
             "      --master-port P      port of rank 0's store (default: a free port; required\n"
             "                           if K > 1)\n"
+            "      --slurm              take --nnodes, --node-rank and --master-addr from the\n"
+            "                           Slurm job; outside srun, start zshrun on every node\n"
+            "                           of the allocation through srun\n"
             "      --job-key-file FILE  read the job key from FILE (default: ZSH_JOB_KEY, or a\n"
             "                           fresh key on a single node)\n"
             "      --grace SECONDS      after a failure, time between SIGTERM and SIGKILL\n"
@@ -189,9 +192,11 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         {"no-thp", no_argument, NULL, 'T'},
         {"bind", required_argument, NULL, 'b'},
         {"report-bindings", no_argument, NULL, 'R'},
+        {"slurm", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
+    const char *placed = NULL; /* --nnodes or --node-rank, which --slurm sets */
     int opt, rc;
 
     *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .grace = 5.0, .prefix = true,
@@ -200,8 +205,14 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
     while ((opt = getopt_long(argc, argv, "+n:hV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n': rc = zsh_run_int("nproc-per-node", optarg, 1, ZSH_RUN_NPROC_MAX, &o->nproc); break;
-        case 'N': rc = zsh_run_int("nnodes", optarg, 1, ZSH_RUN_NNODES_MAX, &o->nnodes); break;
-        case 'r': rc = zsh_run_int("node-rank", optarg, 0, ZSH_RUN_NNODES_MAX - 1, &o->node_rank); break;
+        case 'N':
+            placed = "--nnodes";
+            rc     = zsh_run_int("nnodes", optarg, 1, ZSH_RUN_NNODES_MAX, &o->nnodes);
+            break;
+        case 'r':
+            placed = "--node-rank";
+            rc     = zsh_run_int("node-rank", optarg, 0, ZSH_RUN_NNODES_MAX - 1, &o->node_rank);
+            break;
         case 'a': o->master_addr = optarg; rc = 0; break;
         case 'p': rc = zsh_run_int("master-port", optarg, 1, 65535, &o->master_port); break;
         case 'k': o->key_file = optarg; rc = 0; break;
@@ -210,6 +221,7 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         case 'T': o->thp = false; rc = 0; break;
         case 'b': rc = zsh_run_bind_parse(optarg, &o->bind); break;
         case 'R': o->report = true; rc = 0; break;
+        case 'S': o->slurm = true; rc = 0; break;
         case 'h': zsh_run_usage(stdout); return 1;
         case 'V': printf("zshrun (ZeroShard) %s\n", ZSH_VERSION_STRING); return 1;
         default: rc = -1; break; /* getopt named the option */
@@ -222,11 +234,27 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         fprintf(stderr, "zshrun: no program to run\n");
         goto usage;
     }
-    if (zsh_run_check(o) != 0) {
+    if (o->slurm && (placed != NULL)) {
+        fprintf(stderr, "zshrun: --slurm takes the nodes from the Slurm job: %s is not given "
+                "with it\n", placed);
         goto usage;
     }
     o->argv = argv + optind;
-    return zsh_run_find(argv[optind], &o->path);
+    /* Before --slurm, which may start zshrun on every node: a program that
+     * cannot run starts nothing. */
+    rc = zsh_run_find(argv[optind], &o->path);
+    if ((rc == 0) && o->slurm) {
+        rc = zsh_run_slurm(o, argc, argv);
+    }
+    if ((rc == 0) && (zsh_run_check(o) != 0)) {
+        rc = 2;
+        fprintf(stderr, "Try 'zshrun --help'.\n");
+    }
+    if (rc != 0) {
+        free(o->path);
+        o->path = NULL;
+    }
+    return rc;
 
 usage:
     fprintf(stderr, "Try 'zshrun --help'.\n");

@@ -4,8 +4,8 @@
  * their output line by line with a rank prefix, and stops the job when one
  * rank fails. The pieces: options.c (the command line and the program to
  * run), setup.c (job key, master port, descriptor limit), bind.c (the cores
- * each rank runs on), spawn.c (one rank's process), relay.c (output lines)
- * and main.c (the supervision loop).
+ * each rank runs on), slurm.c (the nodes of a Slurm job), spawn.c (one
+ * rank's process), relay.c (output lines) and main.c (the supervision loop).
  */
 #ifndef ZSH_RUN_RUN_H_
 #define ZSH_RUN_RUN_H_
@@ -22,6 +22,8 @@
 /* The most nodes: with ZSH_RUN_NPROC_MAX ranks each, the world stays within
  * the library's rank limit (2^20). */
 #define ZSH_RUN_NNODES_MAX 1024
+/* Bytes of a fresh job key, written as twice as many hex digits. */
+#define ZSH_RUN_KEY_BYTES 32
 /* The longest --grace, in seconds. */
 #define ZSH_RUN_GRACE_MAX 86400.0
 
@@ -45,6 +47,8 @@ typedef struct zsh_run_opts {
     bool         thp;         /* huge pages for the ranks' malloc (--no-thp: false) */
     int          bind;        /* zsh_run_bind_t */
     bool         report;      /* --report-bindings */
+    bool         slurm;       /* --slurm: nodes, node rank and master from Slurm */
+    char         slurm_host[256]; /* the master address --slurm found */
     char *const *argv;        /* the program and its arguments */
     char        *path;        /* the program as found on PATH (malloc'd) */
 } zsh_run_opts_t;
@@ -73,6 +77,16 @@ typedef struct zsh_run_job {
     int              cores;     /* cores zshrun may run on; 0 when not counted */
     bool             apply;     /* the topology is this machine's: bind, not only report */
 } zsh_run_job_t;
+
+/* --slurm: inside a job step, fill in @o's nodes, node rank, master address
+ * and port from Slurm's variables; inside an allocation outside a step,
+ * start zshrun with @argv on every node through srun (does not return on
+ * success). 0 to go on, else the exit status, the message printed. */
+int zsh_run_slurm(zsh_run_opts_t *o, int argc, char **argv);
+
+/* A fresh job key in hex into @key (2 * ZSH_RUN_KEY_BYTES + 1 bytes): 0, or
+ * 1 with the message printed. */
+int zsh_run_key_fresh(char *key);
 
 /* Everything that can fail before a rank starts: the descriptors the relay
  * needs, the key and the port. 0 or an exit status, the message printed. */

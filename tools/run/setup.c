@@ -22,9 +22,6 @@
  * pipe, and a margin for the C library. */
 #define ZSH_RUN_FDS_SPARE 16
 
-/* Bytes of a fresh job key, written as twice as many hex digits. */
-#define ZSH_RUN_KEY_BYTES 32
-
 /* Raise the soft limit on open files to what the pipes need; the ranks get
  * the old one back (a program that uses select() breaks above 1024). */
 static int zsh_run_fd_limit(int nproc, struct rlimit *saved)
@@ -113,7 +110,7 @@ static int zsh_run_key_read(const char *path, char *key, size_t size)
     return zsh_run_key_check(what, key);
 }
 
-static int zsh_run_key_fresh(char *key)
+int zsh_run_key_fresh(char *key)
 {
     unsigned char raw[ZSH_RUN_KEY_BYTES];
     size_t got = 0, i;
