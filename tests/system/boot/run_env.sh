@@ -7,10 +7,9 @@ top_builddir=${top_builddir:-.}
 prog="$top_builddir/tests/system/boot/env_rank"
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-passed=0
-failed=0
-# One result per case below.
-expected=8
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
+results_begin boot_env 8 # one result per case below
 
 # shellcheck source=../../harness/free_port.sh
 . "$(dirname "$0")/../../harness/free_port.sh"
@@ -54,14 +53,11 @@ check() {
         fi
     done
     if [ $ok = 1 ]; then
-        echo "[       OK ] boot_env.$name"
-        passed=$((passed + 1))
+        result_as OK "$name"
     else
-        echo "[  FAILED  ] boot_env.$name"
-        for ((r = 0; r < n; r++)); do
-            echo "  rank $r exited $(cat "$log/rc.$r"): $(cat "$log/out.$r")"
-        done
-        failed=$((failed + 1))
+        result_as FAILED "$name" "$(for ((r = 0; r < n; r++)); do
+            echo "rank $r exited $(cat "$log/rc.$r"): $(cat "$log/out.$r")"
+        done)"
     fi
 }
 
@@ -96,16 +92,10 @@ launch_store absent_rank 2 'RANK=$r WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PO
 if [ $((SECONDS - start)) -le 20 ]; then
     check absent_rank_fails_with_a_timeout_instead_of_hanging 2 2 "timed out\|TIMEOUT\|time"
 else
-    echo "[  FAILED  ] boot_env.absent_rank_fails_with_a_timeout_instead_of_hanging (took $((SECONDS - start)) s)"
-    failed=$((failed + 1))
+    result_as FAILED absent_rank_fails_with_a_timeout_instead_of_hanging \
+        "took $((SECONDS - start)) s, more than 20"
 fi
 
 # A case that never reported (an early exit, a branch without its result)
-# must not pass by its absence.
-if [ $((passed + failed)) != $expected ]; then
-    echo "[  FAILED  ] boot_env: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-echo "[  PASSED  ] $passed tests."
-[ $failed -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-[ $failed = 0 ]
+# fails the count results_end checks.
+results_end

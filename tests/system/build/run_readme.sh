@@ -8,9 +8,9 @@ set -u
 srcdir=${abs_top_srcdir:?run through make check}
 top_builddir=${top_builddir:-.}
 info="$top_builddir/tools/zsh_info"
-expected=3
-passed=0
-failed=0
+# shellcheck source=../../harness/results.sh
+. "$srcdir/tests/harness/results.sh"
+results_begin readme 3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -30,17 +30,12 @@ for what in config select; do
     bash "$srcdir/contrib/readme_tables.sh" "$info" $what >"$tmp/want" 2>"$tmp/err"
     readme_block "$marker" >"$tmp/have"
     if [ ! -s "$tmp/want" ] || [ "$(wc -l <"$tmp/want")" -lt 5 ]; then
-        echo "[  FAILED  ] readme.$name"
-        echo "    contrib/readme_tables.sh printed too little: $(cat "$tmp/err")"
-        failed=$((failed + 1))
+        result_as FAILED "$name" "contrib/readme_tables.sh printed too little: $(cat "$tmp/err")"
     elif diff -u "$tmp/have" "$tmp/want" >"$tmp/diff"; then
-        echo "[       OK ] readme.$name ($(wc -l <"$tmp/want") lines)"
-        passed=$((passed + 1))
+        result_as OK "$name ($(wc -l <"$tmp/want") lines)"
     else
-        echo "[  FAILED  ] readme.$name: README.md (-) against zsh_info (+);" \
-             "contrib/readme_tables.sh writes the block"
-        sed 's/^/    /' "$tmp/diff" | head -40
-        failed=$((failed + 1))
+        result_as FAILED "$name" "README.md (-) against zsh_info (+); contrib/readme_tables.sh writes the block:
+$(head -40 "$tmp/diff")"
     fi
 done
 
@@ -51,20 +46,9 @@ vars=$(grep -c '^ZSH_[A-Z_0-9]*=' "$tmp/c")
 ranged=$(grep -c '^# range: ' "$tmp/c")
 if [ "$vars" -gt 20 ] && [ "$vars" = "$ranged" ] &&
    grep -B3 '^ZSH_CHUNK_SIZE=' "$tmp/c" | grep -qx '# range: 4k to 64m bytes'; then
-    echo "[       OK ] readme.$name ($vars variables)"
-    passed=$((passed + 1))
+    result_as OK "$name ($vars variables)"
 else
-    echo "[  FAILED  ] readme.$name: $vars variables, $ranged ranges," \
-         "ZSH_CHUNK_SIZE's: $(grep -B3 '^ZSH_CHUNK_SIZE=' "$tmp/c" | grep '^# range' || echo none)"
-    failed=$((failed + 1))
+    chunk=$(grep -B3 '^ZSH_CHUNK_SIZE=' "$tmp/c" | grep '^# range' || echo none)
+    result_as FAILED "$name" "$vars variables, $ranged ranges, ZSH_CHUNK_SIZE's: $chunk"
 fi
-
-echo "[  PASSED  ] $passed tests."
-if [ $((passed + failed)) != "$expected" ]; then
-    echo "[  FAILED  ] readme: $((passed + failed)) results reported, $expected expected"
-    failed=$((failed + 1))
-fi
-if [ "$failed" -gt 0 ]; then
-    echo "[  FAILED  ] $failed tests, listed above"
-    exit 1
-fi
+results_end

@@ -7,31 +7,18 @@
 set -u
 top_builddir=${top_builddir:-.}
 lib="$top_builddir/.libs/libzeroshard.so"
-name=build.reduction_kernels_are_vectorized
+name=reduction_kernels_are_vectorized
+# shellcheck source=../../harness/results.sh
+. "$(dirname "$0")/../../harness/results.sh"
 # One check, and one result line for it whichever way it ends.
-expected=1
-passed=0
-failed=0
-skipped=0
+results_begin build 1
 
-# Exits 1 on a failure, or when the results reported are not the expected
-# number; 77 (make check's SKIP) when the check was skipped.
-summary() {
-    if [ $((passed + failed + skipped)) != $expected ]; then
-        echo "[  FAILED  ] build: $((passed + failed + skipped)) results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ $skipped -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ $failed -gt 0 ] && { echo "[  FAILED  ] $failed tests, listed above"; exit 1; }
-    [ $skipped -gt 0 ] && exit 77
-    exit 0
-}
-
+# The check skipped: exits 77 (make check's SKIP), or 1 if the results
+# reported were not the expected number.
 skip() { # REASON
-    echo "[  SKIPPED ] $name ($1)"
-    skipped=$((skipped + 1))
-    summary
+    result_skip "$name" "$1"
+    results_end || exit 1
+    exit 77
 }
 
 case $(uname -m) in
@@ -64,11 +51,9 @@ for fn in zsh_reduce_acc_store_fp32_sum zsh_reduce_acc_fp32_sum; do
     fi
 done
 if [ -z "$bad" ]; then
-    echo "[       OK ] $name"
-    passed=$((passed + 1))
+    result_as OK "$name"
 else
-    echo "[  FAILED  ] $name"
-    echo "    scalar loops (no addps) in:$bad; built with: $(grep -m1 '^ZSH_OPT_FLAGS' "$top_builddir/Makefile")"
-    failed=$((failed + 1))
+    result_as FAILED "$name" \
+        "scalar loops (no addps) in:$bad; built with: $(grep -m1 '^ZSH_OPT_FLAGS' "$top_builddir/Makefile")"
 fi
-summary
+results_end

@@ -29,11 +29,21 @@ declare -A what=([store_frame_fuzz]=store_frame_decoder_and_handshake
 declare -A secs=([store_frame_fuzz]=$seconds [manifest_fuzz]=$half
                  [safetensors_header_fuzz]=$half)
 
+# shellcheck source=../../harness/results.sh
+. "$top/tests/harness/results.sh"
+results_begin fuzz ${#targets[@]}
+# test_name TARGET: the name of the target's result.
+test_name() {
+    echo "${what[$1]}_survive_${secs[$1]}_s_of_libfuzzer"
+}
+# Nothing ran: why, and each target's result a failure.
 fail() {
+    local t
     echo "$*"
-    echo "[  FAILED  ] fuzz: the targets could not be built"
-    echo "[  PASSED  ] 0 tests."
-    echo "[  FAILED  ] ${#targets[@]} tests, listed above"
+    for t in "${targets[@]}"; do
+        result_as FAILED "$(test_name "$t")" "the targets could not be built (above)"
+    done
+    results_end
     exit 1
 }
 
@@ -103,21 +113,17 @@ start=$SECONDS
 run store_frame_fuzz &
 (run manifest_fuzz; run safetensors_header_fuzz) &
 wait
-failed=0
 for t in "${targets[@]}"; do
-    name=fuzz.${what[$t]}_survive_${secs[$t]}_s_of_libfuzzer
+    name=$(test_name "$t")
     grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' "$dir/$t/fuzz.out" |
         sed "s/^/$t: /"
     if [ "$(cat "$dir/$t/rc")" != 0 ]; then
         tail -60 "$dir/$t/fuzz.out"
-        echo "the fuzzer failed (exit $(cat "$dir/$t/rc")); reproducer: $(ls "$dir/$t"/crash-* \
-            "$dir/$t"/timeout-* "$dir/$t"/oom-* 2>/dev/null | head -1)"
-        echo "[  FAILED  ] $name"
-        failed=$((failed + 1))
+        result_as FAILED "$name" "the fuzzer failed (exit $(cat "$dir/$t/rc")); reproducer: $(ls \
+            "$dir/$t"/crash-* "$dir/$t"/timeout-* "$dir/$t"/oom-* 2>/dev/null | head -1)"
     else
-        echo "[       OK ] $name (corpus $(ls "$dir/$t/corpus" | wc -l) inputs)"
+        result_as OK "$name (corpus $(ls "$dir/$t/corpus" | wc -l) inputs)"
     fi
 done
 echo "# $((SECONDS - start)) s in all"
-echo "[  PASSED  ] $(( ${#targets[@]} - failed )) tests."
-[ $failed = 0 ] || { echo "[  FAILED  ] $failed tests, listed above"; exit 1; }
+results_end
