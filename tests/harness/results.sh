@@ -15,6 +15,9 @@
 #   result_skip NAME WHY           one skipped result, WHY after its name
 #   result_check NAME COMMAND...   a pass when COMMAND exits 0 and prints nothing,
 #                                  else a failure showing what it printed
+#   results_add OUTPUT             prints OUTPUT, what a subshell reported with
+#                                  these functions, and counts its results here:
+#                                  a subshell's counts end with it
 #   results_end                    the summary; a run that reported another number of
 #                                  results than it expected fails; returns 1 on failure
 # The counts are $passed, $failed and $skipped; the suite's name and the number
@@ -75,6 +78,17 @@ result_check() {
     else
         result_as FAILED "$name" "${detail:-$1 failed without printing why}"
     fi
+}
+
+results_add() {
+    local n
+    printf '%s\n' "$1"
+    n=$(grep -c '^\[       OK \] ' <<<"$1")
+    passed=$((passed + n))
+    n=$(grep -c '^\[  FAILED  \] ' <<<"$1")
+    failed=$((failed + n))
+    n=$(grep -c '^\[  SKIPPED \] ' <<<"$1")
+    skipped=$((skipped + n))
 }
 
 results_end() {

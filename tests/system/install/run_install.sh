@@ -25,53 +25,30 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-results=$tmp/results
 prefix=$tmp/prefix
-: >"$results"
+# shellcheck source=../../harness/results.sh
+. "$srcdir/tests/harness/results.sh"
 # Seventeen checks of the installed tree, and five in each of the two module
-# sessions (Lmod, Environment Modules); each reports passed, failed or skipped.
-expected=$((17 + 2 * 5))
-# Module sessions that died before their end (see session_died).
-died=0
+# sessions (Lmod, Environment Modules); each reports passed, failed or
+# skipped, and one that never reported (a session that died, an early exit)
+# fails the count.
+results_begin install $((17 + 2 * 5))
 
-pass() {
-    echo "[       OK ] $1" | tee -a "$results"
-}
-fail() {
-    echo "[  FAILED  ] $1" | tee -a "$results"
-    shift
-    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
-}
-skip() {
-    echo "[  SKIPPED ] $1 ($2)" | tee -a "$results"
+# report OK|FAILED|SKIPPED SUITE.CASE [DETAIL]: one result; the checks are of
+# several suites (install, docs, spack, modules_lmod, modules_envmodules).
+report() {
+    results_suite=${2%%.*}
+    result_as "$1" "${2#*.}" "${3:-}"
 }
 # check NAME FUNCTION [ARGS]: FUNCTION returns 0 for a pass and prints why it failed.
 check() {
     local name=$1 out
     shift
     if out=$("$@" 2>&1); then
-        pass "$name"
+        report OK "$name"
     else
-        fail "$name" "$out"
+        report FAILED "$name" "$out"
     fi
-}
-summary() {
-    local passed failed skipped reported
-    passed=$(grep -c '^\[       OK \]' "$results")
-    failed=$(grep -c '^\[  FAILED  \]' "$results")
-    skipped=$(grep -c '^\[  SKIPPED \]' "$results")
-    reported=$((passed + failed + skipped))
-    failed=$((failed + died))
-    # A check that never reported (a session that died, an early exit) must
-    # not pass by its absence.
-    if [ $reported != $expected ]; then
-        echo "[  FAILED  ] install: $reported results reported, $expected expected"
-        failed=$((failed + 1))
-    fi
-    echo "[  PASSED  ] $passed tests."
-    [ "$skipped" -gt 0 ] && echo "[  SKIPPED ] $skipped tests, listed above"
-    [ "$failed" -gt 0 ] && echo "[  FAILED  ] $failed tests, listed above"
-    [ "$failed" = 0 ]
 }
 
 # ---- configure --prefix, make install -------------------------------------------
@@ -103,8 +80,8 @@ install_tree() {
         { tail -30 configure.log install.log 2>/dev/null; return 1; }
 }
 check install.configure_with_a_prefix_and_make_install install_tree
-if grep -q '^\[  FAILED  \]' "$results"; then
-    summary
+if [ "$failed" -gt 0 ]; then
+    results_end
     exit 1
 fi
 
@@ -197,7 +174,7 @@ pkgconfig_python() {
 if [ $have_python_pkg = yes ]; then
     check install.pkg_config_pythondir_holds_the_python_package pkgconfig_python
 else
-    skip install.pkg_config_pythondir_holds_the_python_package "the Python package is not built"
+    report SKIPPED install.pkg_config_pythondir_holds_the_python_package "the Python package is not built"
 fi
 
 zsh_info_sections() {
@@ -385,9 +362,9 @@ readme_names=(readme_examples_build_and_run_as_the_readme_says_at_2_ranks
     readme_examples_build_and_run_as_the_readme_says_at_3_ranks
     an_mpi_program_under_zshrun_fails_with_the_launcher_message)
 if [ $have_python_pkg = no ]; then
-    for name in "${readme_names[@]}"; do skip "install.$name" "the Python package is not built"; done
+    for name in "${readme_names[@]}"; do report SKIPPED "install.$name" "the Python package is not built"; done
 elif ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-    for name in "${readme_names[@]}"; do skip "install.$name" "no mpicc or mpirun (Open MPI)"; done
+    for name in "${readme_names[@]}"; do report SKIPPED "install.$name" "no mpicc or mpirun (Open MPI)"; done
 else
     check "install.${readme_names[0]}" readme_run 2
     check "install.${readme_names[1]}" readme_run 3
@@ -401,7 +378,7 @@ if command -v doxygen >/dev/null && grep -q '^DOXYGEN = .' "$tmp/build/Makefile"
     }
     check docs.make_docs_builds_html_with_every_public_item_documented docs
 else
-    skip docs.make_docs_builds_html_with_every_public_item_documented "no doxygen"
+    report SKIPPED docs.make_docs_builds_html_with_every_public_item_documented "no doxygen"
 fi
 
 modulefiles_dir() {
@@ -421,7 +398,7 @@ if command -v python3 >/dev/null; then
     }
     check spack.package_maps_variants_to_configure_options spack
 else
-    skip spack.package_maps_variants_to_configure_options "no python3"
+    report SKIPPED spack.package_maps_variants_to_configure_options "no python3"
 fi
 
 # ---- module use / load / unload, with Lmod and with Environment Modules ---------
@@ -484,16 +461,8 @@ session_checks=(module_load_sets_every_variable module_load_makes_import_zerosha
 skip_session() {
     local i
     for ((i = ${3:-0}; i < ${#session_checks[@]}; i++)); do
-        skip "modules_$1.${session_checks[i]}" "$2"
+        report SKIPPED "modules_$1.${session_checks[i]}" "$2"
     done
-}
-
-# session_died SYSTEM STATUS: the subshell of a session exited non-zero (an
-# unbound variable under set -u, a module command that exits the shell); the
-# checks it had left go unreported, and the summary counts the shortfall.
-session_died() {
-    echo "[  FAILED  ] modules_$1: the session exited $2 before its end"
-    died=$((died + 1))
 }
 
 # module_session NAME: runs in a subshell after the module system is set up.
@@ -502,13 +471,13 @@ module_session() {
     export CPATH=/opt/zsh-install-test/include
     unset LD_LIBRARY_PATH PKG_CONFIG_PATH MANPATH ZEROSHARD_ROOT PYTHONPATH
     if ! module use "$prefix/share/modulefiles"; then
-        fail "modules_$sys.module_load_sets_every_variable" "module use failed"
+        report FAILED "modules_$sys.module_load_sets_every_variable" "module use failed"
         skip_session "$sys" "module use failed" 1
         return
     fi
     before=$(env_snapshot)
     if ! module load zeroshard; then
-        fail "modules_$sys.module_load_sets_every_variable" "module load zeroshard failed"
+        report FAILED "modules_$sys.module_load_sets_every_variable" "module load zeroshard failed"
         skip_session "$sys" "module load failed" 1
         return
     fi
@@ -520,17 +489,17 @@ module_session() {
         }
         check "modules_$sys.module_load_makes_import_zeroshard_work" module_python
     else
-        skip "modules_$sys.module_load_makes_import_zeroshard_work" "the Python package is not built"
+        report SKIPPED "modules_$sys.module_load_makes_import_zeroshard_work" "the Python package is not built"
     fi
     if command -v man >/dev/null; then
         check "modules_$sys.man_finds_zsh_info_through_manpath" man_finds
     else
-        skip "modules_$sys.man_finds_zsh_info_through_manpath" "no man (apt-get install man-db)"
+        report SKIPPED "modules_$sys.man_finds_zsh_info_through_manpath" "no man (apt-get install man-db)"
     fi
     if ! command -v mpirun >/dev/null; then
-        skip "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "no mpirun"
+        report SKIPPED "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "no mpirun"
     elif ! zsh_info -f | grep -Eq '^#   PMIx: +on'; then
-        skip "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "built without PMIx"
+        report SKIPPED "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" "built without PMIx"
     else
         check "modules_$sys.outside_program_built_with_pkg_config_runs_under_mpirun_np2" \
             outside_program "$tmp/consumer-$sys"
@@ -564,14 +533,30 @@ clean_module_env() {
     mkdir -p "$HOME"
 }
 
+# session SYSTEM SETUP: module_session in a subshell, after clean_module_env
+# and the function SETUP have set up the module system, and its results
+# counted here. A subshell that exits non-zero (an unbound variable under
+# set -u, a module command that exits the shell) leaves the checks it had
+# left unreported: each fails, naming the status.
+session() {
+    local sys=$1 out rc c
+    out=$(clean_module_env "$sys" && "$2" && module_session "$sys")
+    rc=$?
+    results_add "$out"
+    [ $rc = 0 ] && return
+    for c in "${session_checks[@]}"; do
+        grep -q "^\[ *[A-Z]* *\] modules_$sys\.$c\b" <<<"$out" ||
+            report FAILED "modules_$sys.$c" "the session exited $rc before its end"
+    done
+}
+
 lmod_init=/usr/share/lmod/lmod/init/bash
+lmod_setup() {
+    # shellcheck disable=SC1090
+    . "$lmod_init" >/dev/null
+}
 if [ -r "$lmod_init" ]; then
-    (
-        clean_module_env lmod
-        # shellcheck disable=SC1090
-        . "$lmod_init" >/dev/null
-        module_session lmod
-    ) || session_died lmod $?
+    session lmod lmod_setup
 else
     skip_session lmod "no Lmod at $lmod_init (apt-get install lmod)"
 fi
@@ -583,15 +568,15 @@ for c in /usr/lib/*/modulecmd.tcl /usr/share/modules/libexec/modulecmd.tcl \
     "${ZSH_ENVMODULES_DIR:-/opt/environment-modules}"/usr/lib/*/modulecmd.tcl; do
     [ -z "$modulecmd" ] && [ -r "$c" ] && modulecmd=$c
 done
+envmodules_setup() {
+    # What Debian's /usr/share/modules/init/bash runs.
+    eval "$(tclsh8.6 "$modulecmd" bash autoinit)"
+}
 if [ -n "$modulecmd" ] && command -v tclsh8.6 >/dev/null; then
-    (
-        clean_module_env envmodules
-        # What Debian's /usr/share/modules/init/bash runs.
-        eval "$(tclsh8.6 "$modulecmd" bash autoinit)"
-        module_session envmodules
-    ) || session_died envmodules $?
+    session envmodules envmodules_setup
 else
     skip_session envmodules "no Environment Modules modulecmd.tcl (see contrib/debian-setup.sh)"
 fi
 
-summary
+results_suite=install # the suite the count is checked for
+results_end
