@@ -76,7 +76,7 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/cluster/run_cluster.sh.log
       tests/system/cluster/run_link_fault.sh.log tests/system/cluster/run_ring_order.sh.log
       tests/zero/optim/run_hpz.sh.log tests/system/cluster/run_hpz.sh.log
-      tests/coll/run_hier.sh.log)
+      tests/coll/run_hier.sh.log tests/harness/run_shards.sh.log)
 for log in "${logs[@]}"; do
     [ -f "$log" ] || continue
     echo "== $log"
@@ -108,7 +108,9 @@ if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
         printf '[  FAILED  ] valgrind: memcheck errors in %s\n[  FAILED  ] 1 test, listed above\n' \
             "$build/tests/valgrind.log" >>tests/valgrind.log
     }
-    grep -E '^(\[  (PASSED|FAILED|SKIPPED) +\] [0-9]|==[0-9]+== ERROR SUMMARY)' tests/valgrind.log
+    # The summaries, memcheck's error counts and how long each shard ran.
+    grep -E '^(\[  (PASSED|FAILED|SKIPPED) +\] [0-9]|==[0-9]+== ERROR SUMMARY|=== (shard )?[0-9]+ (of|shards,) )' \
+        tests/valgrind.log
     stage_done valgrind
     logs+=("${logs[@]/#/${ZSH_ASAN_BUILD_DIR:-$top/build-asan}/}"
            "${ZSH_TSAN_BUILD_DIR:-$top/build-tsan}/tests/zsh_tests.log" tests/fuzz.log
