@@ -88,7 +88,7 @@ echo "=== $jobs at a time (GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=I reruns shar
 rc=0
 skips=0
 for ((i = 0; i < n; i++)); do
-    s=1 secs=?
+    s=1 secs='?'
     [ -f "$tmp/$i.rc" ] && read -r s secs <"$tmp/$i.rc"
     echo "=== shard $i of $n: exit $s, $secs s"
     cat "$tmp/$i.out"
