@@ -140,7 +140,7 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
     } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
         status     = zsh_optim_param_read_wait(opt, b);
         src.buf    = b->nvme.pbounce;
-        src.staged = opt->device;
+        src.staged = opt->dev_ops->device;
     } else {
         src.staged = zsh_optim_dev_params_away(opt);
     }
@@ -148,7 +148,7 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
         /* A staged copy that fails leaves the all-gather unposted: the
          * others are stopped rather than left waiting in it. */
         status = zsh_shard_gather_start_src(b->fetch.pshard, &src);
-        status = src.staged ? zsh_optim_dev_failed(opt, status)
+        status = src.staged ? opt->dev_ops->failed(opt, status)
                             : zsh_optim_comm_status(opt, status);
     }
     if (status != ZSH_OK) {

@@ -76,10 +76,10 @@ static zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket
         }
         src = (const char *)p->buf + (s - p->offset) * opt->esize;
         if (to_float) {
-            status = zsh_optim_to_float_at(opt, src, (float *)dst + (s - base), e - s);
+            status = opt->dev_ops->to_float(opt, src, (float *)dst + (s - base), e - s);
         } else {
-            status = zsh_optim_copy(opt, (char *)dst + (s - base) * opt->esize, src,
-                                    (e - s) * opt->esize);
+            status = opt->dev_ops->copy(opt, (char *)dst + (s - base) * opt->esize, src,
+                                        (e - s) * opt->esize);
         }
     }
     return status;
@@ -131,19 +131,19 @@ zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkin
     if (!in_file) {
         return zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
     }
-    dst = zsh_optim_host_tmp(opt, region * es);
+    dst = opt->dev_ops->host_tmp(opt, region * es);
     if (dst == NULL) {
         zsh_error_prefix("zsh_optim_setup: ");
         return ZSH_ERR_NO_MEMORY;
     }
     status = zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt); /* from the device: landed */
+        status = opt->dev_ops->sync(opt); /* from the device: landed */
     }
     if (status == ZSH_OK) {
         status = zsh_tier_patch(opt, kind, b, base, base + region, dst);
     }
-    zsh_optim_host_tmp_free(opt, dst);
+    opt->dev_ops->host_tmp_free(opt, dst);
     return status;
 }
 
@@ -188,7 +188,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
     zsh_obucket_t *b;
     zsh_status_t status;
 
-    status = zsh_optim_dev_setup(opt); /* the buckets' communicator and memory */
+    status = opt->dev_ops->setup(opt); /* the buckets' communicator and memory */
     if (status == ZSH_OK) {
         status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
     }
@@ -209,7 +209,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
         status = zsh_optim_hpz_setup(opt);
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_setup_buckets(opt);
+        status = opt->dev_ops->setup_buckets(opt);
     }
     if (status != ZSH_OK) {
         zsh_optim_layout_free(opt);
@@ -254,7 +254,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
         zsh_bucket_destroy(b->layout); /* and the stage 3 shard it sealed */
         free(b->params);
     }
-    zsh_optim_dev_teardown(opt); /* before the tiers: its pinned buffers are theirs */
+    opt->dev_ops->teardown(opt); /* before the tiers: its pinned buffers are theirs */
     zsh_tier_teardown(opt);
     free(opt->buckets);
     opt->buckets  = NULL;

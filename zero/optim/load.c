@@ -26,20 +26,20 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
     float *tmp;
 
     if (!zsh_tier_in_file(opt, ZSH_TK_MASTER)) {
-        return zsh_optim_to_float_at(opt, src, b->master + (s - base), e - s);
+        return opt->dev_ops->to_float(opt, src, b->master + (s - base), e - s);
     }
-    tmp = zsh_optim_host_tmp(opt, (e - s) * sizeof(*tmp));
+    tmp = opt->dev_ops->host_tmp(opt, (e - s) * sizeof(*tmp));
     if (tmp == NULL) {
         return ZSH_ERR_NO_MEMORY;
     }
-    status = zsh_optim_to_float_at(opt, src, tmp, e - s);
+    status = opt->dev_ops->to_float(opt, src, tmp, e - s);
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt); /* from the device: landed */
+        status = opt->dev_ops->sync(opt); /* from the device: landed */
     }
     if (status == ZSH_OK) {
         status = zsh_tier_patch(opt, ZSH_TK_MASTER, b, s, e, tmp);
     }
-    zsh_optim_host_tmp_free(opt, tmp);
+    opt->dev_ops->host_tmp_free(opt, tmp);
     return status;
 }
 
@@ -83,7 +83,7 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
         }
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt); /* @values may be reused once this returns */
+        status = opt->dev_ops->sync(opt); /* @values may be reused once this returns */
     }
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);

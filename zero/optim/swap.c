@@ -129,7 +129,7 @@ static zsh_status_t zsh_swap_update(zsh_optim_t *opt, zsh_swap_slot_t *slot,
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         status = zsh_optim_update_view(opt, &opt->buckets[i], u, &view);
     }
-    return zsh_optim_dev_failed(opt, status);
+    return opt->dev_ops->failed(opt, status);
 }
 
 static void zsh_swap_free(zsh_optim_t *opt, zsh_swap_slot_t *slots, size_t n)

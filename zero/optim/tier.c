@@ -50,7 +50,7 @@ static int zsh_tier_of(const zsh_optim_t *opt, zsh_tkind_t kind)
         /* A step swapping states changes the host's parameters in memory
          * sub-group by sub-group. Parameters in the file are only written
          * back, and the device's are sent up by offload_device.c. */
-        return ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) && !opt->device &&
+        return ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) && !opt->dev_ops->device &&
                 (zsh_tier_of(opt, ZSH_TK_PARAMS) != ZSH_OFFLOAD_NVME))
                    ? ZSH_OFFLOAD_NVME
                    : -1;
@@ -142,7 +142,7 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
     int k;
 
     zsh_pool_init(&t->pool, opt->cfg.host_mem_limit);
-    t->pool.pinned = opt->device; /* gradient shards come down into it from the device */
+    t->pool.pinned = opt->dev_ops->device; /* gradient shards come down into it from the device */
     for (i = 0; i < opt->nbuckets; i++) {
         opt->buckets[i].nvme.foff = t->felems;
         t->felems += zsh_tier_round(zsh_obucket_region(opt, &opt->buckets[i]));

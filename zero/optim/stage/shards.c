@@ -100,14 +100,9 @@ zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
     zsh_dtype_t dt = opt->cfg.precision;
 
     opt->comm_bytes += zsh_obucket_full_bytes(opt, b);
-    if (opt->device && !opt->dev_update) {
-        /* The host tier's shard cannot take a device reduction: it is
-         * reduced in place, then copied down (zsh_optim_dev_grad_down). */
-        return zsh_ireduce_scatter(b->staging,
-                                   (char *)b->staging + (size_t)opt->rank * b->count * opt->esize,
-                                   b->count, dt, ZSH_SUM, opt->comm, &b->req);
-    }
-    return zsh_ireduce_scatter(b->staging,
-                               (b->nvme.gtransit != NULL) ? b->nvme.gtransit : b->grad_shard,
-                               b->count, dt, ZSH_SUM, opt->comm, &b->req);
+    /* With the optimizer offloaded from the device, the host tier's shard
+     * cannot take a device reduction: it is reduced in place, then copied
+     * down (the table's grad_down). */
+    return zsh_ireduce_scatter(b->staging, opt->dev_ops->shard_dst(opt, b), b->count, dt, ZSH_SUM,
+                               opt->comm, &b->req);
 }
