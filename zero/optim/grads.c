@@ -194,37 +194,13 @@ zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt)
     return zsh_optim_grad_writes_wait(opt);
 }
 
-/* A host buffer for @b's reduced shard on its way to disk, within the
- * budget: when it is full, the reductions in flight and then the gradient
- * writes are waited for. */
-static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
-{
-    size_t bytes = zsh_pool_round(b->count * opt->esize), used = b->count * opt->esize;
-
-    b->nvme.gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
-    if (b->nvme.gtransit == NULL) {
-        zsh_optim_grad_room(opt);
-        b->nvme.gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
-    }
-    if (b->nvme.gtransit == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY,
-                         "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) for a "
-                         "gradient shard of %zu bytes", opt->cfg.host_mem_limit, bytes);
-    }
-    memset((char *)b->nvme.gtransit + used, 0, bytes - used); /* the file gets no stale bytes */
-    return ZSH_OK;
-}
-
 static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-        zsh_status_t status = zsh_optim_grad_transit(opt, b);
+    /* Where the reduced shard is kept on its way (the NVMe tier: a transit
+     * buffer). */
+    zsh_status_t status = opt->tiers.ops[ZSH_TK_GRADS]->grad_prepare(opt, b);
 
-        if (status != ZSH_OK) {
-            return status;
-        }
-    }
-    return opt->stage_ops->reduce_start(opt, b);
+    return (status == ZSH_OK) ? opt->stage_ops->reduce_start(opt, b) : status;
 }
 
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad)

@@ -21,26 +21,8 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
                                          size_t e)
 {
     const char *src = (const char *)values + (s - param->offset) * opt->esize;
-    size_t base     = zsh_obucket_base(opt, b);
-    zsh_status_t status;
-    float *tmp;
 
-    if (!zsh_tier_in_file(opt, ZSH_TK_MASTER)) {
-        return opt->dev_ops->to_float(opt, src, b->master + (s - base), e - s);
-    }
-    tmp = opt->dev_ops->host_tmp(opt, (e - s) * sizeof(*tmp));
-    if (tmp == NULL) {
-        return ZSH_ERR_NO_MEMORY;
-    }
-    status = opt->dev_ops->to_float(opt, src, tmp, e - s);
-    if (status == ZSH_OK) {
-        status = opt->dev_ops->sync(opt); /* from the device: landed */
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_patch(opt, ZSH_TK_MASTER, b, s, e, tmp);
-    }
-    opt->dev_ops->host_tmp_free(opt, tmp);
-    return status;
+    return opt->tiers.ops[ZSH_TK_MASTER]->put(opt, ZSH_TK_MASTER, b, s, e, src, true);
 }
 
 zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values)

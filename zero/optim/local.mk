@@ -9,9 +9,9 @@ libzsh_zero_la_SOURCES += \
 	%reldir%/apply.c %reldir%/load.c \
 	%reldir%/state.c %reldir%/state.h %reldir%/state_walk.c %reldir%/state_check.c \
 	%reldir%/scaler.c %reldir%/scaler.h %reldir%/workers.c %reldir%/workers.h \
-	%reldir%/tier.c %reldir%/tier.h %reldir%/swap.c %reldir%/swap_plan.h \
-	%reldir%/offload_device.c %reldir%/hpz.c %reldir%/device.c %reldir%/device_ops.h \
-	%reldir%/host.c
+	%reldir%/tier.c %reldir%/tier.h %reldir%/tier_ops.h %reldir%/tier_ops.c %reldir%/swap.c \
+	%reldir%/swap_plan.h %reldir%/offload_device.c %reldir%/hpz.c %reldir%/device.c \
+	%reldir%/device_ops.h %reldir%/host.c
 include %reldir%/stage/local.mk
 include %reldir%/rule/local.mk
 include %reldir%/estimate/local.mk

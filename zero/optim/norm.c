@@ -41,19 +41,11 @@ double zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n)
  * model is, device.c; on the host with the optimizer offloaded). */
 zsh_status_t zsh_optim_host_grad_sumsq(zsh_optim_t *opt, double *sum_p)
 {
-    const zsh_obucket_t *b;
     double sum = 0.0;
-    const void *g;
-    size_t i, n;
+    size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        b = &opt->buckets[i];
-        if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-            sum += b->nvme.gsumsq; /* taken as the shard left for disk: the same sum */
-        } else {
-            g    = opt->stage_ops->grads_owned(opt, b, &n);
-            sum += zsh_optim_sumsq(opt, g, n);
-        }
+        sum += opt->tiers.ops[ZSH_TK_GRADS]->grad_sumsq(opt, &opt->buckets[i]);
     }
     *sum_p = sum;
     return ZSH_OK;

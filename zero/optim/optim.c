@@ -219,6 +219,7 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         opt->cfg.size = sizeof(opt->cfg);
         opt->stage_ops = zsh_stage_ops(opt->cfg.stage);
         opt->dev_ops   = &zsh_dev_host_ops; /* until a registration says where the model is */
+        zsh_tier_ops_reset(opt);            /* every kind in memory until the tiers' setup */
         status = zsh_optim_resolve(opt);
     }
     if ((status == ZSH_OK) && (opt->cfg.update_threads > 1)) {

@@ -20,6 +20,7 @@
 #include "optim/scaler.h"
 #include "optim/stage.h"
 #include "optim/tier.h"
+#include "optim/tier_ops.h"
 #include "optim/workers.h"
 #include "shard/shard_impl.h"
 
@@ -209,10 +210,6 @@ static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
 
 /* tier.c: the offload tiers. */
 size_t         zsh_tier_esize(const zsh_optim_t *opt, zsh_tkind_t kind);
-static inline bool zsh_tier_in_file(const zsh_optim_t *opt, zsh_tkind_t kind)
-{
-    return opt->tiers.file[kind] != NULL;
-}
 zsh_account_t *zsh_tier_acct(zsh_optim_t *opt, zsh_tkind_t kind); /* memory kinds only */
 zsh_status_t   zsh_tier_setup(zsh_optim_t *opt);   /* after the buckets, before their buffers */
 void           zsh_tier_teardown(zsh_optim_t *opt);
@@ -276,6 +273,10 @@ void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
 void         zsh_optim_layout_free(zsh_optim_t *opt);
+/* Copy (and widen, if @to_float) the parameters' initial values over the
+ * flat range [lo, hi) into @dst, indexed from @base, wherever they live. */
+zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b, size_t lo,
+                                      size_t hi, size_t base, void *dst, bool to_float);
 /* Allocate the master weights (@kind MASTER, into *@mem_p) or the stage 3
  * shard (PARAMS) of @b's @region elements from @base in their tier, and
  * fill them with the initial values. */

@@ -154,7 +154,7 @@ static zsh_status_t zsh_swap_alloc(zsh_optim_t *opt, zsh_swap_slot_t *slots, siz
     memset(slots, 0, n * sizeof(*slots));
     for (i = 0; i < n; i++) {
         for (k = 0; k < ZSH_TK_KINDS; k++) {
-            if (!zsh_tier_in_file(opt, (zsh_tkind_t)k)) {
+            if (opt->tiers.file[k] == NULL) { /* in memory: not swapped */
                 continue;
             }
             slots[i].buf[k] = zsh_pool_get(&opt->tiers.pool, zsh_swap_bytes(opt, (zsh_tkind_t)k));

@@ -141,6 +141,7 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
     size_t i;
     int k;
 
+    zsh_tier_ops_reset(opt);
     zsh_pool_init(&t->pool, opt->cfg.host_mem_limit);
     t->pool.pinned = opt->dev_ops->device; /* gradient shards come down into it from the device */
     for (i = 0; i < opt->nbuckets; i++) {
@@ -167,6 +168,7 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
         }
         status = zsh_aio_open(t->aio, zsh_tier_file_names[k], &t->file[k]);
         if (status == ZSH_OK) {
+            t->ops[k] = &zsh_tier_file_ops;
             status = zsh_aio_reserve(t->file[k],
                                      (uint64_t)t->felems * zsh_tier_esize(opt, (zsh_tkind_t)k));
         }
@@ -190,6 +192,7 @@ void zsh_tier_teardown(zsh_optim_t *opt)
 
     zsh_aio_destroy(t->aio); /* closes and removes the files */
     memset(t->file, 0, sizeof(t->file));
+    zsh_tier_ops_reset(opt);
     t->aio    = NULL;
     t->felems = 0;
     free(t->fresh);

@@ -56,14 +56,8 @@ const void *zsh_stage_grads_shard(const zsh_optim_t *opt, const zsh_obucket_t *b
  * the transit buffer of its write (grads.c). */
 bool zsh_stage_grads_shard_alloc(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    if (!zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-        b->grad_shard = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS,
-                                          b->count * opt->esize);
-        if (b->grad_shard == NULL) {
-            return false;
-        }
-    }
-    return true;
+    return opt->tiers.ops[ZSH_TK_GRADS]->alloc(opt, b, ZSH_TK_GRADS, b->count * opt->esize,
+                                               &b->grad_shard);
 }
 
 void zsh_stage_grads_shard_free(zsh_optim_t *opt, zsh_obucket_t *b, zsh_comm_t *comm)

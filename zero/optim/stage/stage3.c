@@ -75,15 +75,7 @@ static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh
     b->hpz.sec_valid = false; /* every rank sets the same values: the next gather is primary */
     if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
         src = (const char *)values + (s - param->offset) * opt->esize;
-        if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-            /* through a host copy where @src is device memory */
-            status = opt->dev_ops->file_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
-        } else {
-            status = opt->dev_ops->copy(opt,
-                                        (char *)zsh_shard_local(b->fetch.pshard) +
-                                            (s - b->lo) * opt->esize,
-                                        src, (e - s) * opt->esize);
-        }
+        status = opt->tiers.ops[ZSH_TK_PARAMS]->put(opt, ZSH_TK_PARAMS, b, s, e, src, false);
     }
     return status;
 }
@@ -91,16 +83,10 @@ static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh
 static zsh_status_t zsh_stage3_params_rw(zsh_optim_t *opt, zsh_obucket_t *b, size_t s, size_t e,
                                          void *vals, bool write)
 {
-    size_t es = opt->esize;
-    char *at;
+    const zsh_tier_ops_t *tier = opt->tiers.ops[ZSH_TK_PARAMS];
 
-    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-        return write ? zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
-                     : zsh_tier_peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
-    }
-    at = (char *)zsh_shard_local(b->fetch.pshard) + (s - b->lo) * es;
-    memcpy(write ? at : vals, write ? vals : at, (e - s) * es);
-    return ZSH_OK;
+    return write ? tier->patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
+                 : tier->peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
 }
 
 const zsh_stage_ops_t zsh_stage3_ops = {
