@@ -5,9 +5,9 @@
  * allocate device memory (in stream order on the optimizer's stream), its
  * copies go through the CUDA runtime, the update and the gradient norm run
  * as the kernels of optim/rule/cuda (the CUDA table, here), or on the host
- * with the optimizer offloaded (offload_device.c's table, which shares this
- * file's CUDA side), and the collectives, given device buffers, take the
- * NCCL path on a communicator split for the optimizer's stream.
+ * with the optimizer offloaded (offload/offload_device.c's table, which
+ * shares this file's CUDA side), and the collectives, given device buffers,
+ * take the NCCL path on a communicator split for the optimizer's stream.
  */
 #include "optim/optim_impl.h"
 

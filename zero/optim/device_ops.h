@@ -14,8 +14,9 @@
  *   offload  CUDA, its stream  host kernels             down a copy stream      on the host, sent up
  *
  * The host table is host.c's, the CUDA one device.c's, the offload one
- * offload_device.c's; the last two share the CUDA side's copies, setup and
- * stats, the first and last the host's rule and norm (declared below).
+ * offload/offload_device.c's; the last two share the CUDA side's copies,
+ * setup and stats, the first and last the host's rule and norm (declared
+ * below).
  */
 #ifndef ZSH_OPTIM_DEVICE_OPS_H_
 #define ZSH_OPTIM_DEVICE_OPS_H_
@@ -90,7 +91,7 @@ typedef struct zsh_dev_ops {
 
 extern const zsh_dev_ops_t zsh_dev_host_ops;    /* host.c */
 extern const zsh_dev_ops_t zsh_dev_cuda_ops;    /* device.c */
-extern const zsh_dev_ops_t zsh_dev_offload_ops; /* offload_device.c */
+extern const zsh_dev_ops_t zsh_dev_offload_ops; /* offload/offload_device.c */
 
 /* What the tables share. The host's (host.c; the norm's sum, norm.c):
  * nothing to do, the rule and the norm, the reduced shard where it was

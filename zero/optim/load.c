@@ -11,9 +11,6 @@
 
 #include "core/status.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 /* The master weights of [s, e) of @param from @values, into @b's memory or
  * the master file. */
 static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,

@@ -208,7 +208,7 @@ static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
     return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->has_master ? 1 : 0));
 }
 
-/* tier.c: the offload tiers. */
+/* offload/tier.c: the offload tiers. */
 size_t         zsh_tier_esize(const zsh_optim_t *opt, zsh_tkind_t kind);
 zsh_account_t *zsh_tier_acct(zsh_optim_t *opt, zsh_tkind_t kind); /* memory kinds only */
 zsh_status_t   zsh_tier_setup(zsh_optim_t *opt);   /* after the buckets, before their buffers */
@@ -247,7 +247,7 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
  * shards then go to disk), then every gradient write. */
 zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt);
 
-/* swap.c: the step over sub-groups when any state lives in files. */
+/* offload/swap.c: the step over sub-groups when any state lives in files. */
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
 /* After a step that failed on any rank: the parameters in memory that the
  * swapped step changed, put back from the undo file. */

@@ -37,7 +37,7 @@ typedef enum {
     ZSH_TK_EXP_AVG,    /* first state: Adam's m, SGD's momentum */
     ZSH_TK_EXP_AVG_SQ, /* Adam's v */
     ZSH_TK_UNDO,       /* the parameters in memory as they were before the step, in the
-                        * precision: what a failed step puts back (see swap.c) */
+                        * precision: what a failed step puts back (offload/swap.c) */
     ZSH_TK_KINDS
 } zsh_tkind_t;
 

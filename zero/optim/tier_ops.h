@@ -12,8 +12,8 @@
  *           file, through a  through the pool      buffer, written behind  shard is read into,
  *           host buffer                                                    read ahead
  *
- * Both tables live in tier_ops.c; the files themselves, their layout and
- * I/O in tier.c, the step over them in swap.c.
+ * Both tables live in offload/tier_ops.c; the files themselves, their
+ * layout and I/O in offload/tier.c, the step over them in offload/swap.c.
  */
 #ifndef ZSH_OPTIM_TIER_OPS_H_
 #define ZSH_OPTIM_TIER_OPS_H_
@@ -69,8 +69,8 @@ typedef struct zsh_tier_ops {
     zsh_status_t (*fetch_check)(zsh_optim_t *opt, const char *fn);
 } zsh_tier_ops_t;
 
-extern const zsh_tier_ops_t zsh_tier_mem_ops;  /* tier_ops.c */
-extern const zsh_tier_ops_t zsh_tier_file_ops; /* tier_ops.c */
+extern const zsh_tier_ops_t zsh_tier_mem_ops;  /* offload/tier_ops.c */
+extern const zsh_tier_ops_t zsh_tier_file_ops; /* offload/tier_ops.c */
 
 /* Every kind in memory: at create, and after the tiers' teardown. */
 void zsh_tier_ops_reset(zsh_optim_t *opt);

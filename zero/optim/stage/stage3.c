@@ -11,8 +11,6 @@
 #include "core/status.h"
 #include "mem/device.h"
 
-#include <string.h>
-
 static zsh_status_t zsh_stage3_params_place(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     return zsh_optim_layout_place(opt, b, ZSH_TK_PARAMS, b->lo, b->count, NULL);

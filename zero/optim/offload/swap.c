@@ -18,7 +18,7 @@
  *               parameters as they were before it
  */
 #include "optim/optim_impl.h"
-#include "optim/swap_plan.h"
+#include "optim/offload/swap_plan.h"
 
 #include "core/status.h"
 
