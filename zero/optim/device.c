@@ -1,10 +1,13 @@
 /*
  * The optimizer on CUDA device memory. The registered buffers say where the
- * model lives: device parameters make the layer's compute account allocate
- * device memory (in stream order on the optimizer's stream), its copies go
- * through the CUDA runtime, the update and the gradient norm run as the
- * kernels of optim/rule/cuda, and the collectives, given device buffers, take
- * the NCCL path on a communicator split for the optimizer's stream.
+ * model lives, and the first registration chooses the table of that place
+ * (device_ops.h): device parameters make the layer's compute account
+ * allocate device memory (in stream order on the optimizer's stream), its
+ * copies go through the CUDA runtime, the update and the gradient norm run
+ * as the kernels of optim/rule/cuda (the CUDA table, here), or on the host
+ * with the optimizer offloaded (offload/offload_device.c's table, which
+ * shares this file's CUDA side), and the collectives, given device buffers,
+ * take the NCCL path on a communicator split for the optimizer's stream.
  */
 #include "optim/optim_impl.h"
 
@@ -58,7 +61,7 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
 
 bool zsh_optim_dev_params_away(const zsh_optim_t *opt)
 {
-    return opt->device && opt->stage_ops->shards_params &&
+    return opt->dev_ops->device && opt->stage_ops->shards_params &&
            (opt->cfg.offload_params != ZSH_OFFLOAD_NONE);
 }
 
@@ -71,11 +74,12 @@ zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const vo
         return ZSH_ERR_INVALID_ARG;
     }
     device = type == ZSH_MEM_CUDA;
-    if ((opt->nparams > 0) && (device != opt->device)) {
+    if ((opt->nparams > 0) && (device != opt->dev_ops->device)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "zsh_optim_register: parameter '%s' is %s memory, but the parameters "
                          "registered before it are %s memory: one optimizer keeps its model in "
-                         "one place", name, zsh_place_name(device), zsh_place_name(opt->device));
+                         "one place", name, zsh_place_name(device),
+                         zsh_place_name(opt->dev_ops->device));
     }
     if (device && (opt->nparams == 0)) {
         zsh_status_t status = zsh_optim_dev_check_config(opt, name);
@@ -84,9 +88,10 @@ zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const vo
             return status;
         }
     }
-    opt->device     = device;
-    opt->dev_update = device && (opt->cfg.offload_optimizer == ZSH_OFFLOAD_NONE);
-    opt->has_master = opt->mixed || (device && !opt->dev_update);
+    opt->dev_ops    = !device ? &zsh_dev_host_ops
+                      : (opt->cfg.offload_optimizer == ZSH_OFFLOAD_NONE) ? &zsh_dev_cuda_ops
+                                                                          : &zsh_dev_offload_ops;
+    opt->has_master = opt->mixed || opt->dev_ops->offloaded;
     return ZSH_OK;
 }
 
@@ -98,22 +103,19 @@ zsh_status_t zsh_optim_dev_check_ptr(const zsh_optim_t *opt, const char *fn, con
     if (zsh_mem_type(ptr, &type) != ZSH_OK) {
         return ZSH_ERR_INVALID_ARG;
     }
-    if ((type == ZSH_MEM_CUDA) != opt->device) {
+    if ((type == ZSH_MEM_CUDA) != opt->dev_ops->device) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: the %s of parameter '%s' is %s memory, but the parameters are %s "
                          "memory", fn, what, param->name, zsh_place_name(type == ZSH_MEM_CUDA),
-                         zsh_place_name(opt->device));
+                         zsh_place_name(opt->dev_ops->device));
     }
     return ZSH_OK;
 }
 
-zsh_status_t zsh_optim_dev_setup(zsh_optim_t *opt)
+zsh_status_t zsh_optim_cuda_setup(zsh_optim_t *opt)
 {
     zsh_status_t status;
 
-    if (!opt->device) {
-        return ZSH_OK;
-    }
     /* The optimizer's collectives are enqueued on its stream, on a
      * communicator of its own, so the caller's keeps its stream. */
     opt->dev.ucomm = opt->comm;
@@ -140,27 +142,21 @@ zsh_status_t zsh_optim_dev_setup(zsh_optim_t *opt)
     return ZSH_OK;
 }
 
-/* After the buckets: what offload needs per bucket. */
-zsh_status_t zsh_optim_dev_setup_buckets(zsh_optim_t *opt)
+/* After the buckets: the framework may free its buffers once setup
+ * returns (stage 3). */
+static zsh_status_t zsh_optim_cuda_setup_buckets(zsh_optim_t *opt)
 {
-    zsh_status_t status = ZSH_OK;
-
-    if (opt->device && !opt->dev_update) {
-        status = zsh_optim_dev_offload_setup(opt);
-    }
-    /* The framework may free its buffers once setup returns (stage 3). */
-    return (status == ZSH_OK && opt->device) ? zsh_dev_sync(opt->cfg.stream) : status;
+    return zsh_dev_sync(opt->cfg.stream);
 }
 
-void zsh_optim_dev_teardown(zsh_optim_t *opt)
+void zsh_optim_cuda_teardown(zsh_optim_t *opt)
 {
     zsh_devopt_t *d = &opt->dev;
 
-    if (!opt->device || (d->ucomm == NULL)) {
+    if (d->ucomm == NULL) {
         return;
     }
     (void)zsh_dev_sync(opt->cfg.stream);
-    zsh_optim_dev_offload_teardown(opt);
     zsh_dev_free(ZSH_PLACE_DEVICE, d->sum, opt->cfg.stream);
     (void)zsh_dev_sync(opt->cfg.stream);
     zsh_comm_destroy(opt->comm);
@@ -169,50 +165,61 @@ void zsh_optim_dev_teardown(zsh_optim_t *opt)
                         .copy_wait_s = d->copy_wait_s};
 }
 
-zsh_status_t zsh_optim_copy(zsh_optim_t *opt, void *dst, const void *src, size_t bytes)
+zsh_status_t zsh_optim_cuda_copy(zsh_optim_t *opt, void *dst, const void *src, size_t bytes)
 {
-    if (!opt->device) {
-        memmove(dst, src, bytes);
-        return ZSH_OK;
-    }
     return zsh_dev_copy(dst, src, bytes, opt->cfg.stream);
 }
 
-zsh_status_t zsh_optim_to_float_at(zsh_optim_t *opt, const void *src, float *dst, size_t n)
+zsh_status_t zsh_optim_cuda_to_float(zsh_optim_t *opt, const void *src, float *dst, size_t n)
 {
-    if (!opt->device) {
-        zsh_optim_to_float(opt->cfg.precision, src, dst, n);
-        return ZSH_OK;
-    }
     if (opt->cfg.precision == ZSH_FLOAT32) {
         return zsh_dev_copy(dst, src, n * sizeof(float), opt->cfg.stream);
     }
     return zsh_cuda_to_float(src, opt->cfg.precision, dst, n, opt->cfg.stream);
 }
 
-void *zsh_optim_host_tmp(zsh_optim_t *opt, size_t bytes)
+void *zsh_optim_cuda_host_tmp(zsh_optim_t *opt, size_t bytes)
 {
-    void *ptr = opt->device ? zsh_dev_alloc(ZSH_PLACE_PINNED, bytes, NULL)
-                            : calloc(1, (bytes == 0) ? 1 : bytes);
+    (void)opt;
+    return zsh_dev_alloc(ZSH_PLACE_PINNED, bytes, NULL);
+}
 
-    if (!opt->device && (ptr == NULL)) {
-        zsh_error(ZSH_ERR_NO_MEMORY, "out of memory for %zu bytes", bytes);
+void zsh_optim_cuda_host_tmp_free(zsh_optim_t *opt, void *ptr)
+{
+    (void)opt;
+    zsh_dev_free(ZSH_PLACE_PINNED, ptr, NULL);
+}
+
+zsh_status_t zsh_optim_cuda_sync(zsh_optim_t *opt)
+{
+    return zsh_dev_sync(opt->cfg.stream);
+}
+
+/* Through a host copy: the file is written from host memory. */
+zsh_status_t zsh_optim_cuda_file_patch(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *b,
+                                       size_t s, size_t e, const void *src)
+{
+    size_t es = zsh_tier_esize(opt, kind);
+    zsh_status_t status;
+    void *tmp;
+
+    tmp = zsh_optim_cuda_host_tmp(opt, (e - s) * es);
+    if (tmp == NULL) {
+        return ZSH_ERR_NO_MEMORY;
     }
-    return ptr;
+    status = zsh_optim_cuda_copy(opt, tmp, src, (e - s) * es);
+    if (status == ZSH_OK) {
+        status = zsh_optim_cuda_sync(opt);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_tier_patch(opt, kind, b, s, e, tmp);
+    }
+    zsh_optim_cuda_host_tmp_free(opt, tmp);
+    return status;
 }
 
-void zsh_optim_host_tmp_free(zsh_optim_t *opt, void *ptr)
-{
-    zsh_dev_free(opt->device ? ZSH_PLACE_PINNED : ZSH_PLACE_HOST, ptr, NULL);
-}
-
-zsh_status_t zsh_optim_dev_sync(zsh_optim_t *opt)
-{
-    return opt->device ? zsh_dev_sync(opt->cfg.stream) : ZSH_OK;
-}
-
-zsh_status_t zsh_optim_dev_apply(zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                                 void *out, size_t n, const zsh_update_t *u)
+static zsh_status_t zsh_optim_cuda_apply(zsh_optim_t *opt, float *p, const void *g, float *m,
+                                         float *v, void *out, size_t n, const zsh_update_t *u)
 {
     zsh_cuda_step_args_t a;
 
@@ -231,22 +238,48 @@ zsh_status_t zsh_optim_dev_apply(zsh_optim_t *opt, float *p, const void *g, floa
     return zsh_cuda_step(&a, opt->cfg.stream);
 }
 
-zsh_status_t zsh_optim_dev_sumsq(zsh_optim_t *opt, const void *g, size_t n, bool first)
+static zsh_status_t zsh_optim_cuda_sumsq(zsh_optim_t *opt, const void *g, size_t n, bool first)
 {
     return zsh_cuda_sumsq(g, opt->cfg.precision, n, opt->dev.sum, !first, opt->dev.sum + 1,
                           opt->cfg.stream);
 }
 
-zsh_status_t zsh_optim_dev_sumsq_get(zsh_optim_t *opt, double *sum_p)
+static zsh_status_t zsh_optim_cuda_sumsq_get(zsh_optim_t *opt, double *sum_p)
 {
     zsh_status_t status = zsh_dev_copy(sum_p, opt->dev.sum, sizeof(double), opt->cfg.stream);
 
     return (status == ZSH_OK) ? zsh_dev_sync(opt->cfg.stream) : status;
 }
 
-zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status)
+/* The owned gradients' squares summed on the device, in the device sum,
+ * then read back. */
+static zsh_status_t zsh_optim_cuda_grad_sumsq(zsh_optim_t *opt, double *sum_p)
 {
-    if ((status != ZSH_OK) && opt->device) {
+    const zsh_obucket_t *b;
+    double sum = 0.0;
+    zsh_status_t status;
+    const void *g;
+    size_t i, n;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        b      = &opt->buckets[i];
+        g      = opt->stage_ops->grads_owned(opt, b, &n);
+        status = zsh_optim_cuda_sumsq(opt, g, n, i == 0);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
+    status = (opt->nbuckets > 0) ? zsh_optim_cuda_sumsq_get(opt, &sum) : ZSH_OK;
+    if (status != ZSH_OK) {
+        return status;
+    }
+    *sum_p = sum;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_cuda_failed(zsh_optim_t *opt, zsh_status_t status)
+{
+    if (status != ZSH_OK) {
         /* The other ranks would wait in the next collective for this one:
          * stop them, naming this rank, and keep the failure. */
         zsh_optim_comm_status(opt, status);
@@ -255,15 +288,38 @@ zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status)
     return status;
 }
 
-void zsh_optim_dev_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
+void zsh_optim_cuda_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
 {
-    stats->device = opt->device;
-    if (!opt->device) {
-        return;
-    }
+    stats->device            = true;
     stats->device_bytes      = opt->acct.all;
     stats->device_peak_bytes = opt->acct.all_peak;
     stats->copy_bytes        = opt->dev.copy_bytes;
     stats->copy_s            = opt->dev.copy_s;
     stats->copy_wait_s       = opt->dev.copy_wait_s;
 }
+
+const zsh_dev_ops_t zsh_dev_cuda_ops = {
+    .name          = "CUDA device",
+    .device        = true,
+    .offloaded     = false,
+    .setup         = zsh_optim_cuda_setup,
+    .setup_buckets = zsh_optim_cuda_setup_buckets,
+    .teardown      = zsh_optim_cuda_teardown,
+    .copy          = zsh_optim_cuda_copy,
+    .to_float      = zsh_optim_cuda_to_float,
+    .sync          = zsh_optim_cuda_sync,
+    .host_tmp      = zsh_optim_cuda_host_tmp,
+    .host_tmp_free = zsh_optim_cuda_host_tmp_free,
+    .file_patch    = zsh_optim_cuda_file_patch,
+    .apply         = zsh_optim_cuda_apply,
+    .grad_sumsq    = zsh_optim_cuda_grad_sumsq,
+    .shard_dst     = zsh_optim_host_shard_dst,
+    .grad_down     = zsh_optim_host_grad_down,
+    .grad_landed   = zsh_optim_host_grad_landed,
+    .copies_wait   = zsh_optim_host_nothing,
+    .update_bucket = zsh_optim_update_bucket,
+    .update_view   = zsh_optim_update_view_host,
+    .close_step    = zsh_optim_host_end,
+    .failed        = zsh_optim_cuda_failed,
+    .stats         = zsh_optim_cuda_stats,
+};

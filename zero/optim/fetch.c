@@ -32,91 +32,6 @@ static bool zsh_optim_in(const size_t *list, size_t n, size_t x)
     return false;
 }
 
-/* NVMe parameters: a gather sends this rank's shard from a host buffer the
- * shard was read into, possibly well ahead of use (prefetch reads twice as
- * far ahead as it gathers). The buffer goes back once the gather is done. */
-static size_t zsh_optim_bounce_bytes(const zsh_optim_t *opt, const zsh_obucket_t *b)
-{
-    return zsh_pool_round(b->count * opt->esize);
-}
-
-static void zsh_optim_bounce_put(zsh_optim_t *opt, zsh_obucket_t *b)
-{
-    zsh_tier_wait(opt, &b->nvme.pread);
-    zsh_pool_put(&opt->tiers.pool, b->nvme.pbounce, zsh_optim_bounce_bytes(opt, b));
-    b->nvme.pbounce = NULL;
-}
-
-/* Start reading @b's shard (sharded or reading); ZSH_ERR_NO_MEMORY when
- * the budget has no room. */
-static zsh_status_t zsh_optim_param_read_start(zsh_optim_t *opt, zsh_obucket_t *b)
-{
-    zsh_status_t status;
-
-    if (b->fetch.state == ZSH_BSTATE_READING) {
-        return ZSH_OK;
-    }
-    b->nvme.pbounce = zsh_pool_get(&opt->tiers.pool, zsh_optim_bounce_bytes(opt, b));
-    if (b->nvme.pbounce == NULL) {
-        return ZSH_ERR_NO_MEMORY;
-    }
-    status = zsh_tier_io(opt, ZSH_TK_PARAMS, false, b->nvme.foff, b->nvme.pbounce, b->count,
-                         &b->nvme.pread);
-    if (status != ZSH_OK) {
-        zsh_optim_bounce_put(opt, b);
-        return status;
-    }
-    return zsh_obucket_move(b, ZSH_BSTATE_READING);
-}
-
-void zsh_optim_param_reads_drop(zsh_optim_t *opt)
-{
-    size_t i;
-
-    for (i = 0; i < opt->nbuckets; i++) {
-        if (opt->buckets[i].fetch.state == ZSH_BSTATE_READING) {
-            zsh_optim_bounce_put(opt, &opt->buckets[i]);
-            /* Reading may always go back: the move cannot be refused. */
-            zsh_obucket_move(&opt->buckets[i], ZSH_BSTATE_SHARDED);
-        }
-    }
-}
-
-/* Have @b's shard in its host buffer: read it now if it was not read ahead
- * (waiting for the gradient writes to leave room when the budget is full).
- * A shard that cannot be read aborts the communicator, so the other ranks'
- * gathers fail, naming this rank, instead of waiting for it. */
-static zsh_status_t zsh_optim_param_read_wait(zsh_optim_t *opt, zsh_obucket_t *b)
-{
-    zsh_status_t status = zsh_optim_param_read_start(opt, b);
-
-    if (status == ZSH_ERR_NO_MEMORY) {
-        zsh_optim_grad_room(opt);
-        zsh_optim_param_reads_drop(opt);
-        status = zsh_optim_param_read_start(opt, b);
-        if (status == ZSH_ERR_NO_MEMORY) {
-            status = zsh_error(ZSH_ERR_NO_MEMORY,
-                               "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) to read "
-                               "a parameter shard of %zu bytes", opt->cfg.host_mem_limit,
-                               zsh_optim_bounce_bytes(opt, b));
-        }
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_wait(opt, &b->nvme.pread);
-    }
-    if (status != ZSH_OK) {
-        if (b->fetch.state == ZSH_BSTATE_READING) {
-            zsh_optim_bounce_put(opt, b);
-            zsh_obucket_move(b, ZSH_BSTATE_SHARDED); /* allowed: the failure is the one told */
-        }
-        zsh_comm_abort(opt->comm);
-        return zsh_sticky_failed(&opt->tiers.failed)
-                   ? zsh_tier_check(opt, "reading a parameter shard")
-                   : status;
-    }
-    return ZSH_OK;
-}
-
 static zsh_status_t zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     opt->live_bytes -= zsh_shard_gathered_bytes(b->fetch.pshard);
@@ -137,18 +52,14 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
     if (b->hpz.sec_valid) {
         src.buf  = b->hpz.sec;
         src.comm = opt->hpzcomm;
-    } else if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-        status     = zsh_optim_param_read_wait(opt, b);
-        src.buf    = b->nvme.pbounce;
-        src.staged = opt->device;
     } else {
-        src.staged = zsh_optim_dev_params_away(opt);
+        status = opt->tiers.ops[ZSH_TK_PARAMS]->gather_src(opt, b, &src);
     }
     if (status == ZSH_OK) {
         /* A staged copy that fails leaves the all-gather unposted: the
          * others are stopped rather than left waiting in it. */
         status = zsh_shard_gather_start_src(b->fetch.pshard, &src);
-        status = src.staged ? zsh_optim_dev_failed(opt, status)
+        status = src.staged ? opt->dev_ops->failed(opt, status)
                             : zsh_optim_comm_status(opt, status);
     }
     if (status != ZSH_OK) {
@@ -210,21 +121,9 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
     for (i = 0; ((int)i < depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
         window[n++] = c;
     }
-    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-        /* Reads are local: issue them twice as far ahead, while the budget
-         * has room, so the disk is busy before the gathers need them. */
-        for (i = 0; ((int)i < 2 * depth) && zsh_prefetch_ahead(&opt->prefetch, i, &c); i++) {
-            if (zsh_bstate_gathered(opt->buckets[c].fetch.state)) {
-                continue;
-            }
-            status = zsh_optim_param_read_start(opt, &opt->buckets[c]);
-            if (status == ZSH_ERR_INTERNAL) {
-                return status;
-            }
-            if (status != ZSH_OK) {
-                break; /* no room, or the tier failed: the fetch will see */
-            }
-        }
+    status = opt->tiers.ops[ZSH_TK_PARAMS]->read_ahead(opt, depth); /* the NVMe tier's reads */
+    if (status != ZSH_OK) {
+        return status;
     }
     for (i = 0; i < n; i++) {
         b = &opt->buckets[window[i]];
@@ -270,9 +169,7 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
         opt->stats.prefetch_hits++;
     }
     status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->fetch.pshard, full_p));
-    if (b->nvme.pbounce != NULL) {
-        zsh_optim_bounce_put(opt, b);
-    }
+    opt->tiers.ops[ZSH_TK_PARAMS]->gather_done(opt, b);
     if (status != ZSH_OK) {
         opt->live_bytes -= zsh_obucket_full_bytes(opt, b); /* the shard released it */
         moved = zsh_obucket_move(b, ZSH_BSTATE_SHARDED);
@@ -319,12 +216,9 @@ zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void
     void *full;
     int noted;
 
-    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS) && opt->tiers.agreed) {
-        /* A failed step may have rewritten some of the file's sub-groups
-         * and not others: no mix of the two is handed out. Only once every
-         * rank knows (a gradient write can fail on one rank before the
-         * step's agreement), so no rank leaves the others in the gather. */
-        return zsh_tier_check(opt, fn);
+    status = opt->tiers.ops[ZSH_TK_PARAMS]->fetch_check(opt, fn);
+    if (status != ZSH_OK) {
+        return status;
     }
     noted = zsh_prefetch_note(&opt->prefetch, param->bucket);
     if (noted < 0) {
@@ -389,9 +283,7 @@ zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b)
         return ZSH_OK;
     }
     status = zsh_optim_comm_status(opt, zsh_shard_gather_wait(b->fetch.pshard, &full));
-    if (b->nvme.pbounce != NULL) {
-        zsh_optim_bounce_put(opt, b);
-    }
+    opt->tiers.ops[ZSH_TK_PARAMS]->gather_done(opt, b);
     opt->live_bytes -= zsh_obucket_full_bytes(opt, b);
     zsh_shard_release(b->fetch.pshard); /* a failed wait released it already */
     moved = zsh_obucket_move(b, ZSH_BSTATE_SHARDED);

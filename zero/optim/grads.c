@@ -77,13 +77,13 @@ static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
  * come down (@wait: block till then). A failed copy is the optimizer's. */
 static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
 {
-    zsh_status_t status = zsh_optim_dev_grad_landed(opt, b, wait);
+    zsh_status_t status = opt->dev_ops->grad_landed(opt, b, wait);
 
     if (status == ZSH_INPROGRESS) {
         return;
     }
     b->nvme.gdown = false;
-    if (zsh_optim_dev_failed(opt, status) == ZSH_OK) {
+    if (opt->dev_ops->failed(opt, status) == ZSH_OK) {
         zsh_optim_grad_to_file(opt, b);
     } else {
         zsh_optim_grad_transit_put(opt, b); /* a failed copy has nothing left to write it */
@@ -99,8 +99,8 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
     /* Offload from the device: the reduced shard goes down (to the host
      * tier, or to the transit buffer of its write), and the staging buffer
      * is freed behind that copy. */
-    bool down = reduced && (status == ZSH_OK) && (b->staging != NULL) && opt->device &&
-                !opt->dev_update;
+    bool down = reduced && (status == ZSH_OK) && (b->staging != NULL) &&
+                opt->dev_ops->offloaded;
 
     zsh_request_free(b->req);
     b->req = NULL;
@@ -116,7 +116,7 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
     }
     if (down) {
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
-        status = zsh_optim_dev_failed(opt, zsh_optim_dev_grad_down(opt, b));
+        status = opt->dev_ops->failed(opt, opt->dev_ops->grad_down(opt, b));
         if (b->nvme.gtransit != NULL) {
             if (status == ZSH_OK) {
                 b->nvme.gdown = true;
@@ -194,37 +194,13 @@ zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt)
     return zsh_optim_grad_writes_wait(opt);
 }
 
-/* A host buffer for @b's reduced shard on its way to disk, within the
- * budget: when it is full, the reductions in flight and then the gradient
- * writes are waited for. */
-static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
-{
-    size_t bytes = zsh_pool_round(b->count * opt->esize), used = b->count * opt->esize;
-
-    b->nvme.gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
-    if (b->nvme.gtransit == NULL) {
-        zsh_optim_grad_room(opt);
-        b->nvme.gtransit = zsh_pool_get(&opt->tiers.pool, bytes);
-    }
-    if (b->nvme.gtransit == NULL) {
-        return zsh_error(ZSH_ERR_NO_MEMORY,
-                         "no room in host_mem_limit (%zu bytes, ZSH_HOST_MEM_LIMIT) for a "
-                         "gradient shard of %zu bytes", opt->cfg.host_mem_limit, bytes);
-    }
-    memset((char *)b->nvme.gtransit + used, 0, bytes - used); /* the file gets no stale bytes */
-    return ZSH_OK;
-}
-
 static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-        zsh_status_t status = zsh_optim_grad_transit(opt, b);
+    /* Where the reduced shard is kept on its way (the NVMe tier: a transit
+     * buffer). */
+    zsh_status_t status = opt->tiers.ops[ZSH_TK_GRADS]->grad_prepare(opt, b);
 
-        if (status != ZSH_OK) {
-            return status;
-        }
-    }
-    return opt->stage_ops->reduce_start(opt, b);
+    return (status == ZSH_OK) ? opt->stage_ops->reduce_start(opt, b) : status;
 }
 
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad)
@@ -259,8 +235,8 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
     if (status != ZSH_OK) {
         return status;
     }
-    status = zsh_optim_copy(opt, dst + param->offset * opt->esize, grad,
-                            param->numel * opt->esize);
+    status = opt->dev_ops->copy(opt, dst + param->offset * opt->esize, grad,
+                                param->numel * opt->esize);
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return zsh_optim_comm_status(opt, status);

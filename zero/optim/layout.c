@@ -60,9 +60,8 @@ static zsh_status_t zsh_optim_layout_buckets(zsh_optim_t *opt, size_t capacity)
 
 /* Copy (and widen, if @to_float) the parameters' initial values over the
  * flat range [lo, hi) into @dst, indexed from @base, wherever they live. */
-static zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b,
-                                             size_t lo, size_t hi, size_t base, void *dst,
-                                             bool to_float)
+zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b, size_t lo,
+                                      size_t hi, size_t base, void *dst, bool to_float)
 {
     zsh_status_t status = ZSH_OK;
     const zsh_param_t *p;
@@ -76,10 +75,10 @@ static zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket
         }
         src = (const char *)p->buf + (s - p->offset) * opt->esize;
         if (to_float) {
-            status = zsh_optim_to_float_at(opt, src, (float *)dst + (s - base), e - s);
+            status = opt->dev_ops->to_float(opt, src, (float *)dst + (s - base), e - s);
         } else {
-            status = zsh_optim_copy(opt, (char *)dst + (s - base) * opt->esize, src,
-                                    (e - s) * opt->esize);
+            status = opt->dev_ops->copy(opt, (char *)dst + (s - base) * opt->esize, src,
+                                        (e - s) * opt->esize);
         }
     }
     return status;
@@ -100,51 +99,11 @@ static zsh_status_t zsh_optim_layout_check(const zsh_optim_t *opt, const zsh_obu
     return ZSH_OK;
 }
 
-/* In memory the initial values are copied directly; into the kind's file
- * through a temporary buffer. */
+/* In the kind's tier (its table's place). */
 zsh_status_t zsh_optim_layout_place(zsh_optim_t *opt, zsh_obucket_t *b, zsh_tkind_t kind,
                                     size_t base, size_t region, void **mem_p)
 {
-    bool to_float = kind == ZSH_TK_MASTER, in_file = zsh_tier_in_file(opt, kind);
-    size_t es     = zsh_tier_esize(opt, kind);
-    zsh_status_t status;
-    void *dst;
-
-    if (kind == ZSH_TK_PARAMS) {
-        status = zsh_bucket_seal_counted(b->layout, &opt->acct, zsh_tier_acct(opt, kind),
-                                         in_file ? ZSH_MEM_KINDS : ZSH_MEM_PARAMS,
-                                         &b->fetch.pshard);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        dst = in_file ? NULL : zsh_shard_local(b->fetch.pshard);
-    } else {
-        dst = in_file ? NULL
-                      : zsh_account_alloc(zsh_tier_acct(opt, kind), ZSH_MEM_STATES, region * es);
-        if (!in_file && (dst == NULL)) {
-            return zsh_error(ZSH_ERR_NO_MEMORY,
-                             "zsh_optim_setup: no memory for the master weights of the bucket "
-                             "from parameter '%s'", b->params[0]->name);
-        }
-        *mem_p = dst;
-    }
-    if (!in_file) {
-        return zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
-    }
-    dst = zsh_optim_host_tmp(opt, region * es);
-    if (dst == NULL) {
-        zsh_error_prefix("zsh_optim_setup: ");
-        return ZSH_ERR_NO_MEMORY;
-    }
-    status = zsh_optim_layout_copy_in(opt, b, base, base + region, base, dst, to_float);
-    if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt); /* from the device: landed */
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_patch(opt, kind, b, base, base + region, dst);
-    }
-    zsh_optim_host_tmp_free(opt, dst);
-    return status;
+    return opt->tiers.ops[kind]->place(opt, b, kind, base, region, mem_p);
 }
 
 static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
@@ -157,14 +116,14 @@ static zsh_status_t zsh_optim_layout_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     if (!opt->stage_ops->grads_alloc(opt, b)) {
         goto err_nomem;
     }
-    if ((opt->nstates >= 1) && !zsh_tier_in_file(opt, ZSH_TK_EXP_AVG) &&
-        ((b->m = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_EXP_AVG), ZSH_MEM_STATES,
-                                   region * sizeof(float))) == NULL)) {
+    if ((opt->nstates >= 1) &&
+        !opt->tiers.ops[ZSH_TK_EXP_AVG]->alloc(opt, b, ZSH_TK_EXP_AVG, region * sizeof(float),
+                                               (void **)&b->m)) {
         goto err_nomem;
     }
-    if ((opt->nstates >= 2) && !zsh_tier_in_file(opt, ZSH_TK_EXP_AVG_SQ) &&
-        ((b->v = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_EXP_AVG_SQ), ZSH_MEM_STATES,
-                                   region * sizeof(float))) == NULL)) {
+    if ((opt->nstates >= 2) &&
+        !opt->tiers.ops[ZSH_TK_EXP_AVG_SQ]->alloc(opt, b, ZSH_TK_EXP_AVG_SQ,
+                                                  region * sizeof(float), (void **)&b->v)) {
         goto err_nomem;
     }
     if (opt->has_master) {
@@ -188,7 +147,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
     zsh_obucket_t *b;
     zsh_status_t status;
 
-    status = zsh_optim_dev_setup(opt); /* the buckets' communicator and memory */
+    status = opt->dev_ops->setup(opt); /* the buckets' communicator and memory */
     if (status == ZSH_OK) {
         status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
     }
@@ -209,7 +168,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
         status = zsh_optim_hpz_setup(opt);
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_setup_buckets(opt);
+        status = opt->dev_ops->setup_buckets(opt);
     }
     if (status != ZSH_OK) {
         zsh_optim_layout_free(opt);
@@ -254,7 +213,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
         zsh_bucket_destroy(b->layout); /* and the stage 3 shard it sealed */
         free(b->params);
     }
-    zsh_optim_dev_teardown(opt); /* before the tiers: its pinned buffers are theirs */
+    opt->dev_ops->teardown(opt); /* before the tiers: its pinned buffers are theirs */
     zsh_tier_teardown(opt);
     free(opt->buckets);
     opt->buckets  = NULL;

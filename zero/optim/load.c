@@ -11,9 +11,6 @@
 
 #include "core/status.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 /* The master weights of [s, e) of @param from @values, into @b's memory or
  * the master file. */
 static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
@@ -21,26 +18,8 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
                                          size_t e)
 {
     const char *src = (const char *)values + (s - param->offset) * opt->esize;
-    size_t base     = zsh_obucket_base(opt, b);
-    zsh_status_t status;
-    float *tmp;
 
-    if (!zsh_tier_in_file(opt, ZSH_TK_MASTER)) {
-        return zsh_optim_to_float_at(opt, src, b->master + (s - base), e - s);
-    }
-    tmp = zsh_optim_host_tmp(opt, (e - s) * sizeof(*tmp));
-    if (tmp == NULL) {
-        return ZSH_ERR_NO_MEMORY;
-    }
-    status = zsh_optim_to_float_at(opt, src, tmp, e - s);
-    if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt); /* from the device: landed */
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_patch(opt, ZSH_TK_MASTER, b, s, e, tmp);
-    }
-    zsh_optim_host_tmp_free(opt, tmp);
-    return status;
+    return opt->tiers.ops[ZSH_TK_MASTER]->put(opt, ZSH_TK_MASTER, b, s, e, src, true);
 }
 
 zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values)
@@ -83,7 +62,7 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
         }
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt); /* @values may be reused once this returns */
+        status = opt->dev_ops->sync(opt); /* @values may be reused once this returns */
     }
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);

@@ -37,36 +37,28 @@ double zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n)
     return sum;
 }
 
+/* The host's sum of the owned gradients (the device's tables: where the
+ * model is, device.c; on the host with the optimizer offloaded). */
+zsh_status_t zsh_optim_host_grad_sumsq(zsh_optim_t *opt, double *sum_p)
+{
+    double sum = 0.0;
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        sum += opt->tiers.ops[ZSH_TK_GRADS]->grad_sumsq(opt, &opt->buckets[i]);
+    }
+    *sum_p = sum;
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p)
 {
-    const zsh_obucket_t *b;
     double sum = 0.0;
     zsh_status_t status;
-    const void *g;
-    size_t i, n;
 
-    if (opt->dev_update) {
-        for (i = 0; i < opt->nbuckets; i++) {
-            b      = &opt->buckets[i];
-            g      = opt->stage_ops->grads_owned(opt, b, &n);
-            status = zsh_optim_dev_sumsq(opt, g, n, i == 0);
-            if (status != ZSH_OK) {
-                return status;
-            }
-        }
-        status = (opt->nbuckets > 0) ? zsh_optim_dev_sumsq_get(opt, &sum) : ZSH_OK;
-        if (status != ZSH_OK) {
-            return status;
-        }
-    }
-    for (i = 0; !opt->dev_update && (i < opt->nbuckets); i++) {
-        b = &opt->buckets[i];
-        if (zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-            sum += b->nvme.gsumsq; /* taken as the shard left for disk: the same sum */
-        } else {
-            g    = opt->stage_ops->grads_owned(opt, b, &n);
-            sum += zsh_optim_sumsq(opt, g, n);
-        }
+    status = opt->dev_ops->grad_sumsq(opt, &sum);
+    if (status != ZSH_OK) {
+        return status;
     }
     status = opt->stage_ops->norm_sum(opt, &sum);
     if (status != ZSH_OK) {

@@ -218,6 +218,8 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         zsh_optim_config_upgrade(&opt->cfg);
         opt->cfg.size = sizeof(opt->cfg);
         opt->stage_ops = zsh_stage_ops(opt->cfg.stage);
+        opt->dev_ops   = &zsh_dev_host_ops; /* until a registration says where the model is */
+        zsh_tier_ops_reset(opt);            /* every kind in memory until the tiers' setup */
         status = zsh_optim_resolve(opt);
     }
     if ((status == ZSH_OK) && (opt->cfg.update_threads > 1)) {
@@ -441,7 +443,7 @@ static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     zsh_optim_tier_stats(opt, stats);
     stats->hpz    = opt->cfg.hpz;
     stats->nnodes = opt->nnodes;
-    zsh_optim_dev_stats(opt, stats);
+    opt->dev_ops->stats(opt, stats);
     for (i = 0; i < opt->nbuckets; i++) {
         stats->hpz_bytes += (opt->buckets[i].hpz.sec != NULL)
                                 ? zsh_optim_hpz_count(opt, &opt->buckets[i]) * opt->esize

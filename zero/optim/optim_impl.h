@@ -14,11 +14,13 @@
 #include "core/sticky.h"
 #include "mem/account.h"
 #include "optim/bstate.h"
+#include "optim/device_ops.h"
 #include "optim/prefetch.h"
 #include "optim/rule/rule.h"
 #include "optim/scaler.h"
 #include "optim/stage.h"
 #include "optim/tier.h"
+#include "optim/tier_ops.h"
 #include "optim/workers.h"
 #include "shard/shard_impl.h"
 
@@ -142,8 +144,7 @@ struct zsh_optim {
     zsh_comm_t        *hpzcomm;         /* hpZ: this rank's node group; NULL when off */
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
-    bool               device;          /* parameters and gradients are device memory */
-    bool               dev_update;      /* the rule runs on the device (no optimizer offload) */
+    const zsh_dev_ops_t *dev_ops;       /* where the model is: host, CUDA, CUDA offloaded */
     bool               has_master;      /* fp32 master weights: mixed precision, or the device's
                                            states offloaded to the host */
     zsh_devopt_t       dev;
@@ -207,12 +208,8 @@ static inline size_t zsh_optim_elem_bytes(const zsh_optim_t *opt)
     return 2 * opt->esize + sizeof(float) * (size_t)(opt->nstates + (opt->has_master ? 1 : 0));
 }
 
-/* tier.c: the offload tiers. */
+/* offload/tier.c: the offload tiers. */
 size_t         zsh_tier_esize(const zsh_optim_t *opt, zsh_tkind_t kind);
-static inline bool zsh_tier_in_file(const zsh_optim_t *opt, zsh_tkind_t kind)
-{
-    return opt->tiers.file[kind] != NULL;
-}
 zsh_account_t *zsh_tier_acct(zsh_optim_t *opt, zsh_tkind_t kind); /* memory kinds only */
 zsh_status_t   zsh_tier_setup(zsh_optim_t *opt);   /* after the buckets, before their buffers */
 void           zsh_tier_teardown(zsh_optim_t *opt);
@@ -250,7 +247,7 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
  * shards then go to disk), then every gradient write. */
 zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt);
 
-/* swap.c: the step over sub-groups when any state lives in files. */
+/* offload/swap.c: the step over sub-groups when any state lives in files. */
 zsh_status_t zsh_optim_swap_step(zsh_optim_t *opt, const zsh_update_t *u);
 /* After a step that failed on any rank: the parameters in memory that the
  * swapped step changed, put back from the undo file. */
@@ -276,6 +273,10 @@ void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
 void         zsh_optim_layout_free(zsh_optim_t *opt);
+/* Copy (and widen, if @to_float) the parameters' initial values over the
+ * flat range [lo, hi) into @dst, indexed from @base, wherever they live. */
+zsh_status_t zsh_optim_layout_copy_in(zsh_optim_t *opt, const zsh_obucket_t *b, size_t lo,
+                                      size_t hi, size_t base, void *dst, bool to_float);
 /* Allocate the master weights (@kind MASTER, into *@mem_p) or the stage 3
  * shard (PARAMS) of @b's @region elements from @base in their tier, and
  * fill them with the initial values. */
@@ -344,45 +345,8 @@ zsh_status_t zsh_optim_dev_register(zsh_optim_t *opt, const char *name, const vo
 bool         zsh_optim_dev_params_away(const zsh_optim_t *opt);
 zsh_status_t zsh_optim_dev_check_ptr(const zsh_optim_t *opt, const char *fn, const char *what,
                                      const zsh_param_t *param, const void *ptr);
-zsh_status_t zsh_optim_dev_setup(zsh_optim_t *opt);
-zsh_status_t zsh_optim_dev_setup_buckets(zsh_optim_t *opt);
-void         zsh_optim_dev_teardown(zsh_optim_t *opt);
-/* offload_device.c: the copy stream, events and pinned buffers of
- * optimizer offload from the device, made after the buckets. */
-zsh_status_t zsh_optim_dev_offload_setup(zsh_optim_t *opt);
-void         zsh_optim_dev_offload_teardown(zsh_optim_t *opt);
-/* Copies and widening wherever the model lives, in the optimizer's stream
- * order; zsh_optim_dev_sync() waits for them (a no-op on the host). */
-zsh_status_t zsh_optim_copy(zsh_optim_t *opt, void *dst, const void *src, size_t bytes);
-zsh_status_t zsh_optim_to_float_at(zsh_optim_t *opt, const void *src, float *dst, size_t n);
-zsh_status_t zsh_optim_dev_sync(zsh_optim_t *opt);
-/* A zeroed host buffer that copies and kernels from the model's place can
- * fill (pinned with device parameters), or NULL with the reason. */
-void        *zsh_optim_host_tmp(zsh_optim_t *opt, size_t bytes);
-void         zsh_optim_host_tmp_free(zsh_optim_t *opt, void *ptr);
-/* The rule, the norm's sum of squares (added to the device sum unless
- * @first) and the sum read back, on the device. */
-zsh_status_t zsh_optim_dev_apply(zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
-                                 void *out, size_t n, const zsh_update_t *u);
-zsh_status_t zsh_optim_dev_sumsq(zsh_optim_t *opt, const void *g, size_t n, bool first);
-zsh_status_t zsh_optim_dev_sumsq_get(zsh_optim_t *opt, double *sum_p);
-/* Offload from the device: a reduced shard goes down as its reduction ends
- * (to the host tier, or to the transit buffer bound for the NVMe tier,
- * whose write waits till it has landed); the step waits for every one,
- * updates the owned range [s0, e0) of a bucket on the host (in memory, or
- * in a swapped sub-group's @view) and sends its parameters up; closing the
- * step adds up the copies' times. */
-zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b);
-zsh_status_t zsh_optim_dev_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);
-zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt);
-/* A failure of the device's own work in a collective path: recorded as the
- * optimizer's, and the communicator aborted so no rank waits for this one. */
-zsh_status_t zsh_optim_dev_failed(zsh_optim_t *opt, zsh_status_t status);
-zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
-                                            const zsh_update_t *u, size_t s0, size_t e0,
-                                            const zsh_swap_view_t *view);
-void         zsh_optim_dev_close_step(zsh_optim_t *opt);
-void         zsh_optim_dev_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
+/* The rest of what differs by where the model is: its table
+ * (device_ops.h, opt->dev_ops). */
 
 /* Convert @n elements between fp32 and the layer's half precision @dtype. */
 void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);

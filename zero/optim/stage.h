@@ -86,11 +86,11 @@ typedef struct zsh_stage_ops {
     zsh_status_t (*publish)(zsh_optim_t *opt, zsh_obucket_t *b);
     void         (*step_end)(zsh_optim_t *opt);
 
-    /* Offload from the device (offload_device.c): before a bucket's update
-     * on the host, the buffer its parameters go up into when the stage
-     * publishes them; and the copies of its updated parameters [s0, e0)
-     * from @src (indexed from b->lo) to where the device keeps them, on
-     * the copy stream @stream. */
+    /* Offload from the device (offload/offload_device.c): before a
+     * bucket's update on the host, the buffer its parameters go up into
+     * when the stage publishes them; and the copies of its updated
+     * parameters [s0, e0) from @src (indexed from b->lo) to where the
+     * device keeps them, on the copy stream @stream. */
     zsh_status_t (*up_prepare)(zsh_optim_t *opt, zsh_obucket_t *b);
     zsh_status_t (*params_up)(zsh_optim_t *opt, zsh_obucket_t *b, size_t s0, size_t e0,
                               const char *src, void *stream);

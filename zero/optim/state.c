@@ -30,15 +30,10 @@ static size_t zsh_optim_state_span(const zsh_optim_t *opt)
     return n;
 }
 
-/* The tier kind and memory array of a state other than the weights. */
+/* The tier kind of a state other than the weights. */
 static zsh_tkind_t zsh_optim_state_tkind(zsh_ostate_t kind)
 {
     return (kind == ZSH_OSTATE_EXP_AVG) ? ZSH_TK_EXP_AVG : ZSH_TK_EXP_AVG_SQ;
-}
-
-static float *zsh_optim_state_mem(zsh_obucket_t *b, zsh_ostate_t kind)
-{
-    return (kind == ZSH_OSTATE_EXP_AVG) ? b->m : b->v;
 }
 
 /* The parameters of [s, e) in the precision: between @vals (indexed from s)
@@ -87,7 +82,7 @@ zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind,
                                  float *dst)
 {
     zsh_obucket_t *b;
-    size_t base, s, e;
+    size_t s, e;
     zsh_status_t status;
     zsh_tkind_t tk;
 
@@ -95,25 +90,16 @@ zsh_status_t zsh_optim_state_get(zsh_optim_t *opt, zsh_ostate_t kind,
     if (status != ZSH_OK) {
         return status;
     }
-    base = zsh_obucket_base(opt, b);
-    e    = s + n;
+    e = s + n;
     if (kind == ZSH_OSTATE_WEIGHTS) {
         if (!opt->has_master) { /* fp32 parameters are the weights */
             return zsh_optim_state_params(opt, b, s, e, dst, false);
         }
         tk = ZSH_TK_MASTER;
-        if (!zsh_tier_in_file(opt, tk)) {
-            memcpy(dst, b->master + (s - base), (e - s) * sizeof(float));
-            return ZSH_OK;
-        }
     } else {
         tk = zsh_optim_state_tkind(kind);
-        if (!zsh_tier_in_file(opt, tk)) {
-            memcpy(dst, zsh_optim_state_mem(b, kind) + (s - base), (e - s) * sizeof(float));
-            return ZSH_OK;
-        }
     }
-    return zsh_tier_peek(opt, tk, b, s, e, dst);
+    return opt->tiers.ops[tk]->peek(opt, tk, b, s, e, dst);
 }
 
 zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
@@ -121,7 +107,7 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
                                  const float *src, void *scratch)
 {
     zsh_obucket_t *b;
-    size_t base, s, e;
+    size_t s, e;
     zsh_status_t status;
     zsh_tkind_t tk;
 
@@ -129,8 +115,7 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
     if (status != ZSH_OK) {
         return status;
     }
-    base = zsh_obucket_base(opt, b);
-    e    = s + n;
+    e = s + n;
     if (kind == ZSH_OSTATE_WEIGHTS) {
         if (!opt->has_master) {
             return zsh_optim_state_params(opt, b, s, e, (void *)src, true);
@@ -142,18 +127,10 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
             return status;
         }
         tk = ZSH_TK_MASTER;
-        if (!zsh_tier_in_file(opt, tk)) {
-            memcpy(b->master + (s - base), src, (e - s) * sizeof(float));
-            return ZSH_OK;
-        }
     } else {
         tk = zsh_optim_state_tkind(kind);
-        if (!zsh_tier_in_file(opt, tk)) {
-            memcpy(zsh_optim_state_mem(b, kind) + (s - base), src, (e - s) * sizeof(float));
-            return ZSH_OK;
-        }
     }
-    return zsh_tier_patch(opt, tk, b, s, e, src);
+    return opt->tiers.ops[tk]->patch(opt, tk, b, s, e, src);
 }
 
 zsh_status_t zsh_optim_state_set_begin(zsh_optim_t *opt)

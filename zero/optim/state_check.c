@@ -29,7 +29,7 @@ zsh_status_t zsh_optim_state_check(zsh_optim_t *opt, const char *fn, bool load)
     if (status != ZSH_OK) {
         return status;
     }
-    if (opt->device) {
+    if (opt->dev_ops->device) {
         return zsh_error(ZSH_ERR_UNSUPPORTED, "%s: checkpoints of device parameters are not "
                          "supported yet", fn);
     }

@@ -86,20 +86,15 @@ static zsh_status_t zsh_optim_step_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
 
     if (opt->tiers.aio != NULL) {
         /* The NVMe tier's sub-groups updated it (and sent it up from the device). */
-    } else if (opt->device && !opt->dev_update) {
-        status = opt->stage_ops->up_prepare(opt, b);
-        if (status != ZSH_OK) {
-            return status;
-        }
-        status = zsh_optim_dev_update_offloaded(opt, b, u, b->lo, b->hi, NULL);
     } else {
-        status = zsh_optim_update_bucket(opt, b, u);
+        /* In memory, on the device, or on the host and sent up to it. */
+        status = opt->dev_ops->update_bucket(opt, b, u);
     }
     if (status == ZSH_OK) {
         status = opt->stage_ops->publish(opt, b);
     }
     if ((status != ZSH_OK) && (b->dev.publish != NULL)) {
-        (void)zsh_optim_dev_copies_wait(opt); /* a copy up may still write it */
+        (void)opt->dev_ops->copies_wait(opt); /* a copy up may still write it */
         zsh_account_free(&opt->acct, ZSH_MEM_BUFFERS, b->dev.publish,
                          zsh_obucket_full_bytes(opt, b));
         b->dev.publish = NULL;
@@ -170,7 +165,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     zsh_optim_grad_writes_wait(opt);
     if (status == ZSH_OK) {
         /* offload: the shards copied down */
-        status = zsh_optim_dev_failed(opt, zsh_optim_dev_copies_wait(opt));
+        status = opt->dev_ops->failed(opt, opt->dev_ops->copies_wait(opt));
     }
     if (status == ZSH_OK) {
         status = opt->stage_ops->step_begin(opt); /* stage 3: what the update makes stale */
@@ -206,11 +201,11 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
             status = zsh_optim_step_bucket(opt, &opt->buckets[i], &u);
         }
-        zsh_optim_dev_close_step(opt);
+        opt->dev_ops->close_step(opt);
         if (status == ZSH_OK) {
-            status = zsh_optim_dev_sync(opt); /* the step returns once its device work is done */
+            status = opt->dev_ops->sync(opt); /* the step returns once its device work is done */
         }
-        zsh_optim_dev_failed(opt, status);
+        opt->dev_ops->failed(opt, status);
         if (status != ZSH_OK) {
             goto failed;
         }
@@ -227,8 +222,8 @@ failed:
      * other failure is named with the step's number. */
     switch (phase) {
     case ZSH_STEP_SWAPPING:
-        zsh_optim_dev_close_step(opt); /* no copy up outlives the step */
-        (void)zsh_optim_dev_sync(opt);
+        opt->dev_ops->close_step(opt); /* no copy up outlives the step */
+        (void)opt->dev_ops->sync(opt);
         zsh_optim_step_undo(opt, status);
         break;
     case ZSH_STEP_PREPARING:

@@ -37,13 +37,16 @@ typedef enum {
     ZSH_TK_EXP_AVG,    /* first state: Adam's m, SGD's momentum */
     ZSH_TK_EXP_AVG_SQ, /* Adam's v */
     ZSH_TK_UNDO,       /* the parameters in memory as they were before the step, in the
-                        * precision: what a failed step puts back (see swap.c) */
+                        * precision: what a failed step puts back (offload/swap.c) */
     ZSH_TK_KINDS
 } zsh_tkind_t;
+
+struct zsh_tier_ops;
 
 typedef struct zsh_tiers {
     zsh_aio_t      *aio;                 /* NULL without an NVMe tier */
     zsh_aio_file_t *file[ZSH_TK_KINDS];  /* NULL: that kind lives in memory */
+    const struct zsh_tier_ops *ops[ZSH_TK_KINDS]; /* its table: memory or file (tier_ops.h) */
     size_t          felems;              /* elements of every file */
     size_t          sg_elems;            /* elements per sub-group */
     size_t          nsg;                 /* sub-groups */

@@ -59,21 +59,15 @@ zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_
     o = !opt->has_master ? NULL
         : (out != NULL)  ? (char *)out + (s - b->lo) * opt->esize
                          : zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view);
-    if (opt->dev_update) {
-        status = zsh_optim_dev_apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
-                                     zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
-                                     zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
-                                     zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view),
-                                     o, e - s, u);
-        if (status != ZSH_OK) {
-            zsh_error_prefix("zsh_optim_step: parameter '%s': ", param->name);
-            return status;
-        }
-    } else {
-        zsh_optim_apply_out(opt, zsh_optim_at(opt, b, param, pk, s, view),
-                            zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
-                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
-                            zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), o, e - s, u);
+    /* On the device, or on the host (where it cannot fail). */
+    status = opt->dev_ops->apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
+                                 zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),
+                                 zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG, s, view),
+                                 zsh_optim_at(opt, b, param, ZSH_TK_EXP_AVG_SQ, s, view), o, e - s,
+                                 u);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("zsh_optim_step: parameter '%s': ", param->name);
+        return status;
     }
     return ZSH_OK;
 }
@@ -136,11 +130,8 @@ zsh_status_t zsh_optim_update_view(zsh_optim_t *opt, zsh_obucket_t *b, const zsh
     if (!zsh_optim_view_range(opt, b, view, &s0, &e0)) {
         return ZSH_OK;
     }
-    if (opt->device) {
-        /* Updated on the host like the swapped states, then sent up. */
-        return zsh_optim_dev_update_offloaded(opt, b, u, s0, e0, view);
-    }
-    return zsh_optim_update_range(opt, b, u, s0, e0, view, NULL); /* on the host: cannot fail */
+    /* From the device: updated on the host like the swapped states, then sent up. */
+    return opt->dev_ops->update_view(opt, b, u, s0, e0, view);
 }
 
 void zsh_optim_params_swap(zsh_optim_t *opt, const zsh_swap_view_t *view, bool save)
@@ -190,9 +181,9 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
         for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
             param = b->params[i];
             if (zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
-                status = zsh_optim_copy(opt, full + s * opt->esize,
-                                        zsh_optim_param_at(opt, b, param, s),
-                                        (e - s) * opt->esize);
+                status = opt->dev_ops->copy(opt, full + s * opt->esize,
+                                            zsh_optim_param_at(opt, b, param, s),
+                                            (e - s) * opt->esize);
             }
         }
     }
@@ -205,8 +196,8 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     }
     for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
         param  = b->params[i];
-        status = zsh_optim_copy(opt, param->buf, full + param->offset * opt->esize,
-                                param->numel * opt->esize);
+        status = opt->dev_ops->copy(opt, param->buf, full + param->offset * opt->esize,
+                                    param->numel * opt->esize);
     }
     /* After a failure, its transfers may still write it. */
     zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, full, bytes,

@@ -1,5 +1,5 @@
 /*
- * The NVMe tier's swap schedule (optim/swap_plan.h), with no ranks or
+ * The NVMe tier's swap schedule (optim/offload/swap_plan.h), with no ranks or
  * files: every sub-group is read once and then updated once, in order; a
  * slot is read into only after its previous sub-group was updated (its
  * write then waits in the slot); and with S >= 3 slots the reads run S - 2
@@ -7,7 +7,7 @@
  */
 #include "harness/zsh_test.h"
 
-#include "optim/swap_plan.h"
+#include "optim/offload/swap_plan.h"
 
 #include <stdlib.h>
 

@@ -111,7 +111,7 @@ zsh_status_t zsh_stage_set_param_buf(zsh_optim_t *opt, zsh_obucket_t *b, zsh_par
     if (values == param->buf) {
         return ZSH_OK;
     }
-    return zsh_optim_copy(opt, param->buf, values, param->numel * opt->esize);
+    return opt->dev_ops->copy(opt, param->buf, values, param->numel * opt->esize);
 }
 
 zsh_status_t zsh_stage_params_buf_rw(zsh_optim_t *opt, zsh_obucket_t *b, size_t s, size_t e,

@@ -56,14 +56,8 @@ const void *zsh_stage_grads_shard(const zsh_optim_t *opt, const zsh_obucket_t *b
  * the transit buffer of its write (grads.c). */
 bool zsh_stage_grads_shard_alloc(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    if (!zsh_tier_in_file(opt, ZSH_TK_GRADS)) {
-        b->grad_shard = zsh_account_alloc(zsh_tier_acct(opt, ZSH_TK_GRADS), ZSH_MEM_GRADS,
-                                          b->count * opt->esize);
-        if (b->grad_shard == NULL) {
-            return false;
-        }
-    }
-    return true;
+    return opt->tiers.ops[ZSH_TK_GRADS]->alloc(opt, b, ZSH_TK_GRADS, b->count * opt->esize,
+                                               &b->grad_shard);
 }
 
 void zsh_stage_grads_shard_free(zsh_optim_t *opt, zsh_obucket_t *b, zsh_comm_t *comm)
@@ -100,14 +94,9 @@ zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
     zsh_dtype_t dt = opt->cfg.precision;
 
     opt->comm_bytes += zsh_obucket_full_bytes(opt, b);
-    if (opt->device && !opt->dev_update) {
-        /* The host tier's shard cannot take a device reduction: it is
-         * reduced in place, then copied down (zsh_optim_dev_grad_down). */
-        return zsh_ireduce_scatter(b->staging,
-                                   (char *)b->staging + (size_t)opt->rank * b->count * opt->esize,
-                                   b->count, dt, ZSH_SUM, opt->comm, &b->req);
-    }
-    return zsh_ireduce_scatter(b->staging,
-                               (b->nvme.gtransit != NULL) ? b->nvme.gtransit : b->grad_shard,
-                               b->count, dt, ZSH_SUM, opt->comm, &b->req);
+    /* With the optimizer offloaded from the device, the host tier's shard
+     * cannot take a device reduction: it is reduced in place, then copied
+     * down (the table's grad_down). */
+    return zsh_ireduce_scatter(b->staging, opt->dev_ops->shard_dst(opt, b), b->count, dt, ZSH_SUM,
+                               opt->comm, &b->req);
 }

@@ -11,8 +11,6 @@
 #include "core/status.h"
 #include "mem/device.h"
 
-#include <string.h>
-
 static zsh_status_t zsh_stage3_params_place(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     return zsh_optim_layout_place(opt, b, ZSH_TK_PARAMS, b->lo, b->count, NULL);
@@ -61,32 +59,6 @@ static void *zsh_stage3_param_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t
     return (char *)zsh_shard_local(b->fetch.pshard) + (s - b->lo) * opt->esize;
 }
 
-/* The shard elements [s, e) of @b from @src into the parameter file,
- * through a host copy where @src is device memory. */
-static zsh_status_t zsh_optim_set_in_file(zsh_optim_t *opt, zsh_obucket_t *b, size_t s,
-                                          size_t e, const char *src)
-{
-    zsh_status_t status;
-    void *tmp;
-
-    if (!opt->device) {
-        return zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, src);
-    }
-    tmp = zsh_optim_host_tmp(opt, (e - s) * opt->esize);
-    if (tmp == NULL) {
-        return ZSH_ERR_NO_MEMORY;
-    }
-    status = zsh_optim_copy(opt, tmp, src, (e - s) * opt->esize);
-    if (status == ZSH_OK) {
-        status = zsh_optim_dev_sync(opt);
-    }
-    if (status == ZSH_OK) {
-        status = zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, tmp);
-    }
-    zsh_optim_host_tmp_free(opt, tmp);
-    return status;
-}
-
 /* The owned part of the shard; the gathered copies holding it are dropped,
  * so the next fetch sees the new values. */
 static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param,
@@ -101,14 +73,7 @@ static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh
     b->hpz.sec_valid = false; /* every rank sets the same values: the next gather is primary */
     if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
         src = (const char *)values + (s - param->offset) * opt->esize;
-        if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-            status = zsh_optim_set_in_file(opt, b, s, e, src);
-        } else {
-            status = zsh_optim_copy(opt,
-                                    (char *)zsh_shard_local(b->fetch.pshard) +
-                                        (s - b->lo) * opt->esize,
-                                    src, (e - s) * opt->esize);
-        }
+        status = opt->tiers.ops[ZSH_TK_PARAMS]->put(opt, ZSH_TK_PARAMS, b, s, e, src, false);
     }
     return status;
 }
@@ -116,16 +81,10 @@ static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh
 static zsh_status_t zsh_stage3_params_rw(zsh_optim_t *opt, zsh_obucket_t *b, size_t s, size_t e,
                                          void *vals, bool write)
 {
-    size_t es = opt->esize;
-    char *at;
+    const zsh_tier_ops_t *tier = opt->tiers.ops[ZSH_TK_PARAMS];
 
-    if (zsh_tier_in_file(opt, ZSH_TK_PARAMS)) {
-        return write ? zsh_tier_patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
-                     : zsh_tier_peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
-    }
-    at = (char *)zsh_shard_local(b->fetch.pshard) + (s - b->lo) * es;
-    memcpy(write ? at : vals, write ? vals : at, (e - s) * es);
-    return ZSH_OK;
+    return write ? tier->patch(opt, ZSH_TK_PARAMS, b, s, e, vals)
+                 : tier->peek(opt, ZSH_TK_PARAMS, b, s, e, vals);
 }
 
 const zsh_stage_ops_t zsh_stage3_ops = {

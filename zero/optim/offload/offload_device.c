@@ -22,11 +22,15 @@
  * place, and a gather copies this rank's shard up into its block of the
  * gathered device buffer and all-gathers in place (a staged gather,
  * zsh_shard_src_t.staged).
+ *
+ * This is the offload table of device_ops.h: it shares the CUDA side's
+ * copies, setup and failures (device.c), and the host's rule and norm.
  */
 #include "optim/optim_impl.h"
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "mem/device.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,7 +38,7 @@
 /* The events of one bucket's copies: down (gradient shard), up (parameters). */
 enum { ZSH_DEV_DOWN0, ZSH_DEV_DOWN1, ZSH_DEV_UP0, ZSH_DEV_UP1, ZSH_DEV_EVENTS };
 
-zsh_status_t zsh_optim_dev_offload_setup(zsh_optim_t *opt)
+static zsh_status_t zsh_optim_dev_offload_setup(zsh_optim_t *opt)
 {
     zsh_devopt_t *d = &opt->dev;
     size_t i, k, most = 0;
@@ -74,7 +78,16 @@ zsh_status_t zsh_optim_dev_offload_setup(zsh_optim_t *opt)
     return ZSH_OK;
 }
 
-void zsh_optim_dev_offload_teardown(zsh_optim_t *opt)
+/* After the buckets; the framework may free its buffers once setup returns
+ * (stage 3). */
+static zsh_status_t zsh_optim_dev_offload_setup_buckets(zsh_optim_t *opt)
+{
+    zsh_status_t status = zsh_optim_dev_offload_setup(opt);
+
+    return (status == ZSH_OK) ? zsh_dev_sync(opt->cfg.stream) : status;
+}
+
+static void zsh_optim_dev_offload_teardown(zsh_optim_t *opt)
 {
     zsh_devopt_t *d = &opt->dev;
     size_t i, k;
@@ -156,7 +169,7 @@ static zsh_status_t zsh_optim_dev_copy_end(zsh_optim_t *opt, zsh_obucket_t *b, i
     return status;
 }
 
-zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
+static zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     const char *shard = (const char *)b->staging + (size_t)opt->rank * b->count * opt->esize;
     void *dst         = (b->nvme.gtransit != NULL) ? b->nvme.gtransit : b->grad_shard;
@@ -185,30 +198,28 @@ zsh_status_t zsh_optim_dev_grad_down(zsh_optim_t *opt, zsh_obucket_t *b)
     return status;
 }
 
-zsh_status_t zsh_optim_dev_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
+static zsh_status_t zsh_optim_dev_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b,
+                                              bool wait)
 {
     void *landed = *zsh_optim_dev_ev(opt, b, ZSH_DEV_DOWN1);
 
     return wait ? zsh_optim_dev_wait(opt, landed) : zsh_dev_event_query(landed);
 }
 
-zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt)
+static zsh_status_t zsh_optim_dev_copies_wait(zsh_optim_t *opt)
 {
     double t0;
     zsh_status_t status;
 
-    if (!opt->device || opt->dev_update) {
-        return ZSH_OK;
-    }
     t0     = zsh_clock_now();
     status = zsh_dev_sync(opt->dev.cstream);
     opt->dev.copy_wait_s += zsh_clock_now() - t0;
     return status;
 }
 
-zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
-                                            const zsh_update_t *u, size_t s0, size_t e0,
-                                            const zsh_swap_view_t *view)
+static zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
+                                                   const zsh_update_t *u, size_t s0, size_t e0,
+                                                   const zsh_swap_view_t *view)
 {
     zsh_devopt_t *d = &opt->dev;
     int k = d->next_up;
@@ -258,14 +269,11 @@ zsh_status_t zsh_optim_dev_update_offloaded(zsh_optim_t *opt, zsh_obucket_t *b,
     return status;
 }
 
-void zsh_optim_dev_close_step(zsh_optim_t *opt)
+static void zsh_optim_dev_close_step(zsh_optim_t *opt)
 {
     zsh_devopt_t *d = &opt->dev;
     size_t i;
 
-    if (!opt->device || opt->dev_update) {
-        return;
-    }
     (void)zsh_dev_sync(d->cstream);
     for (i = 0; i < opt->nbuckets; i++) {
         zsh_optim_dev_time_take(opt, i, ZSH_DEV_DOWN0);
@@ -273,3 +281,57 @@ void zsh_optim_dev_close_step(zsh_optim_t *opt)
     }
     d->up_busy[0] = d->up_busy[1] = false;
 }
+
+/* Offload's copy stream, events and buffers, then the CUDA side's. */
+static void zsh_optim_dev_offload_close(zsh_optim_t *opt)
+{
+    if (opt->dev.ucomm != NULL) {
+        (void)zsh_dev_sync(opt->cfg.stream);
+        zsh_optim_dev_offload_teardown(opt);
+    }
+    zsh_optim_cuda_teardown(opt);
+}
+
+/* The host tier's shard cannot take a device reduction: the bucket is
+ * reduced in place, and this rank's block goes down (grad_down). */
+static void *zsh_optim_dev_offload_shard_dst(zsh_optim_t *opt, zsh_obucket_t *b)
+{
+    return (char *)b->staging + (size_t)opt->rank * b->count * opt->esize;
+}
+
+static zsh_status_t zsh_optim_dev_offload_bucket(zsh_optim_t *opt, zsh_obucket_t *b,
+                                                 const zsh_update_t *u)
+{
+    zsh_status_t status = opt->stage_ops->up_prepare(opt, b);
+
+    if (status != ZSH_OK) {
+        return status;
+    }
+    return zsh_optim_dev_update_offloaded(opt, b, u, b->lo, b->hi, NULL);
+}
+
+const zsh_dev_ops_t zsh_dev_offload_ops = {
+    .name          = "CUDA device, optimizer on the host",
+    .device        = true,
+    .offloaded     = true,
+    .setup         = zsh_optim_cuda_setup,
+    .setup_buckets = zsh_optim_dev_offload_setup_buckets,
+    .teardown      = zsh_optim_dev_offload_close,
+    .copy          = zsh_optim_cuda_copy,
+    .to_float      = zsh_optim_cuda_to_float,
+    .sync          = zsh_optim_cuda_sync,
+    .host_tmp      = zsh_optim_cuda_host_tmp,
+    .host_tmp_free = zsh_optim_cuda_host_tmp_free,
+    .file_patch    = zsh_optim_cuda_file_patch,
+    .apply         = zsh_optim_host_apply,
+    .grad_sumsq    = zsh_optim_host_grad_sumsq,
+    .shard_dst     = zsh_optim_dev_offload_shard_dst,
+    .grad_down     = zsh_optim_dev_grad_down,
+    .grad_landed   = zsh_optim_dev_grad_landed,
+    .copies_wait   = zsh_optim_dev_copies_wait,
+    .update_bucket = zsh_optim_dev_offload_bucket,
+    .update_view   = zsh_optim_dev_update_offloaded,
+    .close_step    = zsh_optim_dev_close_step,
+    .failed        = zsh_optim_cuda_failed,
+    .stats         = zsh_optim_cuda_stats,
+};

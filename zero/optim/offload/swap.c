@@ -18,7 +18,7 @@
  *               parameters as they were before it
  */
 #include "optim/optim_impl.h"
-#include "optim/swap_plan.h"
+#include "optim/offload/swap_plan.h"
 
 #include "core/status.h"
 
@@ -129,7 +129,7 @@ static zsh_status_t zsh_swap_update(zsh_optim_t *opt, zsh_swap_slot_t *slot,
     for (i = 0; (status == ZSH_OK) && (i < opt->nbuckets); i++) {
         status = zsh_optim_update_view(opt, &opt->buckets[i], u, &view);
     }
-    return zsh_optim_dev_failed(opt, status);
+    return opt->dev_ops->failed(opt, status);
 }
 
 static void zsh_swap_free(zsh_optim_t *opt, zsh_swap_slot_t *slots, size_t n)
@@ -154,7 +154,7 @@ static zsh_status_t zsh_swap_alloc(zsh_optim_t *opt, zsh_swap_slot_t *slots, siz
     memset(slots, 0, n * sizeof(*slots));
     for (i = 0; i < n; i++) {
         for (k = 0; k < ZSH_TK_KINDS; k++) {
-            if (!zsh_tier_in_file(opt, (zsh_tkind_t)k)) {
+            if (opt->tiers.file[k] == NULL) { /* in memory: not swapped */
                 continue;
             }
             slots[i].buf[k] = zsh_pool_get(&opt->tiers.pool, zsh_swap_bytes(opt, (zsh_tkind_t)k));

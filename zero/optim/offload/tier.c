@@ -50,7 +50,7 @@ static int zsh_tier_of(const zsh_optim_t *opt, zsh_tkind_t kind)
         /* A step swapping states changes the host's parameters in memory
          * sub-group by sub-group. Parameters in the file are only written
          * back, and the device's are sent up by offload_device.c. */
-        return ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) && !opt->device &&
+        return ((opt->cfg.offload_optimizer == ZSH_OFFLOAD_NVME) && !opt->dev_ops->device &&
                 (zsh_tier_of(opt, ZSH_TK_PARAMS) != ZSH_OFFLOAD_NVME))
                    ? ZSH_OFFLOAD_NVME
                    : -1;
@@ -141,8 +141,9 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
     size_t i;
     int k;
 
+    zsh_tier_ops_reset(opt);
     zsh_pool_init(&t->pool, opt->cfg.host_mem_limit);
-    t->pool.pinned = opt->device; /* gradient shards come down into it from the device */
+    t->pool.pinned = opt->dev_ops->device; /* gradient shards come down into it from the device */
     for (i = 0; i < opt->nbuckets; i++) {
         opt->buckets[i].nvme.foff = t->felems;
         t->felems += zsh_tier_round(zsh_obucket_region(opt, &opt->buckets[i]));
@@ -167,6 +168,7 @@ zsh_status_t zsh_tier_setup(zsh_optim_t *opt)
         }
         status = zsh_aio_open(t->aio, zsh_tier_file_names[k], &t->file[k]);
         if (status == ZSH_OK) {
+            t->ops[k] = &zsh_tier_file_ops;
             status = zsh_aio_reserve(t->file[k],
                                      (uint64_t)t->felems * zsh_tier_esize(opt, (zsh_tkind_t)k));
         }
@@ -190,6 +192,7 @@ void zsh_tier_teardown(zsh_optim_t *opt)
 
     zsh_aio_destroy(t->aio); /* closes and removes the files */
     memset(t->file, 0, sizeof(t->file));
+    zsh_tier_ops_reset(opt);
     t->aio    = NULL;
     t->felems = 0;
     free(t->fresh);
