@@ -3,9 +3,11 @@
 #   bash tests/system/sanitizers/run.sh [address|thread]
 # address (default): AddressSanitizer, LeakSanitizer and UBSan in build-asan/,
 #   running every test of make check but the install test, which configures
-#   and installs a second, uninstrumented tree, and the GPU script's test,
-#   which runs configure on made-up toolkits (packaging, not memory safety;
-#   they run in the plain build).
+#   and installs a second, uninstrumented tree, the pip test, which builds the
+#   Python module into a venv against an installed copy (a Python process
+#   cannot load an instrumented library that it did not start with), and the
+#   GPU script's test, which runs configure on made-up toolkits (packaging,
+#   not memory safety; they run in the plain build).
 # thread: ThreadSanitizer in build-tsan/, running tests/zsh_tests, where the
 #   in-process rank tests run every rank as a thread of one process (at 1, 2,
 #   3 and 8 ranks).
@@ -61,7 +63,7 @@ make -j"$(nproc)" >make.out 2>&1 && make -j"$(nproc)" check TESTS= >>make.out 2>
 
 if [ "$mode" = address ]; then
     tests=$(make -s print-tests | tr ' ' '\n' |
-        grep -Ev '^tests/system/(install/run_install|gpu/run_gpu_script)\.sh$')
+        grep -Ev '^tests/system/(install/run_install|gpu/run_gpu_script|python/run_pip)\.sh$')
 else
     tests=tests/zsh_tests
 fi
