@@ -50,6 +50,18 @@ class Context:
 TORCH_MISSING = "torch is not importable by %s" % sys.executable
 
 
+def raises(fn, exc, *words):
+    """Call fn and require exc, with every one of words in its message."""
+    try:
+        fn()
+    except exc as e:
+        missing = [w for w in words if w not in str(e)]
+        if missing:
+            raise AssertionError("%r does not say %s" % (e, missing))
+        return
+    raise AssertionError("no %s raised (wanted one naming %s)" % (exc.__name__, words))
+
+
 def load_torch():
     global TORCH_MISSING
     if os.environ.get("ZSH_PYTEST_NO_TORCH"):

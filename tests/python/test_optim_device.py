@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Skip, case, main  # noqa: E402
+from harness import Skip, case, main, raises  # noqa: E402
 
 TOP = os.environ.get("abs_top_srcdir") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                        "..", "..")
@@ -56,17 +56,6 @@ def test_gpu_driver_without_a_device_skips_after_the_host_run(ctx):
     if rc != 77 or not host_line_ok(out) or "SKIP: " not in out:
         raise AssertionError("zero_torch.py exited %d, not 77 after the host run:\n%s"
                              % (rc, out[-3000:]))
-
-
-def raises(fn, exc, *words):
-    try:
-        fn()
-    except exc as e:
-        missing = [w for w in words if w not in str(e)]
-        if missing:
-            raise AssertionError("%r does not say %s" % (e, missing))
-        return
-    raise AssertionError("no %s raised (wanted one naming %s)" % (exc.__name__, words))
 
 
 @case

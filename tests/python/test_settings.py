@@ -16,7 +16,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import case, main  # noqa: E402
+from harness import case, main, raises  # noqa: E402
 
 TOP = os.environ.get("abs_top_srcdir") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                        "..", "..")
@@ -205,17 +205,6 @@ def test_policies_and_keywords_give_the_same_config_and_steps(ctx):
         raise AssertionError("policies: host %d B, %d buckets; keywords: host %d B, %d buckets"
                              % (st_p["host_bytes"], st_p["nbuckets"], st_f["host_bytes"],
                                 st_f["nbuckets"]))
-
-
-def raises(fn, exc, *words):
-    try:
-        fn()
-    except exc as e:
-        missing = [w for w in words if w not in str(e)]
-        if missing:
-            raise AssertionError("%r does not say %s" % (e, missing))
-        return
-    raise AssertionError("no %s raised (wanted one naming %s)" % (exc.__name__, words))
 
 
 @case
