@@ -12,8 +12,8 @@
 # every run (plain, ASan, TSan, valgrind); split, it is not. GoogleTest deals
 # the tests out by index modulo the shard count, and the rank tests come in
 # runs of /np1, /np2, ..., so with as many shards as cores the costly rank
-# counts gather in some shards: of make valgrind's 156 tests at 2 ranks, 131
-# fell in the second of two shards, which ran 794 s to the first's 522 s.
+# counts gather in some shards (with two shards, nearly every 2-rank test of
+# make valgrind fell in the second; docs/DECISIONS.md has the times).
 # So there are more shards than jobs (4 per job by default) and each job
 # takes the next shard as it finishes one: a long shard then leaves its core
 # the others' work rather than an idle wait, with no table of test times to

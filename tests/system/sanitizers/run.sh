@@ -37,7 +37,7 @@ address)
     # In process, the rank tests at 1, 2, 3 and 8 ranks, as under
     # ThreadSanitizer: 4 and 5 partition no buffer in a way 3 and 8 do not
     # (odd and even counts, a power of two and not), and run in the plain
-    # build. They took two fifths of this stage's tests/zsh_tests.
+    # build.
     export GTEST_FILTER=${GTEST_FILTER:--*/np4:*/np5}
     echo "== known bugs left uninstrumented (tests/system/sanitizers/asan_known_bugs.txt):"
     grep -E '^(fun|src):' "$top/tests/system/sanitizers/asan_known_bugs.txt" || echo "   none"
