@@ -11,6 +11,7 @@
 #include "harness/zsh_test.h"
 #include "optim/state.h"
 
+#include "core/half.h"
 #include "core/status.h"
 
 #include <zeroshard/optim.h>
@@ -39,15 +40,8 @@ static float zsh_st_value(size_t p, size_t i, int k)
 
 static float zsh_st_read(zsh_dtype_t dt, const void *buf, size_t i)
 {
-    uint32_t u;
-    float f;
-
-    if (dt == ZSH_FLOAT32) {
-        return ((const float *)buf)[i];
-    }
-    u = (uint32_t)((const uint16_t *)buf)[i] << 16;
-    memcpy(&f, &u, sizeof(f));
-    return f;
+    return (dt == ZSH_FLOAT32) ? ((const float *)buf)[i]
+                               : zsh_bf16_to_float(((const uint16_t *)buf)[i]);
 }
 
 static void zsh_st_write(zsh_dtype_t dt, void *buf, size_t i, float f)
