@@ -21,7 +21,12 @@ stage_done() { # NAME
     stage_start=$SECONDS
 }
 
-make -j"$(nproc)" check >check.out 2>&1
+# In process, the rank tests at 1, 2, 3 and 8 ranks: under mpirun they run
+# as processes at every count of the strategy (tests/system/mpi/run.sh), so 4
+# and 5 are not run a second time here, where they took a third of
+# tests/zsh_tests' time (docs/DECISIONS.md, "The test house's time"). A plain
+# make check runs every count in process too.
+GTEST_FILTER=${GTEST_FILTER--*/np4:*/np5} make -j"$(nproc)" check >check.out 2>&1
 rc=$?
 stage_done check
 
@@ -29,16 +34,17 @@ stage_done check
 # distcheck-hook), builds every program, the tests' too, out of tree with
 # read-only sources, installs and uninstalls cleanly, and passes the tests
 # that read the tree there: the README, the layers, the installed package,
-# the Python package, and the GoogleTest binary at 1 and 2 ranks. The whole
-# suite ran in the plain build above, and running it again here took most of
-# distcheck's time (README, "Layout and tests"). Counted as one test.
+# the Python package, and the GoogleTest binary's unit tests and rank tests
+# at 1 rank. The whole suite ran in the plain build above, and running it
+# again here took most of distcheck's time (README, "Layout and tests").
+# Counted as one test.
 # ZSH_DISTCHECK=0 leaves it out.
 distcheck_tests="tests/zsh_tests tests/system/build/run_readme.sh tests/system/build/run_layers.sh
     tests/system/install/run_install.sh tests/system/python/run_comm.sh"
 rm -f tests/distcheck.log
 if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
     start=$SECONDS
-    if GTEST_FILTER='-*/np3:*/np4:*/np5:*/np8' \
+    if GTEST_FILTER='-*/np2:*/np3:*/np4:*/np5:*/np8' \
         make -j"$(nproc)" distcheck TESTS="$(echo $distcheck_tests)" >distcheck.out 2>&1; then
         printf '[       OK ] dist.make_distcheck_builds_and_tests_the_tarball (%d s)\n[  PASSED  ] 1 test.\n' \
             $((SECONDS - start)) >tests/distcheck.log
@@ -90,7 +96,7 @@ fi
 # build-asan/), the in-process rank tests under ThreadSanitizer (build-tsan/),
 # libFuzzer on the TCP store's frame decoder, a checkpoint's manifest and the
 # safetensors header made of one for ZSH_FUZZ_SECONDS in all (60 s on both
-# cores, three tests), and make valgrind (the unit tests and the rank tests at 1 and 2 ranks
+# cores, three tests), and make valgrind (the unit tests and the rank tests at 1 rank
 # under memcheck). Their GoogleTest logs count below. ZSH_SANITIZERS=0 leaves
 # them out.
 if [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
