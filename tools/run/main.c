@@ -12,9 +12,9 @@
  * only what the rank left behind and never a stranger's group.
  *
  * Restarts (--max-restarts): once every rank of a failed job has ended, the
- * job starts again without the ranks whose failure stopped it (the lost
- * ones), as long as at least --min-ranks remain, renumbered from 0 with a
- * fresh store port, ZSH_RESTART_COUNT one higher. The ranks zshrun stopped
+ * job starts again without the rank whose failure stopped it (the lost one),
+ * as long as at least --min-ranks remain, renumbered from 0 with a fresh
+ * store port, ZSH_RESTART_COUNT one higher. The ranks zshrun stopped
  * are not lost: they end because zshrun (or their peers' failure, which
  * they learn within a few seconds) told them to. A job that zshrun was
  * asked to stop is not restarted.
@@ -50,7 +50,7 @@ typedef struct {
     zsh_run_phase_t phase;
     double          deadline; /* TERMINATING: when SIGKILL follows */
     int             exit_code; /* the first failure's; -1 while none */
-    int             lost;      /* ranks that failed while the job was going */
+    int             lost;      /* ranks lost: 1 once a rank failed while the job was going */
     int             signal;    /* the signal zshrun got first, 0 for none */
     struct pollfd  *fds;       /* the signal pipe, then two per rank */
 } zsh_run_t;
@@ -131,54 +131,57 @@ static void zsh_run_stop(zsh_run_t *run, int sig)
     run->deadline = zsh_run_now() + run->opts.grace;
 }
 
-/* A rank that exited; @going: the job was going when this round of exits
- * began, so a failure among them is the rank's own (the ranks are stopped
- * only after the round). */
-static void zsh_run_exited(zsh_run_t *run, zsh_run_rank_t *r, const siginfo_t *info, bool going)
+/* A rank that exited: whether it failed. */
+static bool zsh_run_exited(zsh_run_t *run, zsh_run_rank_t *r, const siginfo_t *info)
 {
     r->state = ZSH_RUN_RANK_EXITED;
     run->running--;
-    if (info->si_code == CLD_EXITED) {
-        r->status = info->si_status;
-    } else {
-        r->status = 128 + info->si_status;
-    }
-    /* Only failures of their own are the job's; the ranks stopped for them are not. */
-    if ((r->status == 0) || !going) {
-        return;
-    }
-    run->lost++;
-    if (info->si_code == CLD_EXITED) {
-        fprintf(stderr, "zshrun: rank %d (pid %ld) exited with status %d\n", r->rank,
-                (long)r->pid, info->si_status);
-    } else {
-        fprintf(stderr, "zshrun: rank %d (pid %ld) was killed by signal %d (%s)\n", r->rank,
-                (long)r->pid, info->si_status, strsignal(info->si_status));
-    }
-    if (run->exit_code < 0) {
-        run->exit_code = r->status;
-    }
+    r->status = (info->si_code == CLD_EXITED) ? info->si_status : 128 + info->si_status;
+    return r->status != 0;
 }
 
-/* Notice the ranks that exited, without reaping them. */
+/* The failure that stops the job, named. */
+static void zsh_run_failed(zsh_run_t *run, const zsh_run_rank_t *r)
+{
+    if (r->status < 128) {
+        fprintf(stderr, "zshrun: rank %d (pid %ld) exited with status %d\n", r->rank,
+                (long)r->pid, r->status);
+    } else {
+        fprintf(stderr, "zshrun: rank %d (pid %ld) was killed by signal %d (%s)\n", r->rank,
+                (long)r->pid, r->status - 128, strsignal(r->status - 128));
+    }
+    run->exit_code = r->status;
+    run->lost      = 1;
+    zsh_run_stop(run, SIGTERM);
+}
+
+/*
+ * Notice the ranks that exited, without reaping them. Only the first failure
+ * is the job's, and it is the lost rank of a restart; the ranks stopped for
+ * it are not. Peers on this node learn of a death at once (their transfers
+ * to it fail) and may exit in the same round of exits as the rank that died:
+ * of a round's failures, a rank killed by a signal is taken to be the first.
+ */
 static void zsh_run_reap(zsh_run_t *run)
 {
-    bool going = (run->phase == ZSH_RUN_GOING);
+    zsh_run_rank_t *first = NULL, *r;
     siginfo_t info;
     int i;
 
     for (i = 0; i < run->started; i++) {
-        if (run->ranks[i].state != ZSH_RUN_RANK_RUNNING) {
+        r = &run->ranks[i];
+        if (r->state != ZSH_RUN_RANK_RUNNING) {
             continue;
         }
         info.si_pid = 0;
-        if ((waitid(P_PID, (id_t)run->ranks[i].pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0) &&
-            (info.si_pid == run->ranks[i].pid)) {
-            zsh_run_exited(run, &run->ranks[i], &info, going);
+        if ((waitid(P_PID, (id_t)r->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0) &&
+            (info.si_pid == r->pid) && zsh_run_exited(run, r, &info) &&
+            ((first == NULL) || ((first->status < 128) && (r->status >= 128)))) {
+            first = r;
         }
     }
-    if (going && (run->lost > 0)) {
-        zsh_run_stop(run, SIGTERM);
+    if ((first != NULL) && (run->phase == ZSH_RUN_GOING)) {
+        zsh_run_failed(run, first);
     }
 }
 
@@ -403,8 +406,11 @@ int main(int argc, char **argv)
     do {
         zsh_run_round(&run, streams);
     } while (zsh_run_restart(&run));
+    /* Before the finish, which may end zshrun by the signal it got. */
+    zsh_run_snapshot_remove(&run.job);
     rc = zsh_run_finish(&run);
 out:
+    zsh_run_snapshot_remove(&run.job);
     zsh_run_bind_free(&run.opts, &run.job);
     free(streams);
     free(run.fds);

@@ -4,7 +4,8 @@
  * their output line by line with a rank prefix, and stops the job when one
  * rank fails. The pieces: options.c (the command line and the program to
  * run), setup.c (job key, master port, descriptor limit), bind.c (the cores
- * each rank runs on), slurm.c (the nodes of a Slurm job), spawn.c (one
+ * each rank runs on), slurm.c (the nodes of a Slurm job), snapshot.c (the
+ * directory in node memory for the ranks' snapshots), spawn.c (one
  * rank's process), relay.c (output lines) and main.c (the supervision loop
  * and the restarts of --max-restarts).
  */
@@ -82,6 +83,7 @@ typedef struct zsh_run_job {
     int              cores;     /* cores zshrun may run on; 0 when not counted */
     bool             apply;     /* the topology is this machine's: bind, not only report */
     int              restart;   /* restarts so far: ZSH_RESTART_COUNT of the ranks */
+    char             snap_dir[64]; /* ZSH_SNAPSHOT_DIR zshrun made; "" for none */
 } zsh_run_job_t;
 
 /* --slurm: inside a job step, fill in @o's nodes, node rank, master address
@@ -104,6 +106,13 @@ int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job);
  * and places for the ranks the restart runs. 0 or an exit status, the
  * message printed. */
 int zsh_run_setup_place(const zsh_run_opts_t *o, zsh_run_job_t *job);
+
+/* On one node, where the user set no ZSH_SNAPSHOT_DIR: a fresh directory in
+ * node memory (/dev/shm) for the ranks' snapshots, which outlives them across
+ * restarts; none where /dev/shm is missing. 0, or 1 with the message printed. */
+int zsh_run_snapshot_dir(const zsh_run_opts_t *o, zsh_run_job_t *job);
+/* Remove the snapshot directory zshrun made, at the end of the job. */
+void zsh_run_snapshot_remove(zsh_run_job_t *job);
 
 /* --bind's value: 0, or -1 with the message printed. */
 int zsh_run_bind_parse(const char *text, int *bind);

@@ -231,7 +231,8 @@ int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
 {
     int rc;
 
-    if ((rc = zsh_run_fd_limit(o->nproc, &job->nofile)) || (rc = zsh_run_key(o, job))) {
+    if ((rc = zsh_run_fd_limit(o->nproc, &job->nofile)) || (rc = zsh_run_key(o, job)) ||
+        (rc = zsh_run_snapshot_dir(o, job))) {
         return rc;
     }
     return zsh_run_setup_place(o, job);
