@@ -5,8 +5,9 @@
 # checkpoints on disk every 5 steps (--ckpt-dir DIR --ckpt-every 5). In each,
 # a rank is killed with kill -9 once step --kill-at has been printed, and
 # the script prints the milliseconds from the kill to the first step the job
-# prints at 3 ranks, with the step it resumed from and the job's own lines
-# on the snapshot or save (its size and seconds). Files and snapshot
+# prints at 3 ranks, and on the way to the restart's start, to the end of its
+# restore or load; with the step it resumed from and the job's own lines on
+# the snapshot or save (its size and seconds). Files and snapshot
 # directories are removed at the end.
 #
 #   bash perf/elastic_run.sh [--params N] [--kill-at K] [--dir DIR] [--build DIR]
@@ -33,17 +34,27 @@ line='[ "$RANK" = 0 ] && echo "start $ZSH_RESTART_COUNT"
 exec "$0" "$@" $([ -e "$CK/latest" ] || [ -e "$ZSH_SNAPSHOT_DIR/latest" ] && echo --resume)'
 steps=$((kill_at + 8))
 
-after() { # I PATTERN: a line of PATTERN after rank 0's "start I"
-    awk -v i="$1" -v p="$2" '$2 == "start" && $3 == i { s = 1 } s && $0 ~ p { f = 1 } END { exit !f }' \
+# Each line of the job's output behind the wall clock in milliseconds.
+stamp() {
+    local l t
+    while IFS= read -r l; do
+        t=${EPOCHREALTIME//[.,]/}
+        printf '%s %s\n' $((t / 1000)) "$l"
+    done
+}
+
+at() { # I PATTERN: the time of the first line of PATTERN after rank 0's "start I"
+    awk -v i="$1" -v p="$2" '$3 == "start" && $4 == i { s = 1 } s && $0 ~ p { print $1; exit }' \
         "$dir/out"
 }
+after() { [ -n "$(at "$@")" ]; }
 
 run() { # NAME ARGS...: one job, one kill
     local name=$1 pid t0 ms victim
     shift
     rm -rf "$dir/ck"
     CK="$dir/ck" "$zshrun" -n 4 --max-restarts 1 --min-ranks 3 sh -c "$line" "$train" \
-        --stage 3 --params "$params" --steps $steps "$@" >"$dir/out" 2>"$dir/err" &
+        --stage 3 --params "$params" --steps $steps "$@" > >(stamp >"$dir/out") 2>"$dir/err" &
     pid=$!
     poll 600 after 0 "\\] step $kill_at loss" || { echo "$name: step $kill_at not reached"; kill $pid; return; }
     victim=$(pgrep -P $pid | sed -n 2p)
@@ -52,8 +63,10 @@ run() { # NAME ARGS...: one job, one kill
     poll 600 after 1 "\\] step [0-9]+ loss" || { echo "$name: no step after the kill"; kill $pid; return; }
     ms=$(($(now_ms) - t0))
     wait $pid || echo "$name: the job exited $?"
-    echo "$name: kill after step $kill_at, $(grep -o 'resumed from .* at step [0-9]*' "$dir/out" | head -1); first step at 3 ranks $ms ms after the kill"
-    grep -E '^\[0\] (snapshot|checkpoint) [0-9]+:' "$dir/out" | head -2 | sed "s/^/$name:   /"
+    sleep 0.2 # the relay's last lines
+    echo "$name: kill after step $kill_at, $(grep -o 'resumed from .* at step [0-9]*' "$dir/out" | head -1); first step at 3 ranks $ms ms after the kill (restart started after $(($(at 1 start) - t0)) ms, restored after $(($(at 1 resumed) - t0)) ms)"
+    grep -E '^[0-9]+ \[0\] (snapshot|checkpoint) [0-9]+:' "$dir/out" | head -2 | cut -d' ' -f2- |
+        sed "s/^/$name:   /"
 }
 
 echo "zsh_train --stage 3 --params $params, 4 ranks, one killed"
