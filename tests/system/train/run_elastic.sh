@@ -23,13 +23,13 @@ kills=${ZSH_ELASTIC_KILLS:-2}
 seed=${ZSH_ELASTIC_SEED:-$$}
 RANDOM=$seed
 model=(--stage 3 --hidden 64 --layers 2 --batch 24)
-steps=60
+steps=80
 tmp=$(mktemp -d)
 # shellcheck source=../../harness/poll.sh
 . "$(dirname "$0")/../../harness/poll.sh"
 # shellcheck source=../../harness/results.sh
 . "$(dirname "$0")/../../harness/results.sh"
-results_begin zsh_train_elastic 3
+results_begin zsh_train_elastic 4
 echo "ZSH_ELASTIC_SEED=$seed"
 
 cleanup() {
@@ -76,12 +76,12 @@ elastic() {
     poll 10 test -s "$tmp/$tag.pid" || { echo "zshrun did not start"; return; }
     for ((i = 0; i < k; i++)); do
         poll 60 started "$tag" "$i" || { echo "start $i trained no step in 60 s"; return; }
-        # A step from the next few, never near the last: the kill must land
-        # in a running job.
+        # A step from the next few, never in the second half: the kill must
+        # land in a running job, whose steps take a millisecond or so.
         at=$(($(last_step "$tag") + 1 + RANDOM % 15))
-        [ $at -le $((steps - 10)) ] || at=$((steps - 10))
+        [ $at -le $((steps / 2)) ] || at=$((steps / 2))
         poll 60 eval "[ \$(last_step $tag) -ge $at ]" || { echo "step $at not reached"; return; }
-        sleep "0.0$((RANDOM % 10))"
+        sleep "0.00$((RANDOM % 10))"
         pids=($(pgrep -P "$(cat "$tmp/$tag.pid")"))
         [ ${#pids[@]} = $((n - i)) ] || { echo "start $i: ${#pids[@]} ranks, expected $((n - i))"; return; }
         victim=${pids[RANDOM % ${#pids[@]}]}
@@ -153,7 +153,19 @@ same_as_by_hand() {
 result one_rank_of_four_killed_the_job_goes_on_at_three_as_resumed_by_hand \
     "$(elastic one 4 1 5 "$tmp/one.ck" --ckpt-every 5)"
 result "${kills}_ranks_killed_during_saves_or_steps_each_restart_as_resumed_by_hand" \
-    "$(elastic many $((kills + 2)) "$kills" 1 "$tmp/many.ck" --ckpt-every 1)"
+    "$(elastic many $((kills + 2)) "$kills" 2 "$tmp/many.ck" --ckpt-every 2)"
 result one_rank_of_four_killed_the_job_restores_the_snapshot_in_memory_as_resumed_by_hand \
     "$(elastic snap 4 1 5 "the snapshot in memory" --snapshot-every 5 --ckpt-every $steps)"
+# Snapshots where nothing says where they go: the refusal names the
+# variable, and the run fails (exit 1) rather than train without them.
+no_snapshot_dir() {
+    local rc
+    env -u ZSH_SNAPSHOT_DIR timeout 60 "$train" "${model[@]}" --steps 2 --snapshot-every 1 \
+        >"$tmp/nodir.out" 2>"$tmp/nodir.err"
+    rc=$?
+    [ $rc = 1 ] || echo "exit $rc, expected 1"
+    grep -q 'zsh_optim_snapshot: .*ZSH_SNAPSHOT_DIR is not set' "$tmp/nodir.err" ||
+        echo "stderr: $(cat "$tmp/nodir.err")"
+}
+result snapshots_without_ZSH_SNAPSHOT_DIR_are_refused_by_name "$(no_snapshot_dir)"
 results_end
