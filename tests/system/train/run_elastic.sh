@@ -63,7 +63,7 @@ ended() { [ -e "$tmp/$1.rc" ]; }
 # start, each losing at most EVERY steps and resuming from FROM (a pattern of
 # its line); prints what went wrong.
 elastic() {
-    local tag=$1 n=$2 k=$3 every=$4 from=$5 i pids victim at rc t0 ms resumed lost left snap
+    local tag=$1 n=$2 k=$3 every=$4 from=$5 i pids victim at rc t0 ms resumed lost left snap f
     shift 5
     (
         CK="$tmp/$tag.ck" "$zshrun" -n "$n" --max-restarts "$k" --min-ranks $((n - k)) \
@@ -82,7 +82,7 @@ elastic() {
         [ $at -le $((steps / 2)) ] || at=$((steps / 2))
         poll 60 eval "[ \$(last_step $tag) -ge $at ]" || { echo "step $at not reached"; return; }
         sleep "0.00$((RANDOM % 10))"
-        pids=($(pgrep -P "$(cat "$tmp/$tag.pid")"))
+        mapfile -t pids < <(pgrep -P "$(cat "$tmp/$tag.pid")")
         [ ${#pids[@]} = $((n - i)) ] || { echo "start $i: ${#pids[@]} ranks, expected $((n - i))"; return; }
         victim=${pids[RANDOM % ${#pids[@]}]}
         left=$(last_step "$tag")
@@ -105,8 +105,9 @@ elastic() {
     [ "$rc" = 0 ] || { echo "the job exited $rc: $(tail -5 "$tmp/$tag.err")"; return; }
     snap=$(awk '$2 == "start" { print $4; exit }' "$tmp/$tag.out")
     [ -n "$snap" ] && [ ! -e "$snap" ] || echo "the snapshot directory '$snap' is still there"
-    [ -z "$(ls -A /dev/shm 2>/dev/null | grep "^zshrun-$(cat "$tmp/$tag.pid")-")" ] ||
-        echo "zshrun left /dev/shm/zshrun-$(cat "$tmp/$tag.pid")-*"
+    for f in /dev/shm/zshrun-"$(cat "$tmp/$tag.pid")"-*; do
+        [ -e "$f" ] && echo "zshrun left $f"
+    done
     [ "$(grep -c '^zshrun: restart ' "$tmp/$tag.err")" = "$k" ] || echo "not $k restarts: $(cat "$tmp/$tag.err")"
     same_as_by_hand "$tag" $((n - k)) "$k" "$resumed" "$@"
 }

@@ -7,7 +7,7 @@
 # Run from the build tree: bash ../tests/system/train/soak_elastic.sh
 set -u
 want=${ZSH_ELASTIC_SOAK_KILLS:-20}
-per_run=3 # one kill in the first case, two in the second
+per_run=4 # one kill in the first case, two in the second, one in the third
 done_kills=0 failed=0 runs=0
 out=$(mktemp)
 while [ $done_kills -lt "$want" ]; do
