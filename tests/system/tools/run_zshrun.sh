@@ -180,8 +180,9 @@ two_sleeping() {
 }
 
 forwarded() {
-    local pid rc
-    timeout 30 "$zshrun" -n 2 sh -c "trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
+    local pid rc snap
+    env -u ZSH_SNAPSHOT_DIR timeout 30 "$zshrun" -n 2 sh -c \
+        "echo \$ZSH_SNAPSHOT_DIR >$tmp/snap; trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
         >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     two_sleeping
@@ -192,6 +193,12 @@ forwarded() {
     [ "$(sort "$tmp/out" | paste -sd' ')" = "[0] got-term [1] got-term" ] ||
         echo "the ranks did not get SIGTERM: $(cat "$tmp/out")"
     grep -q '^zshrun: got SIGTERM; passing it on$' "$tmp/err" || echo "stderr: $(cat "$tmp/err")"
+    # The job's snapshot directory goes before zshrun ends by the signal.
+    snap=$(cat "$tmp/snap")
+    if [ -d /dev/shm ]; then
+        case $snap in /dev/shm/zshrun-*) ;; *) echo "ZSH_SNAPSHOT_DIR '$snap'" ;; esac
+        [ ! -e "$snap" ] || echo "$snap is left after SIGTERM"
+    fi
     leftovers
 }
 result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwarded)"
@@ -229,7 +236,7 @@ restarted() {
     local rc out want
     rm -f "$tmp"/up.*
     run_timed "$tmp/rc" "$tmp/ms" -n 4 --max-restarts 2 --min-ranks 2 --no-prefix sh -c \
-        "echo \$ZSH_RESTART_COUNT \$TORCHELASTIC_RESTART_COUNT \$TORCHELASTIC_MAX_RESTARTS \$RANK \$WORLD_SIZE \$MASTER_PORT
+        "echo \$ZSH_RESTART_COUNT \$TORCHELASTIC_RESTART_COUNT \$TORCHELASTIC_MAX_RESTARTS \$RANK \$WORLD_SIZE \$MASTER_PORT \$ZSH_SNAPSHOT_DIR \$([ -d \"\$ZSH_SNAPSHOT_DIR\" ] && echo there)
          $all_up
          if [ \$ZSH_RESTART_COUNT = 0 ]; then [ \$RANK = 2 ] && exit 3; exec sleep $mark; fi" "$tmp"
     rc=$(cat "$tmp/rc")
@@ -239,6 +246,13 @@ restarted() {
     [ "$out" = "$want" ] || echo "ranks started: $out, expected $want"
     [ "$(awk '{ print $6 }' "$tmp/out" | sort -u | grep -c .)" = 2 ] ||
         echo "the restart did not get a port of its own: $(cat "$tmp/out")"
+    # One snapshot directory for every start, there while they run, gone after.
+    out=$(awk '{ print $7, $8 }' "$tmp/out" | sort -u)
+    if [ -d /dev/shm ]; then
+        { [ "$(echo "$out" | grep -c .)" = 1 ] && [ "${out#* }" = there ]; } ||
+            echo "ZSH_SNAPSHOT_DIR of the starts: $out"
+        [ ! -e "${out% *}" ] || echo "${out% *} is left after the job"
+    fi
     grep -Eq '^zshrun: rank 2 \(pid [0-9]+\) exited with status 3$' "$tmp/err" &&
         grep -qx 'zshrun: restart 1 of 2 with 3 ranks (1 lost)' "$tmp/err" ||
         echo "stderr: $(cat "$tmp/err")"
