@@ -207,7 +207,8 @@ result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwar
 # (PR_SET_PDEATHSIG).
 sigkilled() {
     local pid i
-    "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
+    # A zshrun killed so cannot remove its snapshot directory: one of ours.
+    ZSH_SNAPSHOT_DIR=$tmp "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
     pid=$!
     two_sleeping
     [ "$(pgrep -fc "^sh -c sleep $mark")" = 2 ] || echo "no 2 rank shells to watch"
