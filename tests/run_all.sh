@@ -75,7 +75,8 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/tools/run_estimate.sh.log tests/system/tools/run_zshrun.sh.log
       tests/system/tools/run_info_map.sh.log tests/system/tools/run_ckpt_tool.sh.log
       tests/system/tools/run_ckpt_hostile.sh.log
-      tests/system/train/run_ckpt.sh.log tests/system/python/run_ckpt.sh.log
+      tests/system/train/run_ckpt.sh.log tests/system/train/run_elastic.sh.log
+      tests/system/python/run_ckpt.sh.log
       tests/system/perf/run_optim_bench.sh.log
       tests/system/python/run_comm.sh.log tests/system/python/run_torch.sh.log
       tests/system/python/run_optim.sh.log tests/system/python/run_zero.sh.log

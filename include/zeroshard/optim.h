@@ -460,6 +460,38 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir);
 zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir);
 
 /**
+ * @brief Snapshot the optimizer into node memory (collective): zsh_optim_save()
+ *        into the directory `ZSH_SNAPSHOT_DIR` names, a directory in tmpfs
+ *        (such as one under /dev/shm) that outlives the ranks' processes.
+ *
+ * Call it every K steps: a job started again after a rank died (zshrun
+ * --max-restarts) calls zsh_optim_restore() and continues from the newest
+ * complete snapshot without reading the disk, losing at most K steps. The
+ * commit is zsh_optim_save()'s, so a snapshot a death interrupted is never
+ * the one restored. Only the newest complete snapshot is kept: the node's
+ * memory holds at most two (it and the one being written), each the size of
+ * a checkpoint (the fp32 weights and the optimizer states of every rank).
+ * One node only: the ranks must share the directory. zshrun gives each job a
+ * fresh directory and removes it when the job ends; the disk checkpoint stays
+ * the fallback when the node is lost.
+ * @param opt The optimizer, between steps: no gradient pending.
+ * @return ZSH_ERR_INVALID_ARG when `ZSH_SNAPSHOT_DIR` is not set, else what
+ *         zsh_optim_save() returns; the previous snapshot stands on error.
+ */
+zsh_status_t zsh_optim_snapshot(zsh_optim_t *opt);
+
+/**
+ * @brief Restore the newest complete snapshot zsh_optim_snapshot() left in
+ *        `ZSH_SNAPSHOT_DIR` (collective), at any world size and stage, as
+ *        zsh_optim_load() does; the snapshot stays for a later restore.
+ * @param opt The optimizer: no gradient pending, no parameter fetched.
+ * @return ZSH_ERR_INVALID_ARG when `ZSH_SNAPSHOT_DIR` is not set; ZSH_ERR_IO
+ *         when it holds no snapshot (every rank alike); else what
+ *         zsh_optim_load() returns. The optimizer keeps its state on error.
+ */
+zsh_status_t zsh_optim_restore(zsh_optim_t *opt);
+
+/**
  * @brief Drop the gradients handed over this step (collective if reductions
  *        are in flight: they are completed and discarded).
  */

@@ -253,6 +253,12 @@ void zsh_py_bind_optim(py::module_ &m)
     m.def("optim_load", [](handle_t h, const std::string &dir) {
         return nogil([&] { return zsh_optim_load(opt(h), dir.c_str()); });
     });
+    m.def("optim_snapshot", [](handle_t h) {
+        return nogil([&] { return zsh_optim_snapshot(opt(h)); });
+    });
+    m.def("optim_restore", [](handle_t h) {
+        return nogil([&] { return zsh_optim_restore(opt(h)); });
+    });
     m.def("optim_loss_scale", [](handle_t h) { return zsh_optim_loss_scale(opt(h)); });
     m.def("optim_stats", [](handle_t h) {
         zsh_optim_stats_t s{};

@@ -294,6 +294,29 @@ class Optimizer:
                 raise error(status)
         self._ready = True
 
+    def snapshot(self):
+        """Snapshot the training state into node memory (collective): save()
+        into the directory ZSH_SNAPSHOT_DIR names, in tmpfs, which zshrun gives
+        each job. Call it every K steps; a job zshrun --max-restarts started
+        again after a rank died calls restore() and loses at most K steps,
+        without reading the disk. Only the newest complete snapshot is kept.
+        One node only. Raises ZshError (ZSH_ERR_INVALID_ARG without
+        ZSH_SNAPSHOT_DIR); the previous snapshot then stands."""
+        with self._lock:
+            status = _z.optim_snapshot(self._live())
+            if status != OK:
+                raise error(status)
+
+    def restore(self):
+        """Restore the newest complete snapshot() (collective), at any world
+        size and stage, as load() does. Raises ZshError (ZSH_ERR_IO when there
+        is none) and then leaves everything as it was."""
+        with self._lock:
+            status = _z.optim_restore(self._live())
+            if status != OK:
+                raise error(status)
+        self._ready = True
+
     @property
     def loss_scale(self):
         """The factor to multiply the loss by (1 without loss scaling)."""

@@ -10,6 +10,14 @@
  * that has exited is left a zombie until the end (waitid's WNOWAIT): its pid
  * is then not free for reuse, so signalling its process group still reaches
  * only what the rank left behind and never a stranger's group.
+ *
+ * Restarts (--max-restarts): once every rank of a failed job has ended, the
+ * job starts again without the rank whose failure stopped it (the lost one),
+ * as long as at least --min-ranks remain, renumbered from 0 with a fresh
+ * store port, ZSH_RESTART_COUNT one higher. The ranks zshrun stopped
+ * are not lost: they end because zshrun (or their peers' failure, which
+ * they learn within a few seconds) told them to. A job that zshrun was
+ * asked to stop is not restarted.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2 */
@@ -42,6 +50,7 @@ typedef struct {
     zsh_run_phase_t phase;
     double          deadline; /* TERMINATING: when SIGKILL follows */
     int             exit_code; /* the first failure's; -1 while none */
+    int             lost;      /* ranks lost: 1 once a rank failed while the job was going */
     int             signal;    /* the signal zshrun got first, 0 for none */
     struct pollfd  *fds;       /* the signal pipe, then two per rank */
 } zsh_run_t;
@@ -122,45 +131,57 @@ static void zsh_run_stop(zsh_run_t *run, int sig)
     run->deadline = zsh_run_now() + run->opts.grace;
 }
 
-static void zsh_run_exited(zsh_run_t *run, zsh_run_rank_t *r, const siginfo_t *info)
+/* A rank that exited: whether it failed. */
+static bool zsh_run_exited(zsh_run_t *run, zsh_run_rank_t *r, const siginfo_t *info)
 {
     r->state = ZSH_RUN_RANK_EXITED;
     run->running--;
-    if (info->si_code == CLD_EXITED) {
-        r->status = info->si_status;
-    } else {
-        r->status = 128 + info->si_status;
-    }
-    /* Only the first failure is the job's; the ranks stopped for it are not. */
-    if ((r->status == 0) || (run->phase != ZSH_RUN_GOING)) {
-        return;
-    }
-    if (info->si_code == CLD_EXITED) {
+    r->status = (info->si_code == CLD_EXITED) ? info->si_status : 128 + info->si_status;
+    return r->status != 0;
+}
+
+/* The failure that stops the job, named. */
+static void zsh_run_failed(zsh_run_t *run, const zsh_run_rank_t *r)
+{
+    if (r->status < 128) {
         fprintf(stderr, "zshrun: rank %d (pid %ld) exited with status %d\n", r->rank,
-                (long)r->pid, info->si_status);
+                (long)r->pid, r->status);
     } else {
         fprintf(stderr, "zshrun: rank %d (pid %ld) was killed by signal %d (%s)\n", r->rank,
-                (long)r->pid, info->si_status, strsignal(info->si_status));
+                (long)r->pid, r->status - 128, strsignal(r->status - 128));
     }
     run->exit_code = r->status;
+    run->lost      = 1;
     zsh_run_stop(run, SIGTERM);
 }
 
-/* Notice the ranks that exited, without reaping them. */
+/*
+ * Notice the ranks that exited, without reaping them. Only the first failure
+ * is the job's, and it is the lost rank of a restart; the ranks stopped for
+ * it are not. Peers on this node learn of a death at once (their transfers
+ * to it fail) and may exit in the same round of exits as the rank that died:
+ * of a round's failures, a rank killed by a signal is taken to be the first.
+ */
 static void zsh_run_reap(zsh_run_t *run)
 {
+    zsh_run_rank_t *first = NULL, *r;
     siginfo_t info;
     int i;
 
     for (i = 0; i < run->started; i++) {
-        if (run->ranks[i].state != ZSH_RUN_RANK_RUNNING) {
+        r = &run->ranks[i];
+        if (r->state != ZSH_RUN_RANK_RUNNING) {
             continue;
         }
         info.si_pid = 0;
-        if ((waitid(P_PID, (id_t)run->ranks[i].pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0) &&
-            (info.si_pid == run->ranks[i].pid)) {
-            zsh_run_exited(run, &run->ranks[i], &info);
+        if ((waitid(P_PID, (id_t)r->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0) &&
+            (info.si_pid == r->pid) && zsh_run_exited(run, r, &info) &&
+            ((first == NULL) || ((first->status < 128) && (r->status >= 128)))) {
+            first = r;
         }
+    }
+    if ((first != NULL) && (run->phase == ZSH_RUN_GOING)) {
+        zsh_run_failed(run, first);
     }
 }
 
@@ -265,15 +286,12 @@ static void zsh_run_loop(zsh_run_t *run, zsh_run_stream_t **streams)
     }
 }
 
-/* The job's exit status, after every rank is reaped: the first failure's,
- * else the signal zshrun got (raised again, so that a shell running zshrun
- * sees the interrupt as such), else 0. */
-static int zsh_run_finish(zsh_run_t *run)
+/* Reap every rank; what a failed or interrupted job's ranks left behind
+ * goes with them. */
+static void zsh_run_reap_all(zsh_run_t *run)
 {
-    sigset_t set;
     int i;
 
-    /* What a failed or interrupted job's ranks left behind goes with them. */
     if (run->phase != ZSH_RUN_GOING) {
         zsh_run_kill_all(run, SIGKILL);
     }
@@ -281,6 +299,15 @@ static int zsh_run_finish(zsh_run_t *run)
         while ((waitpid(run->ranks[i].pid, NULL, 0) < 0) && (errno == EINTR)) {
         }
     }
+}
+
+/* The job's exit status, after every rank is reaped: the first failure's,
+ * else the signal zshrun got (raised again, so that a shell running zshrun
+ * sees the interrupt as such), else 0. */
+static int zsh_run_finish(zsh_run_t *run)
+{
+    sigset_t set;
+
     if (run->exit_code >= 0) {
         return run->exit_code;
     }
@@ -295,11 +322,66 @@ static int zsh_run_finish(zsh_run_t *run)
     return 0;
 }
 
+/* Start every rank of this round and supervise them until they all ended. */
+static void zsh_run_round(zsh_run_t *run, zsh_run_stream_t **streams)
+{
+    int i;
+
+    for (i = 0; i < run->opts.nproc; i++) {
+        if (zsh_run_spawn(&run->opts, &run->job, i, &run->ranks[i]) != 0) {
+            /* A job short of a rank cannot work: stop what started. */
+            run->exit_code = 1;
+            zsh_run_stop(run, SIGTERM);
+            break;
+        }
+        run->started++;
+        run->running++;
+    }
+    zsh_run_loop(run, streams);
+    zsh_run_reap_all(run);
+}
+
+/* Whether the failed round just ended is started again, and if so the next
+ * round set up: the lost ranks left out, a fresh port, the ranks placed. */
+static bool zsh_run_restart(zsh_run_t *run)
+{
+    int left = run->opts.nproc - run->lost;
+
+    if ((run->exit_code < 0) || (run->signal != 0) || (run->lost == 0) ||
+        (run->opts.max_restarts == 0)) {
+        return false;
+    }
+    if (run->job.restart >= run->opts.max_restarts) {
+        fprintf(stderr, "zshrun: no restart left (--max-restarts %d)\n", run->opts.max_restarts);
+        return false;
+    }
+    if (left < run->opts.min_ranks) {
+        fprintf(stderr, "zshrun: not restarting: %d rank%s left, fewer than --min-ranks %d\n",
+                left, (left == 1) ? "" : "s", run->opts.min_ranks);
+        return false;
+    }
+    zsh_run_bind_free(&run->opts, &run->job);
+    run->opts.nproc = left;
+    run->job.restart++;
+    if (zsh_run_setup_place(&run->opts, &run->job) != 0) {
+        return false;
+    }
+    fprintf(stderr, "zshrun: restart %d of %d with %d rank%s (%d lost)\n", run->job.restart,
+            run->opts.max_restarts, left, (left == 1) ? "" : "s", run->lost);
+    memset(run->ranks, 0, (size_t)run->started * sizeof(*run->ranks));
+    run->started   = 0;
+    run->running   = 0;
+    run->lost      = 0;
+    run->exit_code = -1;
+    run->phase     = ZSH_RUN_GOING;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     zsh_run_t run = {.phase = ZSH_RUN_GOING, .exit_code = -1};
     zsh_run_stream_t **streams = NULL;
-    int rc, i;
+    int rc;
 
     rc = zsh_run_parse(argc, argv, &run.opts);
     if (rc != 0) {
@@ -321,19 +403,14 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    for (i = 0; i < run.opts.nproc; i++) {
-        if (zsh_run_spawn(&run.opts, &run.job, i, &run.ranks[i]) != 0) {
-            /* A job short of a rank cannot work: stop what started. */
-            run.exit_code = 1;
-            zsh_run_stop(&run, SIGTERM);
-            break;
-        }
-        run.started++;
-        run.running++;
-    }
-    zsh_run_loop(&run, streams);
+    do {
+        zsh_run_round(&run, streams);
+    } while (zsh_run_restart(&run));
+    /* Before the finish, which may end zshrun by the signal it got. */
+    zsh_run_snapshot_remove(&run.job);
     rc = zsh_run_finish(&run);
 out:
+    zsh_run_snapshot_remove(&run.job);
     zsh_run_bind_free(&run.opts, &run.job);
     free(streams);
     free(run.fds);

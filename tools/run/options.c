@@ -33,6 +33,10 @@ static void zsh_run_usage(FILE *out)
             "      --slurm              take --nnodes, --node-rank and --master-addr from the\n"
             "                           Slurm job; outside srun, start zshrun on every node\n"
             "                           of the allocation through srun\n"
+            "      --max-restarts K     when a rank fails, start the job again up to K times,\n"
+            "                           one rank fewer: without the one that failed\n"
+            "                           (default 0)\n"
+            "      --min-ranks M        the fewest ranks a restart runs, 1 to N (default 1)\n"
             "      --job-key-file FILE  read the job key from FILE (default: ZSH_JOB_KEY, or a\n"
             "                           fresh key on a single node)\n"
             "      --grace SECONDS      after a failure, time between SIGTERM and SIGKILL\n"
@@ -162,6 +166,18 @@ static int zsh_run_check(zsh_run_opts_t *o)
                 (o->master_addr == NULL) ? "master-addr" : "master-port");
         return -1;
     }
+    if (o->min_ranks > o->nproc) {
+        fprintf(stderr, "zshrun: --min-ranks %d is above --nproc-per-node %d\n", o->min_ranks,
+                o->nproc);
+        return -1;
+    }
+    /* Each node's zshrun would restart on its own, at a size the others do
+     * not know: the nodes would need to agree first. */
+    if ((o->max_restarts > 0) && ((o->nnodes > 1) || o->slurm)) {
+        fprintf(stderr, "zshrun: --max-restarts runs on one node only (--nnodes 1, without "
+                "--slurm)\n");
+        return -1;
+    }
     if ((o->master_addr != NULL) && (o->master_addr[0] == '\0')) {
         fprintf(stderr, "zshrun: --master-addr is empty\n");
         return -1;
@@ -186,6 +202,9 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         {"master_addr", required_argument, NULL, 'a'},
         {"master-port", required_argument, NULL, 'p'},
         {"master_port", required_argument, NULL, 'p'},
+        {"max-restarts", required_argument, NULL, 'm'},
+        {"max_restarts", required_argument, NULL, 'm'},
+        {"min-ranks", required_argument, NULL, 'M'},
         {"job-key-file", required_argument, NULL, 'k'},
         {"grace", required_argument, NULL, 'g'},
         {"no-prefix", no_argument, NULL, 'P'},
@@ -199,7 +218,7 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
     const char *placed = NULL; /* --nnodes or --node-rank, which --slurm sets */
     int opt, rc;
 
-    *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .grace = 5.0, .prefix = true,
+    *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .min_ranks = 1, .grace = 5.0, .prefix = true,
                            .thp = true, .bind = ZSH_RUN_BIND_AUTO};
     /* "+": options end at the program, so its own options are left to it. */
     while ((opt = getopt_long(argc, argv, "+n:hV", longopts, NULL)) != -1) {
@@ -215,6 +234,10 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
             break;
         case 'a': o->master_addr = optarg; rc = 0; break;
         case 'p': rc = zsh_run_int("master-port", optarg, 1, 65535, &o->master_port); break;
+        case 'm':
+            rc = zsh_run_int("max-restarts", optarg, 0, ZSH_RUN_RESTARTS_MAX, &o->max_restarts);
+            break;
+        case 'M': rc = zsh_run_int("min-ranks", optarg, 1, ZSH_RUN_NPROC_MAX, &o->min_ranks); break;
         case 'k': o->key_file = optarg; rc = 0; break;
         case 'g': rc = zsh_run_seconds(optarg, &o->grace); break;
         case 'P': o->prefix = false; rc = 0; break;

@@ -4,8 +4,10 @@
  * their output line by line with a rank prefix, and stops the job when one
  * rank fails. The pieces: options.c (the command line and the program to
  * run), setup.c (job key, master port, descriptor limit), bind.c (the cores
- * each rank runs on), slurm.c (the nodes of a Slurm job), spawn.c (one
- * rank's process), relay.c (output lines) and main.c (the supervision loop).
+ * each rank runs on), slurm.c (the nodes of a Slurm job), snapshot.c (the
+ * directory in node memory for the ranks' snapshots), spawn.c (one
+ * rank's process), relay.c (output lines) and main.c (the supervision loop
+ * and the restarts of --max-restarts).
  */
 #ifndef ZSH_RUN_RUN_H_
 #define ZSH_RUN_RUN_H_
@@ -26,6 +28,8 @@
 #define ZSH_RUN_KEY_BYTES 32
 /* The longest --grace, in seconds. */
 #define ZSH_RUN_GRACE_MAX 86400.0
+/* The most --max-restarts: more is a loop that never gives up. */
+#define ZSH_RUN_RESTARTS_MAX 1000
 
 /* --bind: auto (the default) is core where every rank has a core, else none. */
 typedef enum {
@@ -36,7 +40,9 @@ typedef enum {
 } zsh_run_bind_t;
 
 typedef struct zsh_run_opts {
-    int          nproc;       /* local ranks, -n */
+    int          nproc;       /* local ranks, -n; a restart runs fewer */
+    int          max_restarts; /* --max-restarts: restarts after a failure, 0: none */
+    int          min_ranks;   /* --min-ranks: the fewest ranks a restart runs */
     int          nnodes;      /* --nnodes */
     int          node_rank;   /* --node-rank */
     const char  *master_addr; /* NULL: 127.0.0.1 (one node only) */
@@ -76,6 +82,8 @@ typedef struct zsh_run_job {
     zsh_run_place_t *places;    /* one per local rank; NULL: the ranks run unbound */
     int              cores;     /* cores zshrun may run on; 0 when not counted */
     bool             apply;     /* the topology is this machine's: bind, not only report */
+    int              restart;   /* restarts so far: ZSH_RESTART_COUNT of the ranks */
+    char             snap_dir[64]; /* ZSH_SNAPSHOT_DIR zshrun made; "" for none */
 } zsh_run_job_t;
 
 /* --slurm: inside a job step, fill in @o's nodes, node rank, master address
@@ -91,6 +99,20 @@ int zsh_run_key_fresh(char *key);
 /* Everything that can fail before a rank starts: the descriptors the relay
  * needs, the key and the port. 0 or an exit status, the message printed. */
 int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job);
+
+/* Where rank 0's store listens and where each of @o->nproc ranks is bound:
+ * part of zsh_run_setup(), and again before each restart, with a fresh port
+ * where zshrun chose the last one (the failed job's store may still hold it)
+ * and places for the ranks the restart runs. 0 or an exit status, the
+ * message printed. */
+int zsh_run_setup_place(const zsh_run_opts_t *o, zsh_run_job_t *job);
+
+/* On one node, where the user set no ZSH_SNAPSHOT_DIR: a fresh directory in
+ * node memory (/dev/shm) for the ranks' snapshots, which outlives them across
+ * restarts; none where /dev/shm is missing. 0, or 1 with the message printed. */
+int zsh_run_snapshot_dir(const zsh_run_opts_t *o, zsh_run_job_t *job);
+/* Remove the snapshot directory zshrun made, at the end of the job. */
+void zsh_run_snapshot_remove(zsh_run_job_t *job);
 
 /* --bind's value: 0, or -1 with the message printed. */
 int zsh_run_bind_parse(const char *text, int *bind);

@@ -210,13 +210,10 @@ static int zsh_run_port_pick(void)
     return -1;
 }
 
-int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
+int zsh_run_setup_place(const zsh_run_opts_t *o, zsh_run_job_t *job)
 {
     int port = o->master_port, rc;
 
-    if ((rc = zsh_run_fd_limit(o->nproc, &job->nofile)) || (rc = zsh_run_key(o, job))) {
-        return rc;
-    }
     if ((port == 0) && ((port = zsh_run_port_pick()) < 0)) {
         return 1;
     }
@@ -228,4 +225,15 @@ int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
         zsh_run_bind_report(o, job);
     }
     return rc;
+}
+
+int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
+{
+    int rc;
+
+    if ((rc = zsh_run_fd_limit(o->nproc, &job->nofile)) || (rc = zsh_run_key(o, job)) ||
+        (rc = zsh_run_snapshot_dir(o, job))) {
+        return rc;
+    }
+    return zsh_run_setup_place(o, job);
 }

@@ -78,6 +78,14 @@ static void zsh_run_child_env(const zsh_run_opts_t *o, const zsh_run_job_t *job,
     zsh_run_setenv_int("GROUP_WORLD_SIZE", o->nnodes);
     zsh_run_setenv_int("ROLE_RANK", rank);
     zsh_run_setenv_int("ROLE_WORLD_SIZE", o->nnodes * o->nproc);
+    /* How many times the job was started again, under both names: a program
+     * reads it to resume from its checkpoint rather than start afresh. */
+    zsh_run_setenv_int("ZSH_RESTART_COUNT", job->restart);
+    zsh_run_setenv_int("TORCHELASTIC_RESTART_COUNT", job->restart);
+    zsh_run_setenv_int("TORCHELASTIC_MAX_RESTARTS", o->max_restarts);
+    if (job->snap_dir[0] != '\0') {
+        setenv("ZSH_SNAPSHOT_DIR", job->snap_dir, 1);
+    }
     setenv("MASTER_ADDR", job->master_addr, 1);
     setenv("MASTER_PORT", job->master_port, 1);
     if (job->job_key != NULL) {

@@ -18,14 +18,19 @@
  * weights are initialised. So a run resumed from step N, which trains steps
  * N + 1 on, takes the same steps, bit for bit, as one that never stopped.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* nftw */
+#endif
 #include "core/half.h"
 #include "train/boot.h"
 #include "train/gemm.h"
 #include "train/train.h"
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -212,16 +217,35 @@ static int zsh_train_agreed(zsh_status_t s)
 
 /* --resume: load the latest checkpoint of --ckpt-dir (collective) and give
  * the step it holds, which every rank reads from its own optimizer alike.
+ * With --snapshot-every, the snapshot in node memory comes first: it is
+ * never older than the disk's (--ckpt-every is a multiple of its cadence,
+ * and it is taken before the save of the same step), and it reads no disk.
  * *alike_p is set when the load failed on every rank alike. */
 static int zsh_train_resume(zsh_train_t *t, unsigned long *done_p, int *alike_p)
 {
+    const char *from = t->o.ckpt_dir;
     zsh_optim_stats_t st;
-    zsh_status_t s;
+    zsh_status_t s = ZSH_ERR_IO;
 
+    if (t->o.snap_every > 0) {
+        s    = zsh_optim_restore(t->opt);
+        from = "the snapshot in memory";
+        /* Only a failure every rank shares may fall back to the disk. */
+        if ((s != ZSH_OK) && !zsh_train_agreed(s)) {
+            return zsh_train_fail("--resume: zsh_optim_restore", s);
+        }
+        if ((s != ZSH_OK) && (t->o.ckpt_dir != NULL) && (t->rank == 0)) {
+            printf("no snapshot restored (%s); resuming from %s\n", zsh_last_error(),
+                   t->o.ckpt_dir);
+        }
+    }
     /* No checkpoint is an error, not a fresh start: a run meant to continue
      * must never quietly train from the initial weights. The load's message
      * names what it did not find, or what differs from this model. */
-    s = zsh_optim_load(t->opt, t->o.ckpt_dir);
+    if ((s != ZSH_OK) && (t->o.ckpt_dir != NULL)) {
+        s    = zsh_optim_load(t->opt, t->o.ckpt_dir);
+        from = t->o.ckpt_dir;
+    }
     if (s != ZSH_OK) {
         fprintf(stderr, "zsh_train: --resume: %s: %s\n", zsh_status_string(s), zsh_last_error());
         *alike_p = zsh_train_agreed(s);
@@ -232,7 +256,7 @@ static int zsh_train_resume(zsh_train_t *t, unsigned long *done_p, int *alike_p)
     }
     *done_p = st.steps;
     if (t->rank == 0) {
-        printf("resumed from %s at step %lu (loss scale %g)\n", t->o.ckpt_dir, st.steps,
+        printf("resumed from %s at step %lu (loss scale %g)\n", from, st.steps,
                (double)st.loss_scale);
         fflush(stdout);
     }
@@ -264,6 +288,52 @@ static int zsh_train_save(zsh_train_t *t, unsigned long k, int *alike_p)
     /* The layer names the checkpoint by its own step count. */
     if (t->rank == 0) {
         printf("checkpoint %lu: %s/step-%08lu in %.3f s\n", k, t->o.ckpt_dir, st.steps,
+               zsh_train_now() - t0);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* The bytes of the files nftw() walks; one walk at a time. */
+static unsigned long long zsh_train_du_sum;
+
+static int zsh_train_du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F) {
+        zsh_train_du_sum += (unsigned long long)st->st_size;
+    }
+    return 0;
+}
+
+/* Bytes of the files under @path, 0 where it cannot be read. */
+static unsigned long long zsh_train_du(const char *path)
+{
+    zsh_train_du_sum = 0;
+    if ((path == NULL) || (nftw(path, zsh_train_du_one, 16, FTW_PHYS) != 0)) {
+        return 0;
+    }
+    return zsh_train_du_sum;
+}
+
+/* Snapshot after step @k if --snapshot-every asks for it (collective), and
+ * say how much node memory the snapshot takes. */
+static int zsh_train_snapshot(zsh_train_t *t, unsigned long k, int *alike_p)
+{
+    double t0 = zsh_train_now();
+    zsh_status_t s;
+
+    if ((t->o.snap_every == 0) || (k % t->o.snap_every != 0)) {
+        return 0;
+    }
+    if ((s = zsh_optim_snapshot(t->opt)) != ZSH_OK) {
+        *alike_p = zsh_train_agreed(s);
+        return zsh_train_fail("zsh_optim_snapshot", s);
+    }
+    if (t->rank == 0) {
+        printf("snapshot %lu: %.1f MiB in node memory in %.3f s\n", k,
+               (double)zsh_train_du(getenv("ZSH_SNAPSHOT_DIR")) / (1 << 20),
                zsh_train_now() - t0);
         fflush(stdout);
     }
@@ -353,8 +423,10 @@ int main(int argc, char **argv)
             rc = 1;
             goto out;
         }
-        /* After the split's line: the save is not the step's time. */
-        if ((rc = zsh_train_save(&t, k, &alike)) != 0) {
+        /* After the split's line: the save is not the step's time. The
+         * snapshot first, so that it is never older than the disk's. */
+        if (((rc = zsh_train_snapshot(&t, k, &alike)) != 0) ||
+            ((rc = zsh_train_save(&t, k, &alike)) != 0)) {
             goto out;
         }
         if (tty) {

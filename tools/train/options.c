@@ -52,6 +52,10 @@ static void zsh_train_usage(FILE *out)
             "                     (default: after the last step only)\n"
             "  --resume           load DIR's latest checkpoint first, then train from the step\n"
             "                     after the one it holds to --steps; an error if there is none\n"
+            "                     (with --snapshot-every, the snapshot in memory if there is one)\n"
+            "  --snapshot-every K snapshot into node memory (ZSH_SNAPSHOT_DIR, which zshrun\n"
+            "                     sets) after every step that is a multiple of K, 0: never; a\n"
+            "                     multiple of K for --ckpt-every\n"
             "  --help             this text\n");
 }
 
@@ -124,6 +128,7 @@ static void zsh_train_tiles(zsh_train_opts_t *o, double v) { o->tiles = (size_t)
 static void zsh_train_params(zsh_train_opts_t *o, double v) { o->params = v; }
 static void zsh_train_host(zsh_train_opts_t *o, double v) { o->host_mem_limit = (size_t)v; }
 static void zsh_train_every(zsh_train_opts_t *o, double v) { o->ckpt_every = (unsigned long)v; }
+static void zsh_train_snap(zsh_train_opts_t *o, double v) { o->snap_every = (unsigned long)v; }
 
 static const zsh_train_numeric_t zsh_train_numerics[] = {
     {'s', "stage", 0, 3, 0, zsh_train_stage},
@@ -140,6 +145,7 @@ static const zsh_train_numeric_t zsh_train_numerics[] = {
     {'P', "params", ZSH_TRAIN_PARAMS_MIN, ZSH_TRAIN_PARAMS_MAX, 1000, zsh_train_params},
     {'M', "host-mem-limit", 1, 1e15, 1024, zsh_train_host},
     {'E', "ckpt-every", 0, 1e9, 0, zsh_train_every},
+    {'K', "snapshot-every", 0, 1e9, 0, zsh_train_snap},
 };
 
 /* Options given on the command line, by letter, for the checks between them. */
@@ -249,7 +255,13 @@ static int zsh_train_combine(zsh_train_opts_t *o, const zsh_train_given_t *given
     if (o->lr == 0.0f) {
         o->lr = (o->kind == ZSH_OPTIM_SGD) ? 0.1f : 3e-3f;
     }
-    if ((o->ckpt_dir == NULL) && (given->every || o->resume)) {
+    /* A disk checkpoint is then never newer than the snapshot a resume takes. */
+    if ((o->snap_every > 0) && (o->ckpt_every % o->snap_every != 0)) {
+        fprintf(stderr, "zsh_train: --ckpt-every %lu is not a multiple of --snapshot-every %lu\n",
+                o->ckpt_every, o->snap_every);
+        return -1;
+    }
+    if ((o->ckpt_dir == NULL) && (given->every || (o->resume && (o->snap_every == 0)))) {
         fprintf(stderr, "zsh_train: --%s needs --ckpt-dir\n",
                 given->every ? "ckpt-every" : "resume");
         return -1;
@@ -279,6 +291,7 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"ckpt-dir", required_argument, NULL, 'C'},
         {"ckpt-every", required_argument, NULL, 'E'},
         {"resume", no_argument, NULL, 'R'},
+        {"snapshot-every", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     zsh_train_given_t given = {0};

@@ -30,6 +30,7 @@ typedef struct zsh_train_opts {
     unsigned long    ckpt_every;  /* save after every step that is a multiple; 0: none */
     int              ckpt_last;   /* save after the last step (--ckpt-dir without --ckpt-every) */
     int              resume;      /* load ckpt_dir's latest checkpoint before training */
+    unsigned long    snap_every;  /* zsh_optim_snapshot after every multiple; 0: never */
 } zsh_train_opts_t;
 
 /* The live budget --params sizes its tiles for when --max-live is not given:

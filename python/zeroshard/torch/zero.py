@@ -657,11 +657,32 @@ class ZeRO:
         (ZSH_ERR_IO for a missing, truncated or corrupted file,
         ZSH_ERR_INVALID_ARG for another model or a gradient pending) and
         then leaves the module and the optimizer as they were."""
+        self._reload("ZeRO.load", lambda opt: opt.load(dir))
+
+    def snapshot(self):
+        """Snapshot the training state into node memory (collective): what save()
+        writes, into the directory ZSH_SNAPSHOT_DIR names (zshrun gives each
+        job one in /dev/shm and removes it at the end). Call it every K steps:
+        a job that zshrun --max-restarts started again after a rank died calls
+        restore() and goes on from there, having lost at most K steps, without
+        reading the disk. Only the newest complete snapshot is kept; a
+        snapshot a death interrupted is never the one restored. One node only.
+        Between steps, as save()."""
+        self._live_opt().snapshot()
+
+    def restore(self):
+        """Restore the newest complete snapshot() (collective), at any number of
+        ranks and any stage, as load() does. Raises ZshError (ZSH_ERR_IO when
+        there is none, ZSH_ERR_INVALID_ARG without ZSH_SNAPSHOT_DIR) and then
+        leaves the module and the optimizer as they were."""
+        self._reload("ZeRO.restore", lambda opt: opt.restore())
+
+    def _reload(self, what, read):
         opt = self._live_opt()
         if any(self._ready):
-            raise zeroshard.ZshError(ERR_INVALID_ARG, "ZeRO.load: gradients were handed over "
+            raise zeroshard.ZshError(ERR_INVALID_ARG, what + ": gradients were handed over "
                                      "since the last step; call step() or zero_grad() first")
-        opt.load(dir)
+        read(opt)
         if self._stage == 3:
             # A parameter held gathered (inside gathered() or a forward) is a
             # copy of the old values: gather the loaded ones into it, in

@@ -61,7 +61,8 @@ static const zsh_config_field_t *zsh_test_field(const char *name)
 ZSH_TEST(config, every_layer_registers_its_table_and_they_list_bottom_up)
 {
     static const char *const expected[] = {"logging", "bootstrap", "topology", "transport: ucx",
-                                           "collectives", "zero", "zero: mem", "zero: aio"};
+                                           "collectives", "zero", "zero: mem", "zero: aio",
+                                           "zero: snapshot"};
     const zsh_config_table_t *table;
     unsigned last = 0;
     size_t n = 0;

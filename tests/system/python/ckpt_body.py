@@ -15,7 +15,8 @@ losses must be the same bit for bit, and the module must hold the saved
 values right after the load. Then: the loaded hyperparameters win over the
 new ZeRO's, bf16 with dynamic loss scaling (the scaler's state), SGD with
 momentum, a checkpoint of stage 1 loaded at stage 3, a load inside
-gathered() at stage 3, a corrupted shard file and another model refused
+gathered() at stage 3, snapshot() and restore() at stage 3 (ZSH_SNAPSHOT_DIR),
+a corrupted shard file and another model refused
 with the module and the optimizer unchanged, zsh_ckpt consolidate against
 the saved parameters, and load_consolidated on made-up files (tiles, a plain
 file, the errors). The 1-rank job resumes each stage's checkpoint: its first
@@ -262,6 +263,35 @@ def test_stage_3_load_inside_gathered_refreshes_the_held_parameter(ctx):
     if w.numel() != 0:
         raise AssertionError("the parameter stayed gathered after the with block")
     zero.close()
+
+
+@np2
+def test_stage_3_restore_goes_back_to_the_newest_snapshot_and_repeats_its_steps_bit_for_bit(ctx):
+    snap = os.path.join(DIR, "snapshots")
+    m = model(0)
+    zero = ZeRO(m, stage=3, group=ctx.group, **SETTINGS)
+    os.environ.pop("ZSH_SNAPSHOT_DIR", None)
+    e = raises_zsh(zero.snapshot, ERR_INVALID_ARG, "snapshot() without ZSH_SNAPSHOT_DIR")
+    if "ZSH_SNAPSHOT_DIR" not in str(e):
+        raise AssertionError("the refusal does not name ZSH_SNAPSHOT_DIR: %s" % e)
+    os.environ["ZSH_SNAPSHOT_DIR"] = snap
+    try:
+        train(zero, m, 2, 0, ctx.rank)
+        zero.snapshot()
+        train(zero, m, 2, 2, ctx.rank)
+        zero.snapshot()
+        kept = sorted(d for d in os.listdir(snap) if d.startswith("step-"))
+        if kept != ["step-00000004"]:
+            raise AssertionError("snapshots kept: %s, only the newest expected" % kept)
+        at4 = zero.state_dict()
+        after = train(zero, m, 3, 4, ctx.rank)
+        zero.restore()
+        same_tensors(zero.state_dict(), at4, "state_dict() right after restore")
+        same_bits(train(zero, m, 3, 4, ctx.rank), after,
+                  "losses of the 3 steps after the snapshot, again after restore")
+    finally:
+        os.environ.pop("ZSH_SNAPSHOT_DIR", None)
+        zero.close()
 
 
 def flip_a_byte(ckpt):

@@ -5,7 +5,8 @@
 # left behind; a signal to zshrun passed on; real ZeroShard jobs on one and
 # on two "nodes" through an authenticated store; bad input refused before
 # anything starts; ranks bound to a core each, spread over NUMA nodes, and
-# left unbound where they outnumber the cores. Ends with a GoogleTest-style summary that
+# left unbound where they outnumber the cores; restarts without the lost
+# ranks, down to --min-ranks. Ends with a GoogleTest-style summary that
 # tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
@@ -16,7 +17,7 @@ train="$top_builddir/tools/zsh_train"
 . "$(dirname "$0")/../../harness/results.sh"
 # shellcheck source=../../harness/poll.sh
 . "$(dirname "$0")/../../harness/poll.sh"
-results_begin zshrun 16
+results_begin zshrun 18
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Rank processes carry this in their sleep's argument (sleep takes 60.NNN),
@@ -179,8 +180,9 @@ two_sleeping() {
 }
 
 forwarded() {
-    local pid rc
-    timeout 30 "$zshrun" -n 2 sh -c "trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
+    local pid rc snap
+    env -u ZSH_SNAPSHOT_DIR timeout 30 "$zshrun" -n 2 sh -c \
+        "echo \$ZSH_SNAPSHOT_DIR >$tmp/snap; trap 'echo got-term; exit 5' TERM; sleep $mark & wait" \
         >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     two_sleeping
@@ -191,6 +193,12 @@ forwarded() {
     [ "$(sort "$tmp/out" | paste -sd' ')" = "[0] got-term [1] got-term" ] ||
         echo "the ranks did not get SIGTERM: $(cat "$tmp/out")"
     grep -q '^zshrun: got SIGTERM; passing it on$' "$tmp/err" || echo "stderr: $(cat "$tmp/err")"
+    # The job's snapshot directory goes before zshrun ends by the signal.
+    snap=$(cat "$tmp/snap")
+    if [ -d /dev/shm ]; then
+        case $snap in /dev/shm/zshrun-*) ;; *) echo "ZSH_SNAPSHOT_DIR '$snap'" ;; esac
+        [ ! -e "$snap" ] || echo "$snap is left after SIGTERM"
+    fi
     leftovers
 }
 result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwarded)"
@@ -199,7 +207,8 @@ result sigterm_to_zshrun_reaches_every_rank_and_ends_it_by_that_signal "$(forwar
 # (PR_SET_PDEATHSIG).
 sigkilled() {
     local pid i
-    "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
+    # A zshrun killed so cannot remove its snapshot directory: one of ours.
+    ZSH_SNAPSHOT_DIR=$tmp "$zshrun" -n 2 sh -c "sleep $mark & wait" >/dev/null 2>&1 &
     pid=$!
     two_sleeping
     [ "$(pgrep -fc "^sh -c sleep $mark")" = 2 ] || echo "no 2 rank shells to watch"
@@ -216,6 +225,64 @@ sigkilled() {
     pkill_ours
 }
 result sigkill_to_zshrun_kills_its_ranks "$(sigkilled)"
+
+# all_up DIR: in a rank, after its line: wait until every rank of this start
+# has written its own (a failing rank must not stop them before).
+all_up='touch "$0/up.$ZSH_RESTART_COUNT.$RANK"
+    while [ "$(ls "$0" | grep -c "^up\.$ZSH_RESTART_COUNT\.")" -lt "$WORLD_SIZE" ]; do sleep 0.01; done'
+
+# A lost rank: the job starts again without it, renumbered, with a fresh
+# port and the restart count, and the stopped ranks are not counted lost.
+restarted() {
+    local rc out want
+    rm -f "$tmp"/up.*
+    run_timed "$tmp/rc" "$tmp/ms" -n 4 --max-restarts 2 --min-ranks 2 --no-prefix sh -c \
+        "echo \$ZSH_RESTART_COUNT \$TORCHELASTIC_RESTART_COUNT \$TORCHELASTIC_MAX_RESTARTS \$RANK \$WORLD_SIZE \$MASTER_PORT \$ZSH_SNAPSHOT_DIR \$([ -d \"\$ZSH_SNAPSHOT_DIR\" ] && echo there)
+         $all_up
+         if [ \$ZSH_RESTART_COUNT = 0 ]; then [ \$RANK = 2 ] && exit 3; exec sleep $mark; fi" "$tmp"
+    rc=$(cat "$tmp/rc")
+    [ "$rc" = 0 ] || echo "exit $rc, expected 0: $(cat "$tmp/err")"
+    out=$(awk '{ print $1, $2, $3, $4, $5 }' "$tmp/out" | sort | paste -sd,)
+    want="0 0 2 0 4,0 0 2 1 4,0 0 2 2 4,0 0 2 3 4,1 1 2 0 3,1 1 2 1 3,1 1 2 2 3"
+    [ "$out" = "$want" ] || echo "ranks started: $out, expected $want"
+    [ "$(awk '{ print $6 }' "$tmp/out" | sort -u | grep -c .)" = 2 ] ||
+        echo "the restart did not get a port of its own: $(cat "$tmp/out")"
+    # One snapshot directory for every start, there while they run, gone after.
+    out=$(awk '{ print $7, $8 }' "$tmp/out" | sort -u)
+    if [ -d /dev/shm ]; then
+        { [ "$(echo "$out" | grep -c .)" = 1 ] && [ "${out#* }" = there ]; } ||
+            echo "ZSH_SNAPSHOT_DIR of the starts: $out"
+        [ ! -e "${out% *}" ] || echo "${out% *} is left after the job"
+    fi
+    grep -Eq '^zshrun: rank 2 \(pid [0-9]+\) exited with status 3$' "$tmp/err" &&
+        grep -qx 'zshrun: restart 1 of 2 with 3 ranks (1 lost)' "$tmp/err" ||
+        echo "stderr: $(cat "$tmp/err")"
+    leftovers
+}
+result a_lost_rank_restarts_the_job_without_it_with_the_restart_count "$(restarted)"
+
+# Every start loses rank 0: restarts run out, or the ranks fall below
+# --min-ranks; the job then ends with the failure's status.
+given_up() {
+    local rc
+    rm -f "$tmp"/up.*
+    run_timed "$tmp/rc" "$tmp/ms" -n 3 --max-restarts 1 --no-prefix sh -c \
+        "echo \$WORLD_SIZE; $all_up; [ \$RANK = 0 ] && exit 3; exec sleep $mark" "$tmp"
+    rc=$(cat "$tmp/rc")
+    [ "$rc" = 3 ] || echo "--max-restarts 1: exit $rc, expected 3"
+    [ "$(sort -u "$tmp/out" | paste -sd' ')" = "2 3" ] || echo "--max-restarts 1 ran: $(cat "$tmp/out")"
+    grep -qx 'zshrun: no restart left (--max-restarts 1)' "$tmp/err" || echo "stderr: $(cat "$tmp/err")"
+    rm -f "$tmp"/up.*
+    run_timed "$tmp/rc" "$tmp/ms" -n 3 --max-restarts 5 --min-ranks 2 --no-prefix sh -c \
+        "echo \$WORLD_SIZE; $all_up; [ \$RANK = 0 ] && exit 3; exec sleep $mark" "$tmp"
+    rc=$(cat "$tmp/rc")
+    [ "$rc" = 3 ] || echo "--min-ranks 2: exit $rc, expected 3"
+    [ "$(sort -u "$tmp/out" | paste -sd' ')" = "2 3" ] || echo "--min-ranks 2 ran: $(cat "$tmp/out")"
+    grep -qx 'zshrun: not restarting: 1 rank left, fewer than --min-ranks 2' "$tmp/err" ||
+        echo "stderr: $(cat "$tmp/err")"
+    leftovers
+}
+result restarts_end_when_they_run_out_or_would_fall_below_min_ranks "$(given_up)"
 
 demo_job() {
     local out
@@ -292,6 +359,11 @@ bad_input() {
     refused 2 "--nnodes 2 needs --master-addr" --nnodes 2 --master-port 29500 "${start[@]}"
     refused 2 "--nnodes 2 needs --master-port" --nnodes 2 --master-addr h "${start[@]}"
     refused 2 "--master-port '70000' is not a whole number from 1 to 65535" --master-port 70000 "${start[@]}"
+    refused 2 "--max-restarts '1001' is not a whole number from 0 to 1000" --max-restarts 1001 "${start[@]}"
+    refused 2 "--min-ranks '0' is not a whole number from 1 to 1024" --min-ranks 0 "${start[@]}"
+    refused 2 "--min-ranks 5 is above --nproc-per-node 4" -n 4 --min-ranks 5 "${start[@]}"
+    refused 2 "--max-restarts runs on one node only" --max-restarts 1 --nnodes 2 --node-rank 0 \
+        --master-addr h --master-port 1 "${start[@]}"
     refused 2 "--grace '-1' is not a number of seconds from 0 to 86400" --grace -1 "${start[@]}"
     refused 2 "unrecognized option '--bogus'" --bogus "${start[@]}"
     refused 2 "no program to run" -n 2
@@ -418,7 +490,7 @@ help_version() {
     local out opt
     out=$("$zshrun" --help) || echo "--help exited $?"
     for opt in -n, --nproc-per-node --nnodes --node-rank --master-addr --master-port --job-key-file \
-        --grace --no-prefix --no-thp --bind --report-bindings --help --version; do
+        --max-restarts --min-ranks --grace --no-prefix --no-thp --bind --report-bindings --help --version; do
         echo "$out" | grep -q -- "$opt" || echo "--help lacks $opt"
     done
     out=$("$zshrun" --version) || echo "--version exited $?"

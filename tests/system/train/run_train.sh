@@ -201,6 +201,8 @@ bad_options() {
     refused_option --host-mem-limit 1q
     refused_option --nvme-dir ""
     refused_option --matmul gpu
+    refused_option --ckpt-every 7 --snapshot-every 5 --ckpt-dir "$out/ck"
+    refused_option --snapshot-every x
 }
 check bad_size_tier_and_matmul_values_are_refused_naming_the_option bad_options
 
