@@ -75,7 +75,7 @@ static double zsh_obc_step(zsh_optim_kind_t kind, zsh_dtype_t prec, size_t n, in
     void *p = NULL, *g = NULL, *m = NULL, *v = NULL, *out = NULL;
     /* step 1 of lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01 */
     zsh_cuda_step_args_t a = {{kind, 0.9f, 0.999f, 0.1f, 0.001f, 1e-8f, 0.0f, 0.0f, 0, 1.0f,
-                               -1e-2f, 0.0316227766f, 1.0f}, NULL, NULL, prec, NULL, NULL, NULL,
+                               -1e-2f, 0.0316227766f, 31.6227766f, 1.0f}, NULL, NULL, prec, NULL, NULL, NULL,
                               prec, n};
     double median = -1.0;
     int it;

@@ -27,6 +27,7 @@ static zsh_cuda_step_args_t zsh_ca_args(zsh_optim_kind_t kind, float *p, void *g
     a.u.decay    = 1.0f;
     a.u.neg_step = -1e-2f;
     a.u.bc2_sqrt = 0.0316227766f;
+    a.u.inv_bc2_sqrt = 31.6227766f;
     a.u.grad_mul = 1.0f;
     a.p          = p;
     a.g          = g;

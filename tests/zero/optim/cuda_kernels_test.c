@@ -37,7 +37,8 @@ static zsh_cuda_update_t zsh_ck_update(const zsh_update_t *u)
 {
     zsh_cuda_update_t d = {u->kind,     u->beta1, u->beta2,        u->omb1,
                            u->omb2,     u->eps,   u->weight_decay, u->momentum,
-                           u->nesterov, u->decay, u->neg_step,     u->bc2_sqrt, u->grad_mul};
+                           u->nesterov, u->decay, u->neg_step,     u->bc2_sqrt,
+                           u->inv_bc2_sqrt, u->grad_mul};
 
     return d;
 }

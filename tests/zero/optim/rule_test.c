@@ -11,6 +11,8 @@
 #include "rule_ref.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +150,56 @@ ZSH_TEST(optim_rule, sgd_gives_the_bits_of_torch_optims_operation_order)
     zsh_rule_check_bits(&c, "sgd nesterov with L2");
     c.weight_decay = 0.0;
     zsh_rule_check_bits(&c, "sgd nesterov");
+}
+
+/* True when zsh_rule_div() gives the divide's bits for @s / u->bc2_sqrt;
+ * else a failure naming both. */
+static bool zsh_rule_div_check(const zsh_update_t *u, float s, double beta2, int t)
+{
+    float got = zsh_rule_div(s, u->bc2_sqrt, u->inv_bc2_sqrt), want = s / u->bc2_sqrt;
+
+    if (memcmp(&got, &want, sizeof(got)) != 0) {
+        zsh_test_fail(__FILE__, __LINE__, "beta2 %g step %d: %a / %a gave %a, the divide %a",
+                      beta2, t, s, u->bc2_sqrt, got, want);
+        return false;
+    }
+    return true;
+}
+
+/* zsh_rule_div() against the divide over the square roots of fp32 values
+ * (2^-75 to 2^64: every 65521st bit pattern, the ends, 0 and inf), for the
+ * bias corrections of three beta2 over the first 400 steps. */
+ZSH_TEST(optim_rule, divide_by_the_bias_correction_gives_the_divides_bits)
+{
+    static const double betas[] = {0.999, 0.99, 0.9999};
+    static const float specials[] = {0.0f, 0x1p-75f, 0x1.fffffep63f, 0x1.fffffep-1f, INFINITY};
+    size_t b, j;
+    uint32_t w;
+    float s;
+    int t;
+
+    for (b = 0; b < sizeof(betas) / sizeof(betas[0]); b++) {
+        for (t = 1; t <= 400; t += (t < 20) ? 1 : 19) {
+            zsh_optim_config_t c;
+            zsh_update_t u;
+
+            zsh_optim_config_init(&c);
+            c.beta2 = betas[b];
+            u       = zsh_update_make(&c, (unsigned long)t, 1.0f);
+            for (w = 0x1a000000u; w < 0x5f800000u; w += 65521u) {
+                memcpy(&s, &w, sizeof(s));
+                if (!zsh_rule_div_check(&u, s, betas[b], t)) {
+                    return;
+                }
+            }
+            for (j = 0; j < sizeof(specials) / sizeof(specials[0]); j++) {
+                if (!zsh_rule_div_check(&u, specials[j], betas[b], t)) {
+                    return;
+                }
+            }
+        }
+    }
+    ZSH_EXPECT_TRUE(isnan(zsh_rule_div(NAN, 0.5f, 2.0f)));
 }
 
 ZSH_TEST(optim_rule, adam_and_adamw_match_the_scalar_reference)

@@ -8,8 +8,9 @@
  *   p = p' + (-step * m) / (sqrt(v) / sqrt(bc2) + eps)       param.addcdiv_(m, denom, -step)
  * ATen's add with alpha is vec::fmadd, and gcc contracts its addcmul into
  * one FMA in the vector body and the scalar tail alike; addcdiv's divide
- * and the sqrt's divide by a scalar stay divides. tests/python/
- * test_rule_bits.py holds these to torch's bits.
+ * and the sqrt's divide by a scalar stay divides (the latter computed
+ * without the divide instruction, to the same bits: zsh_rule_div()).
+ * tests/python/test_torch_bits.py holds these to torch's bits.
  * The loops vectorize because this file is built without math-errno (see
  * libzsh_zero_kernels in Makefile.am): sqrt and fma become one instruction.
  */
@@ -20,7 +21,8 @@
 zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, float grad_mul)
 {
     const int adam = (cfg->kind != ZSH_OPTIM_SGD), adamw = (cfg->kind == ZSH_OPTIM_ADAMW);
-    zsh_update_t u = {cfg->kind, 0, 0, 0, 0, 0, 0, 0, cfg->nesterov, 1.0f, 0, 1.0f, grad_mul};
+    zsh_update_t u = {cfg->kind, 0, 0, 0, 0, 0, 0, 0, cfg->nesterov, 1.0f, 0, 1.0f, 1.0f,
+                      grad_mul};
 
     u.eps          = (float)cfg->eps;
     u.momentum     = (float)cfg->momentum;
@@ -32,6 +34,10 @@ zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, flo
         u.omb2     = (float)(1.0 - cfg->beta2);
         u.neg_step = (float)-(cfg->lr / (1.0 - pow(cfg->beta1, (double)t)));
         u.bc2_sqrt = (float)sqrt(1.0 - pow(cfg->beta2, (double)t));
+        /* RN(1 / bc2_sqrt): 1/x of a float is never within double's
+         * precision of a midpoint between floats, so rounding twice is
+         * rounding once. */
+        u.inv_bc2_sqrt = (float)(1.0 / (double)u.bc2_sqrt);
         u.decay    = adamw ? (float)(1.0 - cfg->lr * cfg->weight_decay) : 1.0f;
     } else {
         u.neg_step = (float)-cfg->lr;
@@ -52,7 +58,7 @@ static inline float zsh_adam_elem(const zsh_update_t *k, int l2, float p, float 
     }
     mi  = fmaf(gi, k->omb1, *m * k->beta1);
     vi  = fmaf(k->omb2 * gi, gi, *v * k->beta2);
-    den = sqrtf(vi) / k->bc2_sqrt + k->eps;
+    den = zsh_rule_div(sqrtf(vi), k->bc2_sqrt, k->inv_bc2_sqrt) + k->eps;
     *m  = mi;
     *v  = vi;
     return p * k->decay + (k->neg_step * mi) / den;

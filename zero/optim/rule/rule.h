@@ -18,6 +18,7 @@
 
 #include "core/half.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,8 +76,28 @@ typedef struct zsh_update {
     float decay;         /* AdamW: (float)(1 - lr * wd); else 1 */
     float neg_step;      /* Adam: (float)-(lr / (1 - beta1^t)); SGD: (float)-lr */
     float bc2_sqrt;      /* Adam: (float)sqrt(1 - beta2^t) */
+    float inv_bc2_sqrt;  /* Adam: 1 / bc2_sqrt rounded to nearest, for zsh_rule_div() */
     float grad_mul;      /* 1 / loss scale, times the clipping coefficient */
 } zsh_update_t;
+
+/*
+ * @s / @c correctly rounded, as a divide gives it, for @s >= 0 the square
+ * root of an fp32 value (at most 2^64, and 0 or at least 2^-75) and @c in
+ * (2^-64, 1] with @inv = RN(1 / @c): a divide by the same scalar for every
+ * element costs the Adam kernel a quarter of its speed, three FMAs less.
+ * q0 = s * inv is within a few ulps; one correction q + (s - q c) inv makes
+ * it faithful, and a second gives RN(s / c) by Markstein's theorem (the
+ * residual s - q c is exact in an FMA, far above fp32's subnormals in this
+ * range). s = inf gives inf, as the divide does; NaN stays NaN.
+ */
+static inline float zsh_rule_div(float s, float c, float inv)
+{
+    float q0 = s * inv;
+    float q  = fmaf(fmaf(-q0, c, s), inv, q0);
+
+    q = fmaf(fmaf(-q, c, s), inv, q);
+    return isfinite(q0) ? q : q0;
+}
 
 /* Per-step scalars for step @t (1-based) of @cfg, with @grad_mul. */
 zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, float grad_mul);

@@ -28,6 +28,7 @@ __global__ void zsh_adam_kernel(zsh_cuda_update_t u, float *__restrict__ p,
         float mi = __fmaf_rn(gi, u.omb1, __fmul_rn(m[i], u.beta1));
         float vi = __fmaf_rn(__fmul_rn(u.omb2, gi), gi, __fmul_rn(v[i], u.beta2));
         /* p decay + (-step mi) / (sqrt(vi) / sqrt(bc2) + eps) */
+        /* the host gets the same RN quotient without a divide (zsh_rule_div) */
         float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), u.bc2_sqrt), u.eps);
 
         pi   = __fadd_rn(__fmul_rn(pi, u.decay), __fdiv_rn(__fmul_rn(u.neg_step, mi), den));

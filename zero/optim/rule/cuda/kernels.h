@@ -39,7 +39,7 @@ typedef struct zsh_cuda_update {
     zsh_optim_kind_t kind;
     float beta1, beta2, omb1, omb2, eps, weight_decay, momentum;
     int   nesterov;
-    float decay, neg_step, bc2_sqrt, grad_mul;
+    float decay, neg_step, bc2_sqrt, inv_bc2_sqrt, grad_mul;
 } zsh_cuda_update_t;
 
 /* One update over @n elements, the device form of zsh_optim_apply_out(). */
