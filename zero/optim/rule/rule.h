@@ -82,13 +82,15 @@ typedef struct zsh_update {
 
 /*
  * @s / @c correctly rounded, as a divide gives it, for @s >= 0 the square
- * root of an fp32 value (at most 2^64, and 0 or at least 2^-75) and @c in
- * (2^-64, 1] with @inv = RN(1 / @c): a divide by the same scalar for every
- * element costs the Adam kernel a quarter of its speed, three FMAs less.
- * q0 = s * inv is within a few ulps; one correction q + (s - q c) inv makes
+ * root of an fp32 value (at most 2^64, and 0 or at least 2^-75), @c in
+ * [2^-27, 1] (sqrt(1 - beta2^t) of a double beta2 < 1) and @inv = RN(1 / @c).
+ * torch's second divide an element cost the Adam kernel a quarter of its
+ * speed, this about half that (docs/DECISIONS.md, "torch.optim's bits").
+ * q0 = s * inv is within two ulps; one correction q + (s - q c) inv makes
  * it faithful, and a second gives RN(s / c) by Markstein's theorem (the
- * residual s - q c is exact in an FMA, far above fp32's subnormals in this
- * range). s = inf gives inf, as the divide does; NaN stays NaN.
+ * residual s - q c is exact in an FMA, its quantum far above fp32's
+ * smallest in this range). s = inf gives inf, as the divide does; NaN
+ * stays NaN.
  */
 static inline float zsh_rule_div(float s, float c, float inv)
 {
