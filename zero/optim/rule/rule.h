@@ -37,7 +37,8 @@
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     defined(__GLIBC__) && !defined(ZSH_NO_KERNEL_CLONES)
-#define ZSH_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define ZSH_KERNEL_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ZSH_KERNEL_CLONES
 #endif
