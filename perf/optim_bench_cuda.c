@@ -73,12 +73,15 @@ static double zsh_obc_step(zsh_optim_kind_t kind, zsh_dtype_t prec, size_t n, in
     size_t es = (prec == ZSH_FLOAT32) ? 4 : 2;
     float *times = calloc((size_t)iters, sizeof(float)), ms;
     void *p = NULL, *g = NULL, *m = NULL, *v = NULL, *out = NULL;
-    zsh_cuda_step_args_t a = {{kind, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0, 0.1f, 0.001f,
-                               1.0f}, NULL, NULL, prec, NULL, NULL, NULL, prec, n};
+    /* step 1 of lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01 */
+    zsh_cuda_step_args_t a = {{kind, 0.9f, 0.999f, 0.1f, 0.001f, 1e-8f, 0.0f, 0.0f, 0, 1.0f,
+                               -1e-2f, 0.0316227766f, 31.6227766f, 1.0f}, NULL, NULL, prec, NULL, NULL, NULL,
+                              prec, n};
     double median = -1.0;
     int it;
 
     a.u.momentum = (kind == ZSH_OPTIM_SGD) ? 0.9f : 0.0f;
+    a.u.decay    = (kind == ZSH_OPTIM_ADAMW) ? 0.99999f : 1.0f;
     if ((times == NULL) || !zsh_obc_ok(cudaMalloc(&p, n * 4), "cudaMalloc") ||
         !zsh_obc_ok(cudaMalloc(&g, n * es), "cudaMalloc") ||
         !zsh_obc_ok(cudaMalloc(&m, n * 4), "cudaMalloc") ||

@@ -117,14 +117,17 @@ typedef struct zsh_optim_config {
     zsh_optim_kind_t kind;          /**< Update rule (default ::ZSH_OPTIM_ADAMW). */
     zsh_dtype_t      precision;     /**< Parameter and gradient dtype: ZSH_FLOAT32 (default),
                                          ZSH_BFLOAT16 or ZSH_FLOAT16 (fp32 master weights). */
-    float            lr;            /**< Learning rate (default 1e-3). */
-    float            beta1,         /**< Adam decay rate of the first moment, the moving
+    /* The rule's hyperparameters are doubles, as torch.optim's Python floats
+     * are: the update derives its fp32 scalars from them in double, as
+     * torch.optim does, so the same settings give torch's bits. */
+    double           lr;            /**< Learning rate (default 1e-3). */
+    double           beta1,         /**< Adam decay rate of the first moment, the moving
                                          average of the gradient (default 0.9). */
                      beta2;         /**< Adam decay rate of the second moment, the moving
                                          average of the squared gradient (default 0.999). */
-    float            eps;           /**< Adam denominator term (default 1e-8). */
-    float            weight_decay;  /**< L2 (SGD, Adam) or decoupled (AdamW) decay (default 0). */
-    float            momentum;      /**< SGD momentum (default 0: none). */
+    double           eps;           /**< Adam denominator term (default 1e-8). */
+    double           weight_decay;  /**< L2 (SGD, Adam) or decoupled (AdamW) decay (default 0). */
+    double           momentum;      /**< SGD momentum (default 0: none). */
     int              nesterov;      /**< SGD Nesterov momentum, needs momentum > 0 (default 0). */
     float            max_grad_norm; /**< Clip to this global L2 norm; 0 disables (default 0). */
     float            loss_scale;    /**< Initial loss scale (default 65536 for fp16, else 1). */

@@ -89,8 +89,9 @@ typedef struct zsh_ckpt {
         int      dynamic;
     } scaler;
     struct {
-        float lr, beta1, beta2, eps, weight_decay, momentum, max_grad_norm;
-        int   nesterov;
+        double lr, beta1, beta2, eps, weight_decay, momentum; /* doubles, as the config's */
+        float  max_grad_norm;
+        int    nesterov;
     } hyper;
     zsh_ckpt_param_t *params;
     size_t            nparams;

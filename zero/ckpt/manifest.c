@@ -86,23 +86,39 @@ static json_object *zsh_ckpt_hex(uint64_t h)
     return json_object_new_string(buf);
 }
 
-/* A float as the shortest decimal that reads back as the same float. */
-static json_object *zsh_ckpt_float(float f)
+/* @x as the shortest decimal of at most @maxprec digits that reads back as
+ * @x narrowed by @narrow (float, or double itself). */
+static json_object *zsh_ckpt_number(double x, int maxprec, double (*narrow)(double))
 {
-    char buf[32];
+    char buf[40];
     int prec;
 
-    for (prec = 6; prec < 9; prec++) {
-        snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
-        if ((float)strtod(buf, NULL) == f) { /* as the reader takes it: a double, narrowed */
+    for (prec = 6; prec < maxprec; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, x);
+        if (narrow(strtod(buf, NULL)) == x) { /* as the reader takes it: a double, narrowed */
             break;
         }
     }
-    snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
+    snprintf(buf, sizeof(buf), "%.*g", prec, x);
     if (strpbrk(buf, ".eEn") == NULL) { /* a whole number stays a JSON number with a point */
         strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
     }
-    return json_object_new_double_s((double)f, buf);
+    return json_object_new_double_s(x, buf);
+}
+
+static double zsh_ckpt_to_float(double x) { return (float)x; }
+static double zsh_ckpt_to_double(double x) { return x; }
+
+/* A float as the shortest decimal that reads back as the same float. */
+static json_object *zsh_ckpt_float(float f)
+{
+    return zsh_ckpt_number((double)f, 9, zsh_ckpt_to_float);
+}
+
+/* A double as the shortest decimal that reads back as the same double. */
+static json_object *zsh_ckpt_double(double d)
+{
+    return zsh_ckpt_number(d, 17, zsh_ckpt_to_double);
 }
 
 static void zsh_ckpt_put(json_object *o, const char *key, json_object *v)
@@ -137,12 +153,12 @@ static json_object *zsh_ckpt_json_header(const zsh_ckpt_t *ck)
     zsh_ckpt_put(sc, "dynamic", json_object_new_boolean(ck->scaler.dynamic));
     zsh_ckpt_put(o, "loss_scaler", sc);
     hy = json_object_new_object();
-    zsh_ckpt_put(hy, "lr", zsh_ckpt_float(ck->hyper.lr));
-    zsh_ckpt_put(hy, "beta1", zsh_ckpt_float(ck->hyper.beta1));
-    zsh_ckpt_put(hy, "beta2", zsh_ckpt_float(ck->hyper.beta2));
-    zsh_ckpt_put(hy, "eps", zsh_ckpt_float(ck->hyper.eps));
-    zsh_ckpt_put(hy, "weight_decay", zsh_ckpt_float(ck->hyper.weight_decay));
-    zsh_ckpt_put(hy, "momentum", zsh_ckpt_float(ck->hyper.momentum));
+    zsh_ckpt_put(hy, "lr", zsh_ckpt_double(ck->hyper.lr));
+    zsh_ckpt_put(hy, "beta1", zsh_ckpt_double(ck->hyper.beta1));
+    zsh_ckpt_put(hy, "beta2", zsh_ckpt_double(ck->hyper.beta2));
+    zsh_ckpt_put(hy, "eps", zsh_ckpt_double(ck->hyper.eps));
+    zsh_ckpt_put(hy, "weight_decay", zsh_ckpt_double(ck->hyper.weight_decay));
+    zsh_ckpt_put(hy, "momentum", zsh_ckpt_double(ck->hyper.momentum));
     zsh_ckpt_put(hy, "nesterov", json_object_new_boolean(ck->hyper.nesterov));
     zsh_ckpt_put(hy, "max_grad_norm", zsh_ckpt_float(ck->hyper.max_grad_norm));
     zsh_ckpt_put(o, "hyperparameters", hy);

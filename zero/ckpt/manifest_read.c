@@ -84,7 +84,7 @@ static uint64_t zsh_ckpt_bounded(zsh_ckpt_parse_t *ps, json_object *o, const cha
     return v;
 }
 
-static float zsh_ckpt_float(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
+static double zsh_ckpt_double(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
 {
     json_object *v = NULL;
 
@@ -94,9 +94,14 @@ static float zsh_ckpt_float(zsh_ckpt_parse_t *ps, json_object *o, const char *ke
             ps->status = zsh_error(ZSH_ERR_INVALID_ARG, "%s: \"%s\" is missing or not a number",
                                    ps->path, key);
         }
-        return 0.0f;
+        return 0.0;
     }
-    return (float)json_object_get_double(v);
+    return json_object_get_double(v);
+}
+
+static float zsh_ckpt_float(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
+{
+    return (float)zsh_ckpt_double(ps, o, key);
 }
 
 static int zsh_ckpt_bool(zsh_ckpt_parse_t *ps, json_object *o, const char *key)
@@ -193,12 +198,12 @@ static void zsh_ckpt_parse_header(zsh_ckpt_parse_t *ps, json_object *root, zsh_c
     }
     hy = zsh_ckpt_get(ps, root, "hyperparameters", json_type_object, "");
     if (hy != NULL) {
-        ck->hyper.lr            = zsh_ckpt_float(ps, hy, "lr");
-        ck->hyper.beta1         = zsh_ckpt_float(ps, hy, "beta1");
-        ck->hyper.beta2         = zsh_ckpt_float(ps, hy, "beta2");
-        ck->hyper.eps           = zsh_ckpt_float(ps, hy, "eps");
-        ck->hyper.weight_decay  = zsh_ckpt_float(ps, hy, "weight_decay");
-        ck->hyper.momentum      = zsh_ckpt_float(ps, hy, "momentum");
+        ck->hyper.lr            = zsh_ckpt_double(ps, hy, "lr");
+        ck->hyper.beta1         = zsh_ckpt_double(ps, hy, "beta1");
+        ck->hyper.beta2         = zsh_ckpt_double(ps, hy, "beta2");
+        ck->hyper.eps           = zsh_ckpt_double(ps, hy, "eps");
+        ck->hyper.weight_decay  = zsh_ckpt_double(ps, hy, "weight_decay");
+        ck->hyper.momentum      = zsh_ckpt_double(ps, hy, "momentum");
         ck->hyper.max_grad_norm = zsh_ckpt_float(ps, hy, "max_grad_norm");
         ck->hyper.nesterov      = zsh_ckpt_bool(ps, hy, "nesterov");
     }

@@ -224,9 +224,10 @@ static zsh_status_t zsh_optim_cuda_apply(zsh_optim_t *opt, float *p, const void 
     zsh_cuda_step_args_t a;
 
     memset(&a, 0, sizeof(a));
-    a.u          = (zsh_cuda_update_t){u->kind,     u->lr,  u->beta1, u->beta2, u->eps,
-                                       u->weight_decay, u->momentum, u->nesterov, u->bc1, u->bc2,
-                                       u->grad_mul};
+    a.u          = (zsh_cuda_update_t){u->kind,     u->beta1,    u->beta2,    u->omb1,
+                                       u->omb2,     u->eps,      u->weight_decay, u->momentum,
+                                       u->nesterov, u->decay,    u->neg_step, u->bc2_sqrt,
+                                       u->inv_bc2_sqrt, u->grad_mul};
     a.p          = p;
     a.g          = g;
     a.grad_dtype = opt->cfg.precision;

@@ -24,10 +24,10 @@ void zsh_optim_config_init(zsh_optim_config_t *cfg)
     cfg->stage              = 0;
     cfg->kind               = ZSH_OPTIM_ADAMW;
     cfg->precision          = ZSH_FLOAT32;
-    cfg->lr                 = 1e-3f;
-    cfg->beta1              = 0.9f;
-    cfg->beta2              = 0.999f;
-    cfg->eps                = 1e-8f;
+    cfg->lr                 = 1e-3;
+    cfg->beta1              = 0.9;
+    cfg->beta2              = 0.999;
+    cfg->eps                = 1e-8;
     cfg->loss_scale         = 0.0f;  /* resolved by precision at create */
     cfg->dynamic_loss_scale = -1;    /* resolved by precision at create */
     cfg->loss_scale_window  = 1000;

@@ -55,8 +55,9 @@ typedef struct zsh_ostate_counters {
         bool     dynamic;
     } scaler;
     struct {
-        float lr, beta1, beta2, eps, weight_decay, momentum, max_grad_norm;
-        bool  nesterov;
+        double lr, beta1, beta2, eps, weight_decay, momentum;
+        float  max_grad_norm;
+        bool   nesterov;
     } hyper;
 } zsh_ostate_counters_t;
 

@@ -19,12 +19,15 @@ static zsh_cuda_step_args_t zsh_ca_args(zsh_optim_kind_t kind, float *p, void *g
 
     memset(&a, 0, sizeof(a));
     a.u.kind     = kind;
-    a.u.lr       = 1e-3f;
     a.u.beta1    = 0.9f;
     a.u.beta2    = 0.999f;
+    a.u.omb1     = 0.1f;
+    a.u.omb2     = 0.001f;
     a.u.eps      = 1e-8f;
-    a.u.bc1      = 0.1f;
-    a.u.bc2      = 0.001f;
+    a.u.decay    = 1.0f;
+    a.u.neg_step = -1e-2f;
+    a.u.bc2_sqrt = 0.0316227766f;
+    a.u.inv_bc2_sqrt = 31.6227766f;
     a.u.grad_mul = 1.0f;
     a.p          = p;
     a.g          = g;

@@ -35,8 +35,10 @@ _Static_assert(sizeof(zsh_cuda_update_t) == sizeof(zsh_update_t),
 
 static zsh_cuda_update_t zsh_ck_update(const zsh_update_t *u)
 {
-    zsh_cuda_update_t d = {u->kind, u->lr, u->beta1, u->beta2, u->eps, u->weight_decay,
-                           u->momentum, u->nesterov, u->bc1, u->bc2, u->grad_mul};
+    zsh_cuda_update_t d = {u->kind,     u->beta1, u->beta2,        u->omb1,
+                           u->omb2,     u->eps,   u->weight_decay, u->momentum,
+                           u->nesterov, u->decay, u->neg_step,     u->bc2_sqrt,
+                           u->inv_bc2_sqrt, u->grad_mul};
 
     return d;
 }

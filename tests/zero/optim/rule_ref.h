@@ -20,4 +20,15 @@ void zsh_rule_adam_ref(double *p, const double *g, double *m, double *v, size_t 
 void zsh_rule_sgd_ref(double *p, const double *g, double *buf, size_t n,
                       const zsh_optim_config_t *c, int t, double gm);
 
+/*
+ * The same rules in fp32, in torch.optim's operations and roundings on
+ * ATen's CPU kernels (torch 1.13, for-loop and foreach): scalars computed in
+ * double and rounded once to fp32, a fused multiply-add for each add with
+ * alpha and for addcmul, no other fusing. The kernels give these bits.
+ */
+void zsh_rule_adam_torch(float *p, const float *g, float *m, float *v, size_t n,
+                         const zsh_optim_config_t *c, int t, float gm);
+void zsh_rule_sgd_torch(float *p, const float *g, float *buf, size_t n,
+                        const zsh_optim_config_t *c, int t, float gm);
+
 #endif

@@ -18,23 +18,27 @@
 
 #include "core/half.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /*
- * The kernels are built for the x86-64 baseline (SSE2) and again for AVX2
- * and x86-64-v4 (AVX-512 with its byte and word instructions), and the
- * loader picks the widest the CPU has (an ifunc, so glibc on x86-64 only,
- * and gcc only: clang's clones of these do not link). Without FMA
- * contraction (-ffp-contract=off on the kernels) and with correctly rounded
- * vector sqrt and division, every width gives the same bits. The update is
- * compute-bound at SSE2 width. AVX-512 without its word instructions
- * (a plain avx512f clone) narrows fp32 to bf16 at 256 bits, which cost the
- * mixed-precision kernels a third of their speed.
+ * The kernels are built for the x86-64 baseline (SSE2) and again for
+ * x86-64-v3 (AVX2 with FMA) and x86-64-v4 (AVX-512 with its byte and word
+ * instructions), and the loader picks the widest the CPU has (an ifunc, so
+ * glibc on x86-64 only, and gcc only: clang's clones of these do not link).
+ * They fuse a multiply and an add exactly where ATen's CPU kernels do
+ * (explicit fmaf), and nowhere else (-ffp-contract=off on the kernels);
+ * with correctly rounded vector sqrt and division every width gives the
+ * same bits. The baseline has no FMA instruction: its fmaf is libm's, correct
+ * and slow, and the CPUs without x86-64-v3 are the old ones. AVX-512 without
+ * its word instructions (a plain avx512f clone) narrows fp32 to bf16 at 256
+ * bits, which cost the mixed-precision kernels a third of their speed.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     defined(__GLIBC__) && !defined(ZSH_NO_KERNEL_CLONES)
-#define ZSH_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define ZSH_KERNEL_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ZSH_KERNEL_CLONES
 #endif
@@ -55,13 +59,48 @@ static inline void zsh_rule_round_bf16(const float *restrict p, uint16_t *restri
     }
 }
 
+/*
+ * A step's scalars as ATen's CPU kernels see them: torch.optim computes
+ * them from its Python floats in double (1 - beta, 1 - lr * wd, the bias
+ * corrections, lr / bc1, sqrt(bc2)) and each reaches the kernel rounded
+ * once to fp32. Folding them here, in double from the configuration's
+ * doubles, gives the kernels the same fp32 numbers.
+ */
 typedef struct zsh_update {
     zsh_optim_kind_t kind;
-    float lr, beta1, beta2, eps, weight_decay, momentum;
+    float beta1, beta2;  /* Adam: (float)beta */
+    float omb1, omb2;    /* Adam: (float)(1 - beta) */
+    float eps;           /* Adam: (float)eps */
+    float weight_decay;  /* Adam and SGD: L2 term (float)wd, 0 for none (AdamW: 0) */
+    float momentum;      /* SGD: (float)momentum */
     int   nesterov;
-    float bc1, bc2;    /* Adam bias corrections 1 - beta^t */
-    float grad_mul;    /* 1 / loss scale, times the clipping coefficient */
+    float decay;         /* AdamW: (float)(1 - lr * wd); else 1 */
+    float neg_step;      /* Adam: (float)-(lr / (1 - beta1^t)); SGD: (float)-lr */
+    float bc2_sqrt;      /* Adam: (float)sqrt(1 - beta2^t) */
+    float inv_bc2_sqrt;  /* Adam: 1 / bc2_sqrt rounded to nearest, for zsh_rule_div() */
+    float grad_mul;      /* 1 / loss scale, times the clipping coefficient */
 } zsh_update_t;
+
+/*
+ * @s / @c correctly rounded, as a divide gives it, for @s >= 0 the square
+ * root of an fp32 value (at most 2^64, and 0 or at least 2^-75), @c in
+ * [2^-27, 1] (sqrt(1 - beta2^t) of a double beta2 < 1) and @inv = RN(1 / @c).
+ * torch's second divide an element cost the Adam kernel a quarter of its
+ * speed, this about half that (docs/DECISIONS.md, "torch.optim's bits").
+ * q0 = s * inv is within two ulps; one correction q + (s - q c) inv makes
+ * it faithful, and a second gives RN(s / c) by Markstein's theorem (the
+ * residual s - q c is exact in an FMA, its quantum far above fp32's
+ * smallest in this range). s = inf gives inf, as the divide does; NaN
+ * stays NaN.
+ */
+static inline float zsh_rule_div(float s, float c, float inv)
+{
+    float q0 = s * inv;
+    float q  = fmaf(fmaf(-q0, c, s), inv, q0);
+
+    q = fmaf(fmaf(-q, c, s), inv, q);
+    return isfinite(q0) ? q : q0;
+}
 
 /* Per-step scalars for step @t (1-based) of @cfg, with @grad_mul. */
 zsh_update_t zsh_update_make(const zsh_optim_config_t *cfg, unsigned long t, float grad_mul);

@@ -1,10 +1,9 @@
 /*
  * Adam and AdamW on the device: zsh_adam_update() of adam.c, element for
- * element and operation for operation, on fp32, bf16 or fp16 gradients,
- * with the updated weights rounded into a model copy in the same pass.
- * The per-step scalars are folded in the kernel with the same fp32
- * operations adam.c's zsh_adam_k() uses, so the host compiler's flags play
- * no part in them.
+ * element and operation for operation (torch.optim's order on ATen's CPU
+ * kernels, with the same fused multiply-adds), on fp32, bf16 or fp16
+ * gradients, with the updated weights rounded into a model copy in the
+ * same pass. The per-step scalars come folded from zsh_update_make().
  */
 #include "optim/rule/cuda/common.cuh"
 
@@ -14,25 +13,25 @@ __global__ void zsh_adam_kernel(zsh_cuda_update_t u, float *__restrict__ p,
                                 float *__restrict__ v, typename O::elem_t *__restrict__ out,
                                 size_t n)
 {
-    const float step    = __fdiv_rn(u.lr, u.bc1);
-    const float inv_bc2 = __fdiv_rn(1.0f, u.bc2);
-    const float l2      = (u.kind == ZSH_OPTIM_ADAM) ? u.weight_decay : 0.0f;
-    const float decay   = (u.kind == ZSH_OPTIM_ADAMW) ?
-                          __fsub_rn(1.0f, __fmul_rn(u.lr, u.weight_decay)) : 1.0f;
-    const float omb1 = __fsub_rn(1.0f, u.beta1), omb2 = __fsub_rn(1.0f, u.beta2);
+    const bool l2 = (u.weight_decay != 0.0f);
     size_t i;
 
     for (i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float pi = p[i];
-        /* gi = g * gm + l2 * p;  mi = b1 m + (1 - b1) gi;  vi = b2 v + ((1 - b2) gi) gi */
-        float gi = __fadd_rn(__fmul_rn(G::load(g, i), u.grad_mul), __fmul_rn(l2, pi));
-        float mi = __fadd_rn(__fmul_rn(u.beta1, m[i]), __fmul_rn(omb1, gi));
-        float vi = __fadd_rn(__fmul_rn(u.beta2, v[i]), __fmul_rn(__fmul_rn(omb2, gi), gi));
-        /* p * decay - (step * mi) / (sqrt(vi * inv_bc2) + eps) */
-        float den = __fadd_rn(__fsqrt_rn(__fmul_rn(vi, inv_bc2)), u.eps);
+        float gi = __fmul_rn(G::load(g, i), u.grad_mul);
 
-        pi   = __fsub_rn(__fmul_rn(pi, decay), __fdiv_rn(__fmul_rn(step, mi), den));
+        if (l2) { /* g' = fma(p, wd, g) */
+            gi = __fmaf_rn(pi, u.weight_decay, gi);
+        }
+        /* mi = fma(gi, 1 - b1, m b1);  vi = fma((1 - b2) gi, gi, v b2) */
+        float mi = __fmaf_rn(gi, u.omb1, __fmul_rn(m[i], u.beta1));
+        float vi = __fmaf_rn(__fmul_rn(u.omb2, gi), gi, __fmul_rn(v[i], u.beta2));
+        /* p decay + (-step mi) / (sqrt(vi) / sqrt(bc2) + eps) */
+        /* the host gets the same RN quotient without a divide (zsh_rule_div) */
+        float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), u.bc2_sqrt), u.eps);
+
+        pi   = __fadd_rn(__fmul_rn(pi, u.decay), __fdiv_rn(__fmul_rn(u.neg_step, mi), den));
         m[i] = mi;
         v[i] = vi;
         p[i] = pi;

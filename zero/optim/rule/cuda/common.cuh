@@ -5,7 +5,8 @@
  *
  * Every fp32 operation is spelled as its round-to-nearest intrinsic
  * (__fmul_rn, __fadd_rn, ...): nvcc never contracts those into an FMA, so
- * the host's operation order holds even without -fmad=false.
+ * the host's operation order holds even without -fmad=false, and the FMAs
+ * the host rule has (explicit fmaf) are spelled __fmaf_rn.
  */
 #ifndef ZSH_OPTIM_CUDA_COMMON_CUH_
 #define ZSH_OPTIM_CUDA_COMMON_CUH_

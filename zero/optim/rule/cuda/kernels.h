@@ -37,10 +37,9 @@ extern "C" {
  * device runs the host's numbers. */
 typedef struct zsh_cuda_update {
     zsh_optim_kind_t kind;
-    float lr, beta1, beta2, eps, weight_decay, momentum;
+    float beta1, beta2, omb1, omb2, eps, weight_decay, momentum;
     int   nesterov;
-    float bc1, bc2;    /* Adam bias corrections 1 - beta^t */
-    float grad_mul;    /* 1 / loss scale, times the clipping coefficient */
+    float decay, neg_step, bc2_sqrt, inv_bc2_sqrt, grad_mul;
 } zsh_cuda_update_t;
 
 /* One update over @n elements, the device form of zsh_optim_apply_out(). */

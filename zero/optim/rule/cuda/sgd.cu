@@ -1,9 +1,10 @@
 /*
  * SGD on the device: zsh_sgd_update() of sgd.c, element for element and
  * operation for operation (momentum, nesterov, L2 weight decay; dampening
- * 0), on fp32, bf16 or fp16 gradients, with the updated weights rounded
- * into a model copy in the same pass. Without momentum the buffer is
- * neither read nor written, as on the host.
+ * 0; torch.optim's order with the same fused multiply-adds), on fp32, bf16
+ * or fp16 gradients, with the updated weights rounded into a model copy in
+ * the same pass. Without momentum the buffer is neither read nor written,
+ * as on the host.
  */
 #include "optim/rule/cuda/common.cuh"
 
@@ -13,28 +14,25 @@ __global__ void zsh_sgd_kernel(zsh_cuda_update_t u, float *__restrict__ p,
                                float *__restrict__ buf, typename O::elem_t *__restrict__ out,
                                size_t n)
 {
-    const float nest   = u.nesterov ? u.momentum : 0.0f;
-    const float keep   = u.nesterov ? 1.0f : 0.0f;
-    const float unkeep = __fsub_rn(1.0f, keep);
+    const bool l2 = (u.weight_decay != 0.0f);
     size_t i;
 
     for (i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float pi = p[i];
-        /* gi = g * gm + wd * p */
-        float gi = __fadd_rn(__fmul_rn(G::load(g, i), u.grad_mul), __fmul_rn(u.weight_decay, pi));
+        float d  = __fmul_rn(G::load(g, i), u.grad_mul);
 
+        if (l2) { /* d = fma(p, wd, g) */
+            d = __fmaf_rn(pi, u.weight_decay, d);
+        }
         if (MOMENTUM) {
-            /* bi = mu buf + gi;  p -= lr ((keep gi + (1 - keep) bi) + nest bi) */
-            float bi = __fadd_rn(__fmul_rn(u.momentum, buf[i]), gi);
-            float d  = __fadd_rn(__fadd_rn(__fmul_rn(keep, gi), __fmul_rn(unkeep, bi)),
-                                 __fmul_rn(nest, bi));
+            /* bi = buf mu + d;  d = nesterov ? fma(bi, mu, d) : bi */
+            float bi = __fadd_rn(__fmul_rn(buf[i], u.momentum), d);
 
             buf[i] = bi;
-            pi     = __fsub_rn(pi, __fmul_rn(u.lr, d));
-        } else {
-            pi = __fsub_rn(pi, __fmul_rn(u.lr, gi));
+            d      = u.nesterov ? __fmaf_rn(bi, u.momentum, d) : bi;
         }
+        pi   = __fmaf_rn(d, u.neg_step, pi); /* p = fma(d, -lr, p) */
         p[i] = pi;
         O::store(out, i, pi);
     }
