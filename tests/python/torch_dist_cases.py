@@ -18,7 +18,7 @@ refuses other backends: those cases run here unmarked, through
 zeroshard.torch.monitored_barrier, torch's for zsh groups too.
 
     torch_dist_cases.py [--all | CASE...]      the cases (FAST without any)
-    torch_dist_cases.py --count [--all]        how many
+    torch_dist_cases.py --count [--all | CASE...]   how many
 
 with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and TEMP_DIR (a folder
 with an empty barrier/ and test_dir/, for torch's file barrier) set. Prints
@@ -65,8 +65,9 @@ ALL_PREFIXES = ("test_send_recv", "test_isend", "test_irecv", "test_reduce_sum",
                 "test_all_gather_coalesced", "test_all_reduce_coalesced", "test_all_to_all",
                 "test_monitored_barrier")
 
-# Cases torch marks for one other CPU backend (gloo's monitored_barrier and
-# all_reduce_coalesced, MPI's all_to_all), which run here unmarked; the ones
+# Cases torch marks for other CPU backends only (gloo's monitored_barrier,
+# all_reduce_coalesced and object gather/scatter, MPI's all_to_all), which run
+# here unmarked; the ones
 # that make NCCL groups or take CUDA tensors stay as torch marks them.
 UNMARKED = ["test_monitored_barrier_gloo", "test_monitored_barrier_gloo_subgroup",
             "test_monitored_barrier_gloo_rank_0_timeout", "test_monitored_barrier_failure_order",
@@ -83,7 +84,8 @@ UNMARKED = ["test_monitored_barrier_gloo", "test_monitored_barrier_gloo_subgroup
             "test_all_to_all", "test_all_to_all_complex",
             "test_all_to_all_single_equal_split_group", "test_all_to_all_single_unequal_split_group",
             "test_all_to_all_group", "test_all_to_all_single_equal_split_full_group",
-            "test_all_to_all_single_unequal_split_full_group", "test_all_to_all_full_group"]
+            "test_all_to_all_single_unequal_split_full_group", "test_all_to_all_full_group",
+            "test_gather_object", "test_gather_object_subgroup", "test_scatter_object_list"]
 
 if (__name__ == "__main__") and (sys.argv[1:] == ["--count"]):
     print(len(FAST))  # for the script that starts the ranks, before torch is imported
@@ -155,20 +157,23 @@ def resync():
 
 
 def main(argv):
-    if argv[-1:] == ["--all"]:
+    count = argv[:1] == ["--count"]
+    argv = argv[1:] if count else argv
+    if argv == ["--all"]:
         names = sorted(n for n in dir(TestZsh)
                        if n.startswith(ALL_PREFIXES) and callable(getattr(TestZsh, n)))
     else:
         names = argv or FAST
-    if argv[:1] == ["--count"]:
+    if count:
         print(len(names))
         return 0
     rank = int(os.environ["RANK"])
     dist.init_process_group("zsh", timeout=timedelta(seconds=60))
     for name in names:
         start = time.time()
-        print("RESULT %s %s (%.2f s)" % (name, run_case(name, rank), time.time() - start),
-              flush=True)
+        result = run_case(name, rank)
+        took = "" if result.startswith("SKIPPED") else " (%.2f s)" % (time.time() - start)
+        print("RESULT %s %s%s" % (name, result, took), flush=True)
         resync()
     dist.destroy_process_group()
     return 0
