@@ -386,6 +386,30 @@ def test_tags_keep_messages_apart_and_one_tag_keeps_its_order(ctx):
 
 
 @case
+def test_a_collectives_future_completes_while_an_earlier_receive_waits(ctx):
+    ctx.need_ranks(2)
+    if ctx.rank == 0:
+        dist.all_reduce(torch.ones(3))
+        dist.recv(torch.zeros(1), 1, tag=5)  # rank 1 sends it once its future completed
+        dist.send(torch.tensor([6.0]), 1, tag=6)
+    elif ctx.rank == 1:
+        got = torch.zeros(1)
+        early = dist.irecv(got, 0, tag=6)
+        fut = dist.all_reduce(torch.ones(3), async_op=True).get_future()
+        deadline = time.time() + 10
+        while not fut.done() and time.time() < deadline:
+            time.sleep(0.01)
+        done = fut.done()
+        dist.send(torch.zeros(1), 0, tag=5)
+        early.wait()
+        if not done:
+            raise AssertionError("the all_reduce's future waited for the receive posted before it")
+        expect_equal(got, torch.tensor([6.0]), "the earlier receive")
+    else:
+        dist.all_reduce(torch.ones(3))
+
+
+@case
 def test_point_to_point_refuses_this_rank_and_tags_out_of_range_before_posting(ctx):
     t = torch.zeros(4)
     expect_raises(lambda: dist.send(t, dst=ctx.rank), "is not another rank", "send to itself")

@@ -157,8 +157,9 @@ class _Work(Work):
     Python object itself.)
     """
 
-    def __init__(self, progress, requests, finish, result):
+    def __init__(self, progress, requests, finish, result, ordered=True):
         super().__init__()
+        self._ordered = ordered  # a collective: completes after the ones before it
         self._progress = progress
         self._requests = requests
         self._finish = finish
@@ -247,8 +248,11 @@ class _Progress:
     """A group's progress thread: completes its calls in the background, so
     that their futures complete with nobody calling wait().
 
-    It tests the oldest call until it completes, then the next: a test
-    progresses every call of the job, and calls complete in order. Between
+    Each round it tests the calls in call order and completes those done, up
+    to the first collective still in flight: a test progresses every call of
+    the job, and collectives complete in order. Messages need not (a receive
+    may wait for what its sender does after later calls), so one still in
+    flight is passed over rather than waited for. Between
     tests it yields, then sleeps for longer and longer, up to a millisecond,
     so that an idle rank leaves its core to the computation (and to the peer
     it waits for). Every test takes the job's lock for one step of progress
@@ -295,23 +299,30 @@ class _Progress:
             self._kept.clear()
 
     def _next(self):
-        """The oldest call in flight, waiting for one; None once stopping."""
+        """The calls in flight, waiting for one; None once stopping."""
         with self._cv:
             while not self._pending and not self._stopping:
                 self._cv.wait()
-            return self._pending[0] if self._pending else None
+            return list(self._pending) if self._pending else None
 
     def _run(self):
         idle = 0
         while True:
-            work = self._next()
-            if work is None:
+            works = self._next()
+            if works is None:
                 return
-            if work._settle(block=False):
+            done = []
+            for work in works:
+                if work._settle(block=False):
+                    done.append(work)
+                elif work._ordered:
+                    break
+            if done:
                 with self._cv:
-                    self._pending.popleft()
-                    if not work._claimed:
-                        self._kept.add(work)
+                    for work in done:
+                        self._pending.remove(work)
+                        if not work._claimed:
+                            self._kept.add(work)
                 idle = 0
                 continue
             idle += 1
@@ -366,9 +377,10 @@ class ProcessGroupZsh(ProcessGroup):
     def getGroupDesc(self):
         return getattr(self, "_group_desc", "")
 
-    def _work(self, requests, result, finish=None):
-        """A Work for @requests in flight; @finish runs once they all succeed."""
-        work = _Work(self._progress, requests, finish, result)
+    def _work(self, requests, result, finish=None, ordered=True):
+        """A Work for @requests in flight; @finish runs once they all succeed.
+        Calls made of messages are not @ordered with the collectives."""
+        work = _Work(self._progress, requests, finish, result, ordered)
         self._progress.add(work)
         return work
 
@@ -555,7 +567,7 @@ class ProcessGroupZsh(ProcessGroup):
         def done():
             recv[me].copy_(send[me])
             finish()
-        return self._work(reqs, result, done)
+        return self._work(reqs, result, done, ordered=False)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         _check_cpu([output, input], "reduce_scatter_tensor")
@@ -628,7 +640,7 @@ class ProcessGroupZsh(ProcessGroup):
                 raise ValueError("zsh gather: output tensors on rank %d, which is not the root "
                                  "%d" % (self._rank, root))
             req = self._comm.isend(_bytes(_flat(inp)), root, tag)
-            return self._work([req], output_lists)
+            return self._work([req], output_lists, ordered=False)
         if (len(output_lists) != 1) or (len(output_lists[0]) != self._size):
             raise ValueError("zsh gather: the root takes one list of %d output tensors"
                              % self._size)
@@ -646,7 +658,7 @@ class ProcessGroupZsh(ProcessGroup):
         def done():
             flats[root].copy_(_flat(inp))
             _write_back_all(outs, flats)
-        return self._work(reqs, output_lists, done)
+        return self._work(reqs, output_lists, done, ordered=False)
 
     def scatter(self, outputs, input_lists, opts=None):
         """The root's input_lists[0][r] to rank r, a message each; its own copied."""
@@ -663,7 +675,7 @@ class ProcessGroupZsh(ProcessGroup):
                 raise ValueError("zsh scatter: input tensors on rank %d, which is not the root "
                                  "%d" % (self._rank, root))
             req = self._comm.irecv(_bytes(flat), root, tag)
-            return self._work([req], outputs, lambda: _write_back(out, flat))
+            return self._work([req], outputs, lambda: _write_back(out, flat), ordered=False)
         if (len(input_lists) != 1) or (len(input_lists[0]) != self._size):
             raise ValueError("zsh scatter: the root takes one list of %d input tensors"
                              % self._size)
@@ -680,7 +692,7 @@ class ProcessGroupZsh(ProcessGroup):
         def done():
             flat.copy_(_flat(ins[root]))
             _write_back(out, flat)
-        return self._work(reqs, outputs, done)
+        return self._work(reqs, outputs, done, ordered=False)
 
     # ---- point to point ----------------------------------------------------------------
 
@@ -698,13 +710,13 @@ class ProcessGroupZsh(ProcessGroup):
     def send(self, tensors, dstRank, tag=0):
         t = self._p2p_tensor(tensors, dstRank, tag, "send")
         req = self._comm.isend(_bytes(_flat(t)), dstRank, tag)
-        return self._work([req], tensors)
+        return self._work([req], tensors, ordered=False)
 
     def _recv(self, tensors, src, tag):
         t = self._p2p_tensor(tensors, src, tag, "recv")
         flat = _flat(t)
         req = self._comm.irecv(_bytes(flat), src, tag)
-        work = self._work([req], tensors, lambda: _write_back(t, flat))
+        work = self._work([req], tensors, lambda: _write_back(t, flat), ordered=False)
         work._source = lambda: req.source
         return work
 
