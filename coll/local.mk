@@ -37,6 +37,7 @@ libzsh_coll_la_SOURCES += \
 	%reldir%/alltoall/alltoall.c %reldir%/alltoall/alltoall.h \
 	%reldir%/alltoall/alltoall_pairwise.c %reldir%/alltoall/alltoall_direct.c \
 	%reldir%/alltoall/alltoall_eager.c \
+	%reldir%/p2p/p2p.c \
 	%reldir%/barrier/barrier.c %reldir%/barrier/barrier_eager.c \
 	%reldir%/barrier/barrier_hier.c %reldir%/barrier/barrier.h \
 	%reldir%/api/config.c %reldir%/api/config.h %reldir%/api/comm.c %reldir%/api/comm.h \

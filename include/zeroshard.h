@@ -468,6 +468,71 @@ zsh_status_t zsh_ialltoall(const void *sendbuf, void *recvbuf, size_t count, zsh
  */
 zsh_status_t zsh_ibarrier(zsh_comm_t *comm, zsh_request_t **req_p);
 
+/** Any sender, as the @p peer of zsh_irecv(); zsh_request_source() then names it. */
+#define ZSH_ANY_SOURCE (-1)
+
+/** The largest tag of a point-to-point message (tags are 0 .. ZSH_TAG_MAX). */
+#define ZSH_TAG_MAX ((1 << 20) - 1)
+
+/**
+ * @brief Start sending @p count elements to one rank of @p comm.
+ *
+ * Point-to-point messages take no part in the collectives' order: only the
+ * two ranks call, and a collective in flight on @p comm never matches them.
+ * Between two ranks, messages of one tag arrive in the order they were sent.
+ * The request completes once @p buf may be reused, which may be before the
+ * receiver has posted its receive. It fails with ZSH_ERR_TIMEOUT past the
+ * communicator's timeout, as a collective does.
+ * @param[in]  buf   The data; read until the request completes. May be NULL
+ *                   when @p count is 0.
+ * @param[in]  count Elements to send; the receive must ask for exactly as many
+ *                   bytes.
+ * @param[in]  dtype Element type.
+ * @param[in]  peer  The receiver's rank in @p comm, not this rank's.
+ * @param[in]  tag   0 .. ZSH_TAG_MAX; the receive names the same.
+ * @param[in]  comm  Communicator; host buffers only.
+ * @param[out] req_p The request, set only on success; as for zsh_iallgather().
+ * @return ZSH_ERR_INVALID_ARG, before anything is sent, naming the argument:
+ *         a @p peer out of range or this rank, a @p tag out of range, a NULL
+ *         @p buf with elements, a bad @p dtype, a NULL @p req_p, a @p comm
+ *         that is not live. ZSH_ERR_UNSUPPORTED for a device buffer.
+ */
+zsh_status_t zsh_isend(const void *buf, size_t count, zsh_dtype_t dtype, int peer, int tag,
+                       zsh_comm_t *comm, zsh_request_t **req_p);
+
+/**
+ * @brief Start receiving @p count elements from one rank of @p comm, or from
+ *        whichever sends first.
+ *
+ * The message must be exactly @p count elements' bytes: a longer or shorter
+ * one fails the request with ZSH_ERR_MISMATCH naming both lengths, and the
+ * communicator stays usable.
+ * @param[out] buf   Where the message lands; valid once the request completes.
+ * @param[in]  count Elements to receive.
+ * @param[in]  dtype Element type.
+ * @param[in]  peer  The sender's rank in @p comm (not this rank's), or
+ *                   ZSH_ANY_SOURCE for the first message of @p tag from any
+ *                   other member.
+ * @param[in]  tag   0 .. ZSH_TAG_MAX, as the sender gave it.
+ * @param[in]  comm  Communicator; host buffers only.
+ * @param[out] req_p The request, set only on success; as for zsh_iallgather().
+ * @return As for zsh_isend().
+ */
+zsh_status_t zsh_irecv(void *buf, size_t count, zsh_dtype_t dtype, int peer, int tag,
+                       zsh_comm_t *comm, zsh_request_t **req_p);
+
+/**
+ * @brief The rank in its communicator that sent what a completed receive got.
+ *
+ * For a receive from ZSH_ANY_SOURCE this is who sent first; for one from a
+ * named rank, that rank.
+ * @param[in]  req      A request of zsh_irecv() that completed with ZSH_OK.
+ * @param[out] source_p The sender's rank, set only on success.
+ * @return ZSH_ERR_INVALID_ARG if @p req is not a live request, is not a
+ *         receive, has not completed or failed, or @p source_p is NULL.
+ */
+zsh_status_t zsh_request_source(const zsh_request_t *req, int *source_p);
+
 /**
  * @brief Drive progress and report the state of @p req without blocking.
  * @return ZSH_OK when done, ZSH_INPROGRESS before, or the error it failed with;

@@ -79,6 +79,7 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/python/run_ckpt.sh.log
       tests/system/perf/run_optim_bench.sh.log
       tests/system/python/run_comm.sh.log tests/system/python/run_torch.sh.log
+      tests/system/python/run_torch_dist.sh.log
       tests/system/python/run_optim.sh.log tests/system/python/run_zero.sh.log
       tests/system/python/run_bits.sh.log
       tests/system/cluster/run_cluster.sh.log

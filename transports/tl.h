@@ -179,6 +179,9 @@ typedef struct zsh_tl_ops {
 
     /* ZSH_OK once @req is done, ZSH_INPROGRESS before, or the error it failed with. */
     zsh_status_t (*test)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+    /* The tag a receive matched, once test() found it done and before
+     * release(): what irecv_any learns about its sender. */
+    uint64_t     (*recv_tag)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
     /* Ask a pending receive to stop if it has not matched yet; it then
      * completes with ZSH_ERR_ABORTED. No effect on anything else. */
     void         (*cancel)(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);

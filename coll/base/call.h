@@ -18,7 +18,9 @@ typedef enum {
     ZSH_COLL_BROADCAST,
     ZSH_COLL_ALLTOALL,
     ZSH_COLL_BARRIER,
-    ZSH_COLL_FENCE          /* the job-wide barrier before teardown */
+    ZSH_COLL_FENCE,         /* the job-wide barrier before teardown */
+    ZSH_COLL_SEND,          /* point to point (p2p/): two ranks, outside the sequence */
+    ZSH_COLL_RECV
 } zsh_coll_type_t;
 
 typedef struct zsh_coll_args {
@@ -34,6 +36,8 @@ typedef struct zsh_coll_args {
     void           *stream;    /* a `_stream` call's cudaStream_t */
     bool            stream_set;
     bool            blocking;  /* a blocking call (zsh_coll_call sets it) */
+    int             peer;      /* point to point: the other rank, or ZSH_ANY_SOURCE */
+    int             tag;       /* point to point: the caller's tag */
 } zsh_coll_args_t;
 
 /* Whether a call's count is per rank (all-gather, reduce-scatter; an
@@ -45,8 +49,15 @@ static inline bool zsh_coll_count_per_rank(zsh_coll_type_t type)
            (type == ZSH_COLL_ALLTOALL);
 }
 
+/* Whether a call is point to point: it takes no sequence number and
+ * exchanges no descriptor, since only two ranks make it. */
+static inline bool zsh_coll_is_p2p(zsh_coll_type_t type)
+{
+    return (type == ZSH_COLL_SEND) || (type == ZSH_COLL_RECV);
+}
+
 /* A call as an entry point makes it: no stream, blocking set later. */
 #define ZSH_COLL_ARGS(_type, _send, _recv, _count, _dtype, _op, _root) \
-    {(_type), (_send), (_recv), (_count), (_dtype), (_op), (_root), NULL, false, false}
+    {(_type), (_send), (_recv), (_count), (_dtype), (_op), (_root), NULL, false, false, 0, 0}
 
 #endif

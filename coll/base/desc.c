@@ -11,7 +11,7 @@
 /* Indexes match zsh_coll_type_t. */
 static const char *const zsh_desc_type_names[] = {"allgather", "reduce_scatter", "allreduce",
                                                   "broadcast", "alltoall", "barrier",
-                                                  "fence"};
+                                                  "fence", "send", "recv"};
 
 const char *zsh_desc_type_name(unsigned type)
 {

@@ -36,9 +36,19 @@
 
 /* The last step of every collective carries its descriptor (type, count,
  * dtype, op, root), which ring neighbours compare; algorithms use the
- * steps below it and wrap their step counters at ZSH_TAG_DATA_STEPS. */
+ * steps below ZSH_TAG_STEP_P2P and wrap their step counters at
+ * ZSH_TAG_DATA_STEPS. */
 #define ZSH_TAG_STEP_DESC  (ZSH_TAG_STEPS - 1)
-#define ZSH_TAG_DATA_STEPS (ZSH_TAG_STEPS - 1)
+
+/* Point-to-point messages (zsh_isend, zsh_irecv) use the step before it,
+ * which no collective does, with the caller's tag where a collective has
+ * its sequence number: they never match a collective's receive, nor one
+ * collective's another of theirs. */
+#define ZSH_TAG_STEP_P2P   (ZSH_TAG_STEPS - 2)
+#define ZSH_TAG_DATA_STEPS (ZSH_TAG_STEPS - 2)
+
+/* Mask selecting all but the sender of a tag: a receive from any sender. */
+#define ZSH_TAG_ANY_SRC_MASK (~(uint64_t)(ZSH_MAX_RANKS - 1))
 
 /* Mask selecting the communicator id of a tag. */
 #define ZSH_TAG_COMM_MASK  ((uint64_t)(ZSH_MAX_COMMS - 1) << 52)

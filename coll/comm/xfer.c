@@ -57,6 +57,32 @@ zsh_status_t zsh_xfer_recv_upto(zsh_comm_t *comm, uint32_t seq, zsh_xfer_t *x, i
     return zsh_xfer_post_recv(comm, seq, x, peer, step, buf, len, true);
 }
 
+zsh_status_t zsh_xfer_recv_any(zsh_comm_t *comm, uint32_t seq, zsh_xfer_t *x, uint32_t step,
+                               void *buf, size_t len)
+{
+    zsh_ctx_t *ctx    = comm->ctx;
+    uint64_t tag      = zsh_tag_make(comm->id, seq, step, 0);
+    zsh_tl_req_t *req = NULL;
+    zsh_status_t status;
+
+    status = ctx->tl->irecv_any(ctx->tl_ctx, tag, ZSH_TAG_ANY_SRC_MASK, buf, len, &req);
+    return zsh_xfer_posted(x, status, req, -1, true);
+}
+
+/* The comm rank of job rank @src, which the tag of a message on @comm
+ * names; -1 if none (the tag's comm id rules out any other sender). */
+static int zsh_xfer_comm_rank(const zsh_comm_t *comm, uint32_t src)
+{
+    int r;
+
+    for (r = 0; r < comm->size; r++) {
+        if ((uint32_t)comm->ctx_ranks[r] == src) {
+            return r;
+        }
+    }
+    return -1;
+}
+
 zsh_status_t zsh_xfer_get(zsh_comm_t *comm, zsh_xfer_t *x, int peer, void *buf, size_t len,
                           uint64_t raddr, zsh_tl_rkey_t *rkey)
 {
@@ -79,6 +105,10 @@ zsh_status_t zsh_xfer_test(zsh_comm_t *comm, zsh_xfer_t *x)
     status = ctx->tl->test(ctx->tl_ctx, x->req);
     if (status == ZSH_INPROGRESS) {
         return status;
+    }
+    if ((status == ZSH_OK) && x->is_recv && (x->peer < 0)) {
+        x->peer = zsh_xfer_comm_rank(
+            comm, (uint32_t)(ctx->tl->recv_tag(ctx->tl_ctx, x->req) & (ZSH_MAX_RANKS - 1)));
     }
     ctx->tl->release(ctx->tl_ctx, x->req);
     x->req = NULL;

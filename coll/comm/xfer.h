@@ -19,7 +19,8 @@
 
 typedef struct zsh_xfer {
     zsh_tl_req_t *req;     /* NULL when idle or finished */
-    int           peer;    /* comm rank */
+    int           peer;    /* comm rank; a receive from any sender: -1, then its sender's
+                              once done */
     bool          is_recv;
 } zsh_xfer_t;
 
@@ -38,6 +39,11 @@ zsh_status_t zsh_xfer_recv(zsh_comm_t *comm, uint32_t seq, zsh_xfer_t *x, int pe
                            uint32_t step, void *buf, size_t len);
 zsh_status_t zsh_xfer_recv_upto(zsh_comm_t *comm, uint32_t seq, zsh_xfer_t *x, int peer,
                                 uint32_t step, void *buf, size_t len);
+
+/* Post a receive of exactly @len bytes from whichever member of @comm
+ * sends first with (@seq, @step); the slot's peer names it once done. */
+zsh_status_t zsh_xfer_recv_any(zsh_comm_t *comm, uint32_t seq, zsh_xfer_t *x, uint32_t step,
+                               void *buf, size_t len);
 
 /* Post a one-sided read of @len bytes at @raddr of comm rank @peer into @buf
  * (the transport's rma group). */

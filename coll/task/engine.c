@@ -29,7 +29,7 @@ void zsh_task_complete(zsh_task_t *task, zsh_status_t status)
     zsh_hs_release(&task->hs);
     free(task->run.data_mismatch);
     task->run.data_mismatch = NULL;
-    if (comm->trace != NULL) {
+    if ((comm->trace != NULL) && !zsh_coll_is_p2p(task->args.type)) {
         zsh_trace_done(comm->trace, task->seq, status);
         if (status != ZSH_OK) {
             zsh_task_dump_trace(task, status);
@@ -88,13 +88,17 @@ void zsh_task_post(zsh_task_t *task)
     if (atomic_load(&ctx->abort_pending)) {
         zsh_ctx_health_progress(ctx); /* tell peers now, even if this call fails at once */
     }
-    zsh_desc_make(&task->args, task->seq, comm->uid, task->algo, &task->hs_bufs.out.desc);
-    if (comm->trace != NULL) {
-        zsh_trace_posted(comm->trace, &task->hs_bufs.out.desc);
-    }
     status = zsh_comm_check(comm, task->seq);
-    if (status == ZSH_OK) {
-        status = zsh_hs_post(&task->hs, task->algo, task->run.posted_at);
+    if (zsh_coll_is_p2p(task->args.type)) {
+        task->hs.state = ZSH_HS_VERIFIED; /* two ranks, no descriptor: nothing to compare */
+    } else {
+        zsh_desc_make(&task->args, task->seq, comm->uid, task->algo, &task->hs_bufs.out.desc);
+        if (comm->trace != NULL) {
+            zsh_trace_posted(comm->trace, &task->hs_bufs.out.desc);
+        }
+        if (status == ZSH_OK) {
+            status = zsh_hs_post(&task->hs, task->algo, task->run.posted_at);
+        }
     }
     if (status != ZSH_OK) {
         zsh_task_complete(task, status);

@@ -24,6 +24,9 @@ zsh_status_t zsh_task_data_mismatch(zsh_task_t *task)
 {
     zsh_task_run_t *run = &task->run;
 
+    if (zsh_coll_is_p2p(task->args.type)) {
+        return ZSH_ERR_MISMATCH; /* no descriptors to wait for: the length says it all */
+    }
     if (run->data_mismatch == NULL) {
         run->data_mismatch       = strdup(zsh_last_error());
         run->data_mismatch_until = zsh_clock_now() + ZSH_TASK_MISMATCH_WAIT;
@@ -64,10 +67,14 @@ static bool zsh_task_xfer_with(const zsh_xfer_span_t *spans, unsigned nspans, bo
     return false;
 }
 
-/* Append ", @peer" (or "@peer" first) to @buf. */
+/* Append ", @peer" (or "@peer" first) to @buf; "any" for a receive from
+ * any sender. */
 static void zsh_task_name_peer(char *buf, size_t len, size_t *used, int *n, int peer)
 {
-    if (*used < len) {
+    if ((*used < len) && (peer < 0)) {
+        *used += (size_t)snprintf(buf + *used, len - *used, "%sany", *n ? ", " : "");
+        (*n)++;
+    } else if (*used < len) {
         *used += (size_t)snprintf(buf + *used, len - *used, "%s%d", *n ? ", " : "", peer);
         (*n)++;
     }
@@ -152,8 +159,10 @@ void zsh_task_fail(zsh_task_t *task, zsh_status_t status)
     char why[ZSH_ERROR_MSG_MAX + 32];
     zsh_xfer_span_t spans[2];
 
-    if (status == ZSH_ERR_MISMATCH) {
-        /* The other members may not see it themselves: tell them. */
+    if ((status == ZSH_ERR_MISMATCH) && !zsh_coll_is_p2p(task->args.type)) {
+        /* The other members may not see it themselves: tell them. A
+         * point-to-point message of the wrong length was taken whole, by
+         * the one receive that names it: the communicator stays usable. */
         snprintf(why, sizeof(why), "%s (seen by rank %d)", zsh_last_error(), comm->rank);
         zsh_comm_revoke(comm, status, task->seq, why);
     }

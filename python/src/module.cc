@@ -210,6 +210,24 @@ PYBIND11_MODULE(_zeroshard, m)
         });
     });
     m.def("ibarrier", [](handle_t h) { return post([&](zsh_request_t **rp) { return zsh_ibarrier(comm(h), rp); }); });
+    m.def("isend", [](handle_t h, handle_t b, std::size_t n, int dt, int peer, int tag) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_isend(buf(b), n, static_cast<zsh_dtype_t>(dt), peer, tag, comm(h), rp);
+        });
+    });
+    m.def("irecv", [](handle_t h, handle_t b, std::size_t n, int dt, int peer, int tag) {
+        return post([&](zsh_request_t **rp) {
+            return zsh_irecv(buf(b), n, static_cast<zsh_dtype_t>(dt), peer, tag, comm(h), rp);
+        });
+    });
+    m.attr("ANY_SOURCE") = ZSH_ANY_SOURCE;
+    m.attr("TAG_MAX") = ZSH_TAG_MAX;
+    // (status, the sender's comm rank, -1 unless status is ZSH_OK)
+    m.def("request_source", [](handle_t r) {
+        int src = -1;
+        int st = zsh_request_source(req(r), &src);
+        return py::make_tuple(st, src);
+    });
 
     m.def("request_test", [](handle_t r) { return nogil([&] { return zsh_request_test(req(r)); }); });
     m.def("request_wait", [](handle_t r) { return nogil([&] { return zsh_request_wait(req(r)); }); });

@@ -13,13 +13,13 @@ zeroshard.checkpoint for reading a consolidated checkpoint.
 
 from . import _zeroshard, checkpoint
 from .buffers import Op
-from .comm import Comm, Request
+from .comm import ANY_SOURCE, TAG_MAX, Comm, Request
 from .optim import Optimizer, Param, device_available
 from .settings import MixedPrecisionPolicy, OffloadPolicy, ShardingPolicy
 from .errors import (ZshAbortedError, ZshError, ZshMismatchError, ZshPeerFailedError,
                      ZshTimeoutError)
 
-__all__ = ["Comm", "Request", "Op", "Optimizer", "Param", "MixedPrecisionPolicy", "OffloadPolicy",
+__all__ = ["ANY_SOURCE", "TAG_MAX", "Comm", "Request", "Op", "Optimizer", "Param", "MixedPrecisionPolicy", "OffloadPolicy",
            "ShardingPolicy", "ZshError", "ZshTimeoutError", "ZshPeerFailedError",
            "ZshMismatchError", "ZshAbortedError", "checkpoint", "device_available", "version"]
 

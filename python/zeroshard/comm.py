@@ -27,6 +27,9 @@ from . import _zeroshard as _z
 from .buffers import Buffer, reduction, same_dtype
 from .errors import ERR_INVALID_ARG, INPROGRESS, OK, ZshError, error
 
+ANY_SOURCE = _z.ANY_SOURCE  # irecv's src=None
+TAG_MAX = _z.TAG_MAX        # the largest point-to-point tag
+
 
 class _Job:
     """What the communicators of one job share."""
@@ -45,11 +48,13 @@ class _Job:
 class Request:
     """A nonblocking collective: wait(), test(), set_timeout()."""
 
-    def __init__(self, comm, handle, buffers):
+    def __init__(self, comm, handle, buffers, is_recv=False):
         self._comm = comm
         self._handle = handle
         self._buffers = buffers
         self._error = None
+        self._is_recv = is_recv
+        self._source = None
         comm._requests.add(self)
 
     def _finish(self, status):
@@ -57,6 +62,10 @@ class Request:
         if status != OK:
             self._error = error(status)
             self._comm._job.keep(self._buffers)
+        elif self._is_recv:
+            status, self._source = _z.request_source(self._handle)
+            if status != OK:
+                self._error = error(status)
         _z.request_free(self._handle)
         self._handle = None
         self._buffers = None
@@ -81,6 +90,12 @@ class Request:
                 self._finish(_z.request_wait(self._handle))
         if self._error is not None:
             raise self._error
+
+    @property
+    def source(self):
+        """The rank that sent what a completed irecv() got (who sent first, for
+        ANY_SOURCE); None before it completes, and for other requests."""
+        return self._source
 
     def set_timeout(self, seconds):
         """Give this collective its own deadline, seconds after it was posted."""
@@ -260,14 +275,14 @@ class Comm:
                 self._job.keep(buffers)
                 raise err
 
-    def _post(self, fn, buffers, *args):
+    def _post(self, fn, buffers, *args, is_recv=False):
         with self._job.lock:
             status, handle = fn(self._live(), *args)
             if status != OK:
                 err = error(status)
                 self._job.keep(buffers)
                 raise err
-            return Request(self, handle, buffers)
+            return Request(self, handle, buffers, is_recv)
 
     def _gather_args(self, send, recv):
         s, r = Buffer(send, "send", False), Buffer(recv, "recv", True)
@@ -368,3 +383,18 @@ class Comm:
 
     def ibarrier(self):
         return self._post(_z.ibarrier, ())
+
+    # ---- point to point ----------------------------------------------------------
+    def isend(self, buf, dst, tag=0):
+        """Start sending buf to rank dst with tag (0 .. TAG_MAX); the receive
+        must ask for as many bytes. buf is read until the request completes."""
+        b = Buffer(buf, "buf", False)
+        return self._post(_z.isend, (b,), b.ptr, b.count, b.dtype, int(dst), int(tag))
+
+    def irecv(self, buf, src=None, tag=0):
+        """Start receiving into buf from rank src, or from whichever rank sends
+        first with tag when src is None; the request's .source names the
+        sender once it completes."""
+        b = Buffer(buf, "buf", True)
+        peer = ANY_SOURCE if src is None else int(src)
+        return self._post(_z.irecv, (b,), b.ptr, b.count, b.dtype, peer, int(tag), is_recv=True)

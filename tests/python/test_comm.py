@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Skip, case, main  # noqa: E402
+from harness import Skip, case, main, raises  # noqa: E402
 
 NUMPY_DTYPES = [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64,
                 np.float16, np.float32, np.float64]
@@ -205,6 +205,36 @@ def test_barrier_blocking_and_nonblocking(ctx):
     while not all([r.test() for r in barriers]):
         pass
     ctx.comm.ibarrier().wait()
+
+
+@case
+def test_isend_irecv_around_the_ring_and_from_any_source_name_the_sender(ctx):
+    ctx.need_ranks(2)
+    c, right, left = ctx.comm, (ctx.rank + 1) % ctx.size, (ctx.rank - 1) % ctx.size
+    got = np.zeros(N, np.float64)
+    reqs = [c.irecv(got, left, tag=3), c.isend(np_data(ctx.rank, N, np.float64), right, tag=3)]
+    for r in reqs:
+        r.wait()
+    close(got, np_data(left, N, np.float64), "float64", "irecv from the left")
+    if reqs[0].source != left or reqs[1].source is not None:
+        raise AssertionError("sources %s, %s; want %d, None" % (reqs[0].source, reqs[1].source,
+                                                                left))
+    if ctx.rank != 0:
+        c.isend(np.full(3, ctx.rank, np.int32), 0, tag=ctx.zsh.TAG_MAX).wait()
+        return
+    senders = []
+    for _ in range(ctx.size - 1):
+        buf = np.zeros(3, np.int32)
+        req = c.irecv(buf, None, tag=ctx.zsh.TAG_MAX)
+        req.wait()
+        close(buf, np.full(3, req.source, np.int32), "int32", "irecv from any source")
+        senders.append(req.source)
+    if sorted(senders) != list(range(1, ctx.size)):
+        raise AssertionError("senders %s" % senders)
+    raises(lambda: c.isend(got, ctx.rank), ctx.zsh.ZshError, "peer=%d is not another rank"
+           % ctx.rank)
+    raises(lambda: c.irecv(got, left, tag=ctx.zsh.TAG_MAX + 1), ctx.zsh.ZshError,
+           "tag=%d is out of range" % (ctx.zsh.TAG_MAX + 1))
 
 
 @case

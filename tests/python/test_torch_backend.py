@@ -2,7 +2,9 @@
 """The torch.distributed backend "zsh", run once per rank (tests/system/python/
 run_torch.sh starts the ranks). Every collective torch routes to a process
 group, every dtype and op against torch's own arithmetic, groups, async work
-with futures, DDP and ZeroRedundancyOptimizer against gloo in the same job,
+with futures, point to point (from any source too), reduce, gather, scatter and
+all-to-all in unequal splits against gloo bit for bit, monitored_barrier, DDP
+and ZeroRedundancyOptimizer against gloo in the same job,
 the init methods, and the failures: mismatched calls raise in every rank, a
 timeout and a killed rank raise in the others, with ZeroShard's message.
 
@@ -312,24 +314,203 @@ def test_a_group_of_all_ranks_after_a_group_of_some_bootstraps(ctx):
         dist.destroy_process_group(some)
 
 
+P2P_DTYPES = REDUCIBLE + [torch.int16, torch.bool, torch.complex64]
+
+
 @case
-def test_point_to_point_and_unequal_all_to_all_say_they_are_not_supported(ctx):
+def test_send_recv_and_isend_irecv_deliver_every_dtype_around_the_ring(ctx):
+    ctx.need_ranks(2)
+    right, left = (ctx.rank + 1) % ctx.size, (ctx.rank - 1) % ctx.size
+    for k, dtype in enumerate(P2P_DTYPES):
+        mine, want = data(ctx.rank, N, torch.int64).to(dtype), data(left, N, torch.int64).to(dtype)
+        got = torch.zeros(N, dtype=dtype)
+        # even ranks send first, odd ones receive first: blocking calls cannot deadlock
+        if ctx.rank % 2 == 0:
+            dist.send(mine, right, tag=k)
+            dist.recv(got, left, tag=k)
+        else:
+            dist.recv(got, left, tag=k)
+            dist.send(mine, right, tag=k)
+        expect_equal(got, want, "send/recv %s" % dtype)
+        # nonblocking, into a non-contiguous tensor, written back once it completes
+        got = torch.zeros(2, N, dtype=dtype)[:, 0]
+        works = [dist.irecv(got, left, tag=k), dist.isend(mine[:2].clone(), right, tag=k)]
+        for w in works:
+            w.wait()
+        expect_equal(got, want[:2], "isend/irecv %s" % dtype)
+    # a message of 0 elements
+    dist.isend(torch.empty(0), right).wait()
+    dist.irecv(torch.empty(0), left).wait()
+
+
+@case
+def test_recv_from_any_source_returns_each_senders_rank(ctx):
+    ctx.need_ranks(2)
+    if ctx.rank != 0:
+        for _ in range(2):
+            dist.send(torch.full((5,), ctx.rank, dtype=torch.int32), 0, tag=7)
+        return
+    senders = []
+    for _ in range(ctx.size - 1):
+        got = torch.full((5,), -1, dtype=torch.int32)
+        sender = dist.recv(got, tag=7)
+        expect_equal(got, torch.full((5,), sender, dtype=torch.int32), "recv from any source")
+        senders.append(sender)
+    for _ in range(ctx.size - 1):
+        got = torch.full((5,), -1, dtype=torch.int32)
+        work = dist.irecv(got, tag=7)
+        work.wait()
+        sender = work._source_rank()
+        expect_equal(got, torch.full((5,), sender, dtype=torch.int32), "irecv from any source")
+        senders.append(sender)
+    if sorted(senders) != sorted(list(range(1, ctx.size)) * 2):
+        raise AssertionError("senders %s: each of ranks 1..%d should send twice"
+                             % (senders, ctx.size - 1))
+
+
+@case
+def test_tags_keep_messages_apart_and_one_tag_keeps_its_order(ctx):
+    ctx.need_ranks(2)
+    if ctx.rank == 0:
+        works = [dist.isend(torch.tensor([v]), 1, tag=1) for v in (10.0, 20.0, 30.0)]
+        works.append(dist.isend(torch.tensor([99.0]), 1, tag=2))
+        for w in works:
+            w.wait()
+    elif ctx.rank == 1:
+        got = torch.zeros(1)
+        dist.recv(got, 0, tag=2)  # asked for first, gets its own message only
+        expect_equal(got, torch.tensor([99.0]), "tag 2")
+        for v in (10.0, 20.0, 30.0):
+            dist.recv(got, 0, tag=1)
+            expect_equal(got, torch.tensor([v]), "tag 1 in order")
+
+
+@case
+def test_a_collectives_future_completes_while_an_earlier_receive_waits(ctx):
+    ctx.need_ranks(2)
+    if ctx.rank == 0:
+        dist.all_reduce(torch.ones(3))
+        dist.recv(torch.zeros(1), 1, tag=5)  # rank 1 sends it once its future completed
+        dist.send(torch.tensor([6.0]), 1, tag=6)
+    elif ctx.rank == 1:
+        got = torch.zeros(1)
+        early = dist.irecv(got, 0, tag=6)
+        fut = dist.all_reduce(torch.ones(3), async_op=True).get_future()
+        deadline = time.time() + 10
+        while not fut.done() and time.time() < deadline:
+            time.sleep(0.01)
+        done = fut.done()
+        dist.send(torch.zeros(1), 0, tag=5)
+        early.wait()
+        if not done:
+            raise AssertionError("the all_reduce's future waited for the receive posted before it")
+        expect_equal(got, torch.tensor([6.0]), "the earlier receive")
+    else:
+        dist.all_reduce(torch.ones(3))
+
+
+@case
+def test_point_to_point_refuses_this_rank_and_tags_out_of_range_before_posting(ctx):
     t = torch.zeros(4)
-    expect_raises(lambda: dist.send(t, dst=(ctx.rank + 1) % ctx.size), "send is not supported by "
-                  "the zsh backend", "send")
-    expect_raises(lambda: dist.irecv(t, src=0), "recv is not supported", "irecv")
+    expect_raises(lambda: dist.send(t, dst=ctx.rank), "is not another rank", "send to itself")
     if ctx.size > 1:
-        # Every rank refuses alike, before posting: splits 2, 1, 1, ... of size + 1 elements.
-        splits = [2] + [1] * (ctx.size - 1)
-        n = ctx.size + 1
-        expect_raises(lambda: dist.all_to_all_single(torch.zeros(n), torch.zeros(n), splits,
-                                                     splits),
-                      "all_to_all_single in unequal input split sizes %s is not supported by "
-                      "the zsh backend" % splits, "unequal all_to_all_single")
-        expect_raises(lambda: dist.all_to_all([torch.zeros(1 + (r == 0)) for r in range(ctx.size)],
-                                              [torch.zeros(1 + (r == 0)) for r in range(ctx.size)]),
-                      "is not supported by the zsh backend", "unequal all_to_all")
+        peer = (ctx.rank + 1) % ctx.size
+        expect_raises(lambda: dist.isend(t, peer, tag=-1), "tag -1 is out of range", "tag -1")
+        top = zeroshard.torch.backend.USER_TAG_MAX
+        expect_raises(lambda: dist.irecv(t, peer, tag=top + 1), "tag %d is out of range"
+                      % (top + 1), "a tag of the group's own")
+
+
+def splits_of(rank, size):
+    """Rows rank sends to each rank in the unequal all-to-alls: 1 + (rank + j) % 3."""
+    return [1 + (rank + j) % 3 for j in range(size)]
+
+
+@case
+def test_unequal_all_to_all_single_and_list_give_gloos_result_bit_for_bit(ctx):
+    gloo = dist.new_group(backend="gloo")
+    for dtype in [torch.float32, torch.int64, torch.uint8]:  # gloo's all-to-all dtypes
+        ins = splits_of(ctx.rank, ctx.size)
+        outs = [splits_of(r, ctx.size)[ctx.rank] for r in range(ctx.size)]
+        mine = data(ctx.rank, sum(ins) * 3, torch.int64).to(dtype).view(sum(ins), 3)
+        results = []
+        for group in (None, gloo):
+            out = torch.full((sum(outs), 3), 7, dtype=torch.int64).to(dtype)
+            dist.all_to_all_single(out, mine, outs, ins, group=group)
+            results.append(out)
+        if not torch.equal(results[0], results[1]):
+            raise AssertionError("all_to_all_single %s: zsh %s, gloo %s"
+                                 % (dtype, results[0].tolist(), results[1].tolist()))
+        # gloo has no list form: its all_to_all_single says what the blocks must be
+        got = [torch.zeros(n, 3, dtype=dtype) for n in outs]
+        dist.all_to_all(got, list(mine.split(ins)))
+        if not torch.equal(torch.cat(got), results[1]):
+            raise AssertionError("all_to_all of unequal tensors %s differs from gloo's" % dtype)
+    expect_raises(lambda: dist.all_to_all_single(torch.zeros(ctx.size + 1), torch.zeros(ctx.size + 1),
+                                                 [1] * ctx.size, [2] * ctx.size),
+                  "split sizes", "splits that do not add up")
+    dist.destroy_process_group(gloo)
+
+
+@case
+def test_reduce_gather_and_scatter_from_every_root_give_gloos_result_bit_for_bit(ctx):
+    gloo = dist.new_group(backend="gloo")
+    for root in range(ctx.size):
+        for dtype in [torch.float32, torch.float64, torch.int32]:
+            for name in ("SUM", "PRODUCT", "MIN", "MAX"):
+                results = []
+                for group in (None, gloo):
+                    t = data(ctx.rank, N, dtype, salt=root)
+                    dist.reduce(t, dst=root, op=OPS[name], group=group)
+                    results.append(t)
+                if (ctx.rank == root) and not torch.equal(results[0], results[1]):
+                    raise AssertionError("reduce %s %s to %d: zsh %s, gloo %s" % (
+                        name, dtype, root, results[0][:8].tolist(), results[1][:8].tolist()))
+                if (ctx.rank != root) and not torch.equal(results[0],
+                                                          data(ctx.rank, N, dtype, salt=root)):
+                    raise AssertionError("reduce changed the tensor of rank %d, not the root"
+                                         % ctx.rank)
+        for dtype in P2P_DTYPES:
+            mine = data(ctx.rank, N, torch.int64, salt=root).to(dtype)
+            outs = [torch.zeros(N, dtype=dtype) for _ in range(ctx.size)] if ctx.rank == root else None
+            dist.gather(mine, gather_list=outs, dst=root)
+            if ctx.rank == root:
+                expect_equal(torch.stack(outs), torch.stack([data(r, N, torch.int64, salt=root)
+                                                             .to(dtype) for r in range(ctx.size)]),
+                             "gather %s to %d" % (dtype, root))
+            pieces = ([data(r, N, torch.int64, salt=root + 1).to(dtype) for r in range(ctx.size)]
+                      if ctx.rank == root else None)
+            out = torch.zeros(N, dtype=dtype)
+            dist.scatter(out, scatter_list=pieces, src=root)
+            expect_equal(out, data(ctx.rank, N, torch.int64, salt=root + 1).to(dtype),
+                         "scatter %s from %d" % (dtype, root))
+    dist.destroy_process_group(gloo)
+
+
+@case
+def test_monitored_barrier_passes_when_all_come_and_names_who_did_not(ctx):
+    ctx.need_ranks(2)
+    timeout = datetime.timedelta(seconds=0.5)
+    for wait_all in (False, True):
+        zeroshard.torch.monitored_barrier(timeout=timeout, wait_all_ranks=wait_all)
+    # rank 1 stays away
+    if ctx.rank == 0:
+        expect_raises(lambda: zeroshard.torch.monitored_barrier(timeout=timeout),
+                      "Rank 1 failed to pass monitoredBarrier in 500 ms", "rank 1 missing")
+    elif ctx.rank > 1:
+        expect_raises(lambda: zeroshard.torch.monitored_barrier(timeout=timeout),
+                      "Rank %d successfully reached monitoredBarrier, but received errors while "
+                      "waiting for send/recv from rank 0" % ctx.rank, "rank 0 gave no word")
     dist.barrier()
+    # every rank but 0 stays away: all of them named, or the first
+    if ctx.rank == 0:
+        missing = ", ".join(str(r) for r in range(1, ctx.size))
+        expect_raises(lambda: dist.group.WORLD.monitored_barrier(timeout, wait_all_ranks=True),
+                      "Ranks %s failed to pass monitoredBarrier" % missing, "wait_all_ranks")
+        expect_raises(lambda: zeroshard.torch.monitored_barrier(timeout=timeout),
+                      "Rank 1 failed to pass monitoredBarrier", "the first missing")
+    dist.barrier()
+    zeroshard.torch.monitored_barrier(timeout=timeout)  # late messages of the failed ones match nothing
 
 
 def exchange(rank, size, n, dtype):
@@ -364,8 +545,8 @@ def test_all_to_all_single_and_list_give_the_expected_exchange_for_every_dtype(c
     if not done.done():
         raise AssertionError("the future of a waited all_to_all_single is not done")
     expect_raises(lambda: dist.all_to_all_single(torch.empty(ctx.size + 1), torch.zeros(ctx.size)),
-                  "output has %d elements but input has %d" % (ctx.size + 1, ctx.size),
-                  "a longer output")
+                  "output has %d rows (dim 0), not a multiple of the group's %d ranks"
+                  % (ctx.size + 1, ctx.size), "a longer output")
 
 
 def expect_mismatch(group, call, *named):

@@ -398,6 +398,7 @@ const zsh_tl_ops_t zsh_tl_ucx_ops = {
     .irecv_upto    = zsh_ucx_irecv_upto,
     .irecv_any     = zsh_ucx_irecv_any,
     .test          = zsh_ucx_test,
+    .recv_tag      = zsh_ucx_recv_tag,
     .cancel        = zsh_ucx_cancel,
     .release       = zsh_ucx_release,
     .progress      = zsh_ucx_progress,

@@ -131,7 +131,14 @@ zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req)
     if (status != UCS_OK) {
         return zsh_ucx_failed(ctx, req->peer, req->is_recv, req->expected, status);
     }
+    req->tag = info.sender_tag;
     return req->is_recv ? zsh_ucx_check_length(req->peer, info.length, req->expected) : ZSH_OK;
+}
+
+uint64_t zsh_ucx_recv_tag(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req)
+{
+    (void)ctx;
+    return req->tag;
 }
 
 void zsh_ucx_cancel(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req)

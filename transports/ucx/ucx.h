@@ -67,9 +67,10 @@ struct zsh_tl_ctx {
  * UCX's own request state, so only we write here, right after posting.
  */
 struct zsh_tl_req {
-    size_t expected;   /* receives: bytes the caller asked for; SIZE_MAX: up to the buffer */
-    bool   is_recv;
-    int    peer;
+    size_t   expected;   /* receives: bytes the caller asked for; SIZE_MAX: up to the buffer */
+    bool     is_recv;
+    int      peer;
+    uint64_t tag;        /* receives: the tag matched, once test() found them done */
 };
 
 /* Log-and-return for a failed UCX call, naming the callee and UCX's reason. */
@@ -94,6 +95,7 @@ void         zsh_ucx_peer_failed(zsh_tl_ctx_t *ctx, int peer, ucs_status_t statu
 /* ... or found gone some other way (@reason says how). */
 void         zsh_ucx_peer_gone(zsh_tl_ctx_t *ctx, int peer, const char *reason);
 zsh_status_t zsh_ucx_test(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
+uint64_t     zsh_ucx_recv_tag(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 void         zsh_ucx_release(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 void         zsh_ucx_cancel(zsh_tl_ctx_t *ctx, zsh_tl_req_t *req);
 /* Free the orphans that have completed; returns how many are left. */

@@ -11,13 +11,28 @@ completes with the outputs, or with the error, without anyone waiting: the
 group's progress thread (:class:`_Progress`) tests its calls in call order.
 So ``async_op=True`` and DDP's communication hooks overlap with backward.
 Arguments are checked before anything is posted, and a bad one raises at
-the call. The rooted calls torch has and ZeroShard has not (reduce, gather,
-scatter) are one all-reduce, all-gather or broadcast and a copy at the end.
-all_to_all and all_to_all_single are zsh_ialltoall, in equal blocks.
+the call. send, recv and recv from any source (``src=None``; the Work's
+``_source_rank()`` names the sender) are ``zsh_isend`` and ``zsh_irecv``.
+reduce is an all-reduce whose result the root keeps; gather and scatter
+are messages to and from the root; all_to_all and all_to_all_single are
+``zsh_ialltoall`` in equal blocks, and a message per pair in unequal ones.
+monitored_barrier has every rank report to rank 0 and wait for its word,
+naming the ranks that did not come in time (all of them with
+``wait_all_ranks``); torch.distributed's own refuses any backend but gloo,
+so it is reached through the group's method or
+:func:`zeroshard.torch.monitored_barrier`.
 
-What ZeroShard has not (point to point; all-to-all in unequal split sizes)
-raises ``RuntimeError("... is not supported by the zsh backend ...")`` at
-the call.
+Tags. torch's tags are 0 .. USER_TAG_MAX; the tags above, up to
+``zeroshard.TAG_MAX``, are the group's own. monitored_barrier has two of its
+own, one for the ranks' arrival and one for rank 0's word: it is the call a
+rank may skip, so a count of calls would differ between ranks, and a rank
+that comes after rank 0 gave up counts as come at the next one. The other
+calls made of messages (gather, scatter, all-to-all in unequal blocks), which
+every member makes, take the next tag of the rest, in call order, so that a
+message of one call never matches another's receive.
+
+A ReduceOp ZeroShard has not raises
+``RuntimeError("... is not supported by the zsh backend ...")`` at the call.
 """
 import collections
 import inspect
@@ -33,6 +48,12 @@ from torch.futures import Future
 import zeroshard
 
 BACKEND_NAME = "zsh"
+
+# torch's point-to-point tags; the rest of zeroshard.TAG_MAX's range is the group's own.
+USER_TAG_MAX = zeroshard.TAG_MAX >> 1
+_TAG_ARRIVED = USER_TAG_MAX + 1  # monitored_barrier: a rank to rank 0
+_TAG_GO_ON = USER_TAG_MAX + 2    # monitored_barrier: rank 0's word to the others
+_TAG_CALLS = USER_TAG_MAX + 3    # the first of the tags taken a call at a time
 
 # torch.distributed's reduce ops that ZeroShard has, by name.
 _OPS = {"SUM": "sum", "PRODUCT": "prod", "MIN": "min", "MAX": "max", "AVG": "avg"}
@@ -92,6 +113,23 @@ def _write_back_all(dsts, flats):
         _write_back(dst, flat)
 
 
+def _set_deadline(req, seconds):
+    """Give @req its own timeout, unless it has completed already."""
+    try:
+        req.set_timeout(seconds)
+    except zeroshard.ZshError:
+        pass  # it completed: nothing to time
+
+
+def _starts(sizes):
+    """Where each of consecutive blocks of @sizes starts."""
+    out, at = [], 0
+    for n in sizes:
+        out.append(at)
+        at += n
+    return out
+
+
 def _unpack_all(output_lists, gathered):
     """Rank r's block of each gathered buffer into output_lists[k][r]."""
     for outs, whole in zip(output_lists, gathered):
@@ -119,8 +157,9 @@ class _Work(Work):
     Python object itself.)
     """
 
-    def __init__(self, progress, requests, finish, result):
+    def __init__(self, progress, requests, finish, result, ordered=True):
         super().__init__()
+        self._ordered = ordered  # a collective: completes after the ones before it
         self._progress = progress
         self._requests = requests
         self._finish = finish
@@ -196,13 +235,24 @@ class _Work(Work):
         self._claim()
         return self._future
 
+    def _source_rank(self):
+        """The sender of a completed recv (who sent first, from any source)."""
+        self.wait()
+        source = getattr(self, "_source", None)
+        if source is None:
+            raise RuntimeError("zsh: _source_rank() of a Work that is not a recv")
+        return source()
+
 
 class _Progress:
     """A group's progress thread: completes its calls in the background, so
     that their futures complete with nobody calling wait().
 
-    It tests the oldest call until it completes, then the next: a test
-    progresses every call of the job, and calls complete in order. Between
+    Each round it tests the calls in call order and completes those done, up
+    to the first collective still in flight: a test progresses every call of
+    the job, and collectives complete in order. Messages need not (a receive
+    may wait for what its sender does after later calls), so one still in
+    flight is passed over rather than waited for. Between
     tests it yields, then sleeps for longer and longer, up to a millisecond,
     so that an idle rank leaves its core to the computation (and to the peer
     it waits for). Every test takes the job's lock for one step of progress
@@ -249,23 +299,30 @@ class _Progress:
             self._kept.clear()
 
     def _next(self):
-        """The oldest call in flight, waiting for one; None once stopping."""
+        """The calls in flight, waiting for one; None once stopping."""
         with self._cv:
             while not self._pending and not self._stopping:
                 self._cv.wait()
-            return self._pending[0] if self._pending else None
+            return list(self._pending) if self._pending else None
 
     def _run(self):
         idle = 0
         while True:
-            work = self._next()
-            if work is None:
+            works = self._next()
+            if works is None:
                 return
-            if work._settle(block=False):
+            done = []
+            for work in works:
+                if work._settle(block=False):
+                    done.append(work)
+                elif work._ordered:
+                    break
+            if done:
                 with self._cv:
-                    self._pending.popleft()
-                    if not work._claimed:
-                        self._kept.add(work)
+                    for work in done:
+                        self._pending.remove(work)
+                        if not work._claimed:
+                            self._kept.add(work)
                 idle = 0
                 continue
             idle += 1
@@ -320,9 +377,10 @@ class ProcessGroupZsh(ProcessGroup):
     def getGroupDesc(self):
         return getattr(self, "_group_desc", "")
 
-    def _work(self, requests, result, finish=None):
-        """A Work for @requests in flight; @finish runs once they all succeed."""
-        work = _Work(self._progress, requests, finish, result)
+    def _work(self, requests, result, finish=None, ordered=True):
+        """A Work for @requests in flight; @finish runs once they all succeed.
+        Calls made of messages are not @ordered with the collectives."""
+        work = _Work(self._progress, requests, finish, result, ordered)
         self._progress.add(work)
         return work
 
@@ -424,46 +482,49 @@ class ProcessGroupZsh(ProcessGroup):
                     offset += b.numel()
         return self._work([self._comm.iall_gather(mine, gathered)], output_lists, unpack)
 
-    def _check_splits(self, splits, numel, which):
-        """zsh_alltoall moves equal blocks: split sizes, where given, must be."""
+    def _splits(self, splits, t, which):
+        """Rows of dim 0 (torch's unit) each rank's block of @t has: @splits, or
+        equal blocks where none are given."""
+        rows = t.shape[0] if t.dim() > 0 else t.numel()
         if not splits:
-            if numel % self._size != 0:
-                raise ValueError("zsh all_to_all_single: %s has %d elements, not a multiple of "
-                                 "the group's %d ranks" % (which, numel, self._size))
-            return
+            if rows % self._size != 0:
+                raise ValueError("zsh all_to_all_single: %s has %d rows (dim 0), not a multiple "
+                                 "of the group's %d ranks" % (which, rows, self._size))
+            return [rows // self._size] * self._size
         sizes = [int(s) for s in splits]
         if len(sizes) != self._size:
             raise ValueError("zsh all_to_all_single: %d %s split sizes for a group of %d"
                              % (len(sizes), which, self._size))
-        if sum(sizes) != numel:
-            raise ValueError("zsh all_to_all_single: %s split sizes %s add up to %d, not the "
-                             "%s's %d elements" % (which, sizes, sum(sizes), which, numel))
-        if len(set(sizes)) != 1:
-            _unsupported("all_to_all_single in unequal %s split sizes %s" % (which, sizes),
-                         " (zsh_alltoall moves equal blocks: pad them to one size)")
+        if any(n < 0 for n in sizes) or (sum(sizes) != rows):
+            raise ValueError("zsh all_to_all_single: %s split sizes %s do not split the %s's "
+                             "%d rows (dim 0)" % (which, sizes, which, rows))
+        return sizes
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        """all_to_all_single: block j of input to rank j, block r of output from rank r,
-        in equal blocks (split sizes, where given, all the same)."""
+        """all_to_all_single: rows block j of input to rank j, block r of output from
+        rank r; one zsh_ialltoall in equal blocks, else a message per pair."""
         _check_cpu([output, input], "all_to_all_single")
         if output.dtype != input.dtype:
             raise TypeError("zsh all_to_all_single: output is %s, input is %s"
                             % (output.dtype, input.dtype))
-        if output.numel() != input.numel():
-            raise ValueError("zsh all_to_all_single: output has %d elements but input has %d"
-                             % (output.numel(), input.numel()))
-        self._check_splits(input_split_sizes, input.numel(), "input")
-        self._check_splits(output_split_sizes, output.numel(), "output")
+        ins = self._splits(input_split_sizes, input, "input")
+        outs = self._splits(output_split_sizes, output, "output")
         src = _flat(input)
         dst = _flat(output)
-        if dst.data_ptr() == src.data_ptr():
-            src = src.clone()  # torch never passes one tensor as both: keep zsh's in place out
-        req = self._comm.iall_to_all(_bytes(src), _bytes(dst))
-        return self._work([req], [output], lambda: _write_back(output, dst))
+        row_in = src.numel() // max(sum(ins), 1)
+        row_out = dst.numel() // max(sum(outs), 1)
+        if (len(set(ins)) == 1) and (ins == outs) and (row_in == row_out):
+            if dst.data_ptr() == src.data_ptr():
+                src = src.clone()  # torch never passes one tensor as both: keep zsh's in place out
+            req = self._comm.iall_to_all(_bytes(src), _bytes(dst))
+            return self._work([req], [output], lambda: _write_back(output, dst))
+        send = [src[a * row_in:(a + n) * row_in] for a, n in zip(_starts(ins), ins)]
+        recv = [dst[a * row_out:(a + n) * row_out] for a, n in zip(_starts(outs), outs)]
+        return self._exchange(send, recv, [output], lambda: _write_back(output, dst))
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
-        """all_to_all: input_tensors[j] to rank j, output_tensors[r] from rank r; every
-        tensor of both lists of one dtype and one size (equal blocks)."""
+        """all_to_all: input_tensors[j] to rank j, output_tensors[r] from rank r; one
+        zsh_ialltoall where every tensor has one size, else a message per pair."""
         _check_cpu(input_tensors, "all_to_all")
         _check_cpu(output_tensors, "all_to_all")
         if (len(input_tensors) != self._size) or (len(output_tensors) != self._size):
@@ -473,10 +534,10 @@ class ProcessGroupZsh(ProcessGroup):
         for t in list(input_tensors) + list(output_tensors):
             if t.dtype != first.dtype:
                 raise TypeError("zsh all_to_all: tensors of %s and %s" % (first.dtype, t.dtype))
-            if t.numel() != first.numel():
-                _unsupported("all_to_all of tensors of %d and %d elements"
-                             % (first.numel(), t.numel()),
-                             " (zsh_alltoall moves equal blocks: pad them to one size)")
+        if any(t.numel() != first.numel() for t in list(input_tensors) + list(output_tensors)):
+            flats = [_flat(t) for t in output_tensors]
+            return self._exchange([_flat(t) for t in input_tensors], flats, output_tensors,
+                                  lambda: _write_back_all(output_tensors, flats))
         packed = torch.cat([_flat(t) for t in input_tensors])
         received = torch.empty_like(packed)
 
@@ -486,6 +547,27 @@ class ProcessGroupZsh(ProcessGroup):
                 out.copy_(block.view(out.shape))
         req = self._comm.iall_to_all(_bytes(packed), _bytes(received))
         return self._work([req], output_tensors, unpack)
+
+    def _exchange(self, send, recv, result, finish):
+        """send[j] to rank j and recv[r] from rank r, a message per pair under one
+        tag of the group's own; this rank's own block copied."""
+        tag = self._own_tag()
+        me = self._rank
+        if send[me].numel() != recv[me].numel():
+            raise ValueError("zsh all_to_all: this rank's block to itself has %d elements but "
+                             "its block from itself %d" % (send[me].numel(), recv[me].numel()))
+        reqs = []
+        for r in range(self._size):
+            if r != me:
+                reqs.append(self._comm.irecv(_bytes(recv[r]), r, tag))
+        for r in range(self._size):
+            if r != me:
+                reqs.append(self._comm.isend(_bytes(send[r].contiguous()), r, tag))
+
+        def done():
+            recv[me].copy_(send[me])
+            finish()
+        return self._work(reqs, result, done, ordered=False)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         _check_cpu([output, input], "reduce_scatter_tensor")
@@ -525,15 +607,19 @@ class ProcessGroupZsh(ProcessGroup):
     def barrier(self, opts=None):
         return self._work([self._comm.ibarrier()], [])
 
-    # ---- rooted collectives, built on the ones above ----------------------------------
+    # ---- rooted collectives ------------------------------------------------------------
 
     def reduce(self, tensors, opts=None):
+        """An all-reduce of a copy, which the root keeps: the same bits as every
+        rank's all_reduce, and the other ranks' tensors left as they were."""
         _check_cpu(tensors, "reduce")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "reduce")
         for t in tensors:
             _check_reducible(t, "reduce")
+        if (op == "avg") and any(not t.is_floating_point() for t in tensors):
+            raise TypeError("zsh reduce: ReduceOp.AVG takes floating tensors only")
         flats = [t.reshape(-1).clone() for t in tensors]
         reqs = [self._comm.iall_reduce(flat, op=op) for flat in flats]
         if self._rank != root:
@@ -541,52 +627,157 @@ class ProcessGroupZsh(ProcessGroup):
         return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
 
     def gather(self, output_lists, inputs, opts=None):
+        """Every rank's input to the root, a message each; the root's own copied."""
         _check_cpu(inputs, "gather")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "gather")
-        if self._rank == root:
-            for outs in output_lists:
-                if len(outs) != self._size:
-                    raise ValueError("zsh gather: %d output tensors on the root for a group of %d"
-                                     % (len(outs), self._size))
-        reqs, gathered = self._gather_posts(inputs)
+        if len(inputs) != 1:
+            raise ValueError("zsh gather: %d input tensors; it takes one" % len(inputs))
+        inp = inputs[0]
+        tag = self._own_tag()
         if self._rank != root:
-            return self._work(reqs, output_lists)
-        return self._work(reqs, output_lists, lambda: _unpack_all(output_lists, gathered))
+            if output_lists and any(len(outs) for outs in output_lists):
+                raise ValueError("zsh gather: output tensors on rank %d, which is not the root "
+                                 "%d" % (self._rank, root))
+            req = self._comm.isend(_bytes(_flat(inp)), root, tag)
+            return self._work([req], output_lists, ordered=False)
+        if (len(output_lists) != 1) or (len(output_lists[0]) != self._size):
+            raise ValueError("zsh gather: the root takes one list of %d output tensors"
+                             % self._size)
+        outs = output_lists[0]
+        _check_cpu(outs, "gather")
+        for o in outs:
+            if (o.dtype != inp.dtype) or (o.numel() != inp.numel()):
+                raise ValueError("zsh gather: output tensors must match the input (%s, %d "
+                                 "elements); got %s, %d" % (inp.dtype, inp.numel(), o.dtype,
+                                                            o.numel()))
+        flats = [_flat(o) for o in outs]
+        reqs = [self._comm.irecv(_bytes(flats[r]), r, tag)
+                for r in range(self._size) if r != root]
+
+        def done():
+            flats[root].copy_(_flat(inp))
+            _write_back_all(outs, flats)
+        return self._work(reqs, output_lists, done, ordered=False)
 
     def scatter(self, outputs, input_lists, opts=None):
+        """The root's input_lists[0][r] to rank r, a message each; its own copied."""
         _check_cpu(outputs, "scatter")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "scatter")
-        if self._rank == root:
-            for ins in input_lists:
-                if len(ins) != self._size:
-                    raise ValueError("zsh scatter: %d input tensors on the root for a group of %d"
-                                     % (len(ins), self._size))
-        me, wholes = self._rank, []
-        for k, out in enumerate(outputs):
-            if me == root:
-                wholes.append(torch.cat([i.reshape(-1) for i in input_lists[k]]))
-            else:
-                wholes.append(torch.empty(self._size * out.numel(), dtype=out.dtype))
-        reqs = [self._comm.ibroadcast(_bytes(whole), root) for whole in wholes]
+        if len(outputs) != 1:
+            raise ValueError("zsh scatter: %d output tensors; it takes one" % len(outputs))
+        out = outputs[0]
+        flat = _flat(out)
+        tag = self._own_tag()
+        if self._rank != root:
+            if input_lists and any(len(ins) for ins in input_lists):
+                raise ValueError("zsh scatter: input tensors on rank %d, which is not the root "
+                                 "%d" % (self._rank, root))
+            req = self._comm.irecv(_bytes(flat), root, tag)
+            return self._work([req], outputs, lambda: _write_back(out, flat), ordered=False)
+        if (len(input_lists) != 1) or (len(input_lists[0]) != self._size):
+            raise ValueError("zsh scatter: the root takes one list of %d input tensors"
+                             % self._size)
+        ins = input_lists[0]
+        _check_cpu(ins, "scatter")
+        for i in ins:
+            if (i.dtype != out.dtype) or (i.numel() != out.numel()):
+                raise ValueError("zsh scatter: input tensors must match the output (%s, %d "
+                                 "elements); got %s, %d" % (out.dtype, out.numel(), i.dtype,
+                                                            i.numel()))
+        reqs = [self._comm.isend(_bytes(_flat(ins[r])), r, tag)
+                for r in range(self._size) if r != root]
 
-        def unpack():
-            for out, whole in zip(outputs, wholes):
-                n = out.numel()
-                out.copy_(whole[me * n:(me + 1) * n].view(out.shape))
-        return self._work(reqs, outputs, unpack)
+        def done():
+            flat.copy_(_flat(ins[root]))
+            _write_back(out, flat)
+        return self._work(reqs, outputs, done, ordered=False)
 
-    # ---- what ZeroShard does not have -------------------------------------------------
+    # ---- point to point ----------------------------------------------------------------
 
-    def send(self, tensors, dst, tag=0):
-        _unsupported("send", " (ZeroShard has collectives only)")
+    def _p2p_tensor(self, tensors, peer, tag, what):
+        _check_cpu(tensors, what)
+        if len(tensors) != 1:
+            raise ValueError("zsh %s: %d tensors; it takes one" % (what, len(tensors)))
+        if not 0 <= tag <= USER_TAG_MAX:
+            raise ValueError("zsh %s: tag %d is out of range [0, %d]" % (what, tag, USER_TAG_MAX))
+        if (peer is not None) and ((not 0 <= peer < self._size) or (peer == self._rank)):
+            raise ValueError("zsh %s: rank %d is not another rank of this group of %d (this "
+                             "is rank %d)" % (what, peer, self._size, self._rank))
+        return tensors[0]
 
-    def recv(self, tensors, src, tag=0):
-        _unsupported("recv", " (ZeroShard has collectives only)")
+    def send(self, tensors, dstRank, tag=0):
+        t = self._p2p_tensor(tensors, dstRank, tag, "send")
+        req = self._comm.isend(_bytes(_flat(t)), dstRank, tag)
+        return self._work([req], tensors, ordered=False)
+
+    def _recv(self, tensors, src, tag):
+        t = self._p2p_tensor(tensors, src, tag, "recv")
+        flat = _flat(t)
+        req = self._comm.irecv(_bytes(flat), src, tag)
+        work = self._work([req], tensors, lambda: _write_back(t, flat), ordered=False)
+        work._source = lambda: req.source
+        return work
+
+    def recv(self, tensors, srcRank, tag=0):
+        return self._recv(tensors, srcRank, tag)
 
     def recv_anysource(self, tensors, tag=0):
-        _unsupported("recv", " (ZeroShard has collectives only)")
+        return self._recv(tensors, None, tag)
+
+    # ---- monitored barrier -------------------------------------------------------------
+
+    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        """Return once every rank has come, or raise naming who did not.
+
+        Every other rank tells rank 0 it has come and waits for rank 0's word
+        to go on; rank 0 waits for them all for @timeout (the group's timeout
+        when None) and raises naming the first rank, in rank order, that did
+        not come in time, or every such rank with @wait_all_ranks; then it
+        sends no word, so the others raise too, naming rank 0."""
+        seconds = self._comm.timeout if timeout is None else (
+            timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout))
+        if self._size == 1:
+            return
+        if seconds <= 0:
+            raise RuntimeError("Rank %d timed out in monitoredBarrier after %d ms"
+                               % (self._rank, seconds * 1000))
+        token = torch.zeros(1, dtype=torch.uint8)
+        if self._rank != 0:
+            self._comm.isend(token, 0, _TAG_ARRIVED).wait()
+            word = self._comm.irecv(torch.empty(1, dtype=torch.uint8), 0, _TAG_GO_ON)
+            _set_deadline(word, seconds)
+            try:
+                word.wait()
+            except zeroshard.ZshError as e:
+                raise RuntimeError("Rank %d successfully reached monitoredBarrier, but received "
+                                   "errors while waiting for send/recv from rank 0: %s"
+                                   % (self._rank, e)) from e
+            return
+        came = []
+        for r in range(1, self._size):
+            came.append(self._comm.irecv(torch.empty(1, dtype=torch.uint8), r, _TAG_ARRIVED))
+            _set_deadline(came[-1], seconds)
+        missing = []
+        for r, req in enumerate(came, start=1):
+            try:
+                req.wait()
+            except zeroshard.ZshError:
+                missing.append(r)
+        if missing and wait_all_ranks:
+            raise RuntimeError("Ranks %s failed to pass monitoredBarrier in %d ms"
+                               % (", ".join(str(r) for r in missing), seconds * 1000))
+        if missing:
+            raise RuntimeError("Rank %d failed to pass monitoredBarrier in %d ms"
+                               % (missing[0], seconds * 1000))
+        for req in [self._comm.isend(token, r, _TAG_GO_ON) for r in range(1, self._size)]:
+            req.wait()
+
+    def _own_tag(self):
+        """The next of the group's own tags (see Tags above)."""
+        self._own_tags = getattr(self, "_own_tags", -1) + 1
+        return _TAG_CALLS + self._own_tags % (zeroshard.TAG_MAX + 1 - _TAG_CALLS)
 
     def _gather_posts(self, inputs):
         """An all-gather of each input into a buffer of its own: (requests, buffers)."""
@@ -601,6 +792,20 @@ class ProcessGroupZsh(ProcessGroup):
         if not 0 <= root < self._size:
             raise ValueError("zsh %s: root %d is not a rank of this group of %d"
                              % (what, root, self._size))
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier for groups of the zsh backend too
+    (torch's own refuses every backend but gloo); other groups go to torch's."""
+    c10d = dist.distributed_c10d
+    if c10d._rank_not_in_group(group):
+        return None
+    if dist.get_backend(group) != BACKEND_NAME:
+        return dist.monitored_barrier(group, timeout, wait_all_ranks)
+    pg = c10d._get_default_group() if group is None else group
+    if not isinstance(pg, ProcessGroupZsh):  # torch 2.x: the backend behind the group
+        pg = pg._get_backend(torch.device("cpu"))
+    return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
 
 def _bootstrap_number(store, size):

@@ -1,7 +1,9 @@
 #!/bin/bash
 # The torch.distributed backend "zsh" (tests/python/test_torch_backend.py),
 # once per rank: every collective, dtype and op against torch's arithmetic,
-# groups, async work, DDP and ZeroRedundancyOptimizer against gloo, at 2 and
+# groups, async work, point to point (from any source too), reduce, gather,
+# scatter and all-to-all in unequal splits against gloo bit for bit,
+# monitored_barrier, DDP and ZeroRedundancyOptimizer against gloo, at 2 and
 # 3 ranks; mismatched calls raising ZeroShard's message on both ranks (a job
 # of their own, since a mismatch revokes its group); init_process_group
 # through env://, file:// and tcp://; a rank that
