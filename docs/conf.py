@@ -12,7 +12,8 @@ version = release = os.environ.get("ZSH_MANUAL_VERSION", "")
 extensions = ["myst_parser", "breathe"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+# In a build in the source tree, make html and make docs write under docs/.
+exclude_patterns = ["_build", "manual", "html"]
 
 # Links to another page's heading ([x](install.md#install)) are resolved,
 # and a missing one is a warning (so an error under -W).
