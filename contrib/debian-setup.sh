@@ -21,7 +21,7 @@ packages+=(python3-dev python3-numpy pybind11-dev python3-torch python3-torchvis
 packages+=(python3-venv python3-pip python3-setuptools python3-pybind11)
 # Debian's torch does its fp32 matmuls through the libblas.so.3 alternative;
 # the reference BLAS behind it by default makes examples/torch/train_gpt.py's
-# fp32 steps far slower than OpenBLAS (the README has the measurement). The
+# fp32 steps far slower than OpenBLAS (docs/python.md has the measurement). The
 # OpenMP build follows torch.set_num_threads, so ranks sharing the cores do
 # not oversubscribe them.
 packages+=(libopenblas0-openmp)
@@ -36,6 +36,9 @@ packages+=(gnuplot-nox)
 # The test starts daemons of its own (own key, socket, configuration and
 # ports, inside the cluster's namespaces), beside any the system runs.
 packages+=(slurmctld slurmd slurm-client munge)
+# The manual (make html, tests/system/build/run_manual.sh): Sphinx with MyST
+# for its Markdown pages, Breathe for the C API from doxygen's XML, a theme.
+packages+=(python3-sphinx python3-myst-parser python3-breathe python3-sphinx-rtd-theme)
 # Environment Modules conflicts with Lmod in Debian, so it is unpacked from its
 # own Debian package next to Lmod instead of installed (its dependencies,
 # tcl8.6, less and procps, are above). The install test finds it here.

@@ -33,13 +33,14 @@ stage_done check
 # make distcheck: the tarball carries every file git tracks (Makefile.am's
 # distcheck-hook), builds every program, the tests' too, out of tree with
 # read-only sources, installs and uninstalls cleanly, and passes the tests
-# that read the tree there: the README, the layers, the installed package,
+# that read the tree there: the manual, the layers, the installed package,
 # the Python package, and the GoogleTest binary's unit tests and rank tests
 # at 1 rank. The whole suite ran in the plain build above, and running it
-# again here took most of distcheck's time (README, "Layout and tests").
-# Counted as one test.
+# again here took most of distcheck's time (docs/testing.md). Counted as one
+# test.
 # ZSH_DISTCHECK=0 leaves it out.
-distcheck_tests="tests/zsh_tests tests/system/build/run_readme.sh tests/system/build/run_layers.sh
+distcheck_tests="tests/zsh_tests tests/system/build/run_config_page.sh tests/system/build/run_manual.sh
+    tests/system/build/run_layers.sh
     tests/system/install/run_install.sh tests/system/python/run_comm.sh"
 rm -f tests/distcheck.log
 if [ $rc = 0 ] && [ "${ZSH_DISTCHECK:-1}" != 0 ]; then
@@ -69,7 +70,8 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/train/run_train.sh.log tests/system/train/run_kill.sh.log
       tests/zsh_fault_tests.log
       tests/system/perf/run_bench.sh.log tests/system/build/run_vectorized.sh.log
-      tests/system/build/run_layers.sh.log tests/system/build/run_readme.sh.log
+      tests/system/build/run_layers.sh.log tests/system/build/run_config_page.sh.log
+      tests/system/build/run_manual.sh.log
       tests/system/gpu/run_gpu_script.sh.log
       tests/system/shm/run_ulimit.sh.log
       tests/system/tools/run_estimate.sh.log tests/system/tools/run_zshrun.sh.log

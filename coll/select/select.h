@@ -6,7 +6,7 @@
  * and what the communicator decided alike on every member.
  *
  * The rule is written once, in select.c; zsh_info -s prints it from there,
- * the README quotes that, and the *_ALGO variables' help names each
+ * the manual's configuration page quotes that, and the *_ALGO variables' help names each
  * collective's algorithms from the same table.
  */
 #ifndef ZSH_COLL_SELECT_SELECT_H_

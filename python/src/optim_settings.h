@@ -4,7 +4,7 @@
 // struct with a field no row names), python/zeroshard/settings.py builds the
 // keywords, policies and docstrings from what the module reports of them,
 // and tests/python/test_settings.py holds the header's fields and the
-// README's table to them. A new setting is a field in the header and a row
+// manual's table (docs/zero.md) to them. A new setting is a field in the header and a row
 // here (and a field of its policy's class, if it has one).
 //
 // X(field, kind, policy, variable, doc):
@@ -14,7 +14,7 @@
 //             (off, auto or a group size), "path", "stream" (a CUDA stream)
 //   policy    the zeroshard policy class holding it, or "" (a keyword of its own)
 //   variable  the ZSH_* variable that the field's unset value (0, -1 or NULL) takes, or ""
-//   doc       one line for the docstrings and the README's table
+//   doc       one line for the docstrings and the manual's table
 #ifndef ZSH_PYTHON_OPTIM_SETTINGS_H_
 #define ZSH_PYTHON_OPTIM_SETTINGS_H_
 

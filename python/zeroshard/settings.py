@@ -20,8 +20,9 @@ one of its fields is refused. None, anywhere, leaves a setting to
 zsh_optim_config_init() (and so, where the field has one, to its ZSH_*
 variable).
 
-readme_table() is the README's table of them, which tests/python/test_settings.py
-holds the README to: paste it there after changing a row.
+doc_table() is the manual's table of them (docs/zero.md), which
+tests/python/test_settings.py holds the page to: paste it there after changing
+a row.
 """
 
 import collections
@@ -270,12 +271,12 @@ def describe(indent="    "):
     return "\n".join(lines)
 
 
-README_MARKER = "<!-- zeroshard.settings.readme_table() -->"
+DOC_MARKER = "<!-- zeroshard.settings.doc_table() -->"
 
 
-def readme_table():
-    """The README's table of the settings, its marker line first."""
-    rows = [README_MARKER,
+def doc_table():
+    """The manual's table of the settings (docs/zero.md), its marker line first."""
+    rows = [DOC_MARKER,
             "| setting (`zsh_optim_config_t`, keyword) | policy | default | unset takes | "
             "what it sets |",
             "|---|---|---|---|---|"]

@@ -2,7 +2,7 @@
 """The optimizer's settings, one list and its faces (run once per rank by
 tests/system/python/run_settings.sh): the module's rows
 (python/src/optim_settings.h) against the fields and docs of
-zsh_optim_config_t in include/zeroshard/optim.h, the README's table, the
+zsh_optim_config_t in include/zeroshard/optim.h, the manual's tables, the
 keywords of zeroshard.Optimizer and zeroshard.torch.ZeRO, and the policies;
 a setting given by its policy and by its keyword gives the same config, and
 one given both ways is refused.
@@ -41,9 +41,10 @@ def header_fields():
     return fields
 
 
-def readme_variables():
-    """The ZSH_* variables of the README's generated table (zsh_info -c)."""
-    return set(re.findall(r"^\| \w+ \| `(ZSH_[A-Z0-9_]+)` \|", source("README.md"), re.M))
+def config_page_variables():
+    """The ZSH_* variables of docs/configuration.md's generated table (zsh_info -c)."""
+    return set(re.findall(r"^\| \w+ \| `(ZSH_[A-Z0-9_]+)` \|", source("docs/configuration.md"),
+                          re.M))
 
 
 def new_optimizer(ctx, **kw):
@@ -68,9 +69,9 @@ def test_header_declares_the_listed_fields_in_order_each_with_a_doc(ctx):
 def test_header_doc_names_the_variable_each_setting_falls_back_to(ctx):
     from zeroshard.settings import SETTINGS
     docs = dict(header_fields())
-    known = readme_variables()
+    known = config_page_variables()
     if len(known) < 10:
-        raise AssertionError("the README's ZSH_* table has %d variables" % len(known))
+        raise AssertionError("docs/configuration.md's ZSH_* table has %d variables" % len(known))
     for s in SETTINGS:
         named = set(re.findall(r"ZSH_[A-Z0-9_]+", docs[s.name])) & known
         want = {s.variable} if s.variable else set()
@@ -78,24 +79,25 @@ def test_header_doc_names_the_variable_each_setting_falls_back_to(ctx):
             raise AssertionError("%s: its doc in optim.h names the variables %s, its row %s"
                                  % (s.name, sorted(named), sorted(want)))
         if s.variable and s.variable not in known:
-            raise AssertionError("%s: %s is not in the README's ZSH_* table" % (s.name, s.variable))
+            raise AssertionError("%s: %s is not in docs/configuration.md's ZSH_* table"
+                                 % (s.name, s.variable))
 
 
 @case
-def test_readme_table_is_the_listed_settings(ctx):
-    from zeroshard.settings import README_MARKER, readme_table
-    text = source("README.md")
-    at = text.find(README_MARKER + "\n")
+def test_manual_table_is_the_listed_settings(ctx):
+    from zeroshard.settings import DOC_MARKER, doc_table
+    text = source("docs/zero.md")
+    at = text.find(DOC_MARKER + "\n")
     if at < 0:
-        raise AssertionError("README.md has no line %s" % README_MARKER)
+        raise AssertionError("docs/zero.md has no line %s" % DOC_MARKER)
     block = text[at:].split("\n\n", 1)[0].rstrip("\n")
-    want = readme_table()
+    want = doc_table()
     if block != want:
         got, exp = block.split("\n"), want.split("\n")
         diff = [(g, e) for g, e in zip(got, exp) if g != e][:1] or \
             [("%d lines" % len(got), "%d lines" % len(exp))]
-        raise AssertionError("README's settings table differs from zeroshard.settings."
-                             "readme_table() (paste it there): README %r, list %r" % diff[0])
+        raise AssertionError("docs/zero.md's settings table differs from zeroshard.settings."
+                             "doc_table() (paste it there): page %r, list %r" % diff[0])
 
 
 @case

@@ -2,8 +2,8 @@
 # ZeroShard installed the way an HPC centre and a framework use it:
 # configure --prefix=<temporary directory> && make install, then the layout,
 # the library's soname and exported symbols, pkg-config, zsh_info and its man
-# page, zshrun and its man page, the README's install table against what
-# make install laid out, env.sh as the one step that sets up a newcomer's
+# page, zshrun and its man page, the install table of the manual's
+# docs/install.md against what make install laid out, env.sh as the one step that sets up a newcomer's
 # empty environment (zsh_info saying what is missing before it), the
 # README's examples built and run exactly as its commands say at 2 and 3
 # ranks, an MPI program under zshrun refused with the launcher message, make
@@ -196,15 +196,15 @@ zsh_info_sections() {
     # -c: every variable, its default and its current value.
     out=$(ZSH_CHUNK_SIZE=64k "$info" -c) || { echo "zsh_info -c failed"; ok=1; }
     # The configuration table's rows: from its marker to the blank line after it.
-    documented=$(sed -n '/^<!-- zsh_info -c -->$/,/^$/p' "$srcdir/README.md" |
+    documented=$(sed -n '/^<!-- zsh_info -c -->$/,/^$/p' "$srcdir/docs/configuration.md" |
                  sed -n 's/^| [^|]* | `\(ZSH_[A-Z_0-9]*\)` .*/\1/p')
     [ "$(echo "$documented" | grep -c .)" -ge 20 ] ||
-        { echo "README.md's table names too few variables: $documented"; ok=1; }
+        { echo "docs/configuration.md's table names too few variables: $documented"; ok=1; }
     for var in $documented; do
-        echo "$out" | grep -q "^$var=" || { echo "-c lacks $var (documented in README.md)"; ok=1; }
+        echo "$out" | grep -q "^$var=" || { echo "-c lacks $var (documented in docs/configuration.md)"; ok=1; }
     done
     for var in $(echo "$out" | sed -n 's/^\(ZSH_[A-Z_0-9]*\)=.*/\1/p'); do
-        echo "$documented" | grep -qx "$var" || { echo "$var is not in README.md's table"; ok=1; }
+        echo "$documented" | grep -qx "$var" || { echo "$var is not in docs/configuration.md's table"; ok=1; }
     done
     echo "$out" | grep -q '^ZSH_CHUNK_SIZE=65536$' && echo "$out" | grep -q 'default: 256k, set by: ZSH_CHUNK_SIZE' ||
         { echo "-c does not show ZSH_CHUNK_SIZE's default and current value"; ok=1; }
@@ -242,7 +242,7 @@ zshrun_installed() {
 }
 check install.zshrun_runs_ranks_and_its_man_page_has_every_section_and_option zshrun_installed
 
-# ---- the README's install table, env.sh, the README's examples ----------------
+# ---- the manual's install table, env.sh, the README's examples ---------------
 # covers PATTERN FILE: the install table's PATTERN names FILE.
 covers() {
     # shellcheck disable=SC2053
@@ -256,26 +256,26 @@ install_table() {
     local patterns pat f files ok=0 matched
     patterns=$(awk '$0 == "<!-- make install -->" { on = 1; next }
                     on && /^\|/ { print; next }
-                    on { exit }' "$srcdir/README.md" | tail -n +3 | cut -d'|' -f2 |
+                    on { exit }' "$srcdir/docs/install.md" | tail -n +3 | cut -d'|' -f2 |
                grep -o '`[^`]*`' | tr -d '`' |
                sed -e "s/<version>/$version/g" -e 's/python3\.X/python3.*/g')
     [ $have_python_pkg = yes ] || patterns=$(echo "$patterns" | grep -v 'site-packages')
     [ "$(echo "$patterns" | grep -c .)" -ge 25 ] ||
-        { echo "README.md's install table names too few paths:"; echo "$patterns"; return 1; }
+        { echo "docs/install.md's install table names too few paths:"; echo "$patterns"; return 1; }
     files=$(cd "$prefix" && find . \( -type f -o -type l \) | sed 's|^\./||' | LC_ALL=C sort)
     for f in $files; do
         matched=0
         for pat in $patterns; do covers "$pat" "$f" && { matched=1; break; }; done
-        [ $matched = 1 ] || { echo "installed but not in README.md's table: $f"; ok=1; }
+        [ $matched = 1 ] || { echo "installed but not in docs/install.md's table: $f"; ok=1; }
     done
     for pat in $patterns; do
         matched=0
         for f in $files; do covers "$pat" "$f" && { matched=1; break; }; done
-        [ $matched = 1 ] || { echo "in README.md's table but not installed: $pat"; ok=1; }
+        [ $matched = 1 ] || { echo "in docs/install.md's table but not installed: $pat"; ok=1; }
     done
     return $ok
 }
-check install.readme_install_table_lists_every_installed_file install_table
+check install.manual_install_table_lists_every_installed_file install_table
 
 env_sh=$prefix/share/zeroshard/env.sh
 # newcomer DIR CMD...: CMD in DIR with an environment that holds nothing of

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The optimizer's settings (tests/python/test_settings.py) at 1 and 2 ranks:
 # the module's list of them against zsh_optim_config_t's fields and docs in
-# include/zeroshard/optim.h, the README's table, the keywords of
+# include/zeroshard/optim.h, the manual's tables, the keywords of
 # zeroshard.Optimizer and zeroshard.torch.ZeRO and the policies; policies and
 # keywords give the same config and the same steps, and a setting given both
 # ways is refused. Skipped, with the reason, when the package is missing

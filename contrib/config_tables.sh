@@ -1,10 +1,11 @@
 #!/bin/bash
-# The README's generated blocks, from what zsh_info prints, so that the two
-# never disagree (tests/system/build/run_readme.sh checks them word for word):
-#   bash contrib/readme_tables.sh ZSH_INFO config   the ZSH_* table (zsh_info -c), with
+# The generated blocks of the manual's configuration page (docs/configuration.md),
+# from what zsh_info prints, so that the two never disagree
+# (tests/system/build/run_config_page.sh checks them word for word):
+#   bash contrib/config_tables.sh ZSH_INFO config   the ZSH_* table (zsh_info -c), with
 #                                                   each variable's range
-#   bash contrib/readme_tables.sh ZSH_INFO select   the selection rule (zsh_info -s)
-# Each starts with the README's marker line; paste the output over the old block.
+#   bash contrib/config_tables.sh ZSH_INFO select   the selection rule (zsh_info -s)
+# Each starts with the page's marker line; paste the output over the old block.
 set -euo pipefail
 info=${1:?usage: $0 ZSH_INFO config|select}
 what=${2:?usage: $0 ZSH_INFO config|select}
