@@ -126,6 +126,44 @@ static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size
     return ZSH_OK;
 }
 
+/*
+ * The deterministic mode's order (zeroshard.h): ranks 0 .. n-1 into a
+ * chunk of acc, stored once. Every rank then reads rank 0 first; the reads
+ * of one peer by several ranks at once cost less than the order's
+ * guarantee is worth to the caller who asked for it. In place, this rank's
+ * own input is read before dst is stored.
+ */
+static zsh_status_t zsh_direct_reduce_chunk_ordered(zsh_task_t *task, size_t first, size_t cnt,
+                                                    char *dst)
+{
+    const zsh_direct_t *d    = zsh_direct(task);
+    const zsh_coll_args_t *a = &task->args;
+    int n = task->comm->size, rank = task->comm->rank, p;
+    size_t esize = zsh_task_esize(task);
+    const char *in;
+    zsh_status_t status;
+
+    for (p = 0; p < n; p++) {
+        in = (const char *)a->sendbuf + first * esize;
+        if (p != rank) {
+            status = zsh_direct_copy(task, p, d->tmp, d->peers[p].src + first * esize,
+                                     cnt * esize, false);
+            if (status != ZSH_OK) {
+                return status;
+            }
+            in = d->tmp;
+        }
+        if (p == 0) {
+            zsh_reduce_load(d->acc, in, cnt, a->dtype);
+        } else if (p < n - 1) {
+            zsh_reduce_acc(d->acc, in, cnt, a->dtype, a->op);
+        } else {
+            zsh_reduce_acc_store(dst, d->acc, in, cnt, a->dtype, a->op, n);
+        }
+    }
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_direct_reduce_step(zsh_task_t *task, char *dst, bool spread)
 {
     zsh_direct_t *d = zsh_direct(task);
@@ -139,7 +177,9 @@ zsh_status_t zsh_direct_reduce_step(zsh_task_t *task, char *dst, bool spread)
             return ZSH_INPROGRESS;
         }
         cnt    = (count - d->done < d->chunk) ? count - d->done : d->chunk;
-        status = zsh_direct_reduce_chunk(task, first + d->done, cnt, dst + d->done * esize);
+        status = (task->comm->deterministic ? zsh_direct_reduce_chunk_ordered
+                                            : zsh_direct_reduce_chunk)(
+            task, first + d->done, cnt, dst + d->done * esize);
         if ((status == ZSH_OK) && spread) {
             status = zsh_direct_spread(task, dst + d->done * esize, (first + d->done) * esize,
                                        cnt * esize);
