@@ -28,12 +28,14 @@
 
 static const char *const zsh_bench_det_algos[] = {"auto", "ring", "rd", "direct", "eager", "hier",
                                                   "ordered"};
+/* Chunk sizes, each with a pipeline depth: a communicator costs a
+ * transport's set-up, so the pairs cover both lists without their product
+ * (the unit tests, determinism_test.c, take the product). */
 static const char *const zsh_bench_det_chunks[] = {"4k", "64k", "1m"};
-static const char *const zsh_bench_det_depths[] = {"2", "8"};
+static const char *const zsh_bench_det_depths[] = {"2", "8", "3"};
 
 #define ZSH_BENCH_DET_NALGOS  (sizeof(zsh_bench_det_algos) / sizeof(zsh_bench_det_algos[0]))
 #define ZSH_BENCH_DET_NCHUNKS (sizeof(zsh_bench_det_chunks) / sizeof(zsh_bench_det_chunks[0]))
-#define ZSH_BENCH_DET_NDEPTHS (sizeof(zsh_bench_det_depths) / sizeof(zsh_bench_det_depths[0]))
 
 /* The most an eager call takes (on shared-memory boards). */
 #define ZSH_BENCH_DET_EAGER_MAX (16u << 10)
@@ -115,72 +117,113 @@ static size_t zsh_bench_det_count(const zsh_bench_opts_t *opts, size_t bytes, in
     return (n > 0) ? n : 1;
 }
 
-/* Every setting on buffers @b (filled); prints one line and returns 1 when
- * the mode held. */
-static int zsh_bench_det_bits(const zsh_bench_opts_t *opts, zsh_bench_bufs_t *b,
-                              zsh_comm_t *world, size_t bytes)
+/* What the settings gave at one size. */
+typedef struct zsh_bench_det_tally {
+    long     ran, skipped, failed;
+    long     differ[2];   /* settings whose bits differed from the first's: default, mode */
+    uint64_t first[2];    /* the first setting's hash of this rank's result */
+    int      have[2];
+} zsh_bench_det_tally_t;
+
+static void zsh_bench_det_fill(const zsh_bench_opts_t *opts, zsh_bench_bufs_t *b, int rank);
+
+/* Both modes of one setting's communicator at one size, into @t. */
+static void zsh_bench_det_one(const zsh_bench_opts_t *opts, zsh_comm_t *comm, size_t bytes,
+                              const char *what, zsh_bench_det_tally_t *t)
+{
+    int rank = zsh_comm_rank(comm), mode;
+    zsh_bench_bufs_t b;
+    zsh_status_t st;
+    uint64_t h;
+
+    if (!zsh_bench_bufs_init(&b, opts, zsh_bench_det_count(opts, bytes, zsh_comm_size(comm)),
+                             zsh_comm_size(comm))) {
+        fprintf(stderr, "zsh_bench: rank %d: no memory for %zu bytes\n", rank, bytes);
+        t->failed++;
+        return;
+    }
+    zsh_bench_det_fill(opts, &b, rank);
+    for (mode = 1; mode >= 0; mode--) {
+        zsh_comm_set_deterministic(comm, mode);
+        st = zsh_bench_det_call(opts, &b, comm);
+        if (st == ZSH_ERR_UNSUPPORTED) {
+            t->skipped += mode; /* alike on every rank: a choice made of what they share */
+            continue;
+        }
+        if (st != ZSH_OK) {
+            fprintf(stderr, "zsh_bench: --check-determinism: %s, %zu bytes: %s\n", what, bytes,
+                    zsh_last_error());
+            t->failed++;
+            continue;
+        }
+        h = zsh_bench_det_hash(zsh_bench_recv(&b, 0), b.recv_bytes);
+        t->ran += mode;
+        if (!t->have[mode]) {
+            t->first[mode] = h;
+            t->have[mode]  = 1;
+        } else if (h != t->first[mode]) {
+            t->differ[mode]++;
+        }
+    }
+    zsh_bench_bufs_free(&b);
+}
+
+/* Every setting at every size of @opts, a communicator per setting; a row
+ * per size, and 1 when the mode held at all of them. Bits is a digest of
+ * the mode's results over the ranks, the same for any layout of the job. */
+static int zsh_bench_det_bits(const zsh_bench_opts_t *opts, zsh_comm_t *world)
 {
     const char *var = (opts->coll->coll == ZSH_BUSBW_REDUCE_SCATTER) ? "ZSH_REDUCE_SCATTER_ALGO"
                                                                       : "ZSH_ALLREDUCE_ALGO";
-    long ran = 0, skipped = 0, differ_det = 0, differ_off = 0, failed = 0, v[5];
-    uint64_t first[2] = {0, 0}, h;
-    int have[2] = {0, 0};
-    size_t a, c, d;
-    int mode;
+    zsh_bench_det_tally_t t[64];
+    size_t a, c, i, nsizes = 0, s;
+    int ok = 1;
+    long v[4];
+    char what[96];
     zsh_comm_t *comm;
-    zsh_status_t st;
 
+    memset(t, 0, sizeof(t));
+    for (s = opts->min_size; (s <= opts->max_size) && (nsizes < 64); s *= 2) {
+        nsizes++;
+    }
     for (a = 0; a < ZSH_BENCH_DET_NALGOS; a++) {
-        /* Past the largest descriptor message eager is refused: no need to hear why. */
-        if ((strcmp(zsh_bench_det_algos[a], "eager") == 0) && (bytes > ZSH_BENCH_DET_EAGER_MAX)) {
-            skipped += (long)(ZSH_BENCH_DET_NCHUNKS * ZSH_BENCH_DET_NDEPTHS);
-            continue;
-        }
         for (c = 0; c < ZSH_BENCH_DET_NCHUNKS; c++) {
-            for (d = 0; d < ZSH_BENCH_DET_NDEPTHS; d++) {
-                if (zsh_bench_det_comm(world, var, zsh_bench_det_algos[a], zsh_bench_det_chunks[c],
-                                       zsh_bench_det_depths[d], &comm) != ZSH_OK) {
-                    fprintf(stderr, "zsh_bench: --check-determinism: %s=%s: %s\n", var,
-                            zsh_bench_det_algos[a], zsh_last_error());
-                    failed++;
+            snprintf(what, sizeof(what), "%s=%s ZSH_CHUNK_SIZE=%s ZSH_PIPELINE_DEPTH=%s", var,
+                     zsh_bench_det_algos[a], zsh_bench_det_chunks[c], zsh_bench_det_depths[c]);
+            if (zsh_bench_det_comm(world, var, zsh_bench_det_algos[a], zsh_bench_det_chunks[c],
+                                   zsh_bench_det_depths[c], &comm) != ZSH_OK) {
+                fprintf(stderr, "zsh_bench: --check-determinism: %s: %s\n", what,
+                        zsh_last_error());
+                t[0].failed++;
+                continue;
+            }
+            for (i = 0, s = opts->min_size; i < nsizes; i++, s *= 2) {
+                /* Past the largest descriptor message eager is refused: no need to hear why. */
+                if ((strcmp(zsh_bench_det_algos[a], "eager") == 0) &&
+                    (s > ZSH_BENCH_DET_EAGER_MAX)) {
+                    t[i].skipped++;
                     continue;
                 }
-                for (mode = 1; mode >= 0; mode--) {
-                    zsh_comm_set_deterministic(comm, mode);
-                    st = zsh_bench_det_call(opts, b, comm);
-                    if (st == ZSH_ERR_UNSUPPORTED) {
-                        skipped += mode; /* the same for every rank: a choice of the args */
-                        continue;
-                    }
-                    if (st != ZSH_OK) {
-                        fprintf(stderr, "zsh_bench: --check-determinism: %s=%s chunk %s depth %s: "
-                                "%s\n", var, zsh_bench_det_algos[a], zsh_bench_det_chunks[c],
-                                zsh_bench_det_depths[d], zsh_last_error());
-                        failed++;
-                        continue;
-                    }
-                    h = zsh_bench_det_hash(zsh_bench_recv(b, 0), b->recv_bytes);
-                    ran += mode;
-                    if (!have[mode]) {
-                        first[mode] = h, have[mode] = 1;
-                    } else if (h != first[mode]) {
-                        *(mode ? &differ_det : &differ_off) += 1;
-                    }
-                }
-                zsh_comm_destroy(comm);
+                zsh_bench_det_one(opts, comm, s, what, &t[i]);
             }
+            zsh_comm_destroy(comm);
         }
     }
-    /* Settings that differed on any rank. */
-    v[0] = ran, v[1] = skipped, v[2] = differ_det, v[3] = differ_off, v[4] = failed;
-    zsh_bench_world_allreduce_long(&v[2], ZSH_MAX);
-    zsh_bench_world_allreduce_long(&v[3], ZSH_MAX);
-    zsh_bench_world_allreduce_long(&v[4], ZSH_MAX);
-    if (zsh_bench_world_rank() == 0) {
-        printf("%-10zu%10ld%10ld%16ld%20ld%10s\n", bytes, v[0], v[1], v[2], v[3],
-               ((v[2] == 0) && (v[4] == 0)) ? "Pass" : "FAIL");
+    for (i = 0, s = opts->min_size; i < nsizes; i++, s *= 2) {
+        /* Settings that differed on any rank, and the digest. */
+        v[0] = t[i].differ[1], v[1] = t[i].differ[0], v[2] = t[i].failed;
+        v[3] = (long)(t[i].first[1] >> 24);
+        zsh_bench_world_allreduce_long(&v[0], ZSH_MAX);
+        zsh_bench_world_allreduce_long(&v[1], ZSH_MAX);
+        zsh_bench_world_allreduce_long(&v[2], ZSH_MAX);
+        zsh_bench_world_allreduce_long(&v[3], ZSH_SUM);
+        if (zsh_bench_world_rank() == 0) {
+            printf("%-10zu%10ld%10ld%14ld%18ld%16lx%8s\n", s, t[i].ran, t[i].skipped, v[0], v[1],
+                   (unsigned long)v[3], ((v[0] == 0) && (v[2] == 0)) ? "Pass" : "FAIL");
+        }
+        ok &= (v[0] == 0) && (v[2] == 0);
     }
-    return (v[2] == 0) && (v[4] == 0);
+    return ok;
 }
 
 static int zsh_bench_det_cmp(const void *a, const void *b)
@@ -232,38 +275,33 @@ static void zsh_bench_det_fill(const zsh_bench_opts_t *opts, zsh_bench_bufs_t *b
 
 int zsh_bench_determinism(const zsh_bench_opts_t *opts, zsh_comm_t *world)
 {
-    int rank = zsh_comm_rank(world), size = zsh_comm_size(world), ok = 1, pass;
+    int rank = zsh_comm_rank(world), size = zsh_comm_size(world), ok;
     zsh_bench_bufs_t b;
     size_t s;
 
-    for (pass = 0; pass < 2; pass++) {
-        if (rank == 0) {
-            if (pass == 0) {
-                printf("# Determinism: %s %s, every ZSH_*_ALGO x ZSH_CHUNK_SIZE 4k, 64k, 1m x "
-                       "ZSH_PIPELINE_DEPTH 2, 8 on the same inputs, a communicator each\n",
-                       opts->coll->name, opts->dtype->name);
-                printf("%-10s%10s%10s%16s%20s%10s\n", "# Size", "Settings", "Skipped",
-                       "Differ(det)", "Differ(default)", "Bits");
-            } else {
-                printf("# Cost: the automatic choice, default and deterministic mode in %d "
-                       "alternating rounds, medians\n", ZSH_BENCH_BASELINE_ROUNDS);
-                printf("%-10s%20s%20s%12s\n", "# Size", "Default(us)", "Deterministic(us)",
-                       "det/default");
-            }
+    if (rank == 0) {
+        printf("# Determinism: %s %s, every ZSH_*_ALGO x (ZSH_CHUNK_SIZE, "
+               "ZSH_PIPELINE_DEPTH) (4k, 2), (64k, 8), (1m, 3) on the same inputs, a communicator each; Differ: "
+               "settings whose bits differ from the first's\n", opts->coll->name,
+               opts->dtype->name);
+        printf("%-10s%10s%10s%14s%18s%16s%8s\n", "# Size", "Settings", "Skipped", "Differ(det)",
+               "Differ(default)", "Bits(det)", "Result");
+    }
+    ok = zsh_bench_det_bits(opts, world);
+    if (rank == 0) {
+        printf("# Cost: the automatic choice, default and deterministic mode in %d "
+               "alternating rounds, medians\n", ZSH_BENCH_BASELINE_ROUNDS);
+        printf("%-10s%20s%20s%12s\n", "# Size", "Default(us)", "Deterministic(us)",
+               "det/default");
+    }
+    for (s = opts->min_size; s <= opts->max_size; s *= 2) {
+        if (!zsh_bench_bufs_init(&b, opts, zsh_bench_det_count(opts, s, size), size)) {
+            fprintf(stderr, "zsh_bench: rank %d: no memory for %zu bytes\n", rank, s);
+            return 0;
         }
-        for (s = opts->min_size; s <= opts->max_size; s *= 2) {
-            if (!zsh_bench_bufs_init(&b, opts, zsh_bench_det_count(opts, s, size), size)) {
-                fprintf(stderr, "zsh_bench: rank %d: no memory for %zu bytes\n", rank, s);
-                return 0;
-            }
-            zsh_bench_det_fill(opts, &b, rank);
-            if (pass == 0) {
-                ok &= zsh_bench_det_bits(opts, &b, world, s);
-            } else {
-                zsh_bench_det_cost(opts, &b, world, s);
-            }
-            zsh_bench_bufs_free(&b);
-        }
+        zsh_bench_det_fill(opts, &b, rank);
+        zsh_bench_det_cost(opts, &b, world, s);
+        zsh_bench_bufs_free(&b);
     }
     return ok;
 }
