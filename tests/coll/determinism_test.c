@@ -99,15 +99,15 @@ static size_t zsh_det_total(const zsh_det_call_t *c, int n)
     return (c->type == ZSH_COLL_REDUCE_SCATTER) ? c->count * (size_t)n : c->count;
 }
 
-/* Run @c under @s; NULL when it ran, with @out_p the result's first index
- * and @got its bits; else why it could not run here. */
+/* Run @c under @s; NULL when it ran, with *@first_p the result's first
+ * index and @got its bits; else why it could not run here. */
 static const char *zsh_det_run(zsh_comm_t *comm, const zsh_det_call_t *c,
                                const zsh_det_setting_t *s, char *got, size_t *first_p)
 {
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     size_t esize = zsh_dtype_size(c->dtype), total = zsh_det_total(c, n), i;
     zsh_coll_config_t *cfg = zsh_check_cfg(comm), saved = *cfg;
-    char *send = zsh_check_alloc(total * esize), *recv;
+    char *send = zsh_check_alloc(total * esize);
     zsh_status_t status;
 
     if ((s->algo == ZSH_ALGO_DIRECT) && !comm->local.direct) {
@@ -121,19 +121,17 @@ static const char *zsh_det_run(zsh_comm_t *comm, const zsh_det_call_t *c,
     for (i = 0; i < total; i++) {
         zsh_check_set(send, c->dtype, i, zsh_det_input(c->dtype, rank, c->offset + i));
     }
-    cfg->chunk_size     = s->chunk;
-    cfg->pipeline_depth = s->depth;
+    cfg->chunk_size      = s->chunk;
+    cfg->pipeline_depth  = s->depth;
     cfg->direct_min_size = 0;
     if (c->type == ZSH_COLL_REDUCE_SCATTER) {
         cfg->reduce_scatter_algo = s->algo;
-        recv     = got;
         *first_p = c->offset + c->count * (size_t)rank;
-        status   = zsh_reduce_scatter(send, recv, c->count, c->dtype, c->op, comm);
+        status   = zsh_reduce_scatter(send, got, c->count, c->dtype, c->op, comm);
     } else {
         cfg->allreduce_algo = s->algo;
-        recv     = got;
         *first_p = c->offset;
-        status   = zsh_allreduce(send, recv, c->count, c->dtype, c->op, comm);
+        status   = zsh_allreduce(send, got, c->count, c->dtype, c->op, comm);
     }
     *cfg = saved;
     free(send);
