@@ -22,13 +22,14 @@
 #include <string.h>
 
 /* A call of the matrix: which collective, its type and op, where its
- * vector starts in the inputs' index space, and its count (per rank for a
- * reduce-scatter). */
+ * vector starts in the inputs' index space, its count (per rank for a
+ * reduce-scatter), and whether it runs in place. */
 typedef struct zsh_det_call {
     zsh_coll_type_t type;
     zsh_dtype_t     dtype;
     zsh_op_t        op;
     size_t          offset, count;
+    bool            inplace;
 } zsh_det_call_t;
 
 /* The settings a call runs under. */
@@ -107,7 +108,7 @@ static const char *zsh_det_run(zsh_comm_t *comm, const zsh_det_call_t *c,
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
     size_t esize = zsh_dtype_size(c->dtype), total = zsh_det_total(c, n), i;
     zsh_coll_config_t *cfg = zsh_check_cfg(comm), saved = *cfg;
-    char *send = zsh_check_alloc(total * esize);
+    char *send = zsh_check_alloc(total * esize), *recv;
     zsh_status_t status;
 
     if ((s->algo == ZSH_ALGO_DIRECT) && !comm->local.direct) {
@@ -127,11 +128,16 @@ static const char *zsh_det_run(zsh_comm_t *comm, const zsh_det_call_t *c,
     if (c->type == ZSH_COLL_REDUCE_SCATTER) {
         cfg->reduce_scatter_algo = s->algo;
         *first_p = c->offset + c->count * (size_t)rank;
-        status   = zsh_reduce_scatter(send, got, c->count, c->dtype, c->op, comm);
+        recv     = c->inplace ? send + c->count * (size_t)rank * esize : got;
+        status   = zsh_reduce_scatter(send, recv, c->count, c->dtype, c->op, comm);
     } else {
         cfg->allreduce_algo = s->algo;
         *first_p = c->offset;
-        status   = zsh_allreduce(send, got, c->count, c->dtype, c->op, comm);
+        recv     = c->inplace ? send : got;
+        status   = zsh_allreduce(send, recv, c->count, c->dtype, c->op, comm);
+    }
+    if (recv != got) {
+        memcpy(got, recv, c->count * esize);
     }
     *cfg = saved;
     free(send);
@@ -139,8 +145,8 @@ static const char *zsh_det_run(zsh_comm_t *comm, const zsh_det_call_t *c,
     return NULL;
 }
 
-/* Calls of mixed types, ops, sizes and offsets: the same indexes reduced
- * from other places in the message. */
+/* Calls of mixed types, ops, sizes and offsets (the same indexes reduced
+ * from other places in the message), a third of them in place. */
 static size_t zsh_det_calls(zsh_det_call_t *calls, size_t max)
 {
     static const size_t offsets[] = {0, 3, 1001};
@@ -150,11 +156,12 @@ static size_t zsh_det_calls(zsh_det_call_t *calls, size_t max)
         for (d = 0; d < sizeof(zsh_det_dtypes) / sizeof(zsh_det_dtypes[0]); d++) {
             for (o = 0; (o < sizeof(offsets) / sizeof(offsets[0])) && (k < max); o++) {
                 calls[k++] = (zsh_det_call_t){
-                    .type   = t ? ZSH_COLL_ALLREDUCE : ZSH_COLL_REDUCE_SCATTER,
-                    .dtype  = zsh_det_dtypes[d],
-                    .op     = ((d + o) % 2) ? ZSH_AVG : ZSH_SUM,
-                    .offset = offsets[o],
-                    .count  = t ? 1500 + 7 * o : 301 + o};
+                    .type    = t ? ZSH_COLL_ALLREDUCE : ZSH_COLL_REDUCE_SCATTER,
+                    .dtype   = zsh_det_dtypes[d],
+                    .op      = ((d + o) % 2) ? ZSH_AVG : ZSH_SUM,
+                    .offset  = offsets[o],
+                    .count   = t ? 1500 + 7 * o : 301 + o,
+                    .inplace = (o == 1)};
             }
         }
     }
@@ -173,10 +180,11 @@ static bool zsh_det_matches(const zsh_det_call_t *c, const zsh_det_setting_t *s,
         zsh_det_expected(want, c->dtype, c->op, n, first + i);
         if (memcmp(want, got + i * esize, esize) != 0) {
             if (report) {
-                zsh_test_fail(__FILE__, __LINE__, "%s %s %s offset %zu count %zu, %s chunk %zu "
+                zsh_test_fail(__FILE__, __LINE__, "%s %s %s offset %zu count %zu%s, %s chunk %zu "
                               "depth %u: element %zu is %.17g, the rank-order fold %.17g",
                               zsh_desc_type_name(c->type), zsh_dtype_name(c->dtype),
-                              zsh_op_name(c->op), c->offset, c->count, zsh_algo_name(s->algo),
+                              zsh_op_name(c->op), c->offset, c->count,
+                              c->inplace ? " in place" : "", zsh_algo_name(s->algo),
                               s->chunk, s->depth, i, zsh_check_get(got, c->dtype, i),
                               zsh_check_get(want, c->dtype, 0));
             }
