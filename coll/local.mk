@@ -29,9 +29,11 @@ libzsh_coll_la_SOURCES += \
 	%reldir%/reduce_scatter/reduce_scatter_direct.c \
 	%reldir%/reduce_scatter/reduce_scatter_eager.c \
 	%reldir%/reduce_scatter/reduce_scatter_hier.c \
+	%reldir%/reduce_scatter/reduce_scatter_ordered.c \
 	%reldir%/allreduce/allreduce.c %reldir%/allreduce/allreduce.h \
 	%reldir%/allreduce/allreduce_ring.c %reldir%/allreduce/allreduce_direct.c \
 	%reldir%/allreduce/allreduce_eager.c %reldir%/allreduce/allreduce_hier.c \
+	%reldir%/allreduce/allreduce_ordered.c \
 	%reldir%/bcast/bcast.c %reldir%/bcast/bcast.h %reldir%/bcast/bcast_binomial.c \
 	%reldir%/bcast/bcast_direct.c %reldir%/bcast/bcast_eager.c %reldir%/bcast/bcast_hier.c \
 	%reldir%/alltoall/alltoall.c %reldir%/alltoall/alltoall.h \

@@ -260,6 +260,46 @@ zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds);
 double zsh_comm_get_timeout(const zsh_comm_t *comm);
 
 /**
+ * @brief Make every later reduce-scatter and all-reduce on @p comm follow
+ *        the deterministic order, or stop doing so.
+ *
+ * The contract, in this mode: each element of the result is
+ * \code
+ *   acc = A(x[0]);  acc = acc op A(x[1]);  ...;  acc = acc op A(x[N-1]);
+ *   result = T(op == ZSH_AVG ? acc / N : acc);
+ * \endcode
+ * where x[r] is rank r's input at that element, N the communicator's size,
+ * A the accumulation type (fp32 for ZSH_FLOAT16, ZSH_BFLOAT16 and
+ * ZSH_FLOAT32, fp64 for ZSH_FLOAT64, the type itself for the integers) and
+ * T() rounds to nearest even, once. The bits depend only on the inputs, N
+ * and each input's rank; not on the algorithm (chosen or forced by
+ * ZSH_<COLL>_ALGO), ZSH_CHUNK_SIZE, ZSH_PIPELINE_DEPTH, the message's size
+ * or where an element sits in it, the node layout, threads or timing. An
+ * algorithm that reduces in another order (recursive doubling, the ring,
+ * the hierarchical one) is not run in this mode: "ordered" runs instead,
+ * where each block's owner receives every rank's contribution and reduces
+ * them in rank order; zsh_info -s lists what runs. Calls on device buffers
+ * (NCCL) are refused with ZSH_ERR_UNSUPPORTED in this mode.
+ *
+ * Every rank of @p comm must make the same setting before its next call:
+ * ranks that disagree may choose different algorithms (the call then fails
+ * with ZSH_ERR_MISMATCH naming both) or reduce in different orders. A
+ * communicator split from @p comm inherits the setting. All-gather,
+ * broadcast and all-to-all only move data and are the same in both modes.
+ * @param comm Communicator.
+ * @param on   1 for the deterministic order, 0 for the fastest; the
+ *             default is ZSH_DETERMINISTIC (0).
+ * @return ZSH_ERR_INVALID_ARG for a handle that is not a live
+ *         communicator or an @p on other than 0 or 1.
+ */
+zsh_status_t zsh_comm_set_deterministic(zsh_comm_t *comm, int on);
+
+/** @brief 1 if reductions on @p comm follow the deterministic order
+ *         (zsh_comm_set_deterministic()), 0 if not, or -1 if @p comm is
+ *         NULL, destroyed or not a communicator (zsh_last_error() says which). */
+int zsh_comm_get_deterministic(const zsh_comm_t *comm);
+
+/**
  * @brief Destroy a communicator.
  *
  * Every request created on it must have been freed first; otherwise the call

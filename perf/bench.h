@@ -72,6 +72,7 @@ typedef struct {
     int          cold;               /* --cold */
     zsh_bench_device_t device;       /* --device */
     int          mem_told;           /* --mem-type cuda: zsh_comm_set_mem_type, no queries */
+    int          determinism;        /* --check-determinism */
     const char  *csv_path;           /* --csv, or NULL */
 } zsh_bench_opts_t;
 
@@ -160,6 +161,11 @@ void zsh_bench_call(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b, siz
                     zsh_comm_t *comm, int mpi);
 /* The timings of the ranks' per-iteration @local seconds. */
 zsh_bench_time_t zsh_bench_time_over_ranks(double local);
+
+/* ---- bench_determinism.c ---- */
+/* --check-determinism: the bits of every setting compared, then the
+ * deterministic mode's cost, over the sizes of @opts; 1 when the bits held. */
+int zsh_bench_determinism(const zsh_bench_opts_t *opts, zsh_comm_t *world);
 
 /* ---- bench_cuda.c: --device cuda; in a build without CUDA and NCCL every
  * call fails, saying so ---- */

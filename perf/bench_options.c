@@ -45,6 +45,10 @@ void zsh_bench_usage(FILE *out)
             "                              CUDA where each call's buffers are; cuda tells it once\n"
             "                              (zsh_comm_set_mem_type)\n"
             "      --csv FILE              also write the rows to FILE as CSV\n"
+            "      --check-determinism     reduce_scatter or allreduce: the same inputs under every\n"
+            "                              algorithm, chunk size and depth, bits compared, in the\n"
+            "                              deterministic mode (zsh_comm_set_deterministic) and\n"
+            "                              without; then that mode's time against the default's\n"
             "  -h, --help                  this text\n",
             ZSH_BENCH_LARGE_DIVISOR, ZSH_BENCH_LARGE_SIZE, ZSH_BENCH_LARGE_DIVISOR,
             ZSH_BENCH_LARGE_SIZE, zsh_bench_dtype_names(),
@@ -159,7 +163,7 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
         {"baseline", required_argument, NULL, 'B'},     {"cold", no_argument, NULL, 'C'},
         {"csv", required_argument, NULL, 'V'},          {"help", no_argument, NULL, 'h'},
         {"device", required_argument, NULL, 'D'},       {"mem-type", required_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0}};
+        {"check-determinism", no_argument, NULL, 'X'},  {NULL, 0, NULL, 0}};
     int c;
 
     memset(opts, 0, sizeof(*opts));
@@ -226,6 +230,7 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
             opts->mem_told = (strcmp(optarg, "cuda") == 0);
             break;
         case 'V': opts->csv_path = optarg; break;
+        case 'X': opts->determinism = 1; break;
         case 'h': return 1;
         case ':':
             snprintf(err, errlen, "%s needs an argument", argv[optind - 1]);
@@ -244,6 +249,18 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
     if (opts->coll == NULL) {
         snprintf(err, errlen, "unknown collective '%s': allgather, reduce_scatter, allreduce, broadcast, alltoall or "
                  "barrier", argv[optind]);
+        return -1;
+    }
+    if (opts->determinism && (opts->coll->coll != ZSH_BUSBW_REDUCE_SCATTER) &&
+        (opts->coll->coll != ZSH_BUSBW_ALLREDUCE)) {
+        snprintf(err, errlen, "--check-determinism: %s does not reduce; use reduce_scatter or "
+                 "allreduce", opts->coll->name);
+        return -1;
+    }
+    if (opts->determinism && (opts->device != ZSH_BENCH_HOST || opts->baseline_mpi ||
+                              opts->csv_path != NULL)) {
+        snprintf(err, errlen, "--check-determinism runs on host buffers, without --device, "
+                 "--baseline or --csv");
         return -1;
     }
     return zsh_bench_parse_device(opts, err, errlen);

@@ -302,6 +302,10 @@ static int zsh_bench_run(zsh_bench_t *bench)
         rc = 2;
         goto out_comm;
     }
+    if (bench->opts.determinism) {
+        rc = zsh_bench_determinism(&bench->opts, bench->comm) ? 0 : 1;
+        goto out_device;
+    }
     if (!zsh_bench_open_csv(bench)) {
         rc = 1;
         goto out_device;

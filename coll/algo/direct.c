@@ -126,6 +126,55 @@ static zsh_status_t zsh_direct_reduce_chunk(zsh_task_t *task, size_t first, size
     return ZSH_OK;
 }
 
+/*
+ * The deterministic mode's order (zeroshard.h): ranks 0 .. n-1, each added
+ * to what came before. Every rank then reads rank 0 first; the reads of
+ * one peer by several ranks at once cost less than the order's guarantee
+ * is worth to the caller who asked for it. Where the accumulation type is
+ * the element type and dst is not this rank's input, dst accumulates, rank
+ * 0's chunk read straight into it (rank 0 adds rank 1's to its own input
+ * into dst), as the default order does; otherwise a
+ * chunk of acc does, and dst is stored once, after this rank's own input
+ * was read.
+ */
+static zsh_status_t zsh_direct_reduce_chunk_ordered(zsh_task_t *task, size_t first, size_t cnt,
+                                                    char *dst)
+{
+    const zsh_direct_t *d    = zsh_direct(task);
+    const zsh_coll_args_t *a = &task->args;
+    int n = task->comm->size, rank = task->comm->rank, p;
+    size_t esize = zsh_task_esize(task);
+    const char *own = (const char *)a->sendbuf + first * esize, *in;
+    bool in_dst = (zsh_dtype_acc(a->dtype) == a->dtype) && (a->op != ZSH_AVG) && (dst != own);
+    char *acc   = in_dst ? dst : d->acc;
+    zsh_status_t status;
+
+    for (p = 0; p < n; p++) {
+        in = own;
+        if (p != rank) {
+            in     = ((p == 0) && in_dst) ? dst : d->tmp;
+            status = zsh_direct_copy(task, p, (char *)in, d->peers[p].src + first * esize,
+                                     cnt * esize, false);
+            if (status != ZSH_OK) {
+                return status;
+            }
+        }
+        if ((p == 0) && in_dst) {
+            continue; /* in dst already, or this rank's own input, added at p = 1 */
+        }
+        if ((p == 1) && in_dst && (rank == 0)) {
+            zsh_reduce_acc_store(dst, own, in, cnt, a->dtype, a->op, n);
+        } else if (p == 0) {
+            zsh_reduce_load(acc, in, cnt, a->dtype);
+        } else if ((p < n - 1) || in_dst) {
+            zsh_reduce_acc(acc, in, cnt, a->dtype, a->op);
+        } else {
+            zsh_reduce_acc_store(dst, acc, in, cnt, a->dtype, a->op, n);
+        }
+    }
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_direct_reduce_step(zsh_task_t *task, char *dst, bool spread)
 {
     zsh_direct_t *d = zsh_direct(task);
@@ -139,7 +188,9 @@ zsh_status_t zsh_direct_reduce_step(zsh_task_t *task, char *dst, bool spread)
             return ZSH_INPROGRESS;
         }
         cnt    = (count - d->done < d->chunk) ? count - d->done : d->chunk;
-        status = zsh_direct_reduce_chunk(task, first + d->done, cnt, dst + d->done * esize);
+        status = (task->comm->deterministic ? zsh_direct_reduce_chunk_ordered
+                                            : zsh_direct_reduce_chunk)(
+            task, first + d->done, cnt, dst + d->done * esize);
         if ((status == ZSH_OK) && spread) {
             status = zsh_direct_spread(task, dst + d->done * esize, (first + d->done) * esize,
                                        cnt * esize);

@@ -17,6 +17,9 @@
  *   reduce-scatter  read this rank's block of each peer's input, a chunk at
  *                   a time into a buffer that stays in cache, and reduce it
  *                   into recvbuf (reduce_scatter/reduce_scatter_direct.c);
+ *                   in the deterministic mode every rank reads ranks
+ *                   0 .. n-1 in that order instead, so each element is
+ *                   zeroshard.h's rank-order fold;
  *   all-reduce      reduce this rank's block the same way into recvbuf,
  *                   and write each reduced chunk into every peer's recvbuf
  *                   (allreduce/allreduce_direct.c). Each block is reduced

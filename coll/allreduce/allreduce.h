@@ -22,4 +22,8 @@ zsh_status_t zsh_allreduce_eager_init(zsh_task_t *task);
  * (algo/hier.h). */
 zsh_status_t zsh_allreduce_hier_init(zsh_task_t *task);
 
+/* A schedule: the ordered reduce-scatter (the deterministic mode's, rank
+ * order per element), then the ring all-gather in place. */
+zsh_status_t zsh_allreduce_ordered_init(zsh_task_t *task);
+
 #endif

@@ -262,6 +262,30 @@ zsh_status_t zsh_comm_set_timeout(zsh_comm_t *comm, double seconds)
     return ZSH_OK;
 }
 
+zsh_status_t zsh_comm_set_deterministic(zsh_comm_t *comm, int on)
+{
+    zsh_status_t status = zsh_comm_check_live("zsh_comm_set_deterministic", comm);
+
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if ((on != 0) && (on != 1)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_comm_set_deterministic: on is %d: expected 0 or 1", on);
+    }
+    comm->deterministic = (on == 1);
+    return ZSH_OK;
+}
+
+int zsh_comm_get_deterministic(const zsh_comm_t *comm)
+{
+    if (!zsh_comm_live(comm)) {
+        zsh_comm_refuse("zsh_comm_get_deterministic", comm);
+        return -1;
+    }
+    return comm->deterministic ? 1 : 0;
+}
+
 /* The getters answer -1 for a handle that is not a live communicator, with
  * the reason in zsh_last_error(). */
 double zsh_comm_get_timeout(const zsh_comm_t *comm)

@@ -82,6 +82,12 @@ static const zsh_config_field_t zsh_coll_config_fields[] = {
      "Seconds a waiter then polls between sched_yield() calls, so that ranks sharing its core run "
      "at once, before it sleeps on the transport's event descriptor; 0: it sleeps at once",
      ZSH_COLL_OFF(yield_time), ZSH_CONFIG_TIME, NULL, "0", "1"},
+    {"DETERMINISTIC", NULL, "0",
+     "1: every reduce-scatter and all-reduce of a communicator reduces each element over "
+     "ranks 0 .. N-1 in that order (zeroshard.h), so its bits do not depend on the algorithm, "
+     "chunk size, pipeline depth, offset, node layout or timing; zsh_comm_set_deterministic() "
+     "sets it per communicator, and zsh_info -s says which algorithms run in this mode",
+     ZSH_COLL_OFF(deterministic), ZSH_CONFIG_ENUM, zsh_coll_switch_names, NULL, NULL},
     {"TRACE", NULL, "0",
      "Flight recorder: 1 keeps the last ZSH_TRACE_DEPTH collectives of each communicator "
      "(op, sequence number, sizes, state, timestamps) and dumps them on a timeout, an abort, "

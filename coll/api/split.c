@@ -135,6 +135,7 @@ static zsh_status_t zsh_split_create(zsh_comm_t *comm, const zsh_split_info_t *a
         (*newcomm_p)->dev.mem_type = comm->dev.mem_type;
         (*newcomm_p)->dev.stream   = comm->dev.stream;
         (*newcomm_p)->dev.flags    = comm->dev.flags;
+        (*newcomm_p)->deterministic = comm->deterministic; /* a reduction's order too */
         status = zsh_split_hier(comm, all, id, *newcomm_p);
         if (status != ZSH_OK) {
             zsh_comm_destroy(*newcomm_p);

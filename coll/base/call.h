@@ -56,6 +56,13 @@ static inline bool zsh_coll_is_p2p(zsh_coll_type_t type)
     return (type == ZSH_COLL_SEND) || (type == ZSH_COLL_RECV);
 }
 
+/* Whether a call reduces (reduce-scatter, all-reduce): what the
+ * deterministic mode orders. */
+static inline bool zsh_coll_reduces(zsh_coll_type_t type)
+{
+    return (type == ZSH_COLL_REDUCE_SCATTER) || (type == ZSH_COLL_ALLREDUCE);
+}
+
 /* A call as an entry point makes it: no stream, blocking set later. */
 #define ZSH_COLL_ARGS(_type, _send, _recv, _count, _dtype, _op, _root) \
     {(_type), (_send), (_recv), (_count), (_dtype), (_op), (_root), NULL, false, false, 0, 0}

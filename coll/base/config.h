@@ -31,6 +31,9 @@ typedef enum {
                             (algo/hier.h) */
     ZSH_ALGO_DISSEMINATION, /* barrier: ceil(log2 ranks) rounds of empty messages */
     ZSH_ALGO_PAIRWISE,   /* alltoall: a block to rank + k and from rank - k at step k */
+    ZSH_ALGO_ORDERED,    /* reduce_scatter, allreduce: each block's owner receives every
+                            rank's contribution and reduces them in rank order (the
+                            deterministic mode's algorithm where no other honours it) */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 
@@ -57,6 +60,7 @@ typedef struct zsh_coll_config {
                                    private cache */
     unsigned spin_count;        /* progress polls before a waiter yields */
     double   yield_time;        /* seconds a waiter yields its core before it sleeps */
+    int      deterministic;     /* 1: reductions follow zeroshard.h's fixed order */
     int      trace;             /* flight recorder on (1) or off (0) */
     unsigned trace_depth;       /* collectives the flight recorder keeps per communicator */
     char     trace_file[ZSH_CONFIG_STR_MAX]; /* where it dumps: "" for stderr; %r rank, %p pid */

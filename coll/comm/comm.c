@@ -122,6 +122,7 @@ zsh_status_t zsh_comm_create(zsh_ctx_t *ctx, uint32_t id, uint64_t uid, int rank
     comm->rank    = rank;
     comm->size    = size;
     comm->timeout = ctx->cfg.timeout;
+    comm->deterministic = (ctx->cfg.deterministic != 0);
     comm->local   = zsh_comm_local(ctx, id, rank, size, ctx_ranks);
     comm->health  = (zsh_comm_health_t){.failed_rank = -1};
     status        = zsh_comm_lines_open(comm);

@@ -104,6 +104,7 @@ struct zsh_comm {
     uint32_t          seq;        /* sequence number of the next collective */
     unsigned          requests;   /* requests not yet freed */
     double            timeout;    /* seconds a collective may take (zsh_comm_set_timeout) */
+    bool              deterministic; /* reductions in rank order (zsh_comm_set_deterministic) */
     zsh_comm_local_t  local;
     zsh_comm_health_t health;
     atomic_int        aborted;    /* zsh_comm_abort() was called here, from any thread */

@@ -15,6 +15,14 @@ zsh_status_t zsh_ring_rs_init(zsh_task_t *task, const char *src, char *dst,
                               const zsh_part_t *part, uint32_t step_base);
 zsh_status_t zsh_ring_rs_progress(zsh_task_t *task);
 
+/* The deterministic mode's: each block's owner reduces every rank's
+ * contribution in rank order (reduce_scatter_ordered.c); also the ordered
+ * all-reduce's first phase. */
+zsh_status_t zsh_ordered_rs_init(zsh_task_t *task, const char *src, char *dst,
+                                 const zsh_part_t *part, uint32_t step_base);
+zsh_status_t zsh_ordered_rs_progress(zsh_task_t *task);
+zsh_status_t zsh_reduce_scatter_ordered_init(zsh_task_t *task);
+
 /* Reads of this rank's block from every peer's input on one node (algo/direct.h). */
 zsh_status_t zsh_reduce_scatter_direct_init(zsh_task_t *task);
 

@@ -54,6 +54,12 @@ zsh_status_t zsh_coll_prepare(const char *fn, const zsh_coll_args_t *args, zsh_c
     if (status == ZSH_OK) {
         status = zsh_dev_classify(fn, comm, args, &device, &dev);
     }
+    if ((status == ZSH_OK) && device && comm->deterministic && zsh_coll_reduces(args->type)) {
+        status = zsh_error(ZSH_ERR_UNSUPPORTED, "%s: comm %u is deterministic "
+                           "(zsh_comm_set_deterministic), and NCCL's reductions on device "
+                           "buffers follow no fixed order; reduce host buffers instead", fn,
+                           comm->id);
+    }
     if ((status == ZSH_OK) && device) {
         status = zsh_dev_comm_ready(fn, comm, args, dev);
     }

@@ -41,13 +41,13 @@ static const zsh_select_rule_t zsh_select_rules[] = {
                                  ZSH_ALGO_RING,
                                  ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
                                  ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
-                                 ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+                                 ZSH_SELECT_BIT(ZSH_ALGO_HIER) | ZSH_SELECT_BIT(ZSH_ALGO_ORDERED)},
     [ZSH_COLL_ALLREDUCE] = {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO",
                             offsetof(zsh_coll_config_t, allreduce_algo), ZSH_ALGO_RD,
                             ZSH_ALGO_RING,
                             ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
                             ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
-                            ZSH_SELECT_BIT(ZSH_ALGO_HIER)},
+                            ZSH_SELECT_BIT(ZSH_ALGO_HIER) | ZSH_SELECT_BIT(ZSH_ALGO_ORDERED)},
     [ZSH_COLL_BROADCAST] = {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO",
                             offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
                             ZSH_ALGO_BINOMIAL,
@@ -110,7 +110,21 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "block for rank + k and receives from rank - k, so every step's "
                           "messages form a permutation and no rank receives from two at once; "
                           "ZSH_PIPELINE_DEPTH steps in flight; works across nodes",
+    [ZSH_ALGO_ORDERED]  = "each rank sends chunk c of block p of its input to rank p, and "
+                          "reduces the chunks of its own block from every rank in rank order "
+                          "0 .. N-1 in the accumulation type, rounding once (zeroshard.h's "
+                          "deterministic order); chunks of ZSH_CHUNK_SIZE, ZSH_PIPELINE_DEPTH "
+                          "in flight; all-reduce as that then the ring all-gather; works "
+                          "across nodes",
 };
+
+/* The algorithms that reduce every element in zeroshard.h's deterministic
+ * order: direct and eager fold ranks 0 .. N-1 into one accumulator in that
+ * mode, and ordered always does. Recursive doubling, the ring and the
+ * hierarchy add partial sums in an order of their own. */
+static const unsigned zsh_select_ordered = ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
+                                           ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
+                                           ZSH_SELECT_BIT(ZSH_ALGO_ORDERED);
 
 /* A step of the automatic choice: the algorithm it picks, or AUTO where it
  * does not apply. */
@@ -344,6 +358,10 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
     for (i = 0; (algo == ZSH_ALGO_AUTO) && (i < ZSH_SELECT_NSTEPS); i++) {
         algo = zsh_select_steps[i].pick(comm, rule, total_bytes);
     }
+    if (comm->deterministic && zsh_coll_reduces(type) &&
+        ((zsh_select_ordered & ZSH_SELECT_BIT(algo)) == 0)) {
+        algo = ZSH_ALGO_ORDERED; /* whether chosen or forced: the mode is the caller's promise */
+    }
     *algo_p = algo;
     return ZSH_OK;
 }
@@ -367,5 +385,17 @@ void zsh_select_describe(FILE *out)
     fprintf(out, "# auto: the first of these that applies picks:\n");
     for (i = 0; i < ZSH_SELECT_NSTEPS; i++) {
         fprintf(out, "#   %zu. %s\n", i + 1, zsh_select_steps[i].when);
+    }
+    fprintf(out, "# Deterministic mode (ZSH_DETERMINISTIC=1, zsh_comm_set_deterministic()): "
+            "reduce-scatter and all-reduce reduce each element over ranks 0 .. N-1 in order "
+            "(zeroshard.h):\n");
+    for (a = ZSH_ALGO_AUTO + 1; a < ZSH_ALGO_LAST; a++) {
+        if ((zsh_select_rules[ZSH_COLL_REDUCE_SCATTER].allowed & ZSH_SELECT_BIT(a)) != 0) {
+            fprintf(out, "#   %-13s %s\n", zsh_algo_name((zsh_algo_t)a),
+                    ((zsh_select_ordered & ZSH_SELECT_BIT(a)) != 0)
+                        ? "honours it: runs as chosen"
+                        : "does not: never runs in this mode; a choice of it, automatic or "
+                          "forced, runs ordered instead");
+        }
     }
 }

@@ -156,6 +156,9 @@ def parse_args(argv=None):
     p.add_argument("--sub-group-size", type=size_arg, default=0,
                    help="elements of state the step updates at a time "
                         "(default: ZSH_SUB_GROUP_SIZE)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="the same loss bits whatever the bucket size, sub-group size, offload "
+                        "or node layout (ZeRO's deterministic=)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--text", default=TEXT)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
@@ -197,7 +200,8 @@ def train(args, log=print):
                                 offload_optimizer=args.offload_optimizer,
                                 offload_params=args.offload_params, nvme_dir=args.nvme_dir,
                                 host_mem_limit=args.host_mem_limit,
-                                sub_group_size=args.sub_group_size)
+                                sub_group_size=args.sub_group_size,
+                                deterministic=args.deterministic)
     ref = None
     if args.compare_ddp:
         gloo = dist.new_group(backend="gloo")

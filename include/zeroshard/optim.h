@@ -186,6 +186,20 @@ typedef struct zsh_optim_config {
     void            *stream;        /**< Device parameters: the cudaStream_t the optimizer's
                                          device work is enqueued on; NULL: the legacy default
                                          stream. Ignored for host parameters. */
+    /* A caller built before this field passes the shorter size and gets
+     * its communicator's mode. */
+    int              deterministic; /**< 1: the optimizer's reductions give the same bits
+                                         whatever the bucket size, sub-group size, hpZ,
+                                         offload or node layout: its communicator is set
+                                         to the deterministic mode
+                                         (zsh_comm_set_deterministic(), which every rank
+                                         then shares), and the global gradient norm is
+                                         summed exactly, so its rounding does not depend on
+                                         which rank holds which gradient. 0: as the
+                                         communicator is set (the norm is exact whenever
+                                         the communicator is deterministic).
+                                         Host parameters only: reductions on device buffers
+                                         are refused in the mode. */
     /* A new field goes here, last, with its row in python/src/optim_settings.h,
      * which builds the Python keywords from the rows (the module's build
      * refuses a field without one). */

@@ -159,6 +159,8 @@ PYBIND11_MODULE(_zeroshard, m)
     m.def("comm_size", [](handle_t h) { return zsh_comm_size(comm(h)); });
     m.def("comm_get_timeout", [](handle_t h) { return zsh_comm_get_timeout(comm(h)); });
     m.def("comm_set_timeout", [](handle_t h, double s) { return static_cast<int>(zsh_comm_set_timeout(comm(h), s)); });
+    m.def("comm_get_deterministic", [](handle_t h) { return zsh_comm_get_deterministic(comm(h)); });
+    m.def("comm_set_deterministic", [](handle_t h, int on) { return static_cast<int>(zsh_comm_set_deterministic(comm(h), on)); });
 
     m.def("allgather", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
         return nogil([&] { return zsh_allgather(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h)); });

@@ -59,6 +59,9 @@
       "stage 3: hpZ's secondary partition within each node: off, auto or the group size")       \
     X(stream, "stream", "", "",                                                                 \
       "device parameters: the CUDA stream the optimizer's work is enqueued on "                 \
-      "(None: the default stream)")
+      "(None: the default stream)")                                                             \
+    X(deterministic, "flag", "", "",                                                            \
+      "the same bits whatever the bucket size, sub-group size, hpZ, offload or node layout: "   \
+      "the communicator in the deterministic mode, and the gradient norm summed exactly")
 
 #endif

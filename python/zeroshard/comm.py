@@ -221,6 +221,23 @@ class Comm:
             if status != OK:
                 raise error(status)
 
+    @property
+    def deterministic(self):
+        """Whether reduce-scatter and all-reduce give zeroshard.h's rank-order bits
+        (zsh_comm_get/set_deterministic; every rank must set it alike)."""
+        with self._job.lock:
+            value = _z.comm_get_deterministic(self._live())
+            if value < 0:
+                raise error(ERR_INVALID_ARG)
+            return bool(value)
+
+    @deterministic.setter
+    def deterministic(self, on):
+        with self._job.lock:
+            status = _z.comm_set_deterministic(self._live(), 1 if on else 0)
+            if status != OK:
+                raise error(status)
+
     def split(self, color, key=0):
         """A new communicator of the ranks with the same color, or None for a negative color."""
         with self._job.lock:

@@ -5,7 +5,7 @@ ZSH_TEST_CASES += \
 	%reldir%/alltoall_test.c %reldir%/fault/alltoall_fault_test.c \
 	%reldir%/allreduce_test.c %reldir%/bcast_barrier_test.c %reldir%/nonblocking_test.c \
 	%reldir%/split_test.c %reldir%/bad_input_test.c %reldir%/handle_test.c %reldir%/p2p_test.c \
-	%reldir%/device_test.c \
+	%reldir%/device_test.c %reldir%/determinism_test.c \
 	%reldir%/algo/direct_test.c %reldir%/algo/direct_step_test.c %reldir%/algo/eager_test.c \
 	%reldir%/fault/mismatch_test.c %reldir%/fault/revoke_test.c
 # unit tests (tests/zsh_tests only)

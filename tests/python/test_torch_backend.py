@@ -94,6 +94,37 @@ def test_all_reduce_matches_torch_for_every_dtype_and_op(ctx):
 
 
 @case
+def test_register_deterministic_makes_later_groups_reduce_in_rank_order(ctx):
+    """register(deterministic=True): groups made after it take the mode; an
+    all-reduce of floats whose sum depends on its order then gives the rank
+    order fold, every rank the same bits."""
+    zeroshard.torch.register(deterministic=True)
+    try:
+        group = dist.new_group(backend="zsh")
+    finally:
+        zeroshard.torch.register(deterministic=False)
+    later = dist.new_group(backend="zsh")
+    if not group.comm.deterministic or later.comm.deterministic:
+        raise AssertionError("deterministic: the group after register(True) %s, after False %s"
+                             % (group.comm.deterministic, later.comm.deterministic))
+    gen = torch.Generator().manual_seed(7)
+    inputs = [torch.randn(100000, generator=gen) * 1e3 for _ in range(ctx.size)]
+    want = inputs[0].clone()
+    for r in range(1, ctx.size):
+        want += inputs[r]
+    t, u = inputs[ctx.rank].clone(), inputs[ctx.rank].clone()
+    dist.all_reduce(t, group=group)
+    dist.all_reduce(u, group=later)
+    if not torch.equal(t, want):
+        raise AssertionError("the all-reduce differs from the rank-order sum at %d elements"
+                             % int((t != want).sum()))
+    # Without the mode, 400 KB run direct or ring, in orders of their own.
+    if ctx.size >= 3 and torch.equal(u, want):
+        raise AssertionError("without the mode the all-reduce also gave the rank-order sum: "
+                             "the comparison cannot fail here")
+
+
+@case
 def test_all_reduce_refuses_bitwise_ops_and_avg_on_integers_before_posting(ctx):
     t = data(ctx.rank, N, torch.int32)
     expect_raises(lambda: dist.all_reduce(t, op=dist.ReduceOp.BAND), "not supported by the zsh "

@@ -167,6 +167,29 @@ def test_stage_3_with_states_and_parameters_in_files_trains_bit_for_bit_as_in_me
 
 
 @case
+def test_deterministic_mode_trains_bit_for_bit_across_buckets_sub_groups_and_offload(ctx):
+    """ZeRO(deterministic=True) at stage 3 with clipping: 16 KiB buckets, 2 KiB
+    buckets, and the optimizer in host memory in sub-groups, the same losses."""
+    group = dist.distributed_c10d._get_default_group()
+    runs = {}
+    try:
+        for name, extra in (("16k", []), ("2k", ["--bucket-size", "2048"]),
+                            ("cpu", ["--offload-optimizer", "cpu", "--sub-group-size", "4096",
+                                     "--bucket-size", "4096"])):
+            args = train_gpt.parse_args(OFFLOAD_ARGS + ["--stage", "3", "--deterministic",
+                                                        "--max-grad-norm", "0.5"] + extra)
+            runs[name] = train_gpt.train(args, log=lambda line: None)["losses"]
+        if not group.comm.deterministic:
+            raise AssertionError("deterministic=True left the group's communicator as it was")
+    finally:
+        group.comm.deterministic = False
+    for name in ("2k", "cpu"):
+        if runs[name] != runs["16k"]:
+            raise AssertionError("%s: losses %s, with 16 KiB buckets %s"
+                                 % (name, runs[name], runs["16k"]))
+
+
+@case
 def test_stage_2_with_optimizer_states_in_host_memory_trains_bit_for_bit_as_in_memory(ctx):
     ref, _ = tiered(2, "none", "none")
     got, _ = tiered(2, "cpu", "none")

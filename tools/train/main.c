@@ -416,7 +416,11 @@ int main(int argc, char **argv)
             goto out;
         }
         if (t.rank == 0) {
-            printf("step %lu loss %.6f%s\n", k, loss, applied ? "" : " (skipped: overflow)");
+            printf("step %lu loss %.6f%s", k, loss, applied ? "" : " (skipped: overflow)");
+            if (t.o.deterministic) {
+                printf(" bits %a", loss);
+            }
+            printf("\n");
             fflush(stdout);
         }
         if (zsh_train_split_end(&t.split, t.comm, k) != 0) {

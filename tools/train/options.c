@@ -42,6 +42,9 @@ static void zsh_train_usage(FILE *out)
             "  --hpz G            stage 3: hpZ's secondary partition within each node: off,\n"
             "                     auto (every rank of the node) or the group size\n"
             "                     (default: ZSH_HPZ)\n"
+            "  --deterministic    the optimizer's deterministic mode: the same bits whatever the\n"
+            "                     bucket size, sub-group size, hpZ, offload or node layout; each\n"
+            "                     step's loss also in hexadecimal, every bit\n"
             "  --matmul M         blas or loops: the model's matrix products (default blas\n"
             "                     where the build has one)\n"
             "  --data FILE        training text, a regular file of at most 1 GiB\n"
@@ -223,6 +226,9 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
     case 'R':
         o->resume = 1;
         return 0;
+    case 'D':
+        o->deterministic = 1;
+        return 0;
     case 'Z':
         if ((strcmp(arg, "off") == 0) || (strcmp(arg, "auto") == 0)) {
             o->hpz = (arg[0] == 'o') ? ZSH_HPZ_OFF : ZSH_HPZ_AUTO;
@@ -288,6 +294,7 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"host-mem-limit", required_argument, NULL, 'M'},
         {"matmul", required_argument, NULL, 'x'},
         {"hpz", required_argument, NULL, 'Z'},
+        {"deterministic", no_argument, NULL, 'D'},
         {"ckpt-dir", required_argument, NULL, 'C'},
         {"ckpt-every", required_argument, NULL, 'E'},
         {"resume", no_argument, NULL, 'R'},

@@ -172,6 +172,7 @@ static zsh_status_t zsh_train_create(zsh_train_t *t)
     cfg.bucket_size    = t->o.bucket_size;
     cfg.max_live_bytes = t->o.max_live;
     cfg.hpz            = t->o.hpz;
+    cfg.deterministic  = t->o.deterministic;
     /* The tiers: what was not given stays at the config's default. */
     if (t->o.offload_optimizer != ZSH_OFFLOAD_DEFAULT) {
         cfg.offload_optimizer = t->o.offload_optimizer;

@@ -254,7 +254,7 @@ static zsh_status_t zsh_optim_cuda_sumsq_get(zsh_optim_t *opt, double *sum_p)
 
 /* The owned gradients' squares summed on the device, in the device sum,
  * then read back. */
-static zsh_status_t zsh_optim_cuda_grad_sumsq(zsh_optim_t *opt, double *sum_p)
+static zsh_status_t zsh_optim_cuda_grad_sumsq(zsh_optim_t *opt, zsh_norm_sum_t *acc)
 {
     const zsh_obucket_t *b;
     double sum = 0.0;
@@ -274,7 +274,7 @@ static zsh_status_t zsh_optim_cuda_grad_sumsq(zsh_optim_t *opt, double *sum_p)
     if (status != ZSH_OK) {
         return status;
     }
-    *sum_p = sum;
+    acc->sum += sum; /* never exact: reductions on the device refuse the deterministic mode */
     return ZSH_OK;
 }
 

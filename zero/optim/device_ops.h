@@ -21,6 +21,7 @@
 #ifndef ZSH_OPTIM_DEVICE_OPS_H_
 #define ZSH_OPTIM_DEVICE_OPS_H_
 
+#include "optim/norm.h"
 #include "optim/rule/rule.h"
 #include "optim/tier.h"
 
@@ -63,7 +64,7 @@ typedef struct zsh_dev_ops {
      * the sum of squares of the gradients this rank owns, read back. */
     zsh_status_t (*apply)(zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
                           void *out, size_t n, const zsh_update_t *u);
-    zsh_status_t (*grad_sumsq)(zsh_optim_t *opt, double *sum_p);
+    zsh_status_t (*grad_sumsq)(zsh_optim_t *opt, zsh_norm_sum_t *acc);
 
     /* Gradients, stages 2-3: where a bucket's reduce-scatter leaves this
      * rank's shard; the shard sent down once reduced (offloaded tables:
@@ -102,7 +103,7 @@ zsh_status_t zsh_optim_host_nothing(zsh_optim_t *opt);
 void         zsh_optim_host_end(zsh_optim_t *opt);
 zsh_status_t zsh_optim_host_apply(zsh_optim_t *opt, float *p, const void *g, float *m, float *v,
                                   void *out, size_t n, const zsh_update_t *u);
-zsh_status_t zsh_optim_host_grad_sumsq(zsh_optim_t *opt, double *sum_p);
+zsh_status_t zsh_optim_host_grad_sumsq(zsh_optim_t *opt, zsh_norm_sum_t *acc);
 void        *zsh_optim_host_shard_dst(zsh_optim_t *opt, zsh_obucket_t *b);
 zsh_status_t zsh_optim_host_grad_down(zsh_optim_t *opt, zsh_obucket_t *b);
 zsh_status_t zsh_optim_host_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);

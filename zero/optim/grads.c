@@ -66,7 +66,8 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
  * step's norm must not read it back) and start writing it. */
 static void zsh_optim_grad_to_file(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    b->nvme.gsumsq = zsh_optim_sumsq(opt, b->nvme.gtransit, b->hi - b->lo);
+    zsh_norm_sum_init(&b->nvme.gsumsq, zsh_optim_exact_norm(opt));
+    zsh_optim_sumsq(opt, b->nvme.gtransit, b->hi - b->lo, &b->nvme.gsumsq);
     if (zsh_tier_io(opt, ZSH_TK_GRADS, true, b->nvme.foff, b->nvme.gtransit, b->count,
                     &b->nvme.gwrite) != ZSH_OK) {
         zsh_optim_grad_transit_put(opt, b);

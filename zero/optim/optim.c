@@ -45,7 +45,7 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 
     if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0) &&
         (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_2) &&
-        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_3)) {
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_3) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_4)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: config.size is %zu, expected %zu: fill it with "
                          "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
@@ -78,6 +78,11 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
                          "%s: hpz is %d, expected 0 (ZSH_HPZ), ZSH_HPZ_AUTO (-1), ZSH_HPZ_OFF (1) "
                          "or a group size up to %d", fn, cfg->hpz, ZSH_OPTIM_MAX_HPZ);
     }
+    if ((cfg->size > ZSH_OPTIM_CONFIG_SIZE_4) && (cfg->deterministic != 0) &&
+        (cfg->deterministic != 1)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: deterministic is %d, expected 0 (as the "
+                         "communicator is) or 1", fn, cfg->deterministic);
+    }
     return ZSH_OK;
 }
 
@@ -85,6 +90,9 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
  * their defaults. */
 static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
+    if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_4) {
+        cfg->deterministic = 0;
+    }
     if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_3) {
         cfg->stream = NULL;
     }
@@ -221,6 +229,9 @@ zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
         opt->dev_ops   = &zsh_dev_host_ops; /* until a registration says where the model is */
         zsh_tier_ops_reset(opt);            /* every kind in memory until the tiers' setup */
         status = zsh_optim_resolve(opt);
+    }
+    if ((status == ZSH_OK) && opt->cfg.deterministic) {
+        status = zsh_comm_set_deterministic(comm, 1); /* every rank passes the same config */
     }
     if ((status == ZSH_OK) && (opt->cfg.update_threads > 1)) {
         status = zsh_workers_create(opt->cfg.update_threads, &opt->workers);

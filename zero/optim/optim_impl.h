@@ -15,6 +15,7 @@
 #include "mem/account.h"
 #include "optim/bstate.h"
 #include "optim/device_ops.h"
+#include "optim/norm.h"
 #include "optim/prefetch.h"
 #include "optim/rule/rule.h"
 #include "optim/scaler.h"
@@ -53,7 +54,7 @@ typedef struct zsh_obucket {
     } fetch;
     struct {                      /* the NVMe tier */
         size_t         foff;      /* the region's first element in every file */
-        double         gsumsq;    /* gradients: sum of squares of the owned shard */
+        zsh_norm_sum_t gsumsq;    /* gradients: sum of squares of the owned shard */
         void          *gtransit;  /* gradients: the reduced shard on its way to disk */
         zsh_aio_req_t *gwrite;    /* its write */
         bool           gdown;     /* device gradients: it is still coming down */
@@ -93,6 +94,8 @@ struct zsh_param {
 /* Before the device: the config ends before stream, the stats before device. */
 #define ZSH_OPTIM_CONFIG_SIZE_3 offsetof(zsh_optim_config_t, stream)
 #define ZSH_OPTIM_STATS_SIZE_2  offsetof(zsh_optim_stats_t, device)
+/* Before the deterministic mode: the config ends before deterministic. */
+#define ZSH_OPTIM_CONFIG_SIZE_4 offsetof(zsh_optim_config_t, deterministic)
 
 /* The optimizer on device memory (device.c). */
 typedef struct zsh_devopt {
@@ -296,10 +299,18 @@ zsh_status_t zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param);
 zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b);
 zsh_status_t zsh_optim_drop_gathers(zsh_optim_t *opt);
 
-/* norm.c: the global gradient norm and overflow check; the sum of squares
- * of @n gradient elements in the layer's precision. */
-double       zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n);
+/* norm.c: the global gradient norm and overflow check; the squares of @n
+ * gradient elements in the layer's precision added into @acc. */
+void         zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n,
+                             zsh_norm_sum_t *acc);
 zsh_status_t zsh_optim_grad_sumsq(zsh_optim_t *opt, double *sumsq_p);
+
+/* Whether the norm is summed exactly: in the deterministic mode of the
+ * optimizer's communicator (zsh_optim_config_t::deterministic). */
+static inline bool zsh_optim_exact_norm(const zsh_optim_t *opt)
+{
+    return zsh_comm_get_deterministic(opt->comm) == 1;
+}
 
 /* Where one sub-group's swapped kinds sit in host buffers: element e of
  * the files' space [lo, hi) is at buf[kind] + (e - lo) * element size. */

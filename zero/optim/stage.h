@@ -24,6 +24,7 @@
 #ifndef ZSH_OPTIM_STAGE_H_
 #define ZSH_OPTIM_STAGE_H_
 
+#include "optim/norm.h"
 #include "optim/rule/rule.h"
 
 #include <zeroshard/optim.h>
@@ -69,7 +70,7 @@ typedef struct zsh_stage_ops {
      * (*@n_p elements), and the ranks' sums added into @sum where each
      * summed a part. */
     const void  *(*grads_owned)(const zsh_optim_t *opt, const zsh_obucket_t *b, size_t *n_p);
-    zsh_status_t (*norm_sum)(zsh_optim_t *opt, double *sum);
+    zsh_status_t (*norm_sum)(zsh_optim_t *opt, zsh_norm_sum_t *sum);
 
     /* Fetch and release of a parameter, checked by the caller (fetch.c). */
     zsh_status_t (*fetch)(zsh_optim_t *opt, zsh_param_t *param, void **data_p);

@@ -18,6 +18,7 @@
 #ifndef ZSH_OPTIM_TIER_OPS_H_
 #define ZSH_OPTIM_TIER_OPS_H_
 
+#include "optim/norm.h"
 #include "optim/tier.h"
 #include "shard/shard_impl.h"
 
@@ -55,7 +56,8 @@ typedef struct zsh_tier_ops {
      * where its reduced shard is kept on its way; the sum of squares of
      * the reduced gradients this rank owns. */
     zsh_status_t (*grad_prepare)(zsh_optim_t *opt, zsh_obucket_t *b);
-    double       (*grad_sumsq)(const zsh_optim_t *opt, const zsh_obucket_t *b);
+    void         (*grad_sumsq)(const zsh_optim_t *opt, const zsh_obucket_t *b,
+                               zsh_norm_sum_t *acc);
 
     /* Stage 3's parameters (PARAMS' table): where a gather of @b takes
      * this rank's shard from, described in @src (its buffer, and whether

@@ -820,20 +820,34 @@ def _bootstrap_number(store, size):
     return (store.add("zsh/comm/bootstraps", 1) - 1) // size
 
 
+# register(deterministic=True): the groups made after it reduce in rank order.
+_deterministic = False
+
+
 def create_process_group(store, rank, size, timeout):
     """The backend's creator, as torch.distributed.Backend.register_backend calls it."""
     comm = zeroshard.Comm.from_store(store, rank, size, prefix="zsh/comm",
                                      call=_bootstrap_number(store, size))
     try:
         comm.timeout = timeout.total_seconds()
+        if _deterministic:
+            comm.deterministic = True
     except (zeroshard.ZshError, ValueError):
         comm.close()
         raise
     return ProcessGroupZsh(comm, rank, size)
 
 
-def register():
-    """Register the "zsh" backend with torch.distributed (once)."""
+def register(deterministic=None):
+    """Register the "zsh" backend with torch.distributed (once).
+
+    deterministic: True makes every group created from then on reduce in
+    zeroshard.h's fixed rank order (all_reduce and reduce_scatter give the
+    same bits whatever the algorithm or layout); False stops it; None (the
+    default) leaves the choice as it was (ZSH_DETERMINISTIC otherwise)."""
+    global _deterministic
+    if deterministic is not None:
+        _deterministic = bool(deterministic)
     if BACKEND_NAME.upper() not in dist.Backend._plugins:
         # torch >= 2.1 asks which devices a backend serves; 1.13 has no such
         # argument. The backend takes CPU tensors.

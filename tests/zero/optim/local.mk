@@ -16,4 +16,4 @@ ZSH_TEST_UNITS += \
 	%reldir%/cuda_helpers.h %reldir%/cuda_kernels_test.c %reldir%/cuda_util_test.c \
 	%reldir%/cuda_args_test.c %reldir%/device_optim_test.c %reldir%/device_quad.c \
 	%reldir%/device_quad.h %reldir%/stage_table_test.c %reldir%/bstate_test.c \
-	%reldir%/device_table_test.c %reldir%/tier_table_test.c
+	%reldir%/device_table_test.c %reldir%/tier_table_test.c %reldir%/norm_sum_test.c

@@ -105,13 +105,14 @@ static zsh_status_t zsh_tier_mem_grad_prepare(zsh_optim_t *opt, zsh_obucket_t *b
     return ZSH_OK;
 }
 
-static double zsh_tier_mem_grad_sumsq(const zsh_optim_t *opt, const zsh_obucket_t *b)
+static void zsh_tier_mem_grad_sumsq(const zsh_optim_t *opt, const zsh_obucket_t *b,
+                                    zsh_norm_sum_t *acc)
 {
     const void *g;
     size_t n;
 
     g = opt->stage_ops->grads_owned(opt, b, &n);
-    return zsh_optim_sumsq(opt, g, n);
+    zsh_optim_sumsq(opt, g, n, acc);
 }
 
 /* From the shard in memory, staged into device memory when the shards are
@@ -254,10 +255,11 @@ static zsh_status_t zsh_optim_grad_transit(zsh_optim_t *opt, zsh_obucket_t *b)
     return ZSH_OK;
 }
 
-static double zsh_tier_file_grad_sumsq(const zsh_optim_t *opt, const zsh_obucket_t *b)
+static void zsh_tier_file_grad_sumsq(const zsh_optim_t *opt, const zsh_obucket_t *b,
+                                     zsh_norm_sum_t *acc)
 {
     (void)opt;
-    return b->nvme.gsumsq; /* taken as the shard left for disk: the same sum */
+    zsh_norm_sum_merge(acc, &b->nvme.gsumsq); /* taken as the shard left for disk */
 }
 
 /* NVMe parameters: a gather sends this rank's shard from a host buffer the

@@ -29,7 +29,7 @@ size_t zsh_stage_shard_end(const zsh_optim_t *opt, const zsh_obucket_t *b)
     return b->hi;
 }
 
-zsh_status_t zsh_stage_norm_allreduce(zsh_optim_t *opt, double *sum)
+zsh_status_t zsh_stage_norm_allreduce(zsh_optim_t *opt, zsh_norm_sum_t *sum)
 {
     zsh_status_t status;
 
@@ -37,12 +37,22 @@ zsh_status_t zsh_stage_norm_allreduce(zsh_optim_t *opt, double *sum)
         return ZSH_OK;
     }
     status = zsh_optim_comm_status(
-        opt, zsh_allreduce(sum, sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm));
+        opt, zsh_allreduce(&sum->sum, &sum->sum, 1, ZSH_FLOAT64, ZSH_SUM, opt->comm));
     if (status != ZSH_OK) {
         return status;
     }
-    opt->comm_bytes += 2 * sizeof(*sum);
-    return ZSH_OK;
+    opt->comm_bytes += 2 * sizeof(sum->sum);
+    if (!sum->exact) {
+        return ZSH_OK;
+    }
+    /* The digits, carried into 32 bits: integers add exactly in any order. */
+    zsh_norm_sum_carry(sum);
+    status = zsh_optim_comm_status(opt, zsh_allreduce(sum->limb, sum->limb, ZSH_NORM_LIMBS,
+                                                      ZSH_INT64, ZSH_SUM, opt->comm));
+    if (status == ZSH_OK) {
+        opt->comm_bytes += 2 * sizeof(sum->limb);
+    }
+    return status;
 }
 
 const void *zsh_stage_grads_shard(const zsh_optim_t *opt, const zsh_obucket_t *b, size_t *n_p)

@@ -40,7 +40,7 @@ void         zsh_stage_end_nothing(zsh_optim_t *opt);
 size_t       zsh_stage_shard_base(const zsh_optim_t *opt, const zsh_obucket_t *b);
 size_t       zsh_stage_shard_count(const zsh_optim_t *opt, const zsh_obucket_t *b);
 size_t       zsh_stage_shard_end(const zsh_optim_t *opt, const zsh_obucket_t *b);
-zsh_status_t zsh_stage_norm_allreduce(zsh_optim_t *opt, double *sum);
+zsh_status_t zsh_stage_norm_allreduce(zsh_optim_t *opt, zsh_norm_sum_t *sum);
 bool         zsh_stage_grads_shard_alloc(zsh_optim_t *opt, zsh_obucket_t *b);
 void         zsh_stage_grads_shard_free(zsh_optim_t *opt, zsh_obucket_t *b, zsh_comm_t *comm);
 zsh_status_t zsh_stage_grad_staging_dst(zsh_optim_t *opt, zsh_obucket_t *b,

@@ -46,7 +46,7 @@ static const void *zsh_stage0_grads_owned(const zsh_optim_t *opt, const zsh_obuc
     return b->grad_full;
 }
 
-static zsh_status_t zsh_stage0_norm_sum(zsh_optim_t *opt, double *sum)
+static zsh_status_t zsh_stage0_norm_sum(zsh_optim_t *opt, zsh_norm_sum_t *sum)
 {
     (void)opt;
     (void)sum;

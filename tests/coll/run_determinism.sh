@@ -1,0 +1,51 @@
+#!/bin/bash
+# The deterministic mode across node layouts, without root: 4 ranks of one
+# machine on one node, on 2 x 2 made-up nodes in blocks and round-robin
+# (ZSH_NODE_NAME, tests/harness/fake_nodes.sh). Each job runs
+# zsh_bench allreduce --check-determinism: every algorithm with three chunk
+# sizes and depths on the same float inputs, each setting's bits compared in
+# the mode (all alike: Pass) and without it (some differ: the comparison
+# can fail). Across the jobs, the mode's digest of the results over the
+# ranks must be the same: one node's direct copies and the nodes' ordered
+# messages give the same bits. Ends with a GoogleTest-style summary.
+set -u
+top_builddir=${top_builddir:-.}
+bench=$(cd "$top_builddir" && pwd)/perf/zsh_bench
+# shellcheck source=../harness/results.sh
+. "$(dirname "$0")/../harness/results.sh"
+results_begin coll_determinism 4
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# shellcheck source=../harness/fake_nodes.sh
+. "$(dirname "$0")/../harness/fake_nodes.sh"
+
+# The row of the 64 KiB size in rank 0's output, after a job; empty if none.
+row() {
+    awk '$1 == "65536" && NF == 7 { print; exit }' "$log/out.0"
+}
+
+declare -A digest
+for nodes in aaaa aabb abab; do
+    fake_nodes_job "$nodes" 120 "$bench" allreduce --check-determinism -m 64k:64k -i 2 -x 1
+    msg=""
+    for r in 0 1 2 3; do
+        rc=$(cat "$log/rc.$r" 2>/dev/null)
+        [ "$rc" = 0 ] || msg+="rank $r exited '$rc': $(tail -n 3 "$log/out.$r")"$'\n'
+    done
+    line=$(row)
+    # shellcheck disable=SC2086 # the row's fields
+    set -- $line
+    [ "${7:-}" = Pass ] || msg+="no passing 64 KiB row on $nodes: '$line'"$'\n'
+    [ "${2:-0}" -ge 15 ] || msg+="only '${2:-}' settings ran on $nodes: '$line'"$'\n'
+    digest[$nodes]=${6:-none}
+    if [ "$nodes" = aaaa ]; then
+        [ "${5:-0}" -gt 0 ] || msg+="without the mode no setting differed on one node: '$line'"$'\n'
+    fi
+    result "every_setting_gives_the_same_bits_in_the_mode_on_$nodes" "$msg"
+done
+msg=""
+[ "${digest[aaaa]}" = "${digest[aabb]}" ] && [ "${digest[aaaa]}" = "${digest[abab]}" ] ||
+    msg="digests differ: one node ${digest[aaaa]}, blocks ${digest[aabb]}, round-robin ${digest[abab]}"
+result one_node_and_two_made_up_nodes_in_blocks_or_round_robin_give_the_same_bits "$msg"
+results_end
