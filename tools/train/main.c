@@ -417,7 +417,7 @@ int main(int argc, char **argv)
         }
         if (t.rank == 0) {
             printf("step %lu loss %.6f%s", k, loss, applied ? "" : " (skipped: overflow)");
-            if (t.o.deterministic) {
+            if (t.o.loss_bits) {
                 printf(" bits %a", loss);
             }
             printf("\n");

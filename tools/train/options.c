@@ -45,6 +45,7 @@ static void zsh_train_usage(FILE *out)
             "  --deterministic    the optimizer's deterministic mode: the same bits whatever the\n"
             "                     bucket size, sub-group size, hpZ, offload or node layout; each\n"
             "                     step's loss also in hexadecimal, every bit\n"
+            "  --loss-bits        each step's loss also in hexadecimal without the mode\n"
             "  --matmul M         blas or loops: the model's matrix products (default blas\n"
             "                     where the build has one)\n"
             "  --data FILE        training text, a regular file of at most 1 GiB\n"
@@ -228,6 +229,10 @@ static int zsh_train_set(int opt, const char *arg, zsh_train_opts_t *o)
         return 0;
     case 'D':
         o->deterministic = 1;
+        o->loss_bits     = 1;
+        return 0;
+    case 'y':
+        o->loss_bits = 1;
         return 0;
     case 'Z':
         if ((strcmp(arg, "off") == 0) || (strcmp(arg, "auto") == 0)) {
@@ -295,6 +300,7 @@ int zsh_train_parse(int argc, char **argv, zsh_train_opts_t *o)
         {"matmul", required_argument, NULL, 'x'},
         {"hpz", required_argument, NULL, 'Z'},
         {"deterministic", no_argument, NULL, 'D'},
+        {"loss-bits", no_argument, NULL, 'y'},
         {"ckpt-dir", required_argument, NULL, 'C'},
         {"ckpt-every", required_argument, NULL, 'E'},
         {"resume", no_argument, NULL, 'R'},

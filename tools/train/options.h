@@ -27,6 +27,7 @@ typedef struct zsh_train_opts {
     int              hpz;         /* ZSH_HPZ_AUTO, ZSH_HPZ_OFF or a group size; 0: not given */
     int              loops;       /* --matmul loops: the model's products without the BLAS */
     int              deterministic; /* --deterministic: zsh_optim_config_t's, and exact losses */
+    int              loss_bits;     /* --loss-bits (and --deterministic): losses in hexadecimal */
     const char      *ckpt_dir;    /* NULL: no checkpoints */
     unsigned long    ckpt_every;  /* save after every step that is a multiple; 0: none */
     int              ckpt_last;   /* save after the last step (--ckpt-dir without --ckpt-every) */
