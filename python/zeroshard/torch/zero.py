@@ -17,22 +17,25 @@ precision, loss scaling and clipping; this module only wires it to torch:
 - Gradients. A hook on each parameter's gradient accumulator hands the
   gradient to the layer as soon as autograd has summed it over every use in
   the backward pass; its bucket's reduction starts at once. The gradient is
-  averaged over the ranks first (``average_grads``, like DDP) and ``p.grad``
-  is cleared: the layer has it.
+  averaged over the ranks first (``average_grads``, like DDP; an fp32 one in
+  place, in the same call into the extension that hands it over, with the
+  bits of Tensor.mul) and ``p.grad`` is cleared: the layer has it.
 - Stage 3. The parameters' storage is freed after setup and gathered by
   units, as FSDP has them: a unit is a module subtree, and its parameters
   (its subtree's, less those of units nested in it) are gathered before its
-  forward, copied into fresh tensors, and dropped after it, so code that
-  reads a submodule's weight (nn.MultiheadAttention reads out_proj.weight)
-  finds it whole. ``units=`` picks them: a module class or a set of them
-  (a transformer block), a parameter count (FSDP's size-based policy: the
-  smallest subtrees holding that many parameters not yet in a unit), or a
-  callable(module) -> bool. By default every module holding parameters of
-  its own is a unit. The root module is always one, and holds whatever no
-  other unit does. nn.MultiheadAttention and nn.TransformerEncoderLayer are
-  never split (their fast paths, in eval under no_grad, read their
-  children's parameters without calling the children), and are units of
-  their own by default. ``zero.units`` lists the units and what each holds.
+  forward (one call into the layer per unit; the layer gathers buckets
+  ahead in the order the first step recorded), copied into fresh tensors,
+  and dropped after it, so code that reads a submodule's weight
+  (nn.MultiheadAttention reads out_proj.weight) finds it whole. ``units=``
+  picks them: a module class or a set of them (a transformer block), a
+  parameter count (FSDP's size-based policy: the smallest subtrees holding
+  that many parameters not yet in a unit), or a callable(module) -> bool.
+  By default every module holding parameters of its own is a unit. The
+  root module is always one, and holds whatever no other unit does.
+  nn.MultiheadAttention and nn.TransformerEncoderLayer are never split
+  (their fast paths, in eval under no_grad, read their children's
+  parameters without calling the children), and are units of their own by
+  default. ``zero.units`` lists the units and what each holds.
   In backward, a hook on a unit's outputs gathers its parameters before its
   backward runs, and each one is dropped once its gradient is handed over.
   A parameter used by several units (tied) or several times is gathered
