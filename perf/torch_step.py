@@ -23,10 +23,13 @@ its floor says how much of the step is neither: Python's overhead and
 waiting that overlap did not hide.
 
 Every figure is the median over --steps steps of the slowest rank's time,
-after --warmup steps. torch runs 1 thread per rank (--threads). Rank 0
-prints a markdown table.
+after --warmup steps: wall-clock, and CPU time (the most any rank's process
+used), which holds still where other jobs share the cores and the wall
+clock does not. torch runs 1 thread per rank (--threads). Rank 0 prints a
+markdown table.
 """
 import argparse
+import collections
 import gc
 import os
 import statistics
@@ -47,25 +50,28 @@ import zeroshard  # noqa: E402
 from zeroshard.torch import ZeRO  # noqa: E402
 
 LR, WEIGHT_DECAY = 1e-3, 0.1
+Time = collections.namedtuple("Time", "wall cpu")
 
 
-def _slowest(seconds):
-    t = torch.tensor([seconds], dtype=torch.float64)
+def _slowest(*seconds):
+    t = torch.tensor(seconds, dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
+    return t.tolist()
 
 
 def _median_step(args, step):
-    """Median over args.steps of the slowest rank's time of step(i)."""
-    times = []
+    """(wall, cpu): medians over args.steps of the slowest rank's wall-clock
+    time of step(i), and of the most CPU time a rank's process used in it."""
+    wall, cpu = [], []
     for i in range(args.warmup + args.steps):
         dist.barrier()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         step(i)
-        took = _slowest(time.perf_counter() - start)
+        took = _slowest(time.perf_counter() - start, time.process_time() - start_cpu)
         if i >= args.warmup:
-            times.append(took)
-    return statistics.median(times)
+            wall.append(took[0])
+            cpu.append(took[1])
+    return Time(statistics.median(wall), statistics.median(cpu))
 
 
 def _loss(model, args, i):
@@ -183,25 +189,32 @@ def ways(gloo, comm):
 
 
 def table(rows_by_dim, out):
-    """rows_by_dim: [(dim, params, [(label, step s, floor s or None)])]."""
-    head = "| | " + " | ".join("dim %d (%.1fM parameters)" % (d, n / 1e6)
-                               for d, n, _ in rows_by_dim) + " |"
+    """rows_by_dim: [(dim, params, [(label, step Time, floor Time or None)])].
+    Per width: the step's wall-clock ms and its ratio to compute only, then
+    its floor and the ratio to compute + floor, each in wall-clock and CPU
+    time."""
+    head, rule = "| |", "|---|"
+    for d, n, _ in rows_by_dim:
+        head += (" dim %d (%.1fM): step ms | x compute | floor ms | x (compute + floor) "
+                 "| CPU: x compute | x (compute + floor) |" % (d, n / 1e6))
+        rule += "---|" * 6
     out(head)
-    out("|---|" + "---|" * len(rows_by_dim))
+    out(rule)
     labels = [label for label, _, _ in rows_by_dim[0][2]]
     for k, label in enumerate(labels):
         cells = []
         for _, _, rows in rows_by_dim:
             compute = rows[0][1]
             _, t, floor_t = rows[k]
-            cell = "%.0f ms" % (t * 1e3)
-            if k:
-                cell += " (%.2fx" % (t / compute)
-                if floor_t is not None:
-                    cell += "; floor %.0f ms, %.2fx compute + floor" % (
-                        floor_t * 1e3, t / (compute + floor_t))
-                cell += ")"
-            cells.append(cell)
+            cells.append("%.0f" % (t.wall * 1e3))
+            cells.append("%.2f" % (t.wall / compute.wall) if k else "")
+            if floor_t is None:
+                cells += ["", "", "%.2f" % (t.cpu / compute.cpu) if k else "", ""]
+            else:
+                cells += ["%.0f" % (floor_t.wall * 1e3),
+                          "%.2f" % (t.wall / (compute.wall + floor_t.wall)),
+                          "%.2f" % (t.cpu / compute.cpu),
+                          "%.2f" % (t.cpu / (compute.cpu + floor_t.cpu))]
         out("| %s | %s |" % (label, " | ".join(cells)))
 
 
@@ -248,14 +261,15 @@ def main(argv=None):
             t, floor_t = fn(args)
             gc.collect()
             rows.append((label, t, floor_t))
-            say("# dim %d %-12s %9.1f ms%s" % (dim, name, t * 1e3, "" if floor_t is None else
-                                                "  floor %.1f ms" % (floor_t * 1e3)))
+            say("# dim %d %-14s %9.1f ms (CPU %.1f ms)%s" % (
+                dim, name, t.wall * 1e3, t.cpu * 1e3, "" if floor_t is None else
+                "  floor %.1f ms (CPU %.1f ms)" % (floor_t.wall * 1e3, floor_t.cpu * 1e3)))
         results.append((dim, nparams, rows))
 
     say("\n%d ranks, %d torch thread%s each, %d layers, %d x %d tokens per rank, fp32 AdamW; "
-        "median of the slowest rank over %d steps; torch %s\n"
+        "median of the slowest rank over %d steps; torch %s; load average %.1f\n"
         % (world, opts.threads, "" if opts.threads == 1 else "s", opts.layers, opts.batch,
-           opts.seq, opts.steps, torch.__version__))
+           opts.seq, opts.steps, torch.__version__, os.getloadavg()[0]))
     if rank == 0:
         table(results, say)
     dist.destroy_process_group(gloo)
