@@ -694,6 +694,13 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                 raise AssertionError("the fetch order changed at step %d" % step)
         if not 0 == hits[0] < hits[1] < hits[2]:
             raise AssertionError("prefetch hits after each step: %s" % hits)
+        first = zero.optimizer.params[0]
+        raises(lambda: real_grad(first, torch.zeros(first.numel, dtype=torch.float64), 1.0),
+               "contiguous float32 CPU torch tensor", "a float64 gradient")
+        raises(lambda: real_grad(first, torch.zeros(first.numel + 1), 1.0),
+               "grad has %d elements; parameter %r has %d" % (first.numel + 1, first.name,
+                                                              first.numel),
+               "a gradient of the wrong size")
     finally:
         zero.close()
 
