@@ -15,7 +15,11 @@
 #include <deque>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <vector>
+
+#include <pybind11/stl.h>
 
 #include <zeroshard/optim.h>
 
@@ -103,6 +107,18 @@ static_assert(rows_adjacent(), "python/src/optim_settings.h misses a field of zs
 static_assert(align_up(ends[std::size(starts)], alignof(zsh_optim_config_t)) ==
                   sizeof(zsh_optim_config_t),
               "zsh_optim_config_t has a field after the last row of python/src/optim_settings.h");
+
+// Fetch, copy the values into out, release: a copy whose lifetime the
+// caller owns, so no Python object ever points into a gathered bucket.
+zsh_status_t fetch_into(zsh_optim_t *o, zsh_param_t *p, void *out, std::size_t nbytes)
+{
+    void *data = nullptr;
+    zsh_status_t st = zsh_optim_fetch(o, p, &data);
+    if (st != ZSH_OK)
+        return st;
+    std::memcpy(out, data, nbytes);
+    return zsh_optim_release(o, p);
+}
 
 py::dict config_dict(const zsh_optim_config_t &c)
 {
@@ -220,21 +236,43 @@ void zsh_py_bind_optim(py::module_ &m)
         int st = nogil([&] { return zsh_optim_fetch(opt(h), param(p), &data); });
         return py::make_tuple(st, handle(data));
     });
-    // Fetch, copy the values into out, release: a copy whose lifetime the
-    // caller owns, so no Python object ever points into a gathered bucket.
     m.def("optim_fetch_into", [](handle_t h, handle_t p, handle_t out, std::size_t nbytes) {
-        return nogil([&] {
-            void *data = nullptr;
-            zsh_status_t st = zsh_optim_fetch(opt(h), param(p), &data);
-            if (st != ZSH_OK)
-                return st;
-            std::memcpy(buf(out), data, nbytes);
-            return zsh_optim_release(opt(h), param(p));
+        return nogil([&] { return fetch_into(opt(h), param(p), buf(out), nbytes); });
+    });
+    // fetch_into for a list of (param, out, nbytes), in order, as one call
+    // (a stage 3 unit's parameters): (status, how many were copied); it
+    // stops at the first failure.
+    m.def("optim_fetch_into_many", [](handle_t h, const std::vector<std::tuple<handle_t, handle_t, std::size_t>> &items) {
+        std::size_t done = 0;
+        int st = nogil([&] {
+            for (const auto &[p, out, nbytes] : items) {
+                zsh_status_t s = fetch_into(opt(h), param(p), buf(out), nbytes);
+                if (s != ZSH_OK)
+                    return s;
+                done++;
+            }
+            return ZSH_OK;
         });
+        return py::make_tuple(st, done);
     });
     m.def("optim_release", [](handle_t h, handle_t p) { return static_cast<int>(zsh_optim_release(opt(h), param(p))); });
     m.def("optim_grad_ready", [](handle_t h, handle_t p, handle_t g) {
         return nogil([&] { return zsh_optim_grad_ready(opt(h), param(p), buf(g)); });
+    });
+    // A gradient hook's work in one call: scale the caller's fp32 gradient
+    // of n elements in place by mul, then hand it over. The factor is
+    // rounded to float and each element multiplied once, as torch's
+    // Tensor.mul(float) computes on CPU, so the bits are the same.
+    m.def("optim_grad_ready_scaled", [](handle_t h, handle_t p, handle_t g, std::size_t n, double mul) {
+        return nogil([&] {
+            if (mul != 1.0) {
+                float *x = static_cast<float *>(buf(g));
+                const float f = static_cast<float>(mul);
+                for (std::size_t i = 0; i < n; i++)
+                    x[i] *= f;
+            }
+            return zsh_optim_grad_ready(opt(h), param(p), buf(g));
+        });
     });
     m.def("optim_set_param", [](handle_t h, handle_t p, handle_t v) {
         return nogil([&] { return zsh_optim_set_param(opt(h), param(p), buf(v)); });

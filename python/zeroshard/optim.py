@@ -43,7 +43,7 @@ import os
 
 from . import _zeroshard as _z
 from . import settings as _settings
-from .buffers import BFLOAT16, FLOAT16, FLOAT32, Buffer
+from .buffers import BFLOAT16, FLOAT16, FLOAT32, Buffer, _is_torch_tensor
 from .errors import ERR_INVALID_ARG, OK, ZshError, error
 
 __doc__ %= _settings.describe()
@@ -233,6 +233,44 @@ class Optimizer:
             if status != OK:
                 raise error(status)
 
+    def grad_ready_scaled(self, param, grad, mul):
+        """grad_ready() for a gradient the caller gives up, a contiguous
+        float32 CPU torch tensor: it is multiplied in place by mul (the bits
+        of grad.mul_(mul)) and handed over, in one call without the GIL."""
+        h = self._param(param)
+        if self._precision != FLOAT32 or self._device != "cpu":
+            raise ValueError("grad_ready_scaled takes float32 CPU gradients; the optimizer's "
+                             "parameters are %s on %s" % (self.precision, self._device))
+        if not (_is_torch_tensor(grad) and grad.dtype == _torch_float32() and
+                grad.device.type == "cpu" and grad.is_contiguous() and not grad.is_sparse):
+            raise TypeError("grad must be a contiguous float32 CPU torch tensor, not %r"
+                            % (grad if not _is_torch_tensor(grad) else
+                               "%s on %s" % (grad.dtype, grad.device),))
+        if grad.numel() != param.numel:
+            raise ValueError("grad has %d elements; parameter %r has %d"
+                             % (grad.numel(), param.name, param.numel))
+        with self._lock:
+            status = _z.optim_grad_ready_scaled(self._live(), h, grad.data_ptr(), param.numel,
+                                                float(mul))
+            if status != OK:
+                raise error(status)
+
+    def gather_many(self, params, outs):
+        """gather() of several parameters in order, as one call: with host
+        parameters only, each out a contiguous tensor or array of the
+        parameter's size and the optimizer's precision."""
+        if self._device not in (None, "cpu"):
+            return [self.gather(p, o) for p, o in zip(params, outs)]
+        items = []
+        for p, o in zip(params, outs):
+            b = self._buffer(o, "out", p, True)
+            items.append((self._param(p), b.ptr, b.count * _itemsize(b.dtype)))
+        with self._lock:
+            status, _ = _z.optim_fetch_into_many(self._live(), items)
+            if status != OK:
+                raise error(status)
+        return outs
+
     def step(self):
         """Finish the reductions and update (collective). False if the step
         was skipped because the gradients overflowed."""
@@ -371,6 +409,11 @@ def _dir_arg(dir):
     if "\0" in path:
         raise ValueError("the checkpoint directory %r has a NUL character" % (path,))
     return path
+
+
+def _torch_float32():
+    import torch
+    return torch.float32
 
 
 def _itemsize(code):

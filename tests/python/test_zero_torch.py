@@ -10,8 +10,10 @@ nn.Transformer (its encoder fast path in eval included), torchvision's ViT
 and Swin, tied, reused, looped, checkpointed (reentrant and not), frozen and
 unused parameters, with units by class, size and callable, and a parameter
 read outside its module found; state_dict / load_state_dict through every
-copy the layer keeps; mixed precision; the offload tiers (train_gpt.py with
-the optimizer states in host memory or with states and parameter shards in
+copy the layer keeps; mixed precision; the calls a stage 3 step makes into
+the layer (a unit gathered in one call, in the same order each step,
+gradients averaged in place); the offload tiers (train_gpt.py with the
+optimizer states in host memory or with states and parameter shards in
 files, bit for bit the in-memory run, inside its host buffer budget, its
 files gone after close); and the refusals.
 """
@@ -661,6 +663,69 @@ class Mixed(nn.Module):
 def test_stage_3_trains_tied_reused_looped_checkpointed_frozen_and_unused_as_stage_0(ctx):
     as_stage_0(ctx, Mixed, lambda step: batch(step)[:1], "Mixed")
     as_stage_0(ctx, Mixed, lambda step: batch(step)[:1], "Mixed, one unit", units=Mixed)
+
+
+# ---- the calls a step makes into the layer ---------------------------------------------
+
+@case
+def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_prefetches(ctx):
+    """Forward gathers the units in module order and backward in reverse, a
+    unit's parameters in one call into the layer; every fp32 gradient goes
+    over in one call, averaged in place with the bits of Tensor.mul; from
+    the second step the layer prefetches in the order the first recorded."""
+    torch.manual_seed(3)
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.LayerNorm(16),
+                      nn.Linear(16, 4))
+    zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2)
+    gathers, grads = [], []
+    real_gather, real_grad = zero.optimizer.gather_many, zero.optimizer.grad_ready_scaled
+
+    def gather_many(params, outs):
+        gathers.append([p.name for p in params])
+        return real_gather(params, outs)
+
+    def grad_ready_scaled(param, grad, mul):
+        before = grad.clone()
+        real_grad(param, grad, mul)
+        grads.append((param.name, torch.equal(grad, before.mul(mul)), mul))
+
+    zero.optimizer.gather_many = gather_many
+    zero.optimizer.grad_ready_scaled = grad_ready_scaled
+    try:
+        units = zero.units
+        order = [units[u] for u in ("0", "2", "3", "4")]
+        want = order + order[::-1]
+        names = sorted(n for n, _ in m.named_parameters())
+        hits = []
+        for step in range(3):
+            del gathers[:], grads[:]
+            x = torch.randn(4, 8, generator=torch.Generator().manual_seed(step))
+            zero.backward(m(x).square().mean())
+            zero.step()
+            zero.zero_grad()
+            if gathers != want:
+                raise AssertionError("step %d gathered %s, not unit by unit %s"
+                                     % (step, gathers, want))
+            if sorted(g[0] for g in grads) != names or \
+                    not all(same and mul == 1.0 / ctx.size for _, same, mul in grads):
+                raise AssertionError("step %d handed over %s (name, bits of mul, factor); "
+                                     "want each of %s once, scaled by 1/%d"
+                                     % (step, grads, names, ctx.size))
+            st = zero.stats()
+            hits.append(st["prefetch_hits"])
+            if st["order_rebuilds"]:
+                raise AssertionError("the fetch order changed at step %d" % step)
+        if not 0 == hits[0] < hits[1] < hits[2]:
+            raise AssertionError("prefetch hits after each step: %s" % hits)
+        first = zero.optimizer.params[0]
+        raises(lambda: real_grad(first, torch.zeros(first.numel, dtype=torch.float64), 1.0),
+               "contiguous float32 CPU torch tensor", "a float64 gradient")
+        raises(lambda: real_grad(first, torch.zeros(first.numel + 1), 1.0),
+               "grad has %d elements; parameter %r has %d" % (first.numel + 1, first.name,
+                                                              first.numel),
+               "a gradient of the wrong size")
+    finally:
+        zero.close()
 
 
 class Ctx:

@@ -17,22 +17,25 @@ precision, loss scaling and clipping; this module only wires it to torch:
 - Gradients. A hook on each parameter's gradient accumulator hands the
   gradient to the layer as soon as autograd has summed it over every use in
   the backward pass; its bucket's reduction starts at once. The gradient is
-  averaged over the ranks first (``average_grads``, like DDP) and ``p.grad``
-  is cleared: the layer has it.
+  averaged over the ranks first (``average_grads``, like DDP; an fp32 one in
+  place, in the same call into the extension that hands it over, with the
+  bits of Tensor.mul) and ``p.grad`` is cleared: the layer has it.
 - Stage 3. The parameters' storage is freed after setup and gathered by
   units, as FSDP has them: a unit is a module subtree, and its parameters
   (its subtree's, less those of units nested in it) are gathered before its
-  forward, copied into fresh tensors, and dropped after it, so code that
-  reads a submodule's weight (nn.MultiheadAttention reads out_proj.weight)
-  finds it whole. ``units=`` picks them: a module class or a set of them
-  (a transformer block), a parameter count (FSDP's size-based policy: the
-  smallest subtrees holding that many parameters not yet in a unit), or a
-  callable(module) -> bool. By default every module holding parameters of
-  its own is a unit. The root module is always one, and holds whatever no
-  other unit does. nn.MultiheadAttention and nn.TransformerEncoderLayer are
-  never split (their fast paths, in eval under no_grad, read their
-  children's parameters without calling the children), and are units of
-  their own by default. ``zero.units`` lists the units and what each holds.
+  forward (one call into the layer per unit; the layer gathers buckets
+  ahead in the order the first step recorded), copied into fresh tensors,
+  and dropped after it, so code that reads a submodule's weight
+  (nn.MultiheadAttention reads out_proj.weight) finds it whole. ``units=``
+  picks them: a module class or a set of them (a transformer block), a
+  parameter count (FSDP's size-based policy: the smallest subtrees holding
+  that many parameters not yet in a unit), or a callable(module) -> bool.
+  By default every module holding parameters of its own is a unit. The
+  root module is always one, and holds whatever no other unit does.
+  nn.MultiheadAttention and nn.TransformerEncoderLayer are never split
+  (their fast paths, in eval under no_grad, read their children's
+  parameters without calling the children), and are units of their own by
+  default. ``zero.units`` lists the units and what each holds.
   In backward, a hook on a unit's outputs gathers its parameters before its
   backward runs, and each one is dropped once its gradient is handed over.
   A parameter used by several units (tied) or several times is gathered
@@ -316,6 +319,11 @@ class ZeRO:
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
         self._end_queued = False
+        # fp32 gradients are averaged in place by the layer's call (bf16 and
+        # fp16 ones by torch, whose rounding of half types the layer leaves be).
+        self._scale_in_place = dtype == torch.float32
+        # What a released parameter holds: one empty tensor, shared.
+        self._released = torch.empty(0, dtype=dtype)
         try:
             self._register(named, broadcast_params, policy)
         except BaseException:
@@ -347,7 +355,7 @@ class ZeRO:
                 self._accs.append(acc)
         if self._stage == 3:
             for p in self._tensors:
-                p.data = torch.empty(0, dtype=self._dtype)
+                p.data = self._released
             self._units = self._plan_units(policy)
             for u in self._units:
                 self._hooks.append(u.module.register_forward_pre_hook(self._pre_forward(u)))
@@ -404,9 +412,15 @@ class ZeRO:
                 raise RuntimeError("ZeRO: parameter %s got a second gradient before step(); "
                                    "each parameter's gradient is handed over once per step"
                                    % self._zparams[i].name)
-            if self._grad_mul != 1.0:
-                g = g.mul(self._grad_mul)
-            self._opt.grad_ready(self._zparams[i], g.contiguous().view(-1))
+            if self._scale_in_place and g._base is None and g.is_contiguous() and \
+                    not g.requires_grad:
+                # p.grad is ours to change (autograd made it, p.grad is
+                # cleared below): scaled in place and handed over in one call.
+                self._opt.grad_ready_scaled(self._zparams[i], g, self._grad_mul)
+            else:
+                if self._grad_mul != 1.0:
+                    g = g.mul(self._grad_mul)
+                self._opt.grad_ready(self._zparams[i], g.contiguous().view(-1))
             self._ready[i] = True
             p.grad = None
             if self._bw_held[i]:
@@ -415,24 +429,29 @@ class ZeRO:
         return hook
 
     # ---- stage 3: gathering around each use -----------------------------------------
-    def _hold(self, i):
-        if not self._live[i]:
-            full = torch.empty(self._shapes[i], dtype=self._dtype)
-            self._opt.gather(self._zparams[i], full.view(-1))
+    def _hold(self, positions):
+        """Gather the released parameters among positions, in that order, in
+        one call into the layer."""
+        todo = [i for i in dict.fromkeys(positions) if not self._live[i]]
+        if not todo:
+            return
+        fulls = [torch.empty(self._shapes[i], dtype=self._dtype) for i in todo]
+        self._opt.gather_many([self._zparams[i] for i in todo], [f.view(-1) for f in fulls])
+        for i, full in zip(todo, fulls):
             # Live first: detection sees the assignment below and must let it be.
             self._live[i] = True
             self._tensors[i].data = full
 
     def _drop(self, i):
         if self._fw_refs[i] == 0 and not self._bw_held[i]:
-            self._tensors[i].data = torch.empty(0, dtype=self._dtype)
+            self._tensors[i].data = self._released
             self._live[i] = False
 
     def _pre_forward(self, unit):
         def hook(module, inputs):
             held = list(unit.params)
+            self._hold(held)
             for i in held:
-                self._hold(i)
                 self._fw_refs[i] += 1
             self._active.append((unit, held))
         return hook
@@ -472,7 +491,7 @@ class ZeRO:
                 i = self._index.get(id(o))
                 if i is not None and not self._live[i] and self._active:
                     unit, held = self._active[-1]
-                    self._hold(i)
+                    self._hold((i,))
                     self._fw_refs[i] += 1
                     held.append(i)
                     if i not in unit.known:
@@ -487,10 +506,10 @@ class ZeRO:
             if not self._end_queued:
                 self._end_queued = True
                 torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
-            for i in own:
-                if not self._bw_held[i] and not self._ready[i]:
-                    self._hold(i)
-                    self._bw_held[i] = True
+            todo = [i for i in own if not self._bw_held[i] and not self._ready[i]]
+            self._hold(todo)
+            for i in todo:
+                self._bw_held[i] = True
         return hook
 
     def _end_backward(self):
@@ -511,8 +530,8 @@ class ZeRO:
                                  % (tuple(p.shape),))
             idx.append(self._index[id(p)])
         if self._stage == 3:
+            self._hold(idx)
             for i in idx:
-                self._hold(i)
                 self._fw_refs[i] += 1
         try:
             yield
