@@ -110,8 +110,9 @@ done
 # languages and look for a package providing c. There, a package of this
 # configuration's own provides it as the system's compiler.
 repos=("$top/contrib/spack/spack_repo/zeroshard")
-if ! "$spack_cmd" python -c 'import sys, spack.directives as d
-sys.exit("c" not in getattr(d, "SUPPORTED_LANGUAGES", ("c",)))'; then
+printf '%s\n' 'import sys, spack.directives as d' \
+    'sys.exit("c" not in getattr(d, "SUPPORTED_LANGUAGES", ("c",)))' >"$work/c-is-a-language.py"
+if ! "$spack_cmd" python "$work/c-is-a-language.py"; then
     mkdir -p "$work/compat/packages/system-cc"
     printf 'repo:\n  namespace: zsh_compat\n' >"$work/compat/repo.yaml"
     cat >"$work/compat/packages/system-cc/package.py" <<'PY'

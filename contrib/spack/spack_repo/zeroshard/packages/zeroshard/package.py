@@ -115,3 +115,20 @@ class Zeroshard(AutotoolsPackage, CudaPackage):
         else:
             args.append("--without-nccl")
         return args
+
+    def check(self):
+        # make check runs the whole suite: most of an hour on a small node, and
+        # multi-rank jobs a build node may not allow. The install test builds,
+        # installs and loads a copy from these sources with this spec's
+        # dependencies, the way a user does.
+        # Autotools builds in the source directory; the package (unlike its
+        # builder) has no build_directory.
+        build_dir = self.stage.source_path
+        makefile = join_path(build_dir, "Makefile")
+        with open(makefile) as f:
+            version = next(l.split("=", 1)[1].strip() for l in f if l.startswith("PACKAGE_VERSION ="))
+        test = join_path(self.stage.source_path, "tests", "system", "install", "run_install.sh")
+        with working_dir(build_dir):
+            which("bash")(test, extra_env={"abs_top_srcdir": self.stage.source_path,
+                                           "abs_top_builddir": build_dir,
+                                           "PACKAGE_VERSION": version})
