@@ -201,9 +201,12 @@ tail -3 "$work/install.log"
 step "spack load, a program built with pkg-config, zsh_info -v"
 (
     eval "$(spack load --sh "${specs[@]}")"
+    # spack load sets no LD_LIBRARY_PATH: the program carries its rpath, as
+    # Spack's own builds do.
+    libdir=$(pkg-config --variable=libdir zeroshard)
     # shellcheck disable=SC2046 # pkg-config prints several words
     cc -std=c11 -Wall -Wextra -Werror -o "$work/consumer" "$top/tests/system/install/consumer.c" \
-        $(pkg-config --cflags --libs zeroshard)
+        $(pkg-config --cflags --libs zeroshard) -Wl,-rpath,"$libdir"
     lib=$(ldd "$work/consumer" | awk '$1 ~ /^libzeroshard/ {print $3}')
     echo "consumer loads $lib"
     case $lib in "$work/opt/"*) ;; *) echo "install.sh: not Spack's libzeroshard" >&2; exit 1 ;; esac
