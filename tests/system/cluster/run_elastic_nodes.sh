@@ -55,6 +55,7 @@ job() {
     local tag=$1 i port=$((20000 + (RANDOM % 20000)))
     for i in 0 1; do
         (
+            # shellcheck disable=SC2016 # the node's shell expands it
             cluster_exec $i env CK="$log/$tag.ck" sh -c 'echo $$ >"$0"; exec "$@"' \
                 "$log/$tag.$i.pid" timeout 120 "$zshrun" -n 2 --nnodes 2 --node-rank $i \
                 --master-addr "${CLUSTER_ADDRS[0]}" --master-port $port --max-restarts 1 \
@@ -118,7 +119,8 @@ by_hand() {
     cp -a "$log/$tag.ck" "$log/$ref.ck"
     rm -rf "${log:?}/$ref.ck/$last"
     printf 'step-%08d\n' "$s" >"$log/$ref.ck/latest"
-    run=("$train" "${model[@]}" --steps $steps --ckpt-dir "$log/$ref.ck" --ckpt-every $steps --resume)
+    run=("$train" "${model[@]}" --steps "$steps" --ckpt-dir "$log/$ref.ck" --ckpt-every "$steps"
+        --resume)
     rm -f "$log"/rc.*
     launch_env "$@"
     [ "$(cat "$log/rc.0")" = 0 ] || { echo "the job by hand exited $(cat "$log/rc.0"): $(tail -3 "$log/out.0")"; return; }
