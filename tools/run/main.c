@@ -51,6 +51,7 @@ typedef struct {
     double          deadline; /* TERMINATING: when SIGKILL follows */
     int             exit_code; /* the first failure's; -1 while none */
     int             lost;      /* ranks lost: 1 once a rank failed while the job was going */
+    int             killed;    /* ranks of the round killed by a signal */
     int             signal;    /* the signal zshrun got first, 0 for none */
     struct pollfd  *fds;       /* the signal pipe, then two per rank */
 } zsh_run_t;
@@ -137,6 +138,13 @@ static bool zsh_run_exited(zsh_run_t *run, zsh_run_rank_t *r, const siginfo_t *i
     r->state = ZSH_RUN_RANK_EXITED;
     run->running--;
     r->status = (info->si_code == CLD_EXITED) ? info->si_status : 128 + info->si_status;
+    /* Killed by a signal zshrun did not send: lost. A peer may notice the
+     * death and exit first, and stop the job before this one is seen. */
+    if ((r->status >= 128) &&
+        ((run->phase == ZSH_RUN_GOING) ||
+         ((run->phase == ZSH_RUN_TERMINATING) && (r->status - 128 == SIGKILL)))) {
+        run->killed++;
+    }
     return r->status != 0;
 }
 
@@ -341,14 +349,49 @@ static void zsh_run_round(zsh_run_t *run, zsh_run_stream_t **streams)
     zsh_run_reap_all(run);
 }
 
+/* Several nodes: the next round's world as the nodes agree on it, those
+ * with no rank left out. Whether there is one. */
+static bool zsh_run_restart_nodes(zsh_run_t *run)
+{
+    int ran = run->opts.nproc;
+
+    if (zsh_run_agree(&run->opts, &run->job, ran, run->killed, run->exit_code >= 0) != 0) {
+        return false;
+    }
+    zsh_run_bind_free(&run->opts, &run->job);
+    run->job.restart++;
+    if (zsh_run_setup_place(&run->opts, &run->job) != 0) {
+        return false;
+    }
+    fprintf(stderr, "zshrun: restart %d of %d as node %d of %d with ranks %d to %d of %d (%d "
+            "here lost)\n", run->job.restart, run->opts.max_restarts, run->opts.node_rank,
+            run->opts.nnodes, run->job.rank_base, run->job.rank_base + run->opts.nproc - 1,
+            run->job.world, ran - run->opts.nproc);
+    return true;
+}
+
 /* Whether the failed round just ended is started again, and if so the next
  * round set up: the lost ranks left out, a fresh port, the ranks placed. */
 static bool zsh_run_restart(zsh_run_t *run)
 {
     int left = run->opts.nproc - run->lost;
 
-    if ((run->exit_code < 0) || (run->signal != 0) || (run->lost == 0) ||
-        (run->opts.max_restarts == 0)) {
+    if ((run->signal != 0) || (run->opts.max_restarts == 0)) {
+        return false;
+    }
+    /* A node whose ranks all ended well still answers the others: a failure
+     * elsewhere stops its peers with an error, so this happens only when a
+     * node is lost after its ranks finished, and then nothing restarts. */
+    if (run->opts.nnodes > 1) {
+        if ((run->exit_code < 0) && (run->opts.node_rank == 0)) {
+            return false;
+        }
+        if ((run->exit_code < 0) || !zsh_run_restart_nodes(run)) {
+            return false;
+        }
+        goto again;
+    }
+    if ((run->exit_code < 0) || (run->lost == 0)) {
         return false;
     }
     if (run->job.restart >= run->opts.max_restarts) {
@@ -362,16 +405,19 @@ static bool zsh_run_restart(zsh_run_t *run)
     }
     zsh_run_bind_free(&run->opts, &run->job);
     run->opts.nproc = left;
+    run->job.world  = left;
     run->job.restart++;
     if (zsh_run_setup_place(&run->opts, &run->job) != 0) {
         return false;
     }
     fprintf(stderr, "zshrun: restart %d of %d with %d rank%s (%d lost)\n", run->job.restart,
             run->opts.max_restarts, left, (left == 1) ? "" : "s", run->lost);
+again:
     memset(run->ranks, 0, (size_t)run->started * sizeof(*run->ranks));
     run->started   = 0;
     run->running   = 0;
     run->lost      = 0;
+    run->killed    = 0;
     run->exit_code = -1;
     run->phase     = ZSH_RUN_GOING;
     return true;
@@ -410,6 +456,7 @@ int main(int argc, char **argv)
     zsh_run_snapshot_remove(&run.job);
     rc = zsh_run_finish(&run);
 out:
+    zsh_run_agree_close(&run.job);
     zsh_run_snapshot_remove(&run.job);
     zsh_run_bind_free(&run.opts, &run.job);
     free(streams);

@@ -36,7 +36,10 @@ static void zsh_run_usage(FILE *out)
             "      --max-restarts K     when a rank fails, start the job again up to K times,\n"
             "                           one rank fewer: without the one that failed\n"
             "                           (default 0)\n"
-            "      --min-ranks M        the fewest ranks a restart runs, 1 to N (default 1)\n"
+            "      --min-ranks M        the fewest ranks a restart runs, across all nodes,\n"
+            "                           1 to N*K (default 1)\n"
+            "      --join-timeout SEC   with K > 1 and restarts: a node silent this long after\n"
+            "                           a failure is lost whole (default 30)\n"
             "      --job-key-file FILE  read the job key from FILE (default: ZSH_JOB_KEY, or a\n"
             "                           fresh key on a single node)\n"
             "      --grace SECONDS      after a failure, time between SIGTERM and SIGKILL\n"
@@ -76,14 +79,14 @@ static int zsh_run_int(const char *name, const char *text, long min, long max, i
     return 0;
 }
 
-static int zsh_run_seconds(const char *text, double *out)
+static int zsh_run_seconds(const char *name, const char *text, double *out)
 {
     char *end;
     double v = strtod(text, &end);
 
     if ((end == text) || (*end != '\0') || !isfinite(v) || (v < 0) || (v > ZSH_RUN_GRACE_MAX)) {
-        fprintf(stderr, "zshrun: --grace '%s' is not a number of seconds from 0 to %.0f\n", text,
-                ZSH_RUN_GRACE_MAX);
+        fprintf(stderr, "zshrun: --%s '%s' is not a number of seconds from 0 to %.0f\n", name,
+                text, ZSH_RUN_GRACE_MAX);
         return -1;
     }
     *out = v;
@@ -166,16 +169,11 @@ static int zsh_run_check(zsh_run_opts_t *o)
                 (o->master_addr == NULL) ? "master-addr" : "master-port");
         return -1;
     }
-    if (o->min_ranks > o->nproc) {
-        fprintf(stderr, "zshrun: --min-ranks %d is above --nproc-per-node %d\n", o->min_ranks,
-                o->nproc);
-        return -1;
-    }
-    /* Each node's zshrun would restart on its own, at a size the others do
-     * not know: the nodes would need to agree first. */
-    if ((o->max_restarts > 0) && ((o->nnodes > 1) || o->slurm)) {
-        fprintf(stderr, "zshrun: --max-restarts runs on one node only (--nnodes 1, without "
-                "--slurm)\n");
+    /* Across nodes the job's ranks count (agree.c), known only once
+     * --slurm has found the nodes. */
+    if (o->min_ranks > o->nnodes * o->nproc) {
+        fprintf(stderr, "zshrun: --min-ranks %d is above the job's %d rank%s\n", o->min_ranks,
+                o->nnodes * o->nproc, (o->nnodes * o->nproc == 1) ? "" : "s");
         return -1;
     }
     if ((o->master_addr != NULL) && (o->master_addr[0] == '\0')) {
@@ -207,6 +205,7 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
         {"min-ranks", required_argument, NULL, 'M'},
         {"job-key-file", required_argument, NULL, 'k'},
         {"grace", required_argument, NULL, 'g'},
+        {"join-timeout", required_argument, NULL, 'J'},
         {"no-prefix", no_argument, NULL, 'P'},
         {"no-thp", no_argument, NULL, 'T'},
         {"bind", required_argument, NULL, 'b'},
@@ -218,8 +217,9 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
     const char *placed = NULL; /* --nnodes or --node-rank, which --slurm sets */
     int opt, rc;
 
-    *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .min_ranks = 1, .grace = 5.0, .prefix = true,
-                           .thp = true, .bind = ZSH_RUN_BIND_AUTO};
+    *o = (zsh_run_opts_t){.nproc = 1, .nnodes = 1, .min_ranks = 1, .grace = 5.0,
+                          .join_timeout = 30.0, .prefix = true, .thp = true,
+                          .bind = ZSH_RUN_BIND_AUTO};
     /* "+": options end at the program, so its own options are left to it. */
     while ((opt = getopt_long(argc, argv, "+n:hV", longopts, NULL)) != -1) {
         switch (opt) {
@@ -239,7 +239,8 @@ int zsh_run_parse(int argc, char **argv, zsh_run_opts_t *o)
             break;
         case 'M': rc = zsh_run_int("min-ranks", optarg, 1, ZSH_RUN_NPROC_MAX, &o->min_ranks); break;
         case 'k': o->key_file = optarg; rc = 0; break;
-        case 'g': rc = zsh_run_seconds(optarg, &o->grace); break;
+        case 'g': rc = zsh_run_seconds("grace", optarg, &o->grace); break;
+        case 'J': rc = zsh_run_seconds("join-timeout", optarg, &o->join_timeout); break;
         case 'P': o->prefix = false; rc = 0; break;
         case 'T': o->thp = false; rc = 0; break;
         case 'b': rc = zsh_run_bind_parse(optarg, &o->bind); break;

@@ -4,10 +4,11 @@
  * their output line by line with a rank prefix, and stops the job when one
  * rank fails. The pieces: options.c (the command line and the program to
  * run), setup.c (job key, master port, descriptor limit), bind.c (the cores
- * each rank runs on), slurm.c (the nodes of a Slurm job), snapshot.c (the
- * directory in node memory for the ranks' snapshots), spawn.c (one
- * rank's process), relay.c (output lines) and main.c (the supervision loop
- * and the restarts of --max-restarts).
+ * each rank runs on), slurm.c (the nodes of a Slurm job), agree.c (the
+ * nodes' agreement on a restart's world), snapshot.c (the directory in node
+ * memory for the ranks' snapshots), spawn.c (one rank's process), relay.c
+ * (output lines) and main.c (the supervision loop and the restarts of
+ * --max-restarts).
  */
 #ifndef ZSH_RUN_RUN_H_
 #define ZSH_RUN_RUN_H_
@@ -49,6 +50,8 @@ typedef struct zsh_run_opts {
     int          master_port; /* 0: a free port is chosen (one node only) */
     const char  *key_file;    /* --job-key-file, NULL for none */
     double       grace;       /* seconds between SIGTERM and SIGKILL */
+    double       join_timeout; /* --join-timeout: a node silent this long after a
+                                * failed round is lost (several nodes) */
     bool         prefix;      /* "[rank] " before each output line */
     bool         thp;         /* huge pages for the ranks' malloc (--no-thp: false) */
     int          bind;        /* zsh_run_bind_t */
@@ -84,6 +87,10 @@ typedef struct zsh_run_job {
     bool             apply;     /* the topology is this machine's: bind, not only report */
     int              restart;   /* restarts so far: ZSH_RESTART_COUNT of the ranks */
     char             snap_dir[64]; /* ZSH_SNAPSHOT_DIR zshrun made; "" for none */
+    int              rank_base; /* RANK of this node's first rank */
+    int              world;     /* WORLD_SIZE: a restart's nodes may run unequal counts */
+    int              agree_fd;  /* the first node's socket for the nodes' restarts; -1 */
+    int             *node_ran;  /* the first node's: each node's ranks this round */
 } zsh_run_job_t;
 
 /* --slurm: inside a job step, fill in @o's nodes, node rank, master address
@@ -113,6 +120,18 @@ int zsh_run_setup_place(const zsh_run_opts_t *o, zsh_run_job_t *job);
 int zsh_run_snapshot_dir(const zsh_run_opts_t *o, zsh_run_job_t *job);
 /* Remove the snapshot directory zshrun made, at the end of the job. */
 void zsh_run_snapshot_remove(zsh_run_job_t *job);
+
+/* With several nodes and --max-restarts, on the first node: listen on the
+ * port above --master-port for the other nodes' reports (agree.c). 0, or 1
+ * with the message printed. */
+int zsh_run_agree_listen(const zsh_run_opts_t *o, zsh_run_job_t *job);
+/* After a failed round of several nodes, in which this node ran @ran ranks,
+ * @lost of them killed by a signal, @failed whether any failed: agree with
+ * the other nodes on the next round's world and set @o and @job for it
+ * (nodes, node index, ranks here, first rank, world size). 0 to restart,
+ * else 1 with the reason printed. */
+int zsh_run_agree(zsh_run_opts_t *o, zsh_run_job_t *job, int ran, int lost, int failed);
+void zsh_run_agree_close(zsh_run_job_t *job);
 
 /* --bind's value: 0, or -1 with the message printed. */
 int zsh_run_bind_parse(const char *text, int *bind);

@@ -231,9 +231,12 @@ int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
 {
     int rc;
 
+    job->rank_base = o->node_rank * o->nproc;
+    job->world     = o->nnodes * o->nproc;
+    job->agree_fd  = -1;
     if ((rc = zsh_run_fd_limit(o->nproc, &job->nofile)) || (rc = zsh_run_key(o, job)) ||
-        (rc = zsh_run_snapshot_dir(o, job))) {
+        (rc = zsh_run_snapshot_dir(o, job)) || (rc = zsh_run_setup_place(o, job))) {
         return rc;
     }
-    return zsh_run_setup_place(o, job);
+    return zsh_run_agree_listen(o, job);
 }

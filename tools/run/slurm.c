@@ -196,6 +196,11 @@ static int zsh_run_slurm_launch(const zsh_run_opts_t *o, int argc, char **argv)
     snprintf(ntasks, sizeof(ntasks), "--ntasks=%ld", n);
     fixed[1] = nodes;
     fixed[2] = ntasks;
+    /* With restarts a node's zshrun that ends (none of its ranks left) must
+     * not end the others: they go on without it. */
+    if (o->max_restarts > 0) {
+        fixed[4] = "--kill-on-bad-exit=0";
+    }
     args     = calloc(nfixed + (size_t)argc + 1, sizeof(*args));
     if (args == NULL) {
         fprintf(stderr, "zshrun: out of memory\n");

@@ -72,12 +72,12 @@ static void zsh_run_child_env(const zsh_run_opts_t *o, const zsh_run_job_t *job,
     }
     zsh_run_setenv_int("RANK", rank);
     zsh_run_setenv_int("LOCAL_RANK", local);
-    zsh_run_setenv_int("WORLD_SIZE", o->nnodes * o->nproc);
+    zsh_run_setenv_int("WORLD_SIZE", job->world);
     zsh_run_setenv_int("LOCAL_WORLD_SIZE", o->nproc);
     zsh_run_setenv_int("GROUP_RANK", o->node_rank);
     zsh_run_setenv_int("GROUP_WORLD_SIZE", o->nnodes);
     zsh_run_setenv_int("ROLE_RANK", rank);
-    zsh_run_setenv_int("ROLE_WORLD_SIZE", o->nnodes * o->nproc);
+    zsh_run_setenv_int("ROLE_WORLD_SIZE", job->world);
     /* How many times the job was started again, under both names: a program
      * reads it to resume from its checkpoint rather than start afresh. */
     zsh_run_setenv_int("ZSH_RESTART_COUNT", job->restart);
@@ -133,7 +133,7 @@ static void zsh_run_child(const zsh_run_opts_t *o, const zsh_run_job_t *job, int
 int zsh_run_spawn(const zsh_run_opts_t *o, const zsh_run_job_t *job, int local,
                   zsh_run_rank_t *r)
 {
-    int out[2], err[2], rank = o->node_rank * o->nproc + local, e;
+    int out[2], err[2], rank = job->rank_base + local, e;
     pid_t pid, parent;
 
     /* Close-on-exec: a rank holding another's pipe would keep it from EOF. */

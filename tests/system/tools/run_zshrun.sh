@@ -361,9 +361,13 @@ bad_input() {
     refused 2 "--master-port '70000' is not a whole number from 1 to 65535" --master-port 70000 "${start[@]}"
     refused 2 "--max-restarts '1001' is not a whole number from 0 to 1000" --max-restarts 1001 "${start[@]}"
     refused 2 "--min-ranks '0' is not a whole number from 1 to 1024" --min-ranks 0 "${start[@]}"
-    refused 2 "--min-ranks 5 is above --nproc-per-node 4" -n 4 --min-ranks 5 "${start[@]}"
-    refused 2 "--max-restarts runs on one node only" --max-restarts 1 --nnodes 2 --node-rank 0 \
-        --master-addr h --master-port 1 "${start[@]}"
+    refused 2 "--min-ranks 5 is above the job's 4 ranks" -n 4 --min-ranks 5 "${start[@]}"
+    refused 2 "--min-ranks 9 is above the job's 8 ranks" -n 4 --min-ranks 9 --nnodes 2 \
+        --node-rank 0 --master-addr h --master-port 1 "${start[@]}"
+    refused 2 "--master-port 65535 for the nodes' restarts: give one below 65535" --max-restarts 1 \
+        --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port 65535 "${start[@]}"
+    refused 2 "--join-timeout 'x' is not a number of seconds from 0 to 86400" --join-timeout x \
+        "${start[@]}"
     refused 2 "--grace '-1' is not a number of seconds from 0 to 86400" --grace -1 "${start[@]}"
     refused 2 "unrecognized option '--bogus'" --bogus "${start[@]}"
     refused 2 "no program to run" -n 2
