@@ -183,6 +183,25 @@ typedef struct zsh_optim_config {
     void            *stream;        /**< Device parameters: the cudaStream_t the optimizer's
                                          device work is enqueued on; NULL: the legacy default
                                          stream. Ignored for host parameters. */
+    /* A caller built before these fields passes the shorter size and gets
+     * ZSH_QUANTIZE_WEIGHTS and ZSH_QUANTIZE_BLOCK. */
+    int              quantize_weights; /**< Stage 3: ZeRO++'s quantized weights (qwZ). A
+                                            bucket's first gather after each update (the
+                                            forward pass's) travels as int8 levels with one
+                                            fp32 scale per block of quantize_block elements,
+                                            dequantized into the gathered buffer; later
+                                            gathers (backward's) travel in full precision, or
+                                            come from hpZ's secondary partition, which holds
+                                            what the first one gave. The shards, the master
+                                            weights and the update are untouched.
+                                            ::ZSH_QUANTIZE_AUTO: on across nodes, off on one
+                                            (nothing crosses a link there); ::ZSH_QUANTIZE_OFF;
+                                            ::ZSH_QUANTIZE_ON; 0 takes ZSH_QUANTIZE_WEIGHTS
+                                            (default off). Needs stage 3, fp32 precision and
+                                            host parameters in memory (offload_params none). */
+    size_t           quantize_block;   /**< Elements per quantization block, each with its own
+                                            scale, 1 to 1048576; 0 takes ZSH_QUANTIZE_BLOCK
+                                            (default 2048). */
     /* A new field goes here, last, with its row in python/src/optim_settings.h,
      * which builds the Python keywords from the rows (the module's build
      * refuses a field without one). */
@@ -192,6 +211,13 @@ typedef struct zsh_optim_config {
 #define ZSH_HPZ_AUTO (-1)
 /** zsh_optim_config_t::hpz: no secondary partition. */
 #define ZSH_HPZ_OFF 1
+
+/** zsh_optim_config_t::quantize_weights: on across nodes, off on one node. */
+#define ZSH_QUANTIZE_AUTO (-1)
+/** zsh_optim_config_t::quantize_weights: off. */
+#define ZSH_QUANTIZE_OFF 1
+/** zsh_optim_config_t::quantize_weights: on, on one node too (where it only costs). */
+#define ZSH_QUANTIZE_ON 2
 
 /** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */
 void zsh_optim_config_init(zsh_optim_config_t *cfg);
@@ -268,6 +294,19 @@ typedef struct zsh_optim_stats {
     double   copy_wait_s;       /**< Seconds the caller was blocked waiting for them: of
                                      copy_s, copy_s - copy_wait_s (at least) was hidden behind
                                      the reductions, the host update and the caller's work. */
+    /* Quantization. Filled only for a caller whose config carried
+     * zsh_optim_config_t::quantize_weights. */
+    int      quantize_weights;  /**< 1 when qwZ is in force. */
+    size_t   comm_bytes_quantized_last_step; /**< Of comm_bytes_last_step, the bytes that
+                                                  travelled quantized, levels and scales as
+                                                  sent (comm_bytes_last_step counts a quantized
+                                                  gather as sent, not as the fp32 it stands
+                                                  for); over the optimizer's communicator, so
+                                                  across nodes where it spans several. */
+    unsigned long qwz_gathers;  /**< Stage 3 gathers that travelled quantized, so far. */
+    unsigned long qwz_nonfinite_blocks; /**< Blocks holding NaN or inf that this rank's
+                                             quantized gathers sent, so far: each came back as
+                                             NaN across its block, never beyond it. */
 } zsh_optim_stats_t;
 
 /**

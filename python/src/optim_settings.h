@@ -11,7 +11,8 @@
 //   kind      how Python takes the value: "int", "size" (an integer >= 0),
 //             "float", "flag" (a bool), "kind" (a rule's name), "precision"
 //             (a dtype's name), "tier" (an offload tier's name), "hpz"
-//             (off, auto or a group size), "path", "stream" (a CUDA stream)
+//             (off, auto or a group size), "path", "stream" (a CUDA stream),
+//             "quantize" (off, on or auto)
 //   policy    the zeroshard policy class holding it, or "" (a keyword of its own)
 //   variable  the ZSH_* variable that the field's unset value (0, -1 or NULL) takes, or ""
 //   doc       one line for the docstrings and the README's table
@@ -59,6 +60,11 @@
       "stage 3: hpZ's secondary partition within each node: off, auto or the group size")       \
     X(stream, "stream", "", "",                                                                 \
       "device parameters: the CUDA stream the optimizer's work is enqueued on "                 \
-      "(None: the default stream)")
+      "(None: the default stream)")                                                             \
+    X(quantize_weights, "quantize", "ShardingPolicy", "ZSH_QUANTIZE_WEIGHTS",                   \
+      "stage 3: qwZ, forward's gathers as int8 with a scale per block: off, on or auto "        \
+      "(on across nodes)")                                                                      \
+    X(quantize_block, "size", "ShardingPolicy", "ZSH_QUANTIZE_BLOCK",                           \
+      "elements per quantization block, each with its own scale")
 
 #endif

@@ -126,7 +126,7 @@ NON_DEFAULT = {
     "offload_optimizer": ("cpu", 1), "offload_params": ("nvme", 2),
     "nvme_dir": ("/var/tmp/x", "/var/tmp/x"), "host_mem_limit": (1 << 21, 1 << 21),
     "sub_group_size": (8192, 8192), "update_threads": (3, 3), "hpz": ("auto", -1),
-    "stream": (0x1000, 0x1000),
+    "stream": (0x1000, 0x1000), "quantize_weights": ("auto", -1), "quantize_block": (512, 512),
 }
 
 

@@ -3,6 +3,7 @@
 #define ZSH_ZERO_OFF(_field) offsetof(zsh_zero_config_t, _field)
 
 const char *const zsh_offload_names[] = {"none", "cpu", "nvme", NULL};
+const char *const zsh_quantize_names[] = {"off", "on", "auto", NULL};
 
 static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"BUCKET_SIZE", NULL, "16m",
@@ -51,6 +52,15 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
      "off on one node) or the group size, which divides the ranks per node; ignored below "
      "stage 3",
      ZSH_ZERO_OFF(hpz), ZSH_CONFIG_STRING, NULL, NULL, NULL},
+    {"QUANTIZE_WEIGHTS", NULL, "off",
+     "ZeRO stage 3: qwZ, a bucket's first gather after each update (forward's) as int8 with "
+     "an fp32 scale per block, the later ones (backward's) in full precision or from hpZ: off, "
+     "on, or auto (on across nodes, off on one); fp32 host parameters only; ignored below "
+     "stage 3",
+     ZSH_ZERO_OFF(quantize_weights), ZSH_CONFIG_ENUM, zsh_quantize_names, NULL, NULL},
+    {"QUANTIZE_BLOCK", NULL, "2048",
+     "Elements per quantization block, each with its own fp32 scale (qwZ)",
+     ZSH_ZERO_OFF(quantize_block), ZSH_CONFIG_UINT, NULL, "1", "1048576"},
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

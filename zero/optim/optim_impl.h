@@ -68,6 +68,10 @@ typedef struct zsh_obucket {
         bool           sec_valid; /* filled by a gather since the last update (not a state:
                                      bstate.h says why) */
     } hpz;
+    struct {                      /* qwZ */
+        bool           sent;      /* gathered quantized since the last update: the next
+                                     gathers are full precision (or hpZ's) */
+    } qwz;
 } zsh_obucket_t;
 
 struct zsh_param {
@@ -93,6 +97,9 @@ struct zsh_param {
 /* Before the device: the config ends before stream, the stats before device. */
 #define ZSH_OPTIM_CONFIG_SIZE_3 offsetof(zsh_optim_config_t, stream)
 #define ZSH_OPTIM_STATS_SIZE_2  offsetof(zsh_optim_stats_t, device)
+/* Before qwZ: the config ends before quantize_weights, the stats before it. */
+#define ZSH_OPTIM_CONFIG_SIZE_4 offsetof(zsh_optim_config_t, quantize_weights)
+#define ZSH_OPTIM_STATS_SIZE_3  offsetof(zsh_optim_stats_t, quantize_weights)
 
 /* The optimizer on device memory (device.c). */
 typedef struct zsh_devopt {
@@ -144,6 +151,7 @@ struct zsh_optim {
     zsh_comm_t        *hpzcomm;         /* hpZ: this rank's node group; NULL when off */
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
+    size_t             quant_bytes;     /* of comm_bytes, sent quantized (qwZ) */
     const zsh_dev_ops_t *dev_ops;       /* where the model is: host, CUDA, CUDA offloaded */
     bool               has_master;      /* fp32 master weights: mixed precision, or the device's
                                            states offloaded to the host */
@@ -269,6 +277,17 @@ void         zsh_optim_hpz_free(zsh_optim_t *opt);
 size_t       zsh_optim_hpz_count(const zsh_optim_t *opt, const zsh_obucket_t *b);
 void         zsh_optim_hpz_keep(zsh_optim_t *opt, zsh_obucket_t *b, const void *full);
 void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
+
+/* qwz.c: quantized weights. zsh_optim_qwz_resolve() settles
+ * cfg.quantize_weights (ZSH_QUANTIZE_ON or OFF) and the block at create,
+ * after hpZ (it needs the nodes); zsh_optim_qwz_src() marks a gather from
+ * the primary shards quantized where it is a bucket's first since the last
+ * update; zsh_optim_qwz_invalidate() makes every bucket's next gather the
+ * first again. */
+zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, int env_mode, size_t env_block);
+void         zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b,
+                               zsh_shard_src_t *src);
+void         zsh_optim_qwz_invalidate(zsh_optim_t *opt);
 
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);
