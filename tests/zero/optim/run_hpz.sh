@@ -12,7 +12,7 @@ check="$top_builddir/tests/zero/optim/hpz_check"
 train="$top_builddir/tools/zsh_train"
 # shellcheck source=../../harness/results.sh
 . "$(dirname "$0")/../../harness/results.sh"
-results_begin hpz 5
+results_begin hpz 6
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -62,5 +62,31 @@ result uneven_nodes_are_refused_on_every_rank "$(
 result a_group_that_does_not_divide_the_node_is_refused "$(
     refused aaabbb "hpz=2 does not divide the 3 ranks on this rank's node" --stage 3 --hpz 2)"
 result below_stage_3_hpz_is_refused "$(refused aabb "hpz=2 needs stage 3" --stage 2 --hpz 2)"
+
+# qwZ on auto across the made-up nodes: forward's gathers quantized, fewer
+# bytes across nodes, the summary says so, the loss within 1% of the run
+# without it.
+qwz_auto() {
+    local qw last cross
+    local -A loss=() bytes=()
+    for qw in off auto; do
+        job abab env ZSH_QUANTIZE_WEIGHTS=$qw "$train" --stage 3 --steps 20 --hidden 128 \
+            --layers 2 --max-live 1 --bucket-size 16k --hpz auto
+        if [ "$(cat "$log/rc.0")" != 0 ] || [ "$(cat "$log/rc.1")" != 0 ]; then
+            echo "ZSH_QUANTIZE_WEIGHTS=$qw: $(tail -3 "$log/out.0")"
+            return
+        fi
+        loss[$qw]=$(sed -n 's/^rank 0: last loss \([0-9.]*\).*/\1/p' "$log/out.0")
+        bytes[$qw]=$(sed -n 's/.*cross-node comm bytes per rank per step: \([0-9]*\).*/\1/p' "$log/out.0")
+        grep -q "^quantized: weights (qwZ) $([ $qw = off ] && echo off || echo on);" "$log/out.0" ||
+            echo "ZSH_QUANTIZE_WEIGHTS=$qw: the summary says $(grep '^quantized:' "$log/out.0")"
+    done
+    [ "${bytes[auto]:-0}" -gt 0 ] && [ "${bytes[auto]}" -lt "${bytes[off]:-0}" ] ||
+        echo "cross-node bytes per step: ${bytes[auto]:-none} with qwZ, ${bytes[off]:-none} without"
+    awk -v a="${loss[auto]:-0}" -v b="${loss[off]:-1}" \
+        'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.01) }' ||
+        echo "last loss ${loss[auto]:-none} with qwZ, ${loss[off]:-none} without: beyond 1%"
+}
+result qwz_auto_across_nodes_sends_fewer_bytes_and_trains_within_1_percent "$(qwz_auto)"
 
 results_end
