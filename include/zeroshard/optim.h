@@ -202,6 +202,25 @@ typedef struct zsh_optim_config {
     size_t           quantize_block;   /**< Elements per quantization block, each with its own
                                             scale, 1 to 1048576; 0 takes ZSH_QUANTIZE_BLOCK
                                             (default 2048). */
+    int              quantize_grads;   /**< Stages 2-3: ZeRO++'s quantized gradients (qgZ).
+                                            Each bucket's gradients are reduce-scattered in
+                                            full precision inside the node, the node's partial
+                                            sums quantized to quantize_grad_bits in blocks of
+                                            quantize_block, exchanged across nodes by one
+                                            all-to-all over the ranks of each local index (the
+                                            rails), dequantized and summed in fp32 by each
+                                            shard's owner. The reduction is blocking (it does
+                                            not overlap the backward pass yet). Modes as
+                                            quantize_weights; 0 takes ZSH_QUANTIZE_GRADS
+                                            (default off). ::ZSH_QUANTIZE_ON on one node is
+                                            refused (nothing crosses a node). Needs fp32, host
+                                            parameters, offload_optimizer none and the same
+                                            number of ranks on every node. */
+    int              quantize_grad_bits;   /**< Bits of qgZ's levels: 8 or 4; 0 takes
+                                                ZSH_QUANTIZE_GRAD_BITS (default 8). */
+    int              quantize_weight_bits; /**< Bits of qwZ's levels: 8 (int4 weights are
+                                                refused: too coarse for the forward pass);
+                                                0 takes 8. */
     /* A new field goes here, last, with its row in python/src/optim_settings.h,
      * which builds the Python keywords from the rows (the module's build
      * refuses a field without one). */
@@ -307,6 +326,11 @@ typedef struct zsh_optim_stats {
     unsigned long qwz_nonfinite_blocks; /**< Blocks holding NaN or inf that this rank's
                                              quantized gathers sent, so far: each came back as
                                              NaN across its block, never beyond it. */
+    int      quantize_grads;    /**< 1 when qgZ is in force. */
+    unsigned long qgz_reductions;      /**< Buckets reduced through qgZ, so far. */
+    unsigned long qgz_nonfinite_blocks; /**< Blocks holding NaN or inf that this rank's qgZ
+                                             partial sums sent, so far (the step then sees a
+                                             NaN gradient, as an overflow). */
 } zsh_optim_stats_t;
 
 /**

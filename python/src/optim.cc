@@ -172,6 +172,9 @@ py::dict stats_dict(const zsh_optim_stats_t &s)
     d["comm_bytes_quantized_last_step"] = s.comm_bytes_quantized_last_step;
     d["qwz_gathers"] = s.qwz_gathers;
     d["qwz_nonfinite_blocks"] = s.qwz_nonfinite_blocks;
+    d["quantize_grads"] = s.quantize_grads;
+    d["qgz_reductions"] = s.qgz_reductions;
+    d["qgz_nonfinite_blocks"] = s.qgz_nonfinite_blocks;
     return d;
 }
 

@@ -65,6 +65,13 @@
       "stage 3: qwZ, forward's gathers as int8 with a scale per block: off, on or auto "        \
       "(on across nodes)")                                                                      \
     X(quantize_block, "size", "ShardingPolicy", "ZSH_QUANTIZE_BLOCK",                           \
-      "elements per quantization block, each with its own scale")
+      "elements per quantization block, each with its own scale")                               \
+    X(quantize_grads, "quantize", "ShardingPolicy", "ZSH_QUANTIZE_GRADS",                       \
+      "stages 2-3: qgZ, gradients summed in full precision in the node, quantized across "      \
+      "nodes: off, on or auto (on across nodes)")                                               \
+    X(quantize_grad_bits, "int", "ShardingPolicy", "ZSH_QUANTIZE_GRAD_BITS",                    \
+      "bits of qgZ's levels: 8 or 4")                                                           \
+    X(quantize_weight_bits, "int", "ShardingPolicy", "",                                        \
+      "bits of qwZ's levels: 8 (int4 weights are refused)")
 
 #endif

@@ -235,6 +235,9 @@ class ShardingPolicy(_Policy):
     hpz: object = None
     quantize_weights: object = None
     quantize_block: object = None
+    quantize_grads: object = None
+    quantize_grad_bits: object = None
+    quantize_weight_bits: object = None
 
 
 # The keyword each policy is passed as.

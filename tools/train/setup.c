@@ -306,8 +306,9 @@ int zsh_train_report(zsh_train_t *t)
         }
         printf("; cross-node comm bytes per rank per step: %llu (%llu within the node group)\n",
                (unsigned long long)v[6], (unsigned long long)v[7]);
-        printf("quantized: weights (qwZ) %s; comm bytes per rank per step sent quantized: %llu "
-               "(%llu sent in full precision)\n", st.quantize_weights ? "on" : "off",
+        printf("quantized: weights (qwZ) %s, gradients (qgZ) %s; comm bytes per rank per step "
+               "sent quantized: %llu (%llu sent in full precision)\n",
+               st.quantize_weights ? "on" : "off", st.quantize_grads ? "on" : "off",
                (unsigned long long)v[8], (unsigned long long)(v[1] - v[8]));
     }
     return 0;

@@ -61,6 +61,15 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"QUANTIZE_BLOCK", NULL, "2048",
      "Elements per quantization block, each with its own fp32 scale (qwZ)",
      ZSH_ZERO_OFF(quantize_block), ZSH_CONFIG_UINT, NULL, "1", "1048576"},
+    {"QUANTIZE_GRADS", NULL, "off",
+     "ZeRO stages 2-3: qgZ, gradients reduce-scattered in full precision inside the node, the "
+     "node's partial sums quantized and exchanged across nodes by an all-to-all over the rails, "
+     "summed in fp32: off, on (refused on one node) or auto (on across nodes); fp32 host "
+     "parameters only; ignored below stage 2",
+     ZSH_ZERO_OFF(quantize_grads), ZSH_CONFIG_ENUM, zsh_quantize_names, NULL, NULL},
+    {"QUANTIZE_GRAD_BITS", NULL, "8",
+     "Bits of qgZ's levels: 8 or 4",
+     ZSH_ZERO_OFF(quantize_grad_bits), ZSH_CONFIG_UINT, NULL, "4", "8"},
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

@@ -25,6 +25,8 @@ typedef struct zsh_zero_config {
     char     hpz[ZSH_CONFIG_STR_MAX]; /* stage 3: off, auto or the secondary group size */
     int      quantize_weights; /* stage 3, qwZ: zsh_quantize_names' index: off, on, auto */
     unsigned quantize_block;   /* elements per quantization block */
+    int      quantize_grads;   /* stages 2-3, qgZ: zsh_quantize_names' index */
+    unsigned quantize_grad_bits; /* bits of qgZ's levels: 8 or 4 */
 } zsh_zero_config_t;
 
 /* The names of zsh_offload_t's values, as ZSH_OFFLOAD_* take them. */

@@ -56,6 +56,11 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
                          "%s: parameter '%s' is CUDA device memory, and quantize_weights (qwZ) "
                          "quantizes host parameters only yet", fn, name);
     }
+    if (opt->cfg.quantize_grads == ZSH_QUANTIZE_ON) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' is CUDA device memory, and quantize_grads (qgZ) "
+                         "reduces host gradients only yet", fn, name);
+    }
     if (opt->cfg.hpz > 1) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: parameter '%s' is CUDA device memory, and hpZ (hpz %d) is not "

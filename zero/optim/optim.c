@@ -86,8 +86,11 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
     if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_4) {
-        cfg->quantize_weights = 0;
-        cfg->quantize_block   = 0;
+        cfg->quantize_weights     = 0;
+        cfg->quantize_block       = 0;
+        cfg->quantize_grads       = 0;
+        cfg->quantize_grad_bits   = 0;
+        cfg->quantize_weight_bits = 0;
     }
     if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_3) {
         cfg->stream = NULL;
@@ -192,7 +195,7 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
         status = zsh_optim_hpz_resolve(opt, env.hpz);
     }
     return (status == ZSH_OK)
-               ? zsh_optim_qwz_resolve(opt, env.quantize_weights, env.quantize_block)
+               ? zsh_optim_qwz_resolve(opt, &env)
                : status;
 }
 
@@ -453,6 +456,7 @@ static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     stats->hpz    = opt->cfg.hpz;
     stats->nnodes = opt->nnodes;
     stats->quantize_weights = opt->cfg.quantize_weights == ZSH_QUANTIZE_ON;
+    stats->quantize_grads   = opt->cfg.quantize_grads == ZSH_QUANTIZE_ON;
     opt->dev_ops->stats(opt, stats);
     for (i = 0; i < opt->nbuckets; i++) {
         stats->hpz_bytes += (opt->buckets[i].hpz.sec != NULL)

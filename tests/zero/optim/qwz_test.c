@@ -6,8 +6,9 @@
  * after an eviction) gives the exact values, an update makes the next
  * gather quantized again, and the stats count the quantized bytes as they
  * travelled; training stays within a stated distance of the run without
- * it; what cannot apply is refused by name, and auto is off on one node.
- * Across nodes, tests/zero/optim/run_hpz.sh trains with it beside hpZ.
+ * it; what cannot apply is refused by name (int4 weights, qgZ on one node or
+ * below stage 2 among them), and auto is off on one node, for weights and
+ * gradients. Across nodes, tests/zero/optim/run_hpz.sh trains with both.
  */
 #include "quad.h"
 
@@ -191,6 +192,45 @@ static zsh_status_t zsh_qwz_create(zsh_comm_t *comm, int mode, int stage, zsh_dt
     return status;
 }
 
+/* Weights on at stage 3 with @bits of levels. */
+static zsh_status_t zsh_qwz_create_bits(zsh_comm_t *comm, int bits, char *err, size_t errlen)
+{
+    zsh_optim_config_t cfg;
+    zsh_optim_t *opt = NULL;
+    zsh_status_t status;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage                = 3;
+    cfg.quantize_weights     = ZSH_QUANTIZE_ON;
+    cfg.quantize_weight_bits = bits;
+    status = zsh_optim_create(comm, &cfg, &opt);
+    snprintf(err, errlen, "%s", zsh_last_error());
+    zsh_optim_destroy(opt);
+    return status;
+}
+
+/* Gradients in @mode at @stage; auto must leave them off on one node. */
+static zsh_status_t zsh_qwz_create_grads(zsh_comm_t *comm, int mode, int stage, char *err,
+                                         size_t errlen)
+{
+    zsh_optim_config_t cfg;
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_status_t status;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage          = stage;
+    cfg.quantize_grads = mode;
+    status = zsh_optim_create(comm, &cfg, &opt);
+    snprintf(err, errlen, "%s", zsh_last_error());
+    if (status == ZSH_OK) {
+        zsh_optim_get_stats(opt, &st);
+        ZSH_EXPECT_EQ(0, st.quantize_grads);
+    }
+    zsh_optim_destroy(opt);
+    return status;
+}
+
 ZSH_RANK_TEST(optim_qwz, what_cannot_apply_is_refused_by_name_and_auto_is_off_on_one_node)
 {
     char err[512];
@@ -216,6 +256,15 @@ ZSH_RANK_TEST(optim_qwz, what_cannot_apply_is_refused_by_name_and_auto_is_off_on
                                                           ZSH_OFFLOAD_NONE, 0, NULL, err,
                                                           sizeof(err)));
     ZSH_EXPECT_STR_CONTAINS(err, "quantize_weights is 7");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create_bits(comm, 4, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_weight_bits=4: qwZ sends int8 weights only");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create_grads(comm, ZSH_QUANTIZE_ON, 2, err,
+                                                                sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_grads on one node");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create_grads(comm, ZSH_QUANTIZE_ON, 1, err,
+                                                                sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_grads needs stage 2 or 3");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_qwz_create_grads(comm, ZSH_QUANTIZE_AUTO, 3, err, sizeof(err)));
     /* One node: auto leaves it off, on is honoured (its cost is the point). */
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_qwz_create(comm, ZSH_QUANTIZE_AUTO, 3, ZSH_FLOAT32,
                                              ZSH_OFFLOAD_NONE, 0, &st, err, sizeof(err)));
