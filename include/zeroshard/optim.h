@@ -627,6 +627,40 @@ typedef struct zsh_node_estimate_out {
 zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ranks_per_node,
                                       int hpz, zsh_node_estimate_out_t *out);
 
+/** ZeRO++'s quantized traffic at stage 3 with hpZ, for zsh_optim_estimate_quant(). */
+typedef struct zsh_quant_estimate_out {
+    double cross_node_bytes_qwz; /**< Bytes per rank per step across nodes with hpZ and qwZ:
+                                      forward's gather as int8 levels and a 4-byte scale per
+                                      block (Ψ (1 + 4 / block)), the gradients' reduce-scatter
+                                      in the precision (as comm_bytes counts them); with one
+                                      rank per node (no hpZ group) backward's gather too. */
+    double cross_node_bytes_qgz; /**< The same with qgZ too: the reduce-scatter's cross-node
+                                      part is this rank's 1 / L of the node's partial sums in
+                                      grad_bits levels with their scales
+                                      (Ψ / L (grad_bits / 8 + 4 / block)). */
+    double link_bytes_qwz;       /**< Bytes into each node's link per step with hpZ and qwZ
+                                      ((nodes - 1) / nodes of each collective). */
+    double link_bytes_qgz;       /**< The same with qgZ too. */
+    double paper_m;              /**< cross_node_bytes_qgz in units of the fp16 model (2Ψ bytes),
+                                      the ZeRO++ paper's M, whose ZeRO-3 moves 3M and ZeRO++
+                                      0.75M per rank: 0.5M for int8 weights, 0.25M for int4
+                                      gradients (here divided by L: the node sums in full
+                                      precision first). */
+} zsh_quant_estimate_out_t;
+
+/**
+ * @brief Cross-node traffic per step at stage 3 with hpZ and qwZ, and with
+ *        qgZ too, for the model of zsh_optim_estimate().
+ * @param in             The model; stage 3.
+ * @param ranks_per_node L, ranks on each node; divides in->ranks, whose nodes must be 2 or more.
+ * @param block          Elements per quantization block (1 to 1048576).
+ * @param grad_bits      Bits of qgZ's levels: 8 or 4.
+ * @param[out] out       The estimate, set only on success.
+ * @return ZSH_ERR_INVALID_ARG for a bad model or any of the above.
+ */
+zsh_status_t zsh_optim_estimate_quant(const zsh_optim_estimate_in_t *in, int ranks_per_node,
+                                      size_t block, int grad_bits, zsh_quant_estimate_out_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,7 @@ ZSH_TEST_CASES += \
 # unit tests (tests/zsh_tests only)
 ZSH_TEST_UNITS += \
 	%reldir%/config_test.c %reldir%/threads_test.c %reldir%/comm_failure_test.c \
-	%reldir%/hpz_config_test.c %reldir%/estimate_nodes_test.c %reldir%/cuda_helpers.c \
+	%reldir%/hpz_config_test.c %reldir%/estimate_nodes_test.c %reldir%/estimate_quant_test.c %reldir%/cuda_helpers.c \
 	%reldir%/cuda_helpers.h %reldir%/cuda_kernels_test.c %reldir%/cuda_util_test.c \
 	%reldir%/cuda_args_test.c %reldir%/device_optim_test.c %reldir%/device_quad.c \
 	%reldir%/device_quad.h %reldir%/stage_table_test.c %reldir%/bstate_test.c \
