@@ -36,7 +36,10 @@ static void zsh_estimate_usage(FILE *out)
             "--ranks-per-node adds a line per stage: the bytes per rank per step in collectives\n"
             "across nodes and the bytes into each node's link (collectives by node, then\n"
             "rail), and at stage 3 the same with hpZ in groups of --hpz ranks (default auto:\n"
-            "every rank of a node) and the bytes of its secondary partition per rank.\n");
+            "every rank of a node) and the bytes of its secondary partition per rank; across\n"
+            "nodes at stage 3, three more: with hpZ and qwZ (int8 weights in blocks of 2048),\n"
+            "and with qgZ too in int8 and in int4, with the last in the ZeRO++ paper's M (the\n"
+            "fp16 model: ZeRO-3 moves 3 M, the paper's ZeRO++ 0.75 M).\n");
 }
 
 /* The largest --params and --ranks taken: beyond them the model is not a
@@ -170,6 +173,24 @@ static void zsh_estimate_print_nodes(const zsh_optim_estimate_in_t *in, int per_
                zsh_estimate_bytes(o.hpz_bytes, b[4], 32));
     }
     putchar('\n');
+    if ((in->stage == 3) && (o.nodes > 1)) {
+        zsh_quant_estimate_out_t q[2];
+        if ((zsh_optim_estimate_quant(in, per_node, 2048, 8, &q[0]) != ZSH_OK) ||
+            (zsh_optim_estimate_quant(in, per_node, 2048, 4, &q[1]) != ZSH_OK)) {
+            fprintf(stderr, "zsh_estimate: %s\n", zsh_last_error());
+            exit(1);
+        }
+        printf("  hpz+qwz: cross-node/step %12s  link in/step %12s\n",
+               zsh_estimate_bytes(q[0].cross_node_bytes_qwz, b[0], 32),
+               zsh_estimate_bytes(q[0].link_bytes_qwz, b[1], 32));
+        printf("  hpz+qwz+qgz int8: cross-node/step %12s  link in/step %12s  (%.3f M)\n",
+               zsh_estimate_bytes(q[0].cross_node_bytes_qgz, b[2], 32),
+               zsh_estimate_bytes(q[0].link_bytes_qgz, b[3], 32), q[0].paper_m);
+        printf("  hpz+qwz+qgz int4: cross-node/step %12s  link in/step %12s  (%.3f M; ZeRO-3 "
+               "3 M, the ZeRO++ paper 0.75 M)\n",
+               zsh_estimate_bytes(q[1].cross_node_bytes_qgz, b[0], 32),
+               zsh_estimate_bytes(q[1].link_bytes_qgz, b[1], 32), q[1].paper_m);
+    }
 }
 
 static void zsh_estimate_print(const zsh_optim_estimate_in_t *in)

@@ -200,6 +200,44 @@ typedef struct zsh_optim_config {
                                          the communicator is deterministic).
                                          Host parameters only: reductions on device buffers
                                          are refused in the mode. */
+    /* A caller built before these fields passes the shorter size and gets
+     * ZSH_QUANTIZE_WEIGHTS and ZSH_QUANTIZE_BLOCK. */
+    int              quantize_weights; /**< Stage 3: ZeRO++'s quantized weights (qwZ). A
+                                            bucket's first gather after each update (the
+                                            forward pass's) travels as int8 levels with one
+                                            fp32 scale per block of quantize_block elements,
+                                            dequantized into the gathered buffer; later
+                                            gathers (backward's) travel in full precision, or
+                                            come from hpZ's secondary partition, which holds
+                                            what the first one gave. The shards, the master
+                                            weights and the update are untouched.
+                                            ::ZSH_QUANTIZE_AUTO: on across nodes, off on one
+                                            (nothing crosses a link there); ::ZSH_QUANTIZE_OFF;
+                                            ::ZSH_QUANTIZE_ON; 0 takes ZSH_QUANTIZE_WEIGHTS
+                                            (default off). Needs stage 3, fp32 precision and
+                                            host parameters in memory (offload_params none). */
+    size_t           quantize_block;   /**< Elements per quantization block, each with its own
+                                            scale, 1 to 1048576; 0 takes ZSH_QUANTIZE_BLOCK
+                                            (default 2048). */
+    int              quantize_grads;   /**< Stages 2-3: ZeRO++'s quantized gradients (qgZ).
+                                            Each bucket's gradients are reduce-scattered in
+                                            full precision inside the node, the node's partial
+                                            sums quantized to quantize_grad_bits in blocks of
+                                            quantize_block, exchanged across nodes by one
+                                            all-to-all over the ranks of each local index (the
+                                            rails), dequantized and summed in fp32 by each
+                                            shard's owner. The reduction is blocking (it does
+                                            not overlap the backward pass yet). Modes as
+                                            quantize_weights; 0 takes ZSH_QUANTIZE_GRADS
+                                            (default off). ::ZSH_QUANTIZE_ON on one node is
+                                            refused (nothing crosses a node). Needs fp32, host
+                                            parameters, offload_optimizer none and the same
+                                            number of ranks on every node. */
+    int              quantize_grad_bits;   /**< Bits of qgZ's levels: 8 or 4; 0 takes
+                                                ZSH_QUANTIZE_GRAD_BITS (default 8). */
+    int              quantize_weight_bits; /**< Bits of qwZ's levels: 8 (int4 weights are
+                                                refused: too coarse for the forward pass);
+                                                0 takes 8. */
     /* A new field goes here, last, with its row in python/src/optim_settings.h,
      * which builds the Python keywords from the rows (the module's build
      * refuses a field without one). */
@@ -209,6 +247,13 @@ typedef struct zsh_optim_config {
 #define ZSH_HPZ_AUTO (-1)
 /** zsh_optim_config_t::hpz: no secondary partition. */
 #define ZSH_HPZ_OFF 1
+
+/** zsh_optim_config_t::quantize_weights: on across nodes, off on one node. */
+#define ZSH_QUANTIZE_AUTO (-1)
+/** zsh_optim_config_t::quantize_weights: off. */
+#define ZSH_QUANTIZE_OFF 1
+/** zsh_optim_config_t::quantize_weights: on, on one node too (where it only costs). */
+#define ZSH_QUANTIZE_ON 2
 
 /** @brief Fill @p cfg with the defaults listed in ::zsh_optim_config_t. */
 void zsh_optim_config_init(zsh_optim_config_t *cfg);
@@ -285,6 +330,24 @@ typedef struct zsh_optim_stats {
     double   copy_wait_s;       /**< Seconds the caller was blocked waiting for them: of
                                      copy_s, copy_s - copy_wait_s (at least) was hidden behind
                                      the reductions, the host update and the caller's work. */
+    /* Quantization. Filled only for a caller whose config carried
+     * zsh_optim_config_t::quantize_weights. */
+    int      quantize_weights;  /**< 1 when qwZ is in force. */
+    size_t   comm_bytes_quantized_last_step; /**< Of comm_bytes_last_step, the bytes that
+                                                  travelled quantized, levels and scales as
+                                                  sent (comm_bytes_last_step counts a quantized
+                                                  gather as sent, not as the fp32 it stands
+                                                  for); over the optimizer's communicator, so
+                                                  across nodes where it spans several. */
+    unsigned long qwz_gathers;  /**< Stage 3 gathers that travelled quantized, so far. */
+    unsigned long qwz_nonfinite_blocks; /**< Blocks holding NaN or inf that this rank's
+                                             quantized gathers sent, so far: each came back as
+                                             NaN across its block, never beyond it. */
+    int      quantize_grads;    /**< 1 when qgZ is in force. */
+    unsigned long qgz_reductions;      /**< Buckets reduced through qgZ, so far. */
+    unsigned long qgz_nonfinite_blocks; /**< Blocks holding NaN or inf that this rank's qgZ
+                                             partial sums sent, so far (the step then sees a
+                                             NaN gradient, as an overflow). */
 } zsh_optim_stats_t;
 
 /**
@@ -612,6 +675,40 @@ typedef struct zsh_node_estimate_out {
  */
 zsh_status_t zsh_optim_estimate_nodes(const zsh_optim_estimate_in_t *in, int ranks_per_node,
                                       int hpz, zsh_node_estimate_out_t *out);
+
+/** ZeRO++'s quantized traffic at stage 3 with hpZ, for zsh_optim_estimate_quant(). */
+typedef struct zsh_quant_estimate_out {
+    double cross_node_bytes_qwz; /**< Bytes per rank per step across nodes with hpZ and qwZ:
+                                      forward's gather as int8 levels and a 4-byte scale per
+                                      block (Ψ (1 + 4 / block)), the gradients' reduce-scatter
+                                      in the precision (as comm_bytes counts them); with one
+                                      rank per node (no hpZ group) backward's gather too. */
+    double cross_node_bytes_qgz; /**< The same with qgZ too: the reduce-scatter's cross-node
+                                      part is this rank's 1 / L of the node's partial sums in
+                                      grad_bits levels with their scales
+                                      (Ψ / L (grad_bits / 8 + 4 / block)). */
+    double link_bytes_qwz;       /**< Bytes into each node's link per step with hpZ and qwZ
+                                      ((nodes - 1) / nodes of each collective). */
+    double link_bytes_qgz;       /**< The same with qgZ too. */
+    double paper_m;              /**< cross_node_bytes_qgz in units of the fp16 model (2Ψ bytes),
+                                      the ZeRO++ paper's M, whose ZeRO-3 moves 3M and ZeRO++
+                                      0.75M per rank: 0.5M for int8 weights, 0.25M for int4
+                                      gradients (here divided by L: the node sums in full
+                                      precision first). */
+} zsh_quant_estimate_out_t;
+
+/**
+ * @brief Cross-node traffic per step at stage 3 with hpZ and qwZ, and with
+ *        qgZ too, for the model of zsh_optim_estimate().
+ * @param in             The model; stage 3.
+ * @param ranks_per_node L, ranks on each node; divides in->ranks, whose nodes must be 2 or more.
+ * @param block          Elements per quantization block (1 to 1048576).
+ * @param grad_bits      Bits of qgZ's levels: 8 or 4.
+ * @param[out] out       The estimate, set only on success.
+ * @return ZSH_ERR_INVALID_ARG for a bad model or any of the above.
+ */
+zsh_status_t zsh_optim_estimate_quant(const zsh_optim_estimate_in_t *in, int ranks_per_node,
+                                      size_t block, int grad_bits, zsh_quant_estimate_out_t *out);
 
 #ifdef __cplusplus
 }

@@ -184,6 +184,13 @@ py::dict stats_dict(const zsh_optim_stats_t &s)
     d["copy_bytes"] = s.copy_bytes;
     d["copy_s"] = s.copy_s;
     d["copy_wait_s"] = s.copy_wait_s;
+    d["quantize_weights"] = s.quantize_weights;
+    d["comm_bytes_quantized_last_step"] = s.comm_bytes_quantized_last_step;
+    d["qwz_gathers"] = s.qwz_gathers;
+    d["qwz_nonfinite_blocks"] = s.qwz_nonfinite_blocks;
+    d["quantize_grads"] = s.quantize_grads;
+    d["qgz_reductions"] = s.qgz_reductions;
+    d["qgz_nonfinite_blocks"] = s.qgz_nonfinite_blocks;
     return d;
 }
 

@@ -11,7 +11,8 @@
 //   kind      how Python takes the value: "int", "size" (an integer >= 0),
 //             "float", "flag" (a bool), "kind" (a rule's name), "precision"
 //             (a dtype's name), "tier" (an offload tier's name), "hpz"
-//             (off, auto or a group size), "path", "stream" (a CUDA stream)
+//             (off, auto or a group size), "path", "stream" (a CUDA stream),
+//             "quantize" (off, on or auto)
 //   policy    the zeroshard policy class holding it, or "" (a keyword of its own)
 //   variable  the ZSH_* variable that the field's unset value (0, -1 or NULL) takes, or ""
 //   doc       one line for the docstrings and the manual's table
@@ -62,6 +63,18 @@
       "(None: the default stream)")                                                             \
     X(deterministic, "flag", "", "",                                                            \
       "the same bits whatever the bucket size, sub-group size, hpZ, offload or node layout: "   \
-      "the communicator in the deterministic mode, and the gradient norm summed exactly")
+      "the communicator in the deterministic mode, and the gradient norm summed exactly")    \
+    X(quantize_weights, "quantize", "ShardingPolicy", "ZSH_QUANTIZE_WEIGHTS",                   \
+      "stage 3: qwZ, forward's gathers as int8 with a scale per block: off, on or auto "        \
+      "(on across nodes)")                                                                      \
+    X(quantize_block, "size", "ShardingPolicy", "ZSH_QUANTIZE_BLOCK",                           \
+      "elements per quantization block, each with its own scale")                               \
+    X(quantize_grads, "quantize", "ShardingPolicy", "ZSH_QUANTIZE_GRADS",                       \
+      "stages 2-3: qgZ, gradients summed in full precision in the node, quantized across "      \
+      "nodes: off, on or auto (on across nodes)")                                               \
+    X(quantize_grad_bits, "int", "ShardingPolicy", "ZSH_QUANTIZE_GRAD_BITS",                    \
+      "bits of qgZ's levels: 8 or 4")                                                           \
+    X(quantize_weight_bits, "int", "ShardingPolicy", "",                                        \
+      "bits of qwZ's levels: 8 (int4 weights are refused)")
 
 #endif

@@ -42,6 +42,8 @@ PRECISION_NAMES = {FLOAT32: "fp32", BFLOAT16: "bf16", FLOAT16: "fp16"}
 TIERS = {"none": 0, "cpu": 1, "nvme": 2}
 # zsh_optim_config_t::hpz; 0 (None) takes ZSH_HPZ.
 HPZ = {"off": 1, "auto": -1}
+# zsh_optim_config_t::quantize_weights (ZSH_QUANTIZE_*); 0 (None) takes the variable.
+QUANTIZE = {"off": 1, "on": 2, "auto": -1}
 
 Setting = collections.namedtuple("Setting", "name kind policy variable doc default")
 
@@ -103,6 +105,14 @@ def _hpz(name, value):
     return size
 
 
+def _quantize(name, value):
+    if isinstance(value, bool):
+        return QUANTIZE["on" if value else "off"]
+    if isinstance(value, str) and value.lower() in QUANTIZE:
+        return QUANTIZE[value.lower()]
+    raise ValueError("%s %r is not off, on, auto, True or False" % (name, value))
+
+
 def _path(name, value):
     value = os.fspath(value)
     if isinstance(value, bytes):
@@ -124,7 +134,7 @@ _CONVERT = {
     "kind": _named(KINDS, "sgd, adam, adamw"),
     "precision": _named(PRECISIONS, "fp32, bf16, fp16"),
     "tier": _named(TIERS, "none, cpu, nvme"),
-    "hpz": _hpz, "path": _path, "stream": _stream,
+    "hpz": _hpz, "path": _path, "stream": _stream, "quantize": _quantize,
 }
 
 
@@ -138,6 +148,8 @@ def _python_value(kind, code):
         return None if code == -1 else {v: k for k, v in TIERS.items()}[code]
     if kind == "hpz":
         return {0: None, 1: "off", -1: "auto"}.get(code, code)
+    if kind == "quantize":
+        return {0: None, 1: "off", 2: "on", -1: "auto"}[code]
     if kind == "flag":
         return None if code == -1 else bool(code)
     if kind == "path":
@@ -216,11 +228,17 @@ class OffloadPolicy(_Policy):
 @dataclasses.dataclass(frozen=True)
 class ShardingPolicy(_Policy):
     """How parameters are bucketed and gathered: bucket bytes, the bound on
-    live buffers, stage 3's prefetch and hpZ's node-local copy."""
+    live buffers, stage 3's prefetch, hpZ's node-local copy and qwZ's
+    quantized gathers."""
     bucket_size: object = None
     max_live_bytes: object = None
     prefetch: object = None
     hpz: object = None
+    quantize_weights: object = None
+    quantize_block: object = None
+    quantize_grads: object = None
+    quantize_grad_bits: object = None
+    quantize_weight_bits: object = None
 
 
 # The keyword each policy is passed as.

@@ -128,7 +128,9 @@ NON_DEFAULT = {
     "offload_optimizer": ("cpu", 1), "offload_params": ("nvme", 2),
     "nvme_dir": ("/var/tmp/x", "/var/tmp/x"), "host_mem_limit": (1 << 21, 1 << 21),
     "sub_group_size": (8192, 8192), "update_threads": (3, 3), "hpz": ("auto", -1),
-    "stream": (0x1000, 0x1000), "deterministic": (True, 1),
+    "stream": (0x1000, 0x1000), "deterministic": (True, 1), "quantize_weights": ("auto", -1),
+    "quantize_block": (512, 512), "quantize_grads": ("on", 2), "quantize_grad_bits": (4, 4),
+    "quantize_weight_bits": (8, 8),
 }
 
 

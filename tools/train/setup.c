@@ -258,7 +258,7 @@ zsh_status_t zsh_train_setup(zsh_train_t *t)
 int zsh_train_report(zsh_train_t *t)
 {
     zsh_optim_stats_t st;
-    uint64_t v[8];
+    uint64_t v[9];
     size_t psi = 0, i;
 
     if (zsh_optim_get_stats(t->opt, &st) != ZSH_OK) {
@@ -275,7 +275,8 @@ int zsh_train_report(zsh_train_t *t)
     v[5] = st.buffer_peak_bytes;
     v[6] = st.comm_bytes_cross_node_last_step;
     v[7] = st.comm_bytes_node_last_step;
-    if (zsh_allreduce(v, v, 8, ZSH_UINT64, ZSH_MAX, t->comm) != ZSH_OK) {
+    v[8] = st.comm_bytes_quantized_last_step;
+    if (zsh_allreduce(v, v, 9, ZSH_UINT64, ZSH_MAX, t->comm) != ZSH_OK) {
         fprintf(stderr, "zsh_train: report: %s\n", zsh_last_error());
         return 1;
     }
@@ -306,6 +307,10 @@ int zsh_train_report(zsh_train_t *t)
         }
         printf("; cross-node comm bytes per rank per step: %llu (%llu within the node group)\n",
                (unsigned long long)v[6], (unsigned long long)v[7]);
+        printf("quantized: weights (qwZ) %s, gradients (qgZ) %s; comm bytes per rank per step "
+               "sent quantized: %llu (%llu sent in full precision)\n",
+               st.quantize_weights ? "on" : "off", st.quantize_grads ? "on" : "off",
+               (unsigned long long)v[8], (unsigned long long)(v[1] - v[8]));
     }
     return 0;
 }

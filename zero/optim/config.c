@@ -3,6 +3,7 @@
 #define ZSH_ZERO_OFF(_field) offsetof(zsh_zero_config_t, _field)
 
 const char *const zsh_offload_names[] = {"none", "cpu", "nvme", NULL};
+const char *const zsh_quantize_names[] = {"off", "on", "auto", NULL};
 
 static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"BUCKET_SIZE", NULL, "16m",
@@ -51,6 +52,24 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
      "off on one node) or the group size, which divides the ranks per node; ignored below "
      "stage 3",
      ZSH_ZERO_OFF(hpz), ZSH_CONFIG_STRING, NULL, NULL, NULL},
+    {"QUANTIZE_WEIGHTS", NULL, "off",
+     "ZeRO stage 3: qwZ, a bucket's first gather after each update (forward's) as int8 with "
+     "an fp32 scale per block, the later ones (backward's) in full precision or from hpZ: off, "
+     "on, or auto (on across nodes, off on one); fp32 host parameters only; ignored below "
+     "stage 3",
+     ZSH_ZERO_OFF(quantize_weights), ZSH_CONFIG_ENUM, zsh_quantize_names, NULL, NULL},
+    {"QUANTIZE_BLOCK", NULL, "2048",
+     "Elements per quantization block, each with its own fp32 scale (qwZ)",
+     ZSH_ZERO_OFF(quantize_block), ZSH_CONFIG_UINT, NULL, "1", "1048576"},
+    {"QUANTIZE_GRADS", NULL, "off",
+     "ZeRO stages 2-3: qgZ, gradients reduce-scattered in full precision inside the node, the "
+     "node's partial sums quantized and exchanged across nodes by an all-to-all over the rails, "
+     "summed in fp32: off, on (refused on one node) or auto (on across nodes); fp32 host "
+     "parameters only; ignored below stage 2",
+     ZSH_ZERO_OFF(quantize_grads), ZSH_CONFIG_ENUM, zsh_quantize_names, NULL, NULL},
+    {"QUANTIZE_GRAD_BITS", NULL, "8",
+     "Bits of qgZ's levels: 8 or 4",
+     ZSH_ZERO_OFF(quantize_grad_bits), ZSH_CONFIG_UINT, NULL, "4", "8"},
 };
 
 static zsh_config_table_t zsh_zero_config_table = {

@@ -23,10 +23,17 @@ typedef struct zsh_zero_config {
     char     job_id[ZSH_CONFIG_STR_MAX]; /* names the job's directory of NVMe files */
     unsigned update_threads;  /* threads applying the update rule in a step */
     char     hpz[ZSH_CONFIG_STR_MAX]; /* stage 3: off, auto or the secondary group size */
+    int      quantize_weights; /* stage 3, qwZ: zsh_quantize_names' index: off, on, auto */
+    unsigned quantize_block;   /* elements per quantization block */
+    int      quantize_grads;   /* stages 2-3, qgZ: zsh_quantize_names' index */
+    unsigned quantize_grad_bits; /* bits of qgZ's levels: 8 or 4 */
 } zsh_zero_config_t;
 
 /* The names of zsh_offload_t's values, as ZSH_OFFLOAD_* take them. */
 extern const char *const zsh_offload_names[];
+
+/* The names of ZSH_QUANTIZE_WEIGHTS' values, in the order of their indices. */
+extern const char *const zsh_quantize_names[];
 
 /* Defaults, then the environment: only these variables, so a malformed one
  * of another layer never fails an optimizer. */

@@ -51,6 +51,16 @@ static zsh_status_t zsh_optim_dev_check_config(const zsh_optim_t *opt, const cha
                          "are reduced in full in device memory", fn, name,
                          zsh_offload_names[opt->cfg.offload_optimizer], opt->cfg.stage);
     }
+    if (opt->cfg.quantize_weights == ZSH_QUANTIZE_ON) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' is CUDA device memory, and quantize_weights (qwZ) "
+                         "quantizes host parameters only yet", fn, name);
+    }
+    if (opt->cfg.quantize_grads == ZSH_QUANTIZE_ON) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' is CUDA device memory, and quantize_grads (qgZ) "
+                         "reduces host gradients only yet", fn, name);
+    }
     if (opt->cfg.hpz > 1) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: parameter '%s' is CUDA device memory, and hpZ (hpz %d) is not "

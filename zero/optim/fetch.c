@@ -42,8 +42,9 @@ static zsh_status_t zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
 /* Post the gather of @b (sharded or reading), from where its data is:
  * hpZ's slice once gathered since the last update (the node group has it),
  * the shard read from the NVMe file, or the shard in memory, staged into
- * device memory when the shards are away from the device. @b's state is the
- * caller's to move. */
+ * device memory when the shards are away from the device; a bucket's first
+ * gather since the last update quantized under qwZ (qwz.c). @b's state is
+ * the caller's to move. */
 static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_shard_src_t src = {0};
@@ -54,6 +55,7 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
         src.comm = opt->hpzcomm;
     } else {
         status = opt->tiers.ops[ZSH_TK_PARAMS]->gather_src(opt, b, &src);
+        zsh_optim_qwz_src(opt, b, &src);
     }
     if (status == ZSH_OK) {
         /* A staged copy that fails leaves the all-gather unposted: the
@@ -69,8 +71,13 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
         opt->node_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
         opt->stats.hpz_gathers++;
     }
+    if (src.quant_block != 0) {
+        b->qwz.sent = true;
+        opt->quant_bytes += zsh_shard_sent_bytes(b->fetch.pshard);
+        opt->stats.qwz_gathers++;
+    }
     opt->live_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
-    opt->comm_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
+    opt->comm_bytes += zsh_shard_sent_bytes(b->fetch.pshard);
     if (opt->live_bytes > opt->stats.gathered_peak_bytes) {
         opt->stats.gathered_peak_bytes = opt->live_bytes;
     }

@@ -45,7 +45,8 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
 
     if ((cfg->size != sizeof(*cfg)) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_0) &&
         (cfg->size != ZSH_OPTIM_CONFIG_SIZE_1) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_2) &&
-        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_3) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_4)) {
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_3) && (cfg->size != ZSH_OPTIM_CONFIG_SIZE_4) &&
+        (cfg->size != ZSH_OPTIM_CONFIG_SIZE_5)) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: config.size is %zu, expected %zu: fill it with "
                          "zsh_optim_config_init()", fn, cfg->size, sizeof(*cfg));
@@ -90,6 +91,13 @@ static zsh_status_t zsh_optim_check_config(const zsh_optim_config_t *cfg)
  * their defaults. */
 static void zsh_optim_config_upgrade(zsh_optim_config_t *cfg)
 {
+    if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_5) {
+        cfg->quantize_weights     = 0;
+        cfg->quantize_block       = 0;
+        cfg->quantize_grads       = 0;
+        cfg->quantize_grad_bits   = 0;
+        cfg->quantize_weight_bits = 0;
+    }
     if (cfg->size <= ZSH_OPTIM_CONFIG_SIZE_4) {
         cfg->deterministic = 0;
     }
@@ -192,7 +200,12 @@ static zsh_status_t zsh_optim_resolve(zsh_optim_t *opt)
         cfg->loss_scale = fp16 ? 65536.0f : 1.0f;
     }
     status = zsh_optim_check_tiers(opt);
-    return (status == ZSH_OK) ? zsh_optim_hpz_resolve(opt, env.hpz) : status;
+    if (status == ZSH_OK) {
+        status = zsh_optim_hpz_resolve(opt, env.hpz);
+    }
+    return (status == ZSH_OK)
+               ? zsh_optim_qwz_resolve(opt, &env)
+               : status;
 }
 
 zsh_status_t zsh_optim_create(zsh_comm_t *comm, const zsh_optim_config_t *cfg,
@@ -454,11 +467,17 @@ static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
     zsh_optim_tier_stats(opt, stats);
     stats->hpz    = opt->cfg.hpz;
     stats->nnodes = opt->nnodes;
+    stats->quantize_weights = opt->cfg.quantize_weights == ZSH_QUANTIZE_ON;
+    stats->quantize_grads   = opt->cfg.quantize_grads == ZSH_QUANTIZE_ON;
     opt->dev_ops->stats(opt, stats);
     for (i = 0; i < opt->nbuckets; i++) {
         stats->hpz_bytes += (opt->buckets[i].hpz.sec != NULL)
                                 ? zsh_optim_hpz_count(opt, &opt->buckets[i]) * opt->esize
                                 : 0;
+        stats->qwz_nonfinite_blocks +=
+            (opt->buckets[i].fetch.pshard != NULL)
+                ? zsh_shard_nonfinite_blocks(opt->buckets[i].fetch.pshard)
+                : 0;
     }
 }
 
@@ -477,6 +496,7 @@ zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stat
            (opt->caller_cfg_size == ZSH_OPTIM_CONFIG_SIZE_0)   ? ZSH_OPTIM_STATS_SIZE_0
            : (opt->caller_cfg_size <= ZSH_OPTIM_CONFIG_SIZE_2) ? ZSH_OPTIM_STATS_SIZE_1
            : (opt->caller_cfg_size <= ZSH_OPTIM_CONFIG_SIZE_3) ? ZSH_OPTIM_STATS_SIZE_2
+           : (opt->caller_cfg_size <= ZSH_OPTIM_CONFIG_SIZE_5) ? ZSH_OPTIM_STATS_SIZE_3
                                                                : sizeof(full));
     return ZSH_OK;
 }

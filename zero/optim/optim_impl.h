@@ -69,6 +69,10 @@ typedef struct zsh_obucket {
         bool           sec_valid; /* filled by a gather since the last update (not a state:
                                      bstate.h says why) */
     } hpz;
+    struct {                      /* qwZ */
+        bool           sent;      /* gathered quantized since the last update: the next
+                                     gathers are full precision (or hpZ's) */
+    } qwz;
 } zsh_obucket_t;
 
 struct zsh_param {
@@ -96,6 +100,9 @@ struct zsh_param {
 #define ZSH_OPTIM_STATS_SIZE_2  offsetof(zsh_optim_stats_t, device)
 /* Before the deterministic mode: the config ends before deterministic. */
 #define ZSH_OPTIM_CONFIG_SIZE_4 offsetof(zsh_optim_config_t, deterministic)
+/* Before qwZ: the config ends before quantize_weights, the stats before it. */
+#define ZSH_OPTIM_CONFIG_SIZE_5 offsetof(zsh_optim_config_t, quantize_weights)
+#define ZSH_OPTIM_STATS_SIZE_3  offsetof(zsh_optim_stats_t, quantize_weights)
 
 /* The optimizer on device memory (device.c). */
 typedef struct zsh_devopt {
@@ -147,6 +154,11 @@ struct zsh_optim {
     zsh_comm_t        *hpzcomm;         /* hpZ: this rank's node group; NULL when off */
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
+    size_t             quant_bytes;     /* of comm_bytes, sent quantized (qwZ, qgZ) */
+    struct {                            /* qgZ, set up where cfg.quantize_grads is on */
+        zsh_comm_t    *node, *rail;     /* this rank's node group and rail group */
+        int           *owner;           /* owner[node * L + local]: the rank there */
+    } qgz;
     const zsh_dev_ops_t *dev_ops;       /* where the model is: host, CUDA, CUDA offloaded */
     bool               has_master;      /* fp32 master weights: mixed precision, or the device's
                                            states offloaded to the host */
@@ -272,6 +284,26 @@ void         zsh_optim_hpz_free(zsh_optim_t *opt);
 size_t       zsh_optim_hpz_count(const zsh_optim_t *opt, const zsh_obucket_t *b);
 void         zsh_optim_hpz_keep(zsh_optim_t *opt, zsh_obucket_t *b, const void *full);
 void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
+
+/* qwz.c: quantized weights. zsh_optim_qwz_resolve() settles
+ * cfg.quantize_weights (ZSH_QUANTIZE_ON or OFF) and the block at create,
+ * after hpZ (it needs the nodes); zsh_optim_qwz_src() marks a gather from
+ * the primary shards quantized where it is a bucket's first since the last
+ * update; zsh_optim_qwz_invalidate() makes every bucket's next gather the
+ * first again. */
+struct zsh_zero_config;
+zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const struct zsh_zero_config *env);
+void         zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b,
+                               zsh_shard_src_t *src);
+void         zsh_optim_qwz_invalidate(zsh_optim_t *opt);
+
+/* qgz.c: quantized gradients. Settled with qwZ at create (cfg.quantize_grads
+ * ZSH_QUANTIZE_ON or OFF); setup makes the node and rail groups and the map
+ * of the ranks (every rank checks the nodes together); reduce runs a
+ * bucket's staged gradients through shard/qreduce.h into its shard. */
+zsh_status_t zsh_optim_qgz_setup(zsh_optim_t *opt);
+void         zsh_optim_qgz_free(zsh_optim_t *opt);
+zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b);
 
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);

@@ -141,6 +141,7 @@ zsh_status_t zsh_optim_state_set_begin(zsh_optim_t *opt)
      * copies, hpZ's slices) would be stale after the writes. */
     status = opt->stage_ops->step_begin(opt);
     zsh_optim_hpz_invalidate(opt);
+    zsh_optim_qwz_invalidate(opt);
     return status;
 }
 

@@ -40,11 +40,13 @@ static void zsh_optim_step_close(zsh_optim_t *opt)
     opt->stats.steps++;
     opt->stats.comm_bytes_last_step = opt->comm_bytes;
     opt->stats.comm_bytes_node_last_step = opt->node_bytes;
+    opt->stats.comm_bytes_quantized_last_step = opt->quant_bytes;
     /* Every collective but hpZ's runs on the whole communicator. */
     opt->stats.comm_bytes_cross_node_last_step =
         (opt->nnodes > 1) ? opt->comm_bytes - opt->node_bytes : 0;
     opt->comm_bytes = 0;
     opt->node_bytes = 0;
+    opt->quant_bytes = 0;
 }
 
 /* The factor the gradients are multiplied by, or a skip for overflow. */
@@ -184,6 +186,7 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
     } else {
         u = zsh_update_make(&opt->cfg, ++opt->updates, mul);
         zsh_optim_hpz_invalidate(opt); /* the next gathers read the updated primary shards */
+        zsh_optim_qwz_invalidate(opt); /* and the first of each is quantized again */
         if (opt->tiers.aio != NULL) {
             /* A failure of the tier's is agreed on by every rank; one of
              * the device's aborted the communicator already. */

@@ -5,11 +5,14 @@
  */
 #include "shard/shard_impl.h"
 
+#include "shard/qgather.h"
+
 #include "core/dtype.h"
 #include "core/status.h"
 #include "mem/checked.h"
 #include "mem/device.h"
 #include "mem/huge.h"
+#include "quant/quant.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +32,10 @@ struct zsh_shard {
     void          *local;      /* count elements */
     void          *full;       /* N * count elements while gathered */
     zsh_request_t *req;        /* the gather in flight, if any */
+    void          *qbuf;       /* qwZ: every rank's quantized part, while gathered */
+    size_t         qblock;     /* qwZ: the in-flight gather's block size (0: none) */
+    size_t         sent_bytes; /* the last gather's buffer as it travelled */
+    size_t         nonfinite;  /* qwZ: blocks with NaN or inf this rank sent, so far */
 };
 
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
@@ -107,6 +114,13 @@ static size_t zsh_shard_full_bytes(const zsh_shard_t *shard)
  * it, so it goes through the communicator then. */
 static void zsh_shard_free_full(zsh_shard_t *shard, bool failed)
 {
+    if (shard->qbuf != NULL) {
+        zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->qbuf,
+                                zsh_qgather_part_bytes(shard->count, shard->qblock) *
+                                    (size_t)shard->size,
+                                failed ? shard->comm : NULL);
+        shard->qbuf = NULL;
+    }
     zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard),
                             failed ? shard->comm : NULL);
     shard->full = NULL;
@@ -173,6 +187,16 @@ int zsh_shard_is_gathered(const zsh_shard_t *shard)
     return shard->full != NULL;
 }
 
+size_t zsh_shard_sent_bytes(const zsh_shard_t *shard)
+{
+    return shard->sent_bytes;
+}
+
+size_t zsh_shard_nonfinite_blocks(const zsh_shard_t *shard)
+{
+    return shard->nonfinite;
+}
+
 zsh_status_t zsh_shard_gather_start(zsh_shard_t *shard)
 {
     return zsh_shard_gather_start_src(shard, NULL);
@@ -220,6 +244,43 @@ static zsh_status_t zsh_shard_gather_staged(zsh_shard_t *shard, const void *loca
     return status;
 }
 
+/* qwZ: this rank's fp32 @block quantized into its part of the parts'
+ * buffer, gathered in place there, dequantized at the wait. */
+static zsh_status_t zsh_shard_gather_quantized(zsh_shard_t *shard, const void *block,
+                                               size_t qblock)
+{
+    size_t pbytes = zsh_qgather_part_bytes(shard->count, qblock);
+    char *mine;
+    zsh_status_t status;
+
+    if ((shard->dtype != ZSH_FLOAT32) ||
+        ((shard->acct != NULL) && (shard->acct->place == ZSH_PLACE_DEVICE))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: a quantized gather takes fp32 host memory, not %s%s",
+                         zsh_dtype_name(shard->dtype),
+                         (shard->dtype == ZSH_FLOAT32) ? " device memory" : "");
+    }
+    status = zsh_shard_full_alloc(shard);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    shard->qbuf = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, pbytes * (size_t)shard->size);
+    if (shard->qbuf == NULL) {
+        zsh_shard_release(shard);
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes of "
+                         "quantized parts", pbytes * (size_t)shard->size);
+    }
+    shard->qblock     = qblock;
+    shard->sent_bytes = pbytes * (size_t)shard->size;
+    mine = (char *)shard->qbuf + (size_t)shard->rank * pbytes;
+    shard->nonfinite += zsh_qgather_pack(block, shard->count, qblock, mine);
+    status = zsh_iallgather(mine, shard->qbuf, pbytes, ZSH_UINT8, shard->comm, &shard->req);
+    if (status != ZSH_OK) {
+        zsh_shard_release(shard);
+    }
+    return status;
+}
+
 zsh_status_t zsh_shard_gather_start_src(zsh_shard_t *shard, const zsh_shard_src_t *src)
 {
     static const zsh_shard_src_t own = {0};
@@ -248,6 +309,18 @@ zsh_status_t zsh_shard_gather_start_src(zsh_shard_t *shard, const zsh_shard_src_
                          "zsh_shard_gather: a staged gather goes over the tensor's own "
                          "communicator, not a group of %d ranks", nparts);
     }
+    if ((src->quant_block != 0) && (src->staged || (comm != shard->comm))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_shard_gather: a quantized gather goes over the tensor's own "
+                         "communicator from host memory, not %s",
+                         src->staged ? "a staged block" : "a group");
+    }
+    if (src->quant_block != 0) {
+        status = zsh_quant_check(src->quant_block, 8);
+        return (status == ZSH_OK) ? zsh_shard_gather_quantized(shard, block, src->quant_block)
+                                  : status;
+    }
+    shard->sent_bytes = zsh_shard_full_bytes(shard);
     if (src->staged && (shard->acct != NULL) && (shard->acct->place == ZSH_PLACE_DEVICE)) {
         return zsh_shard_gather_staged(shard, block);
     }
@@ -277,6 +350,14 @@ zsh_status_t zsh_shard_gather_wait(zsh_shard_t *shard, void **full_p)
     if (status != ZSH_OK) {
         zsh_shard_free_full(shard, true);
         return status;
+    }
+    if (shard->qbuf != NULL) {
+        zsh_qgather_unpack(shard->qbuf, shard->size, shard->count, shard->qblock, shard->full);
+        zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->qbuf,
+                                zsh_qgather_part_bytes(shard->count, shard->qblock) *
+                                    (size_t)shard->size,
+                                NULL);
+        shard->qbuf = NULL;
     }
     *full_p = shard->full;
     return ZSH_OK;

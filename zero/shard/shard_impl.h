@@ -58,6 +58,12 @@ typedef struct zsh_shard_src {
      * host and device buffers. Host to host, a plain gather. Over the
      * tensor's communicator only. */
     bool        staged;
+    /* qwZ: 0 for the elements as they are; else each rank's block travels
+     * quantized to int8 in blocks of this many elements with an fp32 scale
+     * each (quant/quant.h), and each part is dequantized into the gathered
+     * buffer when the gather is waited for. fp32 host memory, over the
+     * tensor's communicator, not staged. */
+    size_t      quant_block;
 } zsh_shard_src_t;
 
 /* zsh_shard_gather_start() from @src (NULL: the zero description); the
@@ -68,6 +74,13 @@ zsh_status_t zsh_shard_gather_start_src(zsh_shard_t *shard, const zsh_shard_src_
 
 /* Whether the tensor has a gathered buffer or a gather in flight. */
 int zsh_shard_is_gathered(const zsh_shard_t *shard);
+
+/* Bytes of the buffer the last gather moved, as it travelled: the full
+ * buffer, or every rank's quantized part (0 before any gather). */
+size_t zsh_shard_sent_bytes(const zsh_shard_t *shard);
+
+/* Blocks holding NaN or inf this rank's quantized gathers sent so far. */
+size_t zsh_shard_nonfinite_blocks(const zsh_shard_t *shard);
 
 /* zsh_bucket_seal() with the flat shard counted as zsh_shard_create_counted()
  * counts it. */

@@ -8,11 +8,11 @@ ZSH_TEST_CASES += \
 	%reldir%/optim_bad_input_test.c %reldir%/overflow_test.c %reldir%/prefetch_test.c \
 	%reldir%/tiles_test.c %reldir%/prefetch_order_test.c %reldir%/swap_plan_test.c \
 	%reldir%/set_param_test.c %reldir%/clip_test.c %reldir%/state_test.c \
-	%reldir%/bstate_cycle_test.c
+	%reldir%/bstate_cycle_test.c %reldir%/qwz_test.c
 # unit tests (tests/zsh_tests only)
 ZSH_TEST_UNITS += \
 	%reldir%/config_test.c %reldir%/threads_test.c %reldir%/comm_failure_test.c \
-	%reldir%/hpz_config_test.c %reldir%/estimate_nodes_test.c %reldir%/cuda_helpers.c \
+	%reldir%/hpz_config_test.c %reldir%/estimate_nodes_test.c %reldir%/estimate_quant_test.c %reldir%/cuda_helpers.c \
 	%reldir%/cuda_helpers.h %reldir%/cuda_kernels_test.c %reldir%/cuda_util_test.c \
 	%reldir%/cuda_args_test.c %reldir%/device_optim_test.c %reldir%/device_quad.c \
 	%reldir%/device_quad.h %reldir%/stage_table_test.c %reldir%/bstate_test.c \

@@ -12,7 +12,7 @@ check="$top_builddir/tests/zero/optim/hpz_check"
 train="$top_builddir/tools/zsh_train"
 # shellcheck source=../../harness/results.sh
 . "$(dirname "$0")/../../harness/results.sh"
-results_begin hpz 5
+results_begin hpz 6
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -62,5 +62,36 @@ result uneven_nodes_are_refused_on_every_rank "$(
 result a_group_that_does_not_divide_the_node_is_refused "$(
     refused aaabbb "hpz=2 does not divide the 3 ranks on this rank's node" --stage 3 --hpz 2)"
 result below_stage_3_hpz_is_refused "$(refused aabb "hpz=2 needs stage 3" --stage 2 --hpz 2)"
+
+# qwZ, then qwZ and qgZ, on auto across the made-up nodes: fewer bytes
+# across nodes each time (hpZ + qwZ + qgZ at most 0.3x of hpZ alone, as
+# counted), the summary says what is on, the loss within 1% of the run
+# without them.
+qwz_qgz_auto() {
+    local mode qw qg
+    local -A loss=() bytes=()
+    for mode in off:off auto:off auto:auto; do
+        qw=${mode%:*} qg=${mode#*:}
+        job abab env ZSH_QUANTIZE_WEIGHTS=$qw ZSH_QUANTIZE_GRADS=$qg "$train" --stage 3 \
+            --steps 20 --hidden 128 --layers 2 --max-live 1 --bucket-size 16k --hpz auto
+        if [ "$(cat "$log/rc.0")" != 0 ] || [ "$(cat "$log/rc.1")" != 0 ]; then
+            echo "$mode: $(tail -3 "$log/out.0")"
+            return
+        fi
+        loss[$mode]=$(sed -n 's/^rank 0: last loss \([0-9.]*\).*/\1/p' "$log/out.0")
+        bytes[$mode]=$(sed -n 's/.*cross-node comm bytes per rank per step: \([0-9]*\).*/\1/p' "$log/out.0")
+        grep -q "^quantized: weights (qwZ) ${qw/auto/on}, gradients (qgZ) ${qg/auto/on};" \
+            "$log/out.0" || echo "$mode: the summary says $(grep '^quantized:' "$log/out.0")"
+        awk -v a="${loss[$mode]:-0}" -v b="${loss[off:off]:-1}" \
+            'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.01) }' ||
+            echo "$mode: last loss ${loss[$mode]:-none}, ${loss[off:off]:-none} without: beyond 1%"
+    done
+    [ "${bytes[auto:off]:-0}" -gt 0 ] && [ "${bytes[auto:off]}" -lt "${bytes[off:off]:-0}" ] ||
+        echo "cross-node bytes per step: ${bytes[auto:off]:-none} with qwZ, ${bytes[off:off]:-none} without"
+    [ "${bytes[auto:auto]:-0}" -gt 0 ] &&
+        [ $((bytes[auto:auto] * 10)) -le $((bytes[off:off] * 3)) ] ||
+        echo "cross-node bytes per step: ${bytes[auto:auto]:-none} with qwZ and qgZ, more than 0.3 x ${bytes[off:off]:-none}"
+}
+result qwz_and_qgz_auto_across_nodes_send_fewer_bytes_and_train_within_1_percent "$(qwz_qgz_auto)"
 
 results_end

@@ -103,6 +103,9 @@ zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_dtype_t dt = opt->cfg.precision;
 
+    if (opt->qgz.owner != NULL) {
+        return zsh_optim_qgz_reduce(opt, b);
+    }
     opt->comm_bytes += zsh_obucket_full_bytes(opt, b);
     /* With the optimizer offloaded from the device, the host tier's shard
      * cannot take a device reduction: it is reduced in place, then copied

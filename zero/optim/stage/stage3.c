@@ -71,6 +71,7 @@ static zsh_status_t zsh_stage3_set_param(zsh_optim_t *opt, zsh_obucket_t *b, zsh
     zsh_optim_param_reads_drop(opt); /* a shard read ahead would be stale */
     status       = zsh_optim_drop_gather(opt, b);
     b->hpz.sec_valid = false; /* every rank sets the same values: the next gather is primary */
+    b->qwz.sent      = false;
     if ((status == ZSH_OK) && zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
         src = (const char *)values + (s - param->offset) * opt->esize;
         status = opt->tiers.ops[ZSH_TK_PARAMS]->put(opt, ZSH_TK_PARAMS, b, s, e, src, false);

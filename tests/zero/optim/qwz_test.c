@@ -1,0 +1,279 @@
+/*
+ * qwZ, the quantized forward gather of stage 3, forced on (ZSH_QUANTIZE_ON:
+ * the in-process ranks share one node, where auto leaves it off): a
+ * bucket's first gather after an update gives every element within half
+ * its block's scale of the shard's value, a later gather (backward's, here
+ * after an eviction) gives the exact values, an update makes the next
+ * gather quantized again, and the stats count the quantized bytes as they
+ * travelled; training stays within a stated distance of the run without
+ * it; what cannot apply is refused by name (int4 weights, qgZ on one node or
+ * below stage 2 among them), and auto is off on one node, for weights and
+ * gradients. Across nodes, tests/zero/optim/run_hpz.sh trains with both.
+ */
+#include "quad.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ZSH_QWZ_N     5000
+#define ZSH_QWZ_BLOCK 256
+
+/* Values whose magnitudes differ from block to block, with zeros among them. */
+static float zsh_qwz_value(int p, size_t i)
+{
+    double mag = ldexp(1.0, (int)((i / ZSH_QWZ_BLOCK) % 9) - 4);
+
+    return (i % 17 == 3) ? 0.0f : (float)(mag * sin(0.37 * (double)i + p));
+}
+
+/* @got against the exact values of parameter @p: exactly, or where
+ * @quantized within its block's bound (half the block's largest magnitude
+ * over 127, with the fp32 rounding quant.h allows) and different somewhere.
+ * Blocks start at each rank's part of @count elements. */
+static void zsh_qwz_check(const float *got, int p, size_t count, bool quantized,
+                          const char *what)
+{
+    size_t i, differ = 0, last_b0 = SIZE_MAX;
+    double m = 0.0, bound;
+
+    for (i = 0; i < ZSH_QWZ_N; i++) {
+        float want = zsh_qwz_value(p, i);
+        size_t part = i / count * count, b0 = part + (i - part) / ZSH_QWZ_BLOCK * ZSH_QWZ_BLOCK;
+        size_t b1 = b0 + ZSH_QWZ_BLOCK, j;
+
+        for (j = b0; (b0 != last_b0) && (j < b1) && (j < part + count) && (j < ZSH_QWZ_N); j++) {
+            m = fmax((j == b0) ? 0.0 : m, fabs((double)zsh_qwz_value(p, j)));
+        }
+        last_b0 = b0;
+        bound   = quantized ? m / 127.0 / 2.0 * (1.0 + 0x1p-12) : 0.0;
+        differ += got[i] != want;
+        if ((fabs((double)got[i] - (double)want) > bound) || ((want == 0.0f) && (got[i] != 0.0f))) {
+            zsh_test_fail(__FILE__, __LINE__, "%s: element %zu of parameter %d is %a, not %a "
+                          "within %a", what, i, p, (double)got[i], (double)want, bound);
+            return;
+        }
+    }
+    if (quantized && (differ == 0)) {
+        zsh_test_fail(__FILE__, __LINE__, "%s: parameter %d came back exact: not quantized",
+                      what, p);
+    }
+}
+
+/* Fetch parameter @p, check it, release it. */
+static bool zsh_qwz_fetch(zsh_optim_t *opt, zsh_param_t *param, int p, size_t count,
+                          bool quantized, const char *what)
+{
+    void *data = NULL;
+
+    if (zsh_optim_fetch(opt, param, &data) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "%s: fetch of %d: %s", what, p, zsh_last_error());
+        return false;
+    }
+    zsh_qwz_check(data, p, count, quantized, what);
+    return zsh_optim_release(opt, param) == ZSH_OK;
+}
+
+ZSH_RANK_TEST(optim_qwz, first_gather_is_quantized_within_the_bound_and_later_ones_exact)
+{
+    int n = zsh_comm_size(comm), p, applied = 0;
+    size_t count = (ZSH_QWZ_N + (size_t)n - 1) / (size_t)n;
+    size_t nb = (count + ZSH_QWZ_BLOCK - 1) / ZSH_QWZ_BLOCK;
+    size_t part = (nb * 4 + count + 3) / 4 * 4;
+    float *init[2], *grad = calloc(ZSH_QWZ_N, sizeof(float));
+    zsh_optim_config_t cfg;
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_param_t *param[2];
+    size_t i;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage            = 3;
+    cfg.kind             = ZSH_OPTIM_SGD;
+    cfg.lr               = 0.0f; /* an update that changes nothing: the values stay known */
+    cfg.bucket_size      = 1024;                      /* a bucket per parameter */
+    cfg.max_live_bytes   = ZSH_QWZ_N * sizeof(float); /* one gathered bucket at a time */
+    cfg.prefetch         = 0;
+    cfg.quantize_weights = ZSH_QUANTIZE_ON;
+    cfg.quantize_block   = ZSH_QWZ_BLOCK;
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
+    for (p = 0; p < 2; p++) {
+        init[p] = malloc(ZSH_QWZ_N * sizeof(float));
+        for (i = 0; i < ZSH_QWZ_N; i++) {
+            init[p][i] = zsh_qwz_value(p, i);
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, p ? "b" : "a", ZSH_QWZ_N, ZSH_FLOAT32,
+                                                     init[p], &param[p]));
+    }
+    if (zsh_optim_setup(opt) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "setup: %s", zsh_last_error());
+        goto out;
+    }
+    if (!zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward") ||
+        !zsh_qwz_fetch(opt, param[1], 1, count, true, "b, forward (a evicted)") ||
+        !zsh_qwz_fetch(opt, param[0], 0, count, false, "a, backward")) {
+        goto out;
+    }
+    for (p = 0; p < 2; p++) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, param[p], grad));
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &applied));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_stats(opt, &st));
+    ZSH_EXPECT_EQ(1, st.quantize_weights);
+    ZSH_EXPECT_EQ(2, st.qwz_gathers);
+    ZSH_EXPECT_EQ(0, st.qwz_nonfinite_blocks);
+    /* Two gathers as int8 parts, one in fp32, the reduce-scatters in fp32. */
+    ZSH_EXPECT_EQ(2 * part * (size_t)n, st.comm_bytes_quantized_last_step);
+    ZSH_EXPECT_EQ(2 * part * (size_t)n + 3 * count * (size_t)n * sizeof(float),
+                  st.comm_bytes_last_step);
+    /* The update makes the next gather the first again. */
+    zsh_qwz_fetch(opt, param[1], 1, count, true, "b, after the step");
+out:
+    zsh_optim_destroy(opt);
+    free(init[0]);
+    free(init[1]);
+    free(grad);
+}
+
+ZSH_RANK_TEST(optim_qwz, training_stays_within_a_thousandth_of_the_loss_without_it)
+{
+    zsh_quad_run_t plain = {.bad_rank = -1}, quant = {.bad_rank = -1};
+    zsh_optim_config_t cfg;
+    int s;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage          = 3;
+    cfg.lr             = 0.01f;
+    cfg.bucket_size    = 1;
+    cfg.max_live_bytes = 1;
+    cfg.quantize_block = 64;
+    if (zsh_quad_train(comm, &cfg, 10, &plain)) {
+        cfg.quantize_weights = ZSH_QUANTIZE_ON;
+        if (zsh_quad_train(comm, &cfg, 10, &quant)) {
+            for (s = 0; s < 10; s++) {
+                if (!(fabs(quant.loss[s] - plain.loss[s]) <= 1e-3 * fabs(plain.loss[s]))) {
+                    zsh_test_fail(__FILE__, __LINE__, "step %d: loss %.9g with qwZ, %.9g "
+                                  "without", s + 1, quant.loss[s], plain.loss[s]);
+                }
+            }
+            ZSH_EXPECT_TRUE(quant.stats.qwz_gathers > 0);
+            ZSH_EXPECT_TRUE(quant.stats.comm_bytes_quantized_last_step > 0);
+            ZSH_EXPECT_TRUE(quant.stats.comm_bytes_last_step < plain.stats.comm_bytes_last_step);
+        }
+    }
+    zsh_quad_free(&plain);
+    zsh_quad_free(&quant);
+}
+
+/* zsh_optim_create with qwZ @mode at @stage, @precision, @offload; the
+ * status, with the error in @err. */
+static zsh_status_t zsh_qwz_create(zsh_comm_t *comm, int mode, int stage, zsh_dtype_t precision,
+                                   zsh_offload_t offload, size_t block, zsh_optim_stats_t *st,
+                                   char *err, size_t errlen)
+{
+    zsh_optim_config_t cfg;
+    zsh_optim_t *opt = NULL;
+    zsh_status_t status;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage            = stage;
+    cfg.precision        = precision;
+    cfg.offload_params   = offload;
+    cfg.quantize_weights = mode;
+    cfg.quantize_block   = block;
+    status = zsh_optim_create(comm, &cfg, &opt);
+    snprintf(err, errlen, "%s", zsh_last_error());
+    if ((status == ZSH_OK) && (st != NULL)) {
+        zsh_optim_get_stats(opt, st);
+    }
+    zsh_optim_destroy(opt);
+    return status;
+}
+
+/* Weights on at stage 3 with @bits of levels. */
+static zsh_status_t zsh_qwz_create_bits(zsh_comm_t *comm, int bits, char *err, size_t errlen)
+{
+    zsh_optim_config_t cfg;
+    zsh_optim_t *opt = NULL;
+    zsh_status_t status;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage                = 3;
+    cfg.quantize_weights     = ZSH_QUANTIZE_ON;
+    cfg.quantize_weight_bits = bits;
+    status = zsh_optim_create(comm, &cfg, &opt);
+    snprintf(err, errlen, "%s", zsh_last_error());
+    zsh_optim_destroy(opt);
+    return status;
+}
+
+/* Gradients in @mode at @stage; auto must leave them off on one node. */
+static zsh_status_t zsh_qwz_create_grads(zsh_comm_t *comm, int mode, int stage, char *err,
+                                         size_t errlen)
+{
+    zsh_optim_config_t cfg;
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_status_t status;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage          = stage;
+    cfg.quantize_grads = mode;
+    status = zsh_optim_create(comm, &cfg, &opt);
+    snprintf(err, errlen, "%s", zsh_last_error());
+    if (status == ZSH_OK) {
+        zsh_optim_get_stats(opt, &st);
+        ZSH_EXPECT_EQ(0, st.quantize_grads);
+    }
+    zsh_optim_destroy(opt);
+    return status;
+}
+
+ZSH_RANK_TEST(optim_qwz, what_cannot_apply_is_refused_by_name_and_auto_is_off_on_one_node)
+{
+    char err[512];
+    zsh_optim_stats_t st;
+
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create(comm, ZSH_QUANTIZE_ON, 2, ZSH_FLOAT32,
+                                                          ZSH_OFFLOAD_NONE, 0, NULL, err,
+                                                          sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_weights needs stage 3");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create(comm, ZSH_QUANTIZE_ON, 3, ZSH_BFLOAT16,
+                                                          ZSH_OFFLOAD_NONE, 0, NULL, err,
+                                                          sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "the precision is bf16");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create(comm, ZSH_QUANTIZE_ON, 3, ZSH_FLOAT32,
+                                                          ZSH_OFFLOAD_CPU, 0, NULL, err,
+                                                          sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "offload_params=cpu");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create(comm, ZSH_QUANTIZE_ON, 3, ZSH_FLOAT32,
+                                                          ZSH_OFFLOAD_NONE, (1u << 20) + 1, NULL,
+                                                          err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_block: quantization block of 1048577");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create(comm, 7, 3, ZSH_FLOAT32,
+                                                          ZSH_OFFLOAD_NONE, 0, NULL, err,
+                                                          sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_weights is 7");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create_bits(comm, 4, err, sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_weight_bits=4: qwZ sends int8 weights only");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create_grads(comm, ZSH_QUANTIZE_ON, 2, err,
+                                                                sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_grads on one node");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_qwz_create_grads(comm, ZSH_QUANTIZE_ON, 1, err,
+                                                                sizeof(err)));
+    ZSH_EXPECT_STR_CONTAINS(err, "quantize_grads needs stage 2 or 3");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_qwz_create_grads(comm, ZSH_QUANTIZE_AUTO, 3, err, sizeof(err)));
+    /* One node: auto leaves it off, on is honoured (its cost is the point). */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_qwz_create(comm, ZSH_QUANTIZE_AUTO, 3, ZSH_FLOAT32,
+                                             ZSH_OFFLOAD_NONE, 0, &st, err, sizeof(err)));
+    ZSH_EXPECT_EQ(0, st.quantize_weights);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_qwz_create(comm, ZSH_QUANTIZE_ON, 3, ZSH_FLOAT32,
+                                             ZSH_OFFLOAD_NONE, 0, &st, err, sizeof(err)));
+    ZSH_EXPECT_EQ(1, st.quantize_weights);
+    /* Auto below stage 3, or in bf16, is simply off. */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_qwz_create(comm, ZSH_QUANTIZE_AUTO, 1, ZSH_BFLOAT16,
+                                             ZSH_OFFLOAD_NONE, 0, &st, err, sizeof(err)));
+    ZSH_EXPECT_EQ(0, st.quantize_weights);
+}

@@ -1,0 +1,101 @@
+/*
+ * The device quantization kernels (zero/quant/cuda/quant_cuda.h) against
+ * the host's: the same levels, scales and values bit for bit, at int8 and
+ * int4, over block sizes with short last blocks and a block holding NaN
+ * (counted on the device as on the host); and the refusals, which need no
+ * device. Without a device (or nvcc) the device cases skip with the reason.
+ */
+#include "zero/optim/cuda_helpers.h"
+
+#include "quant/cuda/quant_cuda.h"
+#include "quant/quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+ZSH_TEST(cuda_quant, device_levels_scales_and_values_are_the_hosts_bits)
+{
+    static const size_t blocks[] = {1, 7, 64, 2048, 4099};
+    const zsh_quant_kernels_t *k = zsh_quant_kernels(ZSH_QUANT_SCALAR);
+    size_t n = 100003, bi, i;
+    float *x = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *dx, *dout;
+    uint64_t rng = 7;
+    int bits;
+
+    ZSH_CK_NEED_DEVICE();
+    for (i = 0; i < n; i++) {
+        x[i] = zsh_ck_float(&rng, -20, 20);
+    }
+    x[5000] = NAN;
+    dx   = zsh_ck_dev_alloc(n * sizeof(float));
+    dout = zsh_ck_dev_alloc(n * sizeof(float));
+    ZSH_ASSERT_TRUE((dx != NULL) && (dout != NULL) && zsh_ck_put(dx, x, n * sizeof(float)));
+    for (bits = 4; bits <= 8; bits += 4) {
+        for (bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
+            size_t block = blocks[bi], nq = zsh_quant_bytes(n, block, bits);
+            size_t ns = zsh_quant_blocks(n, block);
+            uint8_t *q = malloc(nq), *hq = malloc(nq);
+            float *s = malloc(ns * sizeof(float)), *hs = malloc(ns * sizeof(float));
+            float *hout = malloc(n * sizeof(float));
+            void *dq = zsh_ck_dev_alloc(nq);
+            float *ds = zsh_ck_dev_alloc(ns * sizeof(float));
+            unsigned int *dbad = zsh_ck_dev_alloc(sizeof(unsigned int)), bad = 0;
+            size_t hbad = k->quantize(x, n, block, bits, hq, hs);
+
+            k->dequantize(hq, hs, n, block, bits, hout);
+            if ((dq != NULL) && (ds != NULL) && (dbad != NULL) &&
+                zsh_ck_put(dbad, &bad, sizeof(bad)) &&
+                ZSH_CK_OK(zsh_cuda_quantize(dx, n, block, bits, dq, ds, dbad, NULL), "quantize") &&
+                ZSH_CK_OK(zsh_cuda_dequantize(dq, ds, n, block, bits, dout, 0, NULL),
+                          "dequantize") &&
+                zsh_ck_sync() && zsh_ck_get(q, dq, nq) && zsh_ck_get(s, ds, ns * sizeof(float)) &&
+                zsh_ck_get(out, dout, n * sizeof(float)) && zsh_ck_get(&bad, dbad, sizeof(bad))) {
+                ZSH_EXPECT_EQ(hbad, bad);
+                if ((memcmp(q, hq, nq) != 0) || (memcmp(s, hs, ns * sizeof(float)) != 0) ||
+                    (memcmp(out, hout, n * sizeof(float)) != 0)) {
+                    zsh_test_fail(__FILE__, __LINE__, "int%d block %zu: the device's levels, "
+                                  "scales or values differ from the host's", bits, block);
+                }
+            }
+            zsh_ck_dev_free(dq);
+            zsh_ck_dev_free(ds);
+            zsh_ck_dev_free(dbad);
+            free(q); free(hq); free(s); free(hs); free(hout);
+        }
+    }
+    zsh_ck_dev_free(dx);
+    zsh_ck_dev_free(dout);
+    free(x);
+    free(out);
+}
+
+ZSH_TEST(cuda_quant, bad_arguments_are_refused_before_anything_is_enqueued)
+{
+    float f = 0.0f;
+    uint8_t q = 0;
+    zsh_status_t st = zsh_cuda_quantize(&f, 1, 64, 8, &q, &f, NULL, NULL);
+
+#ifndef ZSH_HAVE_NVCC
+    ZSH_EXPECT_STATUS(ZSH_ERR_UNSUPPORTED, st);
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "without nvcc");
+    ZSH_SKIP("built without nvcc: the device kernels are stubs");
+#endif
+    /* Checked before CUDA is asked anything: a machine without a device gives the same. */
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_cuda_quantize(&f, 1, 64, 3, &q, &f, NULL, NULL));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "bits 3");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_cuda_quantize(NULL, 1, 64, 8, &q, &f, NULL, NULL));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "x is NULL");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
+                      zsh_cuda_dequantize(&q, &f, 1, 0, 8, &f, 0, NULL));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "zsh_cuda_dequantize: quantization block of 0");
+    (void)st;
+    /* Pageable host memory is not device memory: refused naming it, where a
+     * device exists to ask. */
+    if (zsh_ck_no_device() == NULL) {
+        ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG,
+                          zsh_cuda_quantize(&f, 1, 64, 8, &q, &f, NULL, NULL));
+        ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "x=");
+    }
+}

@@ -1,0 +1,115 @@
+/*
+ * qgZ's reduce-scatter (zero/shard/qreduce.h) on nodes made of the ranks'
+ * groups (the in-process ranks share one real node; qgZ sees only its
+ * node and rail groups): two nodes where the ranks are even, placed round
+ * robin or in blocks, one rank per node otherwise. Every rank's shard is
+ * the sum over all ranks within the bound of one quantization per node,
+ * differs from the exact sum (it was quantized), and is the same on every
+ * run; the bytes across nodes are the rail's quantized parts.
+ */
+#include "harness/zsh_test.h"
+
+#include "quant/quant.h"
+#include "shard/qreduce.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ZSH_QR_COUNT 1000
+#define ZSH_QR_BLOCK 128
+
+static float zsh_qr_grad(int rank, size_t i)
+{
+    double mag = ldexp(1.0, (int)((i / 300) % 5) - 2);
+
+    return (float)(mag * sin(0.11 * (double)i * (rank + 1) + rank));
+}
+
+static void zsh_qr_case(zsh_comm_t *comm, int bits, bool round_robin)
+{
+    int n = zsh_comm_size(comm), r = zsh_comm_rank(comm);
+    int M = ((n % 2) == 0) ? 2 : n, L = n / M, node, local, m, l, q;
+    int *owner = malloc((size_t)n * sizeof(int));
+    float *grad = malloc((size_t)n * ZSH_QR_COUNT * sizeof(float));
+    float *out = malloc(ZSH_QR_COUNT * sizeof(float)), *again = malloc(ZSH_QR_COUNT * sizeof(float));
+    double levels = (bits == 4) ? 7.0 : 127.0;
+    zsh_comm_t *nodec = NULL, *rail = NULL;
+    zsh_qreduce_bytes_t bytes = {0, 0};
+    size_t i, differ = 0, nonfinite = 0;
+
+    for (q = 0; q < n; q++) {
+        m = round_robin ? q % M : q / L;
+        l = round_robin ? q / M : q % L;
+        owner[m * L + l] = q;
+    }
+    node  = round_robin ? r % M : r / L;
+    local = round_robin ? r / M : r % L;
+    for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
+        grad[i] = zsh_qr_grad(r, i);
+    }
+    if ((zsh_comm_split(comm, node, local, &nodec) != ZSH_OK) ||
+        (zsh_comm_split(comm, local, node, &rail) != ZSH_OK)) {
+        zsh_test_fail(__FILE__, __LINE__, "split: %s", zsh_last_error());
+        goto out;
+    }
+    {
+        zsh_qreduce_map_t map = {nodec, rail, owner};
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, &map, ZSH_QR_BLOCK,
+                                                      bits, NULL, &bytes, &nonfinite));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, again, ZSH_QR_COUNT, &map,
+                                                      ZSH_QR_BLOCK, bits, NULL, NULL, NULL));
+    }
+    ZSH_EXPECT_TRUE(memcmp(out, again, ZSH_QR_COUNT * sizeof(float)) == 0);
+    ZSH_EXPECT_EQ(0, nonfinite);
+    ZSH_EXPECT_EQ((size_t)n * ZSH_QR_COUNT * sizeof(float), bytes.node_bytes);
+    ZSH_EXPECT_EQ((size_t)M * (((ZSH_QR_COUNT + ZSH_QR_BLOCK - 1) / ZSH_QR_BLOCK * 4 +
+                                zsh_quant_bytes(ZSH_QR_COUNT, ZSH_QR_BLOCK, bits) + 3) / 4 * 4),
+                  bytes.cross_bytes);
+    /* The bound: each node's partial sum quantized once, half a scale of
+     * its block each, plus fp32 rounding of the sums. */
+    for (i = 0; i < ZSH_QR_COUNT; i++) {
+        size_t g = (size_t)r * ZSH_QR_COUNT + i, b0 = i / ZSH_QR_BLOCK * ZSH_QR_BLOCK, j;
+        double exact = 0.0, bound = 0.0, abs_sum = 0.0;
+
+        for (m = 0; m < M; m++) {
+            double mx = 0.0;
+            for (j = b0; (j < b0 + ZSH_QR_BLOCK) && (j < ZSH_QR_COUNT); j++) {
+                double part = 0.0;
+                for (l = 0; l < L; l++) {
+                    part += zsh_qr_grad(owner[m * L + l], (size_t)r * ZSH_QR_COUNT + j);
+                }
+                mx = fmax(mx, fabs(part));
+            }
+            bound += mx / levels / 2.0 * (1.0 + 0x1p-12);
+        }
+        for (q = 0; q < n; q++) {
+            exact += zsh_qr_grad(q, g);
+            abs_sum += fabs(zsh_qr_grad(q, g));
+        }
+        bound += abs_sum * (double)(n + 1) * 0x1p-24;
+        differ += (double)out[i] != exact;
+        if (!(fabs((double)out[i] - exact) <= bound)) {
+            zsh_test_fail(__FILE__, __LINE__, "int%d %s, %d nodes: element %zu of rank %d's "
+                          "shard is %.9g, the sum %.9g, beyond %.3g", bits,
+                          round_robin ? "round robin" : "in blocks", M, i, r, (double)out[i],
+                          exact, bound);
+            break;
+        }
+    }
+    ZSH_EXPECT_TRUE(differ > 0);
+out:
+    zsh_comm_destroy(nodec);
+    zsh_comm_destroy(rail);
+    free(owner);
+    free(grad);
+    free(out);
+    free(again);
+}
+
+ZSH_RANK_TEST(shard_qreduce, sums_every_rank_within_one_quantization_per_node)
+{
+    zsh_qr_case(comm, 8, true);
+    zsh_qr_case(comm, 4, true);
+    zsh_qr_case(comm, 8, false);
+}

@@ -1,0 +1,52 @@
+/*
+ * qgZ (ZeRO++'s quantized gradients): a reduce-scatter whose sum crosses
+ * nodes quantized. Inside each node the gradients are reduce-scattered in
+ * full precision; each rank then holds its node's partial sums for the
+ * shards of every rank of its rail (the ranks of its local index on every
+ * node), quantizes each shard's partial sum block-wise (quant/quant.h) and
+ * sends it to that shard's owner by one all-to-all over the rail; the owner
+ * dequantizes the nodes' partial sums and adds them in fp32, in node order.
+ * A quantized value is dequantized once and never summed again before
+ * that, so each element's error is at most the sum over nodes of half its
+ * block's scale (quant.h's bound), and the result is the same on every run.
+ */
+#ifndef ZSH_SHARD_QREDUCE_H_
+#define ZSH_SHARD_QREDUCE_H_
+
+#include "mem/account.h"
+
+#include <zeroshard.h>
+
+#include <stddef.h>
+
+/* Where the ranks are: @node, this rank's node group (its local ranks in
+ * local order, L of them); @rail, the ranks of this rank's local index on
+ * every node (in node order, M of them); @owner[m * L + l], the rank (in
+ * the tensor's communicator of N = M * L ranks) of node m's local rank l. */
+typedef struct zsh_qreduce_map {
+    zsh_comm_t *node, *rail;
+    const int  *owner;
+} zsh_qreduce_map_t;
+
+/* What one call moved: @node_bytes within the node (the reduce-scatter's
+ * buffer), @cross_bytes across nodes (every rail rank's quantized parts,
+ * as sent). */
+typedef struct zsh_qreduce_bytes {
+    size_t node_bytes, cross_bytes;
+} zsh_qreduce_bytes_t;
+
+/*
+ * @grad (N * @count fp32, rank r's shard at r * @count) summed over every
+ * rank into @out (@count fp32, this rank's shard), through @map's node and
+ * rail groups, the cross-node part as @bits-bit levels (8 or 4) in blocks
+ * of @block elements. Scratch buffers are counted in @acct (NULL: none).
+ * Returns the status of the first failure (every rank of the groups fails
+ * alike); @bytes_p, if not NULL, gets what moved; *@nonfinite_p (if not
+ * NULL) is added the blocks with NaN or inf this rank sent.
+ */
+zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
+                                 const zsh_qreduce_map_t *map, size_t block, int bits,
+                                 zsh_account_t *acct, zsh_qreduce_bytes_t *bytes_p,
+                                 size_t *nonfinite_p);
+
+#endif
