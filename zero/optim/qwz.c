@@ -73,7 +73,12 @@ zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const zsh_zero_config_t *en
     zsh_optim_config_t *cfg = &opt->cfg;
     const char *wfrom = (cfg->quantize_weights == 0) ? " (ZSH_QUANTIZE_WEIGHTS)" : "";
     const char *gfrom = (cfg->quantize_grads == 0) ? " (ZSH_QUANTIZE_GRADS)" : "";
-    bool fits = (cfg->precision == ZSH_FLOAT32) && (cfg->offload_params == ZSH_OFFLOAD_NONE);
+    /* The deterministic mode's bits may not depend on the node layout or the
+     * bucket size; quantized values do (their blocks' scales, the node's
+     * partial sums): auto leaves both off there, on is refused. */
+    bool exact = cfg->deterministic || zsh_comm_get_deterministic(opt->comm);
+    bool fits  = (cfg->precision == ZSH_FLOAT32) && (cfg->offload_params == ZSH_OFFLOAD_NONE) &&
+                !exact;
     zsh_status_t status;
 
     cfg->quantize_block = (cfg->quantize_block != 0) ? cfg->quantize_block : env->quantize_block;
@@ -98,6 +103,15 @@ zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const zsh_zero_config_t *en
     }
     if (status != ZSH_OK) {
         return status;
+    }
+    if (exact && ((cfg->quantize_weights == ZSH_QUANTIZE_ON) ||
+                  (cfg->quantize_grads == ZSH_QUANTIZE_ON))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: %s%s with the deterministic mode: quantized values depend on the "
+                         "node layout and the bucket size, which the mode's bits may not",
+                         fn, (cfg->quantize_weights == ZSH_QUANTIZE_ON) ? "quantize_weights"
+                                                                        : "quantize_grads",
+                         (cfg->quantize_weights == ZSH_QUANTIZE_ON) ? wfrom : gfrom);
     }
     status = zsh_quant_check(cfg->quantize_block, 8);
     if (status != ZSH_OK) {

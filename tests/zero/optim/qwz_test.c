@@ -277,3 +277,35 @@ ZSH_RANK_TEST(optim_qwz, what_cannot_apply_is_refused_by_name_and_auto_is_off_on
                                              ZSH_OFFLOAD_NONE, 0, &st, err, sizeof(err)));
     ZSH_EXPECT_EQ(0, st.quantize_weights);
 }
+
+ZSH_RANK_TEST(optim_qwz, the_deterministic_mode_refuses_it_and_auto_leaves_it_off)
+{
+    zsh_optim_config_t cfg;
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_comm_t *dup = NULL;
+
+    /* A communicator of its own: the mode, once set, stays with it. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_split(comm, 0, zsh_comm_rank(comm), &dup));
+    zsh_optim_config_init(&cfg);
+    cfg.stage            = 3;
+    cfg.deterministic    = 1;
+    cfg.quantize_weights = ZSH_QUANTIZE_ON;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_create(dup, &cfg, &opt));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "quantize_weights with the deterministic mode");
+    cfg.quantize_weights = ZSH_QUANTIZE_OFF;
+    cfg.quantize_grads   = ZSH_QUANTIZE_ON;
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_create(dup, &cfg, &opt));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "quantize_grads with the deterministic mode");
+    /* The communicator's mode alone is enough, and auto stays off. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_comm_set_deterministic(dup, 1));
+    cfg.deterministic    = 0;
+    cfg.quantize_weights = ZSH_QUANTIZE_AUTO;
+    cfg.quantize_grads   = ZSH_QUANTIZE_AUTO;
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(dup, &cfg, &opt));
+    zsh_optim_get_stats(opt, &st);
+    ZSH_EXPECT_EQ(0, st.quantize_weights);
+    ZSH_EXPECT_EQ(0, st.quantize_grads);
+    zsh_optim_destroy(opt);
+    zsh_comm_destroy(dup);
+}
