@@ -119,3 +119,38 @@ def main(argv):
         world.barrier()
     world.close()
     return 1 if failed else 0
+
+
+class TorchCtx:
+    """What a case over torch.distributed's "zsh" default group gets: its
+    rank and size, the group, a gloo group beside it to compare with, and
+    the group's zeroshard.Comm."""
+
+    def __init__(self):
+        import torch.distributed as dist
+        self.rank = dist.get_rank()
+        self.size = dist.get_world_size()
+        self.group = dist.distributed_c10d._get_default_group()
+        self.gloo = dist.new_group(backend="gloo")
+        self.comm = self.group.comm
+
+
+def torch_main(argv):
+    """Run CASES (argv[1], if given, picks those whose name holds it) in a
+    job of torch.distributed over "zsh", one RESULT line each."""
+    import datetime
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    # A case that breaks the job fails the rest within a minute, not torch's 30.
+    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
+    ctx = TorchCtx()
+    only = argv[1] if len(argv) > 1 else None
+    failed = 0
+    for fn in CASES:
+        if only and only not in fn.__name__:
+            continue
+        failed += not report_case(fn, ctx)
+        dist.barrier()
+    dist.destroy_process_group()
+    return 1 if failed else 0

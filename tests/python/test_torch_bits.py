@@ -16,19 +16,17 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
   any order, so both sides see the same gradient bits.
 """
 
-import datetime
 import os
 import sys
 
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import Skip, case, report_case  # noqa: E402
+from harness import Skip, case  # noqa: E402
 
 import zeroshard  # noqa: E402
 from zeroshard.torch import ZeRO  # noqa: E402
@@ -230,30 +228,7 @@ for _name, _cls, _kw, _settings in (RULES[0], RULES[3], RULES[7]):
     resnet_case(_name, _cls, _kw, _settings)
 
 
-class Ctx:
-    def __init__(self):
-        self.rank = dist.get_rank()
-        self.size = dist.get_world_size()
-        self.group = dist.distributed_c10d._get_default_group()
-        self.gloo = dist.new_group(backend="gloo")
-        self.comm = self.group.comm
-
-
-def main(argv):
-    torch.set_num_threads(1)
-    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
-    from harness import CASES
-    ctx = Ctx()
-    only = argv[1] if len(argv) > 1 else None
-    failed = 0
-    for fn in CASES:
-        if only and only not in fn.__name__:
-            continue
-        failed += not report_case(fn, ctx)
-        dist.barrier()
-    dist.destroy_process_group()
-    return 1 if failed else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    from harness import torch_main
+    sys.exit(torch_main(sys.argv))

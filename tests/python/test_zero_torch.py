@@ -18,7 +18,6 @@ files, bit for bit the in-memory run, inside its host buffer budget, its
 files gone after close); and the refusals.
 """
 
-import datetime
 import os
 import shutil
 import sys
@@ -33,7 +32,7 @@ from torch.utils.checkpoint import checkpoint
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "torch"))
-from harness import Skip, case, report_case  # noqa: E402
+from harness import Skip, case  # noqa: E402
 
 import train_gpt  # noqa: E402
 import zeroshard  # noqa: E402
@@ -728,31 +727,7 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
         zero.close()
 
 
-class Ctx:
-    def __init__(self):
-        self.rank = dist.get_rank()
-        self.size = dist.get_world_size()
-        self.group = dist.distributed_c10d._get_default_group()
-        self.gloo = dist.new_group(backend="gloo")
-        self.comm = self.group.comm
-
-
-def main(argv):
-    torch.set_num_threads(1)
-    # A case that breaks the job fails the rest within a minute, not torch's 30.
-    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
-    from harness import CASES
-    ctx = Ctx()
-    only = argv[1] if len(argv) > 1 else None
-    failed = 0
-    for fn in CASES:
-        if only and only not in fn.__name__:
-            continue
-        failed += not report_case(fn, ctx)
-        dist.barrier()
-    dist.destroy_process_group()
-    return 1 if failed else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    from harness import torch_main
+    sys.exit(torch_main(sys.argv))
