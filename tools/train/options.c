@@ -124,7 +124,7 @@ static void zsh_train_seed(zsh_train_opts_t *o, double v) { o->seed = (uint64_t)
 static void zsh_train_hidden(zsh_train_opts_t *o, double v) { o->hidden = (size_t)v; }
 static void zsh_train_layers(zsh_train_opts_t *o, double v) { o->layers = (size_t)v; }
 static void zsh_train_batch_size(zsh_train_opts_t *o, double v) { o->batch = (size_t)v; }
-static void zsh_train_lr(zsh_train_opts_t *o, double v) { o->lr = (float)v; }
+static void zsh_train_lr(zsh_train_opts_t *o, double v) { o->lr = v; }
 static void zsh_train_clip(zsh_train_opts_t *o, double v) { o->clip = (float)v; }
 static void zsh_train_bucket(zsh_train_opts_t *o, double v) { o->bucket_size = (size_t)v; }
 static void zsh_train_live(zsh_train_opts_t *o, double v) { o->max_live = (size_t)v; }
@@ -263,8 +263,8 @@ static int zsh_train_combine(zsh_train_opts_t *o, const zsh_train_given_t *given
         o->max_live = given->live ? o->max_live : ZSH_TRAIN_PARAMS_MAX_LIVE;
         o->tiles    = given->tiles ? o->tiles : 0;
     }
-    if (o->lr == 0.0f) {
-        o->lr = (o->kind == ZSH_OPTIM_SGD) ? 0.1f : 3e-3f;
+    if (o->lr == 0.0) {
+        o->lr = (o->kind == ZSH_OPTIM_SGD) ? 0.1 : 3e-3;
     }
     /* A disk checkpoint is then never newer than the snapshot a resume takes. */
     if ((o->snap_every > 0) && (o->ckpt_every % o->snap_every != 0)) {

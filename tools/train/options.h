@@ -15,7 +15,7 @@ typedef struct zsh_train_opts {
     size_t           hidden, layers, embed, context, batch;
     size_t           tiles;       /* row blocks per linear weight; 0: by the live budget */
     double           params;      /* --params: about this many parameters; 0: not given */
-    float            lr;          /* 0: the optimizer's default for zsh_train */
+    double           lr;          /* 0: the optimizer's default for zsh_train */
     float            clip;        /* max global gradient norm, 0: none */
     size_t           bucket_size; /* bytes */
     size_t           max_live;    /* bytes */

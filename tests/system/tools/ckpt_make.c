@@ -156,8 +156,8 @@ static int run(zsh_comm_t *comm, int save, const char *dir, const char *raw, int
     zsh_optim_config_init(&cfg);
     cfg.stage        = stage;
     cfg.kind         = sgd ? ZSH_OPTIM_SGD : ZSH_OPTIM_ADAMW;
-    cfg.lr           = 0.01f;
-    cfg.weight_decay = 0.01f;
+    cfg.lr           = 0.01;
+    cfg.weight_decay = 0.01;
     cfg.bucket_size  = 1 << 18; /* several buckets: pieces from each */
     if (zsh_optim_create(comm, &cfg, &opt) != ZSH_OK) {
         return fail("create");
