@@ -4,7 +4,8 @@
  * well as after (2 + 1, 3 + 1): every rank gets both children, at its
  * place in each, and the collectives forced hierarchical (the broadcast
  * from every root, the barrier; the others give way on uneven nodes) give
- * every rank the right result over them.
+ * every rank the right result over them. A split of 2 + 2 that leaves
+ * 1 + 2 gets its children the same way.
  */
 #include "harness/inproc.h"
 #include "harness/zsh_test.h"
@@ -93,12 +94,24 @@ static void hier_collectives(zsh_comm_t *comm)
     ZSH_EXPECT_EQ(0, bad);
 }
 
+/* Whether every rank says @ok, over a ring: a rank without children would
+ * leave the others waiting in their first hierarchical call. */
+static int hier_all_ok(zsh_comm_t *comm, int ok)
+{
+    int saved = comm->ctx->cfg.allreduce_algo, all_ok = 0;
+
+    comm->ctx->cfg.allreduce_algo = ZSH_ALGO_RING;
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(&ok, &all_ok, 1, ZSH_INT32, ZSH_MIN, comm));
+    comm->ctx->cfg.allreduce_algo = saved;
+    return all_ok;
+}
+
 static void hier_uneven(zsh_comm_t *comm, void *arg)
 {
     const char *hosts = arg;
     zsh_topo_t *fake_ctx, *fake, *ctx_topo = comm->ctx->topo, *topo = comm->topo;
     zsh_coll_config_t cfg = comm->ctx->cfg;
-    int me = zsh_comm_rank(comm), ok, all_ok = 0, node_id, rail_id, rail_size = 0, rail_rank;
+    int me = zsh_comm_rank(comm), ok, node_id, rail_id, rail_size = 0, rail_rank;
     uint8_t used[ZSH_MAX_COMMS / 8];
     zsh_status_t status;
 
@@ -121,11 +134,7 @@ static void hier_uneven(zsh_comm_t *comm, void *arg)
         ZSH_EXPECT_EQ(rail_size, zsh_comm_size(comm->hier.rail));
         ZSH_EXPECT_TRUE(!comm->hier.even);
     }
-    /* A rank without children would leave the others waiting in their
-     * first hierarchical call: every rank learns first whether all have. */
-    comm->ctx->cfg.allreduce_algo = ZSH_ALGO_RING;
-    ZSH_EXPECT_STATUS(ZSH_OK, zsh_allreduce(&ok, &all_ok, 1, ZSH_INT32, ZSH_MIN, comm));
-    if (all_ok) {
+    if (hier_all_ok(comm, ok)) {
         hier_collectives(comm);
     }
     comm->ctx->cfg = cfg;
@@ -148,4 +157,48 @@ ZSH_TEST(comm_hier, uneven_nodes_with_the_larger_node_first_get_every_rank_its_n
     zsh_inproc_run(3, hier_uneven, (void *)"aab");
     zsh_inproc_run(4, hier_uneven, (void *)"aaab");
     zsh_inproc_run(4, hier_uneven, (void *)"abaa");
+}
+
+/* On 2 + 2 (aabb) rank 1 leaves: the others' child is 1 + 2. */
+static void hier_split_uneven(zsh_comm_t *comm, void *arg)
+{
+    zsh_topo_t *fake_ctx, *fake, *ctx_topo = comm->ctx->topo, *topo = comm->topo;
+    zsh_coll_config_t cfg = comm->ctx->cfg;
+    int me = zsh_comm_rank(comm), ok;
+    zsh_comm_t *child = NULL;
+    zsh_status_t status;
+
+    (void)arg;
+    fake_ctx = hier_fake_map("aabb", me);
+    fake     = hier_fake_map("aabb", me);
+    ZSH_ASSERT_TRUE((fake_ctx != NULL) && (fake != NULL));
+    comm->ctx->topo = fake_ctx;
+    comm->topo      = fake;
+    status          = zsh_comm_split(comm, me == 1, me, &child);
+    ZSH_EXPECT_STATUS(ZSH_OK, status);
+    ok = (status == ZSH_OK);
+    if (ok && (me != 1)) {
+        ZSH_EXPECT_EQ(2, child->topo->nnodes);
+        ZSH_EXPECT_TRUE(child->hier.node != NULL);
+        ok = (child->hier.node != NULL);
+        if (ok) {
+            ZSH_EXPECT_EQ(me == 3, zsh_comm_rank(child->hier.node));
+            ZSH_EXPECT_EQ(me == 3 ? 1 : 2, zsh_comm_size(child->hier.rail));
+            ZSH_EXPECT_EQ(me == 2, zsh_comm_rank(child->hier.rail));
+        }
+    }
+    if (hier_all_ok(comm, ok) && (me != 1)) {
+        hier_collectives(child);
+    }
+    comm->ctx->cfg = cfg;
+    zsh_comm_destroy(child);
+    comm->ctx->topo = ctx_topo;
+    comm->topo      = topo;
+    zsh_topo_destroy(fake);
+    zsh_topo_destroy(fake_ctx);
+}
+
+ZSH_TEST(comm_hier, a_split_leaving_uneven_nodes_gets_every_rank_its_node_and_rail)
+{
+    zsh_inproc_run(4, hier_split_uneven, NULL);
 }
