@@ -21,6 +21,7 @@
 #include "task/task.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Drop a reference to @ctx; the last one fences with every rank and tears
@@ -67,6 +68,7 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     zsh_status_t status;
     zsh_comm_t *comm;
     zsh_ctx_t *ctx;
+    char *why;
 
     if (comm_p == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init: comm_p is NULL");
@@ -90,7 +92,14 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     }
     status = zsh_comm_world_hier(comm);
     if (status != ZSH_OK) {
+        /* The destroy's teardown fence fails too where the other ranks went
+         * on: the reason to report is the children's. */
+        why = strdup(zsh_last_error());
         zsh_comm_destroy(comm);
+        if (why != NULL) {
+            zsh_error_set_quiet(why);
+            free(why);
+        }
         return status;
     }
     *comm_p = comm;

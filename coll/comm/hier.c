@@ -73,6 +73,20 @@ static void zsh_comm_hier_child_free(zsh_comm_t *child)
     zsh_comm_free(child);
 }
 
+/* This rank's place among the @n ranks of its rail @rail_ranks. Not its
+ * node where nodes differ in size: a rail holds only the nodes with a rank
+ * of its local rank, so a rank among a larger node's extra ranks that comes
+ * after a smaller node (1 + 2: rank 2, node 1, alone on its rail) sits
+ * before its node number. */
+static int zsh_comm_hier_rail_rank(const zsh_topo_t *topo, const int *rail_ranks, int n)
+{
+    int i;
+
+    for (i = 0; (i < n) && (rail_ranks[i] != topo->rank); i++) {
+    }
+    return i;
+}
+
 zsh_status_t zsh_comm_hier_create(zsh_comm_t *comm, uint32_t node_id, uint32_t rail_id)
 {
     const zsh_topo_t *topo = comm->topo;
@@ -97,7 +111,8 @@ zsh_status_t zsh_comm_hier_create(zsh_comm_t *comm, uint32_t node_id, uint32_t r
     }
     status = zsh_comm_hier_child(comm, rail_id,
                                  zsh_comm_hier_uid(comm->uid, 2 + 2 * topo->local_rank),
-                                 topo->node, nrail, rail_ranks, &comm->hier.rail);
+                                 zsh_comm_hier_rail_rank(topo, rail_ranks, nrail), nrail,
+                                 rail_ranks, &comm->hier.rail);
     if (status != ZSH_OK) {
         zsh_comm_hier_child_free(comm->hier.node);
         comm->hier.node = NULL;

@@ -12,6 +12,7 @@ ZSH_TEST_CASES += \
 ZSH_TEST_UNITS += \
 	%reldir%/comm/lines_test.c %reldir%/comm/context_test.c \
 	%reldir%/comm/transport_required_test.c %reldir%/comm/node_test.c \
+	%reldir%/comm/hier_test.c \
 	%reldir%/reduce/kernels_test.c %reldir%/reduce/kernels_ref.h \
 	%reldir%/reduce/kernels_float_test.c %reldir%/reduce/kernels_int_test.c \
 	%reldir%/base/partition_test.c \

@@ -4,8 +4,10 @@
 # so that the rank map, the transports and the selection rule treat them
 # as nodes. coll_check runs every collective, dtype and op and the barrier
 # on 2 x 2 in blocks and round-robin (hierarchical by default past
-# ZSH_SMALL_MSG_SIZE), on 3 + 1 and 3 + 2 (uneven: hierarchical broadcasts,
-# from the root's rail or through the node leaders, and node-ordered rings),
+# ZSH_SMALL_MSG_SIZE), on 1 + 3 and 3 + 2 (uneven: hierarchical broadcasts,
+# from the root's rail or through the node leaders, and node-ordered rings;
+# 1 + 3 puts the smaller node first, so the rails of the larger node's extra
+# ranks miss node 0),
 # on 3 + 1 with the hierarchical algorithms forced (the broadcast and the
 # barrier run them, the others give way), and on 2 x 2 with the flat
 # algorithms forced and with the hierarchical ones forced at every size, the
@@ -43,7 +45,7 @@ fake_nodes_job aabb 300 "$check"
 result every_collective_is_right_on_2x2_made_up_nodes_in_blocks "$(every_rank_ok)"
 fake_nodes_job abab 300 "$check"
 result every_collective_is_right_on_2x2_made_up_nodes_round_robin "$(every_rank_ok)"
-fake_nodes_job aaab 300 "$check"
+fake_nodes_job abbb 300 "$check"
 result every_collective_is_right_on_uneven_made_up_nodes "$(every_rank_ok)"
 fake_nodes_job aabab 300 "$check"
 result every_collective_is_right_on_3_plus_2_made_up_nodes "$(every_rank_ok 5)"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Collectives across the nodes of a simulated cluster (cluster.sh): on
-# 2 nodes x 2 ranks, 3 nodes with 2 + 2 + 1 and 2 nodes x 1, with block and
+# 2 nodes x 2 ranks, 3 nodes with 1 + 2 + 2 (the smaller node first, so a
+# larger node's extra ranks have rails that miss it) and 2 nodes x 1, with block and
 # round-robin placement, launched torchrun-style (MASTER_ADDR is node 0's
 # address on the bridge) and by mpirun (its rsh agent enters a node's
 # namespaces), coll_check runs every collective, dtype and op and checks the
@@ -20,7 +21,7 @@ MPIRUN=${MPIRUN:-mpirun}
 . "$here/cases.sh"
 cases_begin cluster
 launch_vars=(ZSH_LOG_LEVEL=debug)
-shapes=("2 2" "2 2 1" "1 1")
+shapes=("2 2" "1 2 2" "1 1")
 # Per shape: 2 placements x 2 launchers under the automatic choice (across
 # even nodes the hierarchical algorithms past ZSH_SMALL_MSG_SIZE, the flat
 # ones below it and on uneven nodes), and the hierarchical algorithms forced
