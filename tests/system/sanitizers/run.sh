@@ -37,9 +37,10 @@ address)
     # In process, the unit tests and the rank tests at 2 and 3 ranks: each
     # rank count runs under one memory checker, not three (1 under valgrind,
     # which also sees reads of uninitialized memory; 8 under
-    # ThreadSanitizer), and every count in the plain build. 2 takes the
-    # two-rank paths (the mailbox's ticket, the pair exchanges), 3 an odd,
-    # uneven partition of every buffer.
+    # ThreadSanitizer; 4 and 5 in tests/run_all.sh's plain build; every
+    # count as processes under mpirun there). 2 takes the two-rank paths (the
+    # mailbox's ticket, the pair exchanges), 3 an odd, uneven partition of
+    # every buffer.
     export GTEST_FILTER=${GTEST_FILTER:--*/np1:*/np4:*/np5:*/np8}
     echo "== known bugs left uninstrumented (tests/system/sanitizers/asan_known_bugs.txt):"
     grep -E '^(fun|src):' "$top/tests/system/sanitizers/asan_known_bugs.txt" || echo "   none"
@@ -51,8 +52,8 @@ thread)
     # The unit tests (the update threads, the I/O engine's queues) and the
     # rank tests at 2 and 8 ranks: the two-rank paths, and the most threads
     # contending for one communicator's progress. 1 rank has no peer thread
-    # to race with; 3, 4 and 5 add no interleaving that 2 and 8 lack, and run
-    # in the plain build (3 under AddressSanitizer too). The checkpoint's
+    # to race with; 3, 4 and 5 add no interleaving that 2 and 8 lack (3 runs
+    # under AddressSanitizer, 4 and 5 in the plain build). The checkpoint's
     # rank tests save and load files through the same threads at 2 ranks as
     # at 8, where they took a quarter of the plain run's 8-rank time.
     export GTEST_FILTER=${GTEST_FILTER:--*/np1:*/np3:*/np4:*/np5:ckpt.*/np8}
