@@ -107,6 +107,9 @@ elastic() {
     # The lost node's parts were in the first node's memory: 3 files a rank.
     f=$(find "$log/$tag.snap.0/step-$(printf %08d "$resumed")" -name '*.bin' | wc -l)
     [ "$f" = 12 ] || echo "node 0 held $f shard files of the restored snapshot, expected 12 (4 ranks x 3)"
+    # The bound on memory: the newest snapshot, and at most the next.
+    f=$(find "$log/$tag.snap.0" -mindepth 1 -maxdepth 1 -name '*step-*' | wc -l)
+    [ "$f" -le 2 ] || echo "node 0 held $f snapshots, more than 2: $(ls -a "$log/$tag.snap.0")"
     if [ "$what" = rank ]; then
         [ "$(cat "$log/$tag.1.rc")" = 0 ] || echo "node 1's zshrun exited $(cat "$log/$tag.1.rc"): $(tail -5 "$log/$tag.1.err")"
         by_hand "$tag" 0 0 1
