@@ -79,7 +79,7 @@ ranks_of() { pgrep -P "$(pgrep -P "$(cat "$log/$1.$2.pid")")"; }
 # WHAT (node: node 1's zshrun and ranks; rank: one rank of node 1), expect N
 # ranks after.
 elastic() {
-    local tag=$1 what=$2 n=$3 at left resumed pids t0 ms
+    local tag=$1 what=$2 n=$3 at left resumed pids t0 ms z=
     job "$tag"
     poll 60 started "$tag" 0 || { echo "no step in 60 s: $(cat "$log/$tag".*.err)"; return; }
     at=$((every + 1 + RANDOM % 12))
@@ -91,7 +91,8 @@ elastic() {
     if [ "$what" = rank ]; then
         kill -9 "${pids[RANDOM % 2]}"
     else
-        kill -9 "$(pgrep -P "$(cat "$log/$tag.1.pid")")" "$(cat "$log/$tag.1.pid")" "${pids[@]}"
+        z=$(pgrep -P "$(cat "$log/$tag.1.pid")")
+        kill -9 "$z" "$(cat "$log/$tag.1.pid")" "${pids[@]}"
     fi
     poll 90 started "$tag" 1 || { echo "no step 90 s after the kill: $(cat "$log/$tag".*.err)"; return; }
     ms=$(($(now_ms) - t0))
@@ -103,6 +104,8 @@ elastic() {
     [ $((left - ${resumed:-0})) -le $every ] || echo "$((left - ${resumed:-0})) steps lost, more than $every"
     grep -q "^\[0\] start 1 $n\$" "$log/$tag.0.out" || echo "the restart is not at $n ranks: $(grep start "$log/$tag.0.out")"
     poll 120 ended "$tag" || { echo "the job did not end"; return; }
+    # What the killed zshrun could not remove (its ranks are gone).
+    [ -z "$z" ] || rm -rf /dev/shm/zshrun-"$z"-*
     [ "$(cat "$log/$tag.0.rc")" = 0 ] || echo "node 0's zshrun exited $(cat "$log/$tag.0.rc"): $(tail -5 "$log/$tag.0.err")"
     # The lost node's parts were in the first node's memory: 3 files a rank.
     f=$(find "$log/$tag.snap.0/step-$(printf %08d "$resumed")" -name '*.bin' | wc -l)
