@@ -551,9 +551,13 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir);
  * the one restored. Only the newest complete snapshot is kept: the node's
  * memory holds at most two (it and the one being written), each the size of
  * a checkpoint (the fp32 weights and the optimizer states of every rank).
- * One node only: the ranks must share the directory. zshrun gives each job a
- * fresh directory and removes it when the job ends; the disk checkpoint stays
- * the fallback when the node is lost.
+ * On several nodes each node has its own directory (the ranks with the same
+ * host name and `ZSH_SNAPSHOT_DIR` share one) and each rank's part is also
+ * copied into the directory of a buddy, a rank of the next node, before any
+ * node commits: a lost node's parts survive there, and a node's memory holds
+ * twice its ranks' share. zshrun gives each job (on each node) a fresh
+ * directory and removes it when the job ends; the disk checkpoint stays the
+ * fallback when a rank and its buddy are both lost.
  * @param opt The optimizer, between steps: no gradient pending.
  * @return ZSH_ERR_INVALID_ARG when `ZSH_SNAPSHOT_DIR` is not set, else what
  *         zsh_optim_save() returns; the previous snapshot stands on error.
@@ -564,9 +568,16 @@ zsh_status_t zsh_optim_snapshot(zsh_optim_t *opt);
  * @brief Restore the newest complete snapshot zsh_optim_snapshot() left in
  *        `ZSH_SNAPSHOT_DIR` (collective), at any world size and stage, as
  *        zsh_optim_load() does; the snapshot stays for a later restore.
+ *
+ * On several nodes the step restored is the newest every node committed,
+ * each rank reading its own node's directory (its ranks' parts and its
+ * buddies' copies). Each node's must then hold every rank's part: on two
+ * nodes it does, also after one was lost; on more, a restore after a lost
+ * node fails (ZSH_ERR_IO, every rank alike) and the disk is the fallback.
  * @param opt The optimizer: no gradient pending, no parameter fetched.
  * @return ZSH_ERR_INVALID_ARG when `ZSH_SNAPSHOT_DIR` is not set; ZSH_ERR_IO
- *         when it holds no snapshot (every rank alike); else what
+ *         when it (or another node's) holds no snapshot (every rank alike);
+ *         else what
  *         zsh_optim_load() returns. The optimizer keeps its state on error.
  */
 zsh_status_t zsh_optim_restore(zsh_optim_t *opt);

@@ -338,7 +338,8 @@ class Optimizer:
         each job. Call it every K steps; a job zshrun --max-restarts started
         again after a rank died calls restore() and loses at most K steps,
         without reading the disk. Only the newest complete snapshot is kept.
-        One node only. Raises ZshError (ZSH_ERR_INVALID_ARG without
+        On several nodes each rank's part is also copied to a rank of the next
+        node, so a lost node's parts survive. Raises ZshError (ZSH_ERR_INVALID_ARG without
         ZSH_SNAPSHOT_DIR); the previous snapshot then stands."""
         with self._lock:
             status = _z.optim_snapshot(self._live())

@@ -114,7 +114,7 @@ int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job);
  * message printed. */
 int zsh_run_setup_place(const zsh_run_opts_t *o, zsh_run_job_t *job);
 
-/* On one node, where the user set no ZSH_SNAPSHOT_DIR: a fresh directory in
+/* On each node, where the user set no ZSH_SNAPSHOT_DIR: a fresh directory in
  * node memory (/dev/shm) for the ranks' snapshots, which outlives them across
  * restarts; none where /dev/shm is missing. 0, or 1 with the message printed. */
 int zsh_run_snapshot_dir(const zsh_run_opts_t *o, zsh_run_job_t *job);

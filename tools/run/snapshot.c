@@ -3,7 +3,9 @@
  * (zsh_optim_snapshot(), ZSH_SNAPSHOT_DIR): zshrun makes it before the first
  * rank starts and removes it when the job ends, so it outlives every rank
  * across restarts and a later job never restores an earlier one's state. A
- * zshrun killed with SIGKILL leaves it behind in /dev/shm.
+ * zshrun killed with SIGKILL leaves it behind in /dev/shm. On several nodes
+ * each node's zshrun makes its own: the ranks copy their parts into a next
+ * node's (zero/ckpt/buddy.c), so the node's memory is all they need.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* nftw */
@@ -22,8 +24,9 @@ int zsh_run_snapshot_dir(const zsh_run_opts_t *o, zsh_run_job_t *job)
     struct stat st;
 
     job->snap_dir[0] = '\0';
-    /* Several nodes do not share one node's memory; the user's choice stays. */
-    if ((o->nnodes > 1) || (getenv("ZSH_SNAPSHOT_DIR") != NULL) ||
+    (void)o;
+    /* The user's choice stays. */
+    if ((getenv("ZSH_SNAPSHOT_DIR") != NULL) ||
         (stat("/dev/shm", &st) != 0) || !S_ISDIR(st.st_mode)) {
         return 0;
     }

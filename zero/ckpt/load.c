@@ -8,6 +8,7 @@
  * does the second read again and write the optimizer's state. A bad
  * checkpoint thus leaves every rank's optimizer as it was.
  */
+#include "ckpt/buddy.h"
 #include "ckpt/ckpt_impl.h"
 #include "ckpt/dir.h"
 #include "ckpt/reader.h"
@@ -140,9 +141,8 @@ static zsh_status_t zsh_ckpt_find(zsh_optim_t *opt, const char *dir, char *path,
     return status;
 }
 
-zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
+zsh_status_t zsh_ckpt_load(zsh_optim_t *opt, const char *dir, const char *own, const char *fn)
 {
-    const char *fn = "zsh_optim_load";
     char path[ZSH_CKPT_PATH_MAX], mpath[ZSH_CKPT_PATH_MAX + 32];
     zsh_status_t status, mine;
     zsh_ckpt_reader_t rd;
@@ -154,7 +154,9 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
     memset(&rd, 0, sizeof(rd));
     memset(&ck, 0, sizeof(ck));
     status = zsh_ckpt_check(opt, dir, fn, true);
-    if (status == ZSH_OK) {
+    if ((status == ZSH_OK) && (own != NULL)) {
+        snprintf(path, sizeof(path), "%s", own);
+    } else if (status == ZSH_OK) {
         status = zsh_ckpt_find(opt, dir, path, sizeof(path));
     }
     if (status != ZSH_OK) {
@@ -204,4 +206,9 @@ zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
     }
     zsh_ckpt_free(&ck);
     return status;
+}
+
+zsh_status_t zsh_optim_load(zsh_optim_t *opt, const char *dir)
+{
+    return zsh_ckpt_load(opt, dir, NULL, "zsh_optim_load");
 }

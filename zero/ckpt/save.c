@@ -3,8 +3,11 @@
  * files in a temporary directory, fsyncs them and sends rank 0 their
  * checksums; rank 0 writes the manifest last (to a temporary name, fsynced,
  * renamed), renames the directory into place and points `latest` at it.
- * Until that rename nothing a reader follows has changed.
+ * Until that rename nothing a reader follows has changed. A snapshot across
+ * nodes (buddy.c) does the same in each node's own directory, its first
+ * rank in rank 0's place, once the buddies' copies are written.
  */
+#include "ckpt/buddy.h"
 #include "ckpt/ckpt_impl.h"
 #include "ckpt/dir.h"
 #include "ckpt/writer.h"
@@ -185,14 +188,14 @@ static zsh_status_t zsh_ckpt_exchange(zsh_optim_t *opt, zsh_ckpt_t *ck)
     return status;
 }
 
-zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
+zsh_status_t zsh_ckpt_save(zsh_optim_t *opt, const char *dir, const char *fn,
+                           const zsh_ckpt_nodes_t *nodes)
 {
-    const char *fn = "zsh_optim_save";
     char tmp[ZSH_CKPT_PATH_MAX], name[64];
     zsh_status_t status, mine = ZSH_OK;
     zsh_ostate_counters_t counters;
     zsh_ckpt_t ck;
-    int rank;
+    int rank, leader = (nodes != NULL) ? nodes->leader : 0;
 
     status = zsh_ckpt_check(opt, dir, fn, false);
     if (status != ZSH_OK) {
@@ -202,7 +205,7 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     zsh_optim_state_counters_get(opt, &counters);
     snprintf(name, sizeof(name), "step-%08lu", counters.steps);
     snprintf(tmp, sizeof(tmp), "%s/.tmp-%s", dir, name);
-    if (rank == 0) {
+    if (rank == leader) {
         mine = zsh_ckpt_dir_prepare(dir, 1);
         if ((mine == ZSH_OK) && (mkdir(tmp, 0755) != 0)) {
             mine = zsh_error(ZSH_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
@@ -219,12 +222,15 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
     status = zsh_optim_state_agree(opt, mine);
     if (status == ZSH_OK) {
         mine = zsh_ckpt_exchange(opt, &ck);
-        if ((mine == ZSH_OK) && (rank == 0)) {
+        if ((mine == ZSH_OK) && (nodes != NULL) && (nodes->nnodes > 1)) {
+            mine = zsh_ckpt_buddy_copy(opt, &ck, nodes, tmp);
+        }
+        if ((mine == ZSH_OK) && (rank == leader)) {
             mine = zsh_ckpt_commit(&ck, dir, tmp, name);
         }
         status = zsh_optim_state_agree(opt, mine);
     }
-    if ((status != ZSH_OK) && (rank == 0)) {
+    if ((status != ZSH_OK) && (rank == leader)) {
         (void)zsh_ckpt_rmtree(tmp); /* nothing points at it */
     }
     if (ck.params != NULL) {
@@ -237,4 +243,9 @@ zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
                          dir);
     }
     return status;
+}
+
+zsh_status_t zsh_optim_save(zsh_optim_t *opt, const char *dir)
+{
+    return zsh_ckpt_save(opt, dir, "zsh_optim_save", NULL);
 }

@@ -11,7 +11,17 @@
  * interrupted by a death is never the one restored, and it loads at any
  * world size. Only the newest complete one is kept, so at most two (that one
  * and the next, while it is written) take the node's memory at once.
+ *
+ * On several nodes each node has its own directory (the ranks with the same
+ * host name and ZSH_SNAPSHOT_DIR share one), each rank's files are copied
+ * into its buddy's on the next node before any node commits (buddy.c), and
+ * each node commits its own. A restore takes the newest step every node has
+ * complete (a node that committed a step its peers did not still holds the
+ * one before: the older ones go only after every node committed), each rank
+ * reading its own node's copy. So a node's memory holds, per snapshot, its
+ * ranks' parts and their buddies' copies: twice its share.
  */
+#include "ckpt/buddy.h"
 #include "ckpt/ckpt_impl.h"
 #include "ckpt/dir.h"
 
@@ -22,7 +32,9 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct zsh_snap_config {
@@ -33,8 +45,10 @@ static const zsh_config_field_t zsh_snap_config_fields[] = {
     {"SNAPSHOT_DIR", NULL, "",
      "Directory in node memory (tmpfs, such as one under /dev/shm) that zsh_optim_snapshot() "
      "writes and zsh_optim_restore() reads: the newest complete snapshot of every rank's "
-     "state, kept there after the ranks die. One node only. zshrun gives each job a fresh "
-     "one and removes it at the end; empty: snapshots are refused",
+     "state, kept there after the ranks die. Per node: on several nodes each rank's part "
+     "is also copied into a rank's of the next node, so a lost node's parts survive. "
+     "zshrun gives each job (each node) a fresh one and removes it at the end; empty: "
+     "snapshots are refused",
      offsetof(zsh_snap_config_t, dir), ZSH_CONFIG_STRING, NULL, NULL, NULL},
 };
 
@@ -94,6 +108,7 @@ static void zsh_snap_prune(const char *dir)
 zsh_status_t zsh_optim_snapshot(zsh_optim_t *opt)
 {
     zsh_snap_config_t cfg;
+    zsh_ckpt_nodes_t nodes = {0};
     zsh_status_t status;
 
     if (opt == NULL) {
@@ -101,31 +116,74 @@ zsh_status_t zsh_optim_snapshot(zsh_optim_t *opt)
     }
     status = zsh_snap_dir("zsh_optim_snapshot", &cfg);
     if (status == ZSH_OK) {
-        status = zsh_optim_save(opt, cfg.dir);
+        status = zsh_ckpt_nodes_find(opt, cfg.dir, &nodes);
     }
-    /* The save returns on every rank once the new one is in place: rank 0,
-     * which published it, drops the old one, and no rank returns before it
-     * is gone, so that the memory a snapshot takes is what the caller sees. */
     if (status == ZSH_OK) {
-        if (zsh_ckpt_rank(opt) == 0) {
+        status = zsh_ckpt_save(opt, cfg.dir, "zsh_optim_snapshot", &nodes);
+    }
+    /* The save returns on every rank once the new one is in place on every
+     * node: each node's first rank drops the old one, and no rank returns
+     * before it is gone, so that the memory a snapshot takes is what the
+     * caller sees. */
+    if (status == ZSH_OK) {
+        if (zsh_ckpt_rank(opt) == nodes.leader) {
             zsh_snap_prune(cfg.dir);
         }
         status = zsh_optim_state_agree(opt, ZSH_OK);
     }
+    zsh_ckpt_nodes_free(&nodes);
+    return status;
+}
+
+/* The newest step every rank's node directory has whole, in *@steps_p:
+ * the least of the steps their `latest` names. Fails on every rank alike
+ * where one node has none. */
+static zsh_status_t zsh_snap_agree_step(zsh_optim_t *opt, const char *dir,
+                                        unsigned long *steps_p)
+{
+    zsh_comm_t *comm = zsh_optim_state_comm(opt);
+    int size = zsh_comm_size(comm), r;
+    uint64_t mine = 0, *all = calloc((size_t)size, sizeof(*all));
+    zsh_status_t status;
+    unsigned long steps;
+    bool has;
+
+    status = (all == NULL) ? zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_restore: no memory")
+                           : zsh_ckpt_latest_steps(dir, &has, &steps);
+    if ((status == ZSH_OK) && !has) {
+        status = zsh_error(ZSH_ERR_IO, "zsh_optim_restore: no snapshot in %s (rank %d's node)",
+                           dir, zsh_comm_rank(comm));
+    }
+    mine   = (status == ZSH_OK) ? (uint64_t)steps : 0;
+    status = zsh_optim_state_agree(opt, status);
+    if (status == ZSH_OK) {
+        status = zsh_optim_state_comm_status(opt, zsh_allgather(&mine, all, 1, ZSH_UINT64, comm));
+    }
+    for (r = 0; (status == ZSH_OK) && (r < size); r++) {
+        mine = (all[r] < mine) ? all[r] : mine;
+    }
+    *steps_p = (unsigned long)mine;
+    free(all);
     return status;
 }
 
 zsh_status_t zsh_optim_restore(zsh_optim_t *opt)
 {
+    char path[ZSH_CKPT_PATH_MAX + 64];
     zsh_snap_config_t cfg;
     zsh_status_t status;
+    unsigned long steps = 0;
 
     if (opt == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_restore: opt is NULL");
     }
     status = zsh_snap_dir("zsh_optim_restore", &cfg);
     if (status == ZSH_OK) {
-        status = zsh_optim_load(opt, cfg.dir);
+        status = zsh_snap_agree_step(opt, cfg.dir, &steps);
+    }
+    if (status == ZSH_OK) {
+        snprintf(path, sizeof(path), "%s/step-%08lu", cfg.dir, steps);
+        status = zsh_ckpt_load(opt, cfg.dir, path, "zsh_optim_restore");
     }
     return status;
 }

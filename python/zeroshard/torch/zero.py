@@ -685,7 +685,8 @@ class ZeRO:
         a job that zshrun --max-restarts started again after a rank died calls
         restore() and goes on from there, having lost at most K steps, without
         reading the disk. Only the newest complete snapshot is kept; a
-        snapshot a death interrupted is never the one restored. One node only.
+        snapshot a death interrupted is never the one restored. On several
+        nodes each rank's part is also copied to a rank of the next node.
         Between steps, as save()."""
         self._live_opt().snapshot()
 

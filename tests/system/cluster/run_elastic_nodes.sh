@@ -73,7 +73,7 @@ ranks_of() { pgrep -P "$(pgrep -P "$(cat "$log/$1.$2.pid")")"; }
 # elastic TAG WHAT N: start the job, wait a few steps, kill WHAT (rank: one
 # rank of node 1; node: node 1's zshrun and ranks), expect N ranks after.
 elastic() {
-    local tag=$1 what=$2 n=$3 at left resumed pids t0 ms
+    local tag=$1 what=$2 n=$3 at left resumed pids t0 ms z=
     job "$tag"
     poll 60 started "$tag" 0 || { echo "no step in 60 s: $(cat "$log/$tag".*.err)"; return; }
     at=$(($(last_step "$tag") + 3 + RANDOM % 10))
@@ -85,7 +85,8 @@ elastic() {
     if [ "$what" = rank ]; then
         kill -9 "${pids[RANDOM % 2]}"
     else
-        kill -9 "$(pgrep -P "$(cat "$log/$tag.1.pid")")" "$(cat "$log/$tag.1.pid")" "${pids[@]}"
+        z=$(pgrep -P "$(cat "$log/$tag.1.pid")")
+        kill -9 "$z" "$(cat "$log/$tag.1.pid")" "${pids[@]}"
     fi
     poll 90 started "$tag" 1 || { echo "no step 90 s after the kill: $(cat "$log/$tag".*.err)"; return; }
     ms=$(($(now_ms) - t0))
@@ -95,6 +96,8 @@ elastic() {
     [ $((left - ${resumed:-0})) -le $every ] || echo "$((left - ${resumed:-0})) steps lost, more than $every"
     grep -q "^\[0\] start 1 $n\$" "$log/$tag.0.out" || echo "the restart is not at $n ranks: $(grep start "$log/$tag.0.out")"
     poll 120 ended "$tag" || { echo "the job did not end"; return; }
+    # The snapshot directory the killed zshrun made and could not remove.
+    [ -z "$z" ] || rm -rf /dev/shm/zshrun-"$z"-*
     [ "$(cat "$log/$tag.0.rc")" = 0 ] || echo "node 0's zshrun exited $(cat "$log/$tag.0.rc"): $(tail -5 "$log/$tag.0.err")"
     if [ "$what" = rank ]; then
         [ "$(cat "$log/$tag.1.rc")" = 0 ] || echo "node 1's zshrun exited $(cat "$log/$tag.1.rc"): $(tail -5 "$log/$tag.1.err")"
