@@ -13,7 +13,8 @@ bool zsh_chain_runs(const zsh_comm_t *comm)
 }
 
 /* The node's reduce-scatter in rank order: its child runs in the mode for
- * this call only, since the default mode's hierarchical calls use it too. */
+ * this call only (the call's task keeps it, zsh_task_t::deterministic),
+ * since the default mode's hierarchical calls use it too. */
 static zsh_status_t zsh_chain_node_reduce(zsh_task_t *task, size_t share, zsh_request_t **sub_p)
 {
     zsh_hier_t *st   = zsh_hier(task);

@@ -17,7 +17,7 @@ top_builddir=${top_builddir:-.}
 bench=$(cd "$top_builddir" && pwd)/perf/zsh_bench
 # shellcheck source=../harness/results.sh
 . "$(dirname "$0")/../harness/results.sh"
-results_begin coll_determinism 6
+results_begin coll_determinism 7
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -52,6 +52,16 @@ msg=""
 [ "${digest[aaaa]}" = "${digest[aabb]}" ] && [ "${digest[aaaa]}" = "${digest[abab]}" ] ||
     msg="digests differ: one node ${digest[aaaa]}, blocks ${digest[aabb]}, round-robin ${digest[abab]}"
 result one_node_and_two_made_up_nodes_in_blocks_or_round_robin_give_the_same_bits "$msg"
+
+# 3 ranks a node: the node's step of the chain folds three inputs, where
+# an order of its own would show (with two, either order gives one sum).
+fake_nodes_job aaabbb 120 "$bench" allreduce --check-determinism -m 64k:64k -i 2 -x 1
+line=$(row)
+# shellcheck disable=SC2086 # the row's fields
+set -- $line
+msg=""
+[ "${7:-}" = Pass ] || msg="no passing 64 KiB row on aaabbb: '$line' $(grep -m 2 ERROR "$log/out.0")"
+result every_setting_gives_the_same_bits_in_the_mode_on_3x2_made_up_nodes_in_blocks "$msg"
 
 # rank_zero_forces NODES COLL ALGO: a job of 64 KiB calls in the mode, rank 0
 # alone with ZSH_<COLL>_ALGO=ALGO (zsh_bench makes all-reduces of its own,
