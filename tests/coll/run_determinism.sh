@@ -7,7 +7,8 @@
 # the mode (all alike: Pass) and without it (some differ: the comparison
 # can fail). Across the jobs, the mode's digest of the results over the
 # ranks must be the same: one node's direct copies and the nodes' ordered
-# messages give the same bits (the chain's among them, in blocks). Then which
+# messages give the same bits (the chain's among them, in blocks). A job on
+# 3 x 2 made-up nodes in blocks must pass as well. Then which
 # algorithm the mode picks across nodes: rank 0 forces one and the others
 # choose; in blocks every rank must fail naming chain (the others' choice),
 # round-robin the chain gives way to ordered, so all agree. Ends with a
