@@ -17,7 +17,7 @@ libzsh_coll_la_SOURCES += \
 	%reldir%/algo/ring.c %reldir%/algo/ring.h %reldir%/algo/rounds.c %reldir%/algo/rounds.h \
 	%reldir%/algo/rd.c %reldir%/algo/rd.h %reldir%/algo/copy.c %reldir%/algo/copy.h \
 	%reldir%/algo/direct.c %reldir%/algo/direct.h %reldir%/algo/eager.c %reldir%/algo/eager.h \
-	%reldir%/algo/hier.c %reldir%/algo/hier.h \
+	%reldir%/algo/hier.c %reldir%/algo/hier.h %reldir%/algo/chain.c %reldir%/algo/chain.h \
 	%reldir%/select/select.c %reldir%/select/select.h %reldir%/select/prepare.c \
 	%reldir%/select/prepare.h \
 	%reldir%/allgather/allgather.c %reldir%/allgather/allgather.h \
@@ -29,11 +29,11 @@ libzsh_coll_la_SOURCES += \
 	%reldir%/reduce_scatter/reduce_scatter_direct.c \
 	%reldir%/reduce_scatter/reduce_scatter_eager.c \
 	%reldir%/reduce_scatter/reduce_scatter_hier.c \
-	%reldir%/reduce_scatter/reduce_scatter_ordered.c \
+	%reldir%/reduce_scatter/reduce_scatter_ordered.c %reldir%/reduce_scatter/reduce_scatter_chain.c \
 	%reldir%/allreduce/allreduce.c %reldir%/allreduce/allreduce.h \
 	%reldir%/allreduce/allreduce_ring.c %reldir%/allreduce/allreduce_direct.c \
 	%reldir%/allreduce/allreduce_eager.c %reldir%/allreduce/allreduce_hier.c \
-	%reldir%/allreduce/allreduce_ordered.c \
+	%reldir%/allreduce/allreduce_ordered.c %reldir%/allreduce/allreduce_chain.c \
 	%reldir%/bcast/bcast.c %reldir%/bcast/bcast.h %reldir%/bcast/bcast_binomial.c \
 	%reldir%/bcast/bcast_direct.c %reldir%/bcast/bcast_eager.c %reldir%/bcast/bcast_hier.c \
 	%reldir%/alltoall/alltoall.c %reldir%/alltoall/alltoall.h \

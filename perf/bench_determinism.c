@@ -27,7 +27,7 @@
 #include <string.h>
 
 static const char *const zsh_bench_det_algos[] = {"auto", "ring", "rd", "direct", "eager", "hier",
-                                                  "ordered"};
+                                                  "ordered", "chain"};
 /* Chunk sizes, each with a pipeline depth: a communicator costs a
  * transport's set-up, so the pairs cover both lists without their product
  * (the unit tests, determinism_test.c, take the product). */

@@ -188,8 +188,8 @@ zsh_status_t zsh_direct_reduce_step(zsh_task_t *task, char *dst, bool spread)
             return ZSH_INPROGRESS;
         }
         cnt    = (count - d->done < d->chunk) ? count - d->done : d->chunk;
-        status = (task->comm->deterministic ? zsh_direct_reduce_chunk_ordered
-                                            : zsh_direct_reduce_chunk)(
+        status = (task->deterministic ? zsh_direct_reduce_chunk_ordered
+                               : zsh_direct_reduce_chunk)(
             task, first + d->done, cnt, dst + d->done * esize);
         if ((status == ZSH_OK) && spread) {
             status = zsh_direct_spread(task, dst + d->done * esize, (first + d->done) * esize,

@@ -22,6 +22,7 @@ static const zsh_coll_init_t zsh_allreduce_algos[ZSH_ALGO_LAST] = {
     [ZSH_ALGO_EAGER]  = zsh_allreduce_eager_init,
     [ZSH_ALGO_HIER]   = zsh_allreduce_hier_init,
     [ZSH_ALGO_ORDERED] = zsh_allreduce_ordered_init,
+    [ZSH_ALGO_CHAIN]   = zsh_allreduce_chain_init,
 };
 
 zsh_status_t zsh_allreduce(const void *sendbuf, void *recvbuf, size_t count, zsh_dtype_t dtype,

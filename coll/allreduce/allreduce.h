@@ -26,4 +26,8 @@ zsh_status_t zsh_allreduce_hier_init(zsh_task_t *task);
  * order per element), then the ring all-gather in place. */
 zsh_status_t zsh_allreduce_ordered_init(zsh_task_t *task);
 
+/* The chain across nodes in blocks (algo/chain.h), then the result from
+ * the last node along the rails and within each node. */
+zsh_status_t zsh_allreduce_chain_init(zsh_task_t *task);
+
 #endif

@@ -4,7 +4,7 @@
 const char *const zsh_algo_names[ZSH_ALGO_LAST + 1] = {"auto", "ring", "bruck", "rd", "binomial",
                                                        "rma", "direct", "eager", "hier",
                                                        "dissemination", "pairwise",
-                                                       "ordered",
+                                                       "ordered", "chain",
                                                        NULL};
 
 const char *zsh_algo_name(zsh_algo_t algo)

@@ -34,6 +34,9 @@ typedef enum {
     ZSH_ALGO_ORDERED,    /* reduce_scatter, allreduce: each block's owner receives every
                             rank's contribution and reduces them in rank order (the
                             deterministic mode's algorithm where no other honours it) */
+    ZSH_ALGO_CHAIN,      /* reduce_scatter, allreduce: nodes of consecutive ranks in turn, each
+                            adding its ranks in order to the running sum it passes on (the
+                            deterministic mode's across nodes in blocks, algo/chain.h) */
     ZSH_ALGO_LAST
 } zsh_algo_t;
 

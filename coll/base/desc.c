@@ -20,7 +20,7 @@ const char *zsh_desc_type_name(unsigned type)
 }
 
 void zsh_desc_make(const zsh_coll_args_t *args, uint32_t seq, uint64_t uid, zsh_algo_t algo,
-                   zsh_desc_t *desc)
+                   bool deterministic, zsh_desc_t *desc)
 {
     memset(desc, 0, sizeof(*desc));
     desc->magic = ZSH_DESC_MAGIC;
@@ -34,7 +34,8 @@ void zsh_desc_make(const zsh_coll_args_t *args, uint32_t seq, uint64_t uid, zsh_
     desc->count = args->count;
     desc->dtype = (uint8_t)args->dtype;
     if ((args->type == ZSH_COLL_REDUCE_SCATTER) || (args->type == ZSH_COLL_ALLREDUCE)) {
-        desc->op = (uint8_t)args->op;
+        desc->op            = (uint8_t)args->op;
+        desc->deterministic = deterministic ? 1 : 0;
     }
     if (args->type == ZSH_COLL_BROADCAST) {
         desc->root = args->root;
@@ -52,8 +53,9 @@ void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len)
         return;
     case ZSH_COLL_REDUCE_SCATTER:
     case ZSH_COLL_ALLREDUCE:
-        snprintf(buf, len, "%s(count=%llu, %s, %s)", name, (unsigned long long)desc->count,
-                 zsh_dtype_name((zsh_dtype_t)desc->dtype), zsh_op_name((zsh_op_t)desc->op));
+        snprintf(buf, len, "%s(count=%llu, %s, %s%s)", name, (unsigned long long)desc->count,
+                 zsh_dtype_name((zsh_dtype_t)desc->dtype), zsh_op_name((zsh_op_t)desc->op),
+                 desc->deterministic ? ", deterministic" : "");
         return;
     case ZSH_COLL_BROADCAST:
         snprintf(buf, len, "%s(count=%llu, %s, root=%d)", name, (unsigned long long)desc->count,
@@ -64,6 +66,14 @@ void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len)
                  zsh_dtype_name((zsh_dtype_t)desc->dtype));
         return;
     }
+}
+
+/* The same collective but for the algorithm and the mode, which follow
+ * from each rank's settings rather than from its call. */
+static bool zsh_desc_same_call(const zsh_desc_t *a, const zsh_desc_t *b)
+{
+    return (a->type == b->type) && (a->count == b->count) && (a->dtype == b->dtype) &&
+           (a->op == b->op) && (a->root == b->root);
 }
 
 zsh_status_t zsh_desc_compare(const zsh_desc_t *mine, const zsh_desc_t *theirs,
@@ -84,6 +94,13 @@ zsh_status_t zsh_desc_compare(const zsh_desc_t *mine, const zsh_desc_t *theirs,
     }
     zsh_desc_format(theirs, theirs_s, sizeof(theirs_s));
     zsh_desc_format(mine, mine_s, sizeof(mine_s));
+    if ((theirs->seq == mine->seq) && (theirs->deterministic != mine->deterministic) &&
+        zsh_desc_same_call(mine, theirs)) {
+        return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d called %s but rank %d "
+                         "called %s; is the deterministic mode (ZSH_DETERMINISTIC, "
+                         "zsh_comm_set_deterministic) set alike on every rank?", mine->seq,
+                         comm_id, peer, theirs_s, rank, mine_s);
+    }
     if ((theirs->seq == mine->seq) && (strcmp(theirs_s, mine_s) == 0) &&
         (theirs->algo != mine->algo)) {
         return zsh_error(ZSH_ERR_MISMATCH, "seq %u on comm %u: rank %d ran %s as %s but rank %d "

@@ -1,6 +1,7 @@
 /*
  * Collective descriptors: what a rank believes the call at a sequence number
- * is (type, count, dtype, op, root, and the algorithm it chose). Ranks
+ * is (type, count, dtype, op, root, the algorithm it chose, and for a
+ * reduction whether its communicator is in the deterministic mode). Ranks
  * exchange them before any data is used (the handshake, handshake/) and
  * compare them here; a mismatch names both calls.
  */
@@ -12,6 +13,7 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +27,8 @@ typedef struct zsh_desc {
     uint8_t  dtype;
     uint8_t  op;
     uint8_t  algo;     /* zsh_algo_t the rank chose: ranks configured differently disagree */
+    uint8_t  deterministic; /* a reduction in zeroshard.h's rank order: a rank that thinks
+                               otherwise would sum in another order, or run another algorithm */
 } zsh_desc_t;
 
 /*
@@ -49,11 +53,13 @@ typedef struct zsh_desc_msg {
 } zsh_desc_msg_t;
 
 /* Describe call @args, collective @seq of the communicator with @uid, run
- * as @algo; fields its type ignores are zero. */
+ * as @algo, a reduction in the deterministic mode where @deterministic;
+ * fields its type ignores are zero. */
 void zsh_desc_make(const zsh_coll_args_t *args, uint32_t seq, uint64_t uid, zsh_algo_t algo,
-                   zsh_desc_t *desc);
+                   bool deterministic, zsh_desc_t *desc);
 
-/* "allgather(count=10, fp32)", "broadcast(count=4, int32, root=2)". */
+/* "allgather(count=10, fp32)", "broadcast(count=4, int32, root=2)",
+ * "allreduce(count=8, fp32, sum, deterministic)". */
 void zsh_desc_format(const zsh_desc_t *desc, char *buf, size_t len);
 
 /* The name of a collective type: "allgather", "reduce_scatter", ... */

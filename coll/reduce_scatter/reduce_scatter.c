@@ -31,6 +31,7 @@ static const zsh_coll_init_t zsh_reduce_scatter_algos[ZSH_ALGO_LAST] = {
     [ZSH_ALGO_EAGER]  = zsh_reduce_scatter_eager_init,
     [ZSH_ALGO_HIER]   = zsh_reduce_scatter_hier_init,
     [ZSH_ALGO_ORDERED] = zsh_reduce_scatter_ordered_init,
+    [ZSH_ALGO_CHAIN]   = zsh_reduce_scatter_chain_init,
 };
 
 zsh_status_t zsh_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,

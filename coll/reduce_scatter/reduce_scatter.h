@@ -23,6 +23,10 @@ zsh_status_t zsh_ordered_rs_init(zsh_task_t *task, const char *src, char *dst,
 zsh_status_t zsh_ordered_rs_progress(zsh_task_t *task);
 zsh_status_t zsh_reduce_scatter_ordered_init(zsh_task_t *task);
 
+/* The deterministic mode's across nodes in blocks: the running sum passed
+ * from node to node in rank order (algo/chain.h). */
+zsh_status_t zsh_reduce_scatter_chain_init(zsh_task_t *task);
+
 /* Reads of this rank's block from every peer's input on one node (algo/direct.h). */
 zsh_status_t zsh_reduce_scatter_direct_init(zsh_task_t *task);
 

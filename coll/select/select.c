@@ -1,5 +1,6 @@
 #include "select/select.h"
 
+#include "algo/chain.h"
 #include "algo/eager.h"
 #include "algo/rounds.h"
 #include "base/desc.h"
@@ -41,13 +42,15 @@ static const zsh_select_rule_t zsh_select_rules[] = {
                                  ZSH_ALGO_RING,
                                  ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
                                  ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
-                                 ZSH_SELECT_BIT(ZSH_ALGO_HIER) | ZSH_SELECT_BIT(ZSH_ALGO_ORDERED)},
+                                 ZSH_SELECT_BIT(ZSH_ALGO_HIER) | ZSH_SELECT_BIT(ZSH_ALGO_ORDERED) |
+                                 ZSH_SELECT_BIT(ZSH_ALGO_CHAIN)},
     [ZSH_COLL_ALLREDUCE] = {ZSH_COLL_ALLREDUCE, "ZSH_ALLREDUCE_ALGO",
                             offsetof(zsh_coll_config_t, allreduce_algo), ZSH_ALGO_RD,
                             ZSH_ALGO_RING,
                             ZSH_SELECT_BIT(ZSH_ALGO_RING) | ZSH_SELECT_BIT(ZSH_ALGO_RD) |
                             ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) | ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
-                            ZSH_SELECT_BIT(ZSH_ALGO_HIER) | ZSH_SELECT_BIT(ZSH_ALGO_ORDERED)},
+                            ZSH_SELECT_BIT(ZSH_ALGO_HIER) | ZSH_SELECT_BIT(ZSH_ALGO_ORDERED) |
+                                 ZSH_SELECT_BIT(ZSH_ALGO_CHAIN)},
     [ZSH_COLL_BROADCAST] = {ZSH_COLL_BROADCAST, "ZSH_BROADCAST_ALGO",
                             offsetof(zsh_coll_config_t, broadcast_algo), ZSH_ALGO_BINOMIAL,
                             ZSH_ALGO_BINOMIAL,
@@ -116,6 +119,14 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
                           "deterministic order); chunks of ZSH_CHUNK_SIZE, ZSH_PIPELINE_DEPTH "
                           "in flight; all-reduce as that then the ring all-gather; works "
                           "across nodes",
+    [ZSH_ALGO_CHAIN]    = "nodes holding consecutive ranks take turns: node k adds its local "
+                          "rank 0's input to the sum of ranks before it, received from node "
+                          "k - 1 along the rails in the accumulation type, reduces the node in "
+                          "rank order and passes the sum on; the last node's result goes "
+                          "along the rails (all-reduce: broadcast, then all-gather in each "
+                          "node); zeroshard.h's deterministic order with each node's sum "
+                          "crossing each boundary once; where ranks lie in blocks on nodes "
+                          "of as many ranks, else it runs ordered",
 };
 
 /* The algorithms that reduce every element in zeroshard.h's deterministic
@@ -124,7 +135,8 @@ static const char *const zsh_select_algo_what[ZSH_ALGO_LAST] = {
  * hierarchy add partial sums in an order of their own. */
 static const unsigned zsh_select_ordered = ZSH_SELECT_BIT(ZSH_ALGO_DIRECT) |
                                            ZSH_SELECT_BIT(ZSH_ALGO_EAGER) |
-                                           ZSH_SELECT_BIT(ZSH_ALGO_ORDERED);
+                                           ZSH_SELECT_BIT(ZSH_ALGO_ORDERED) |
+                                           ZSH_SELECT_BIT(ZSH_ALGO_CHAIN);
 
 /* A step of the automatic choice: the algorithm it picks, or AUTO where it
  * does not apply. */
@@ -360,7 +372,11 @@ zsh_status_t zsh_select(const zsh_comm_t *comm, zsh_coll_type_t type, size_t tot
     }
     if (comm->deterministic && zsh_coll_reduces(type) &&
         ((zsh_select_ordered & ZSH_SELECT_BIT(algo)) == 0)) {
-        algo = ZSH_ALGO_ORDERED; /* whether chosen or forced: the mode is the caller's promise */
+        /* Whether chosen or forced: the mode is the caller's promise. */
+        algo = zsh_chain_runs(comm) ? ZSH_ALGO_CHAIN : ZSH_ALGO_ORDERED;
+    }
+    if ((algo == ZSH_ALGO_CHAIN) && !zsh_chain_runs(comm)) {
+        algo = ZSH_ALGO_ORDERED; /* the same order, for any placement */
     }
     *algo_p = algo;
     return ZSH_OK;
@@ -392,10 +408,14 @@ void zsh_select_describe(FILE *out)
     for (a = ZSH_ALGO_AUTO + 1; a < ZSH_ALGO_LAST; a++) {
         if ((zsh_select_rules[ZSH_COLL_REDUCE_SCATTER].allowed & ZSH_SELECT_BIT(a)) != 0) {
             fprintf(out, "#   %-13s %s\n", zsh_algo_name((zsh_algo_t)a),
-                    ((zsh_select_ordered & ZSH_SELECT_BIT(a)) != 0)
+                    (a == ZSH_ALGO_CHAIN)
+                        ? "honours it: runs as chosen across nodes in blocks of as many "
+                          "ranks, ordered elsewhere"
+                    : ((zsh_select_ordered & ZSH_SELECT_BIT(a)) != 0)
                         ? "honours it: runs as chosen"
                         : "does not: never runs in this mode; a choice of it, automatic or "
-                          "forced, runs ordered instead");
+                          "forced, runs chain instead across nodes in blocks of as many "
+                          "ranks, ordered elsewhere (round-robin, uneven nodes, one node)");
         }
     }
 }

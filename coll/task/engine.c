@@ -92,7 +92,8 @@ void zsh_task_post(zsh_task_t *task)
     if (zsh_coll_is_p2p(task->args.type)) {
         task->hs.state = ZSH_HS_VERIFIED; /* two ranks, no descriptor: nothing to compare */
     } else {
-        zsh_desc_make(&task->args, task->seq, comm->uid, task->algo, &task->hs_bufs.out.desc);
+        zsh_desc_make(&task->args, task->seq, comm->uid, task->algo, task->deterministic,
+                      &task->hs_bufs.out.desc);
         if (comm->trace != NULL) {
             zsh_trace_posted(comm->trace, &task->hs_bufs.out.desc);
         }

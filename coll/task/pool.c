@@ -48,6 +48,7 @@ zsh_status_t zsh_task_get(zsh_comm_t *comm, const zsh_coll_args_t *args, const c
      * number, so a revocation from there on stops it too, and takes none. */
     task->seq  = zsh_coll_is_p2p(args->type) ? comm->seq : comm->seq++;
     task->algo = ZSH_ALGO_AUTO;
+    task->deterministic = comm->deterministic;
     task->run  = (zsh_task_run_t){.progress = zsh_task_done_progress,
                                   .status   = ZSH_INPROGRESS,
                                   .timeout  = comm->timeout};

@@ -78,6 +78,8 @@ struct zsh_request {
     const char      *name;      /* "allgather", for messages */
     uint32_t         seq;
     zsh_algo_t       algo;      /* what zsh_select() chose; AUTO when nothing moves */
+    bool             deterministic; /* its communicator's mode when it was called: a
+                                       hierarchical call's node step may set it alone */
     zsh_task_run_t   run;
     zsh_hs_t         hs;        /* its descriptor exchange */
     zsh_task_state_t state;     /* its algorithm's */

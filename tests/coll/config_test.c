@@ -125,11 +125,11 @@ ZSH_TEST(coll_config, each_algo_variable_lists_only_its_collectives_algorithms)
         {"ZSH_ALLGATHER_ALGO", "ordered", "expected one of auto, ring, bruck, rma, direct, eager, "
                                           "hier"},
         {"ZSH_REDUCE_SCATTER_ALGO", "bruck", "expected one of auto, ring, rd, direct, eager, "
-                                             "hier, ordered"},
+                                             "hier, ordered, chain"},
         {"ZSH_REDUCE_SCATTER_ALGO", "rma", "expected one of auto, ring, rd, direct, eager, hier, "
-                                           "ordered"},
+                                           "ordered, chain"},
         {"ZSH_ALLREDUCE_ALGO", "binomial", "expected one of auto, ring, rd, direct, eager, hier, "
-                                           "ordered"},
+                                           "ordered, chain"},
         {"ZSH_BROADCAST_ALGO", "ring", "expected one of auto, binomial, direct, eager, hier"},
         {"ZSH_BROADCAST_ALGO", "nope", "expected one of auto, binomial, direct, eager, hier"},
     };

@@ -2,8 +2,8 @@
  * Mismatched calls: ranks that call different collectives at the same
  * sequence number all fail with ZSH_ERR_MISMATCH, and the message names both
  * calls, whichever rank saw the disagreement first. The matrix covers the
- * type, count, dtype, op and root of a call, the order of two calls, and a
- * rank that skips one. Each case runs on a communicator of its own, split
+ * type, count, dtype, op and root of a call, the deterministic mode, the
+ * order of two calls, and a rank that skips one. Each case runs on a communicator of its own, split
  * off for it, since a mismatch leaves its communicator revoked.
  */
 #include "algo/eager.h"
@@ -300,6 +300,59 @@ ZSH_RANK_TEST(mismatch, ranks_configured_to_different_algorithms_are_told_so)
                         "are the ZSH_ variables set alike on every rank?", __LINE__);
     cfg->allreduce_algo = saved;
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* A rank in the deterministic mode and one not in it would sum in orders
+ * of their own, or run different algorithms: the call fails naming both
+ * sides and the setting. */
+ZSH_RANK_TEST(mismatch, ranks_that_disagree_on_the_deterministic_mode_are_told_so)
+{
+    float send[4096] = {0}, recv[4096];
+    int rank = zsh_comm_rank(comm);
+    zsh_comm_t *c;
+
+    c = zsh_mismatch_comm(comm);
+    if (c == NULL) {
+        return;
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_set_deterministic(c, rank == 0));
+    zsh_expect_mismatch(zsh_allreduce(send, recv, 4096, ZSH_FLOAT32, ZSH_SUM, c),
+                        "allreduce(count=4096, fp32, sum, deterministic)",
+                        "allreduce(count=4096, fp32, sum)", __LINE__);
+    if (strstr(zsh_last_error(), "ZSH_DETERMINISTIC") == NULL) {
+        zsh_test_fail(__FILE__, __LINE__, "expected the message to name ZSH_DETERMINISTIC: %s",
+                      zsh_last_error());
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+}
+
+/* Where both sides run the same algorithm (eager and direct honour the
+ * mode, so it does not replace them) the mode is still compared. */
+ZSH_RANK_TEST(mismatch, the_deterministic_mode_is_compared_under_one_algorithm)
+{
+    static const zsh_algo_t algos[] = {ZSH_ALGO_EAGER, ZSH_ALGO_DIRECT};
+    float send[64] = {0}, recv[64];
+    int rank = zsh_comm_rank(comm), n = zsh_comm_size(comm);
+    zsh_coll_config_t *cfg;
+    zsh_comm_t *c;
+    size_t i;
+
+    for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+        if ((algos[i] == ZSH_ALGO_EAGER) && (n > ZSH_EAGER_MAX_RANKS)) {
+            continue; /* eager runs on 2 to 8 ranks */
+        }
+        c = zsh_mismatch_comm(comm);
+        if (c == NULL) {
+            return;
+        }
+        cfg                      = zsh_check_cfg(c);
+        cfg->reduce_scatter_algo = algos[i];
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_set_deterministic(c, rank == n - 1));
+        zsh_expect_mismatch(zsh_reduce_scatter(send, recv, 64 / (size_t)n, ZSH_FLOAT32, ZSH_SUM,
+                                               c),
+                            "sum, deterministic)", "is the deterministic mode", __LINE__);
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_comm_destroy(c));
+    }
 }
 
 /* Small calls on a few ranks carry their data in the descriptor messages:
