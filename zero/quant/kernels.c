@@ -183,7 +183,15 @@ ZSH_Q_INLINE void zsh_q_dequantize(const void *restrict qv, const float *restric
         zsh_q_dequantize(q, scales, n, block, bits, acc, 1); \
     }
 
-ZSH_Q_WIDTH(scalar, __attribute__((optimize("no-tree-vectorize"))))
+/* The scalar reference with GCC's vectorizer off, so that it measures one
+ * element at a time; clang has no optimize attribute (and builds no other
+ * width here). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define ZSH_Q_SCALAR_ATTR __attribute__((optimize("no-tree-vectorize")))
+#else
+#define ZSH_Q_SCALAR_ATTR
+#endif
+ZSH_Q_WIDTH(scalar, ZSH_Q_SCALAR_ATTR)
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ZSH_Q_X86 1
