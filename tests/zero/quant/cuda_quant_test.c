@@ -19,12 +19,14 @@ ZSH_TEST(cuda_quant, device_levels_scales_and_values_are_the_hosts_bits)
     static const size_t blocks[] = {1, 7, 64, 2048, 4099};
     const zsh_quant_kernels_t *k = zsh_quant_kernels(ZSH_QUANT_SCALAR);
     size_t n = 100003, bi, i;
-    float *x = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
-    float *dx, *dout;
+    float *x, *out, *dx, *dout;
     uint64_t rng = 7;
     int bits;
 
-    ZSH_CK_NEED_DEVICE();
+    ZSH_CK_NEED_DEVICE(); /* returns: nothing may be allocated before it */
+    x   = malloc(n * sizeof(float));
+    out = malloc(n * sizeof(float));
+    ZSH_ASSERT_TRUE((x != NULL) && (out != NULL));
     for (i = 0; i < n; i++) {
         x[i] = zsh_ck_float(&rng, -20, 20);
     }
