@@ -85,7 +85,7 @@ ZSH_Q_INLINE void zsh_q4_block(const float *restrict x, size_t n, float inv,
     for (j = 0; j < pairs; j++) {
         int32_t lo = (int32_t)zsh_q_level(x[2 * j], inv);
         int32_t hi = (int32_t)zsh_q_level(x[2 * j + 1], inv);
-        q[j] = (uint8_t)((lo & 0xf) | (hi << 4));
+        q[j] = (uint8_t)(((uint32_t)lo & 0xfu) | (((uint32_t)hi & 0xfu) << 4));
     }
     if ((n & 1) != 0) {
         q[pairs] = (uint8_t)((int32_t)zsh_q_level(x[n - 1], inv) & 0xf);

@@ -100,7 +100,7 @@ __global__ void zsh_qc_quantize(const float *__restrict__ x, size_t n, size_t bl
                 if (bits == 4) {
                     int lo = (int)zsh_qc_level(x[off + 2 * i], inv);
                     int hi = (2 * i + 1 < len) ? (int)zsh_qc_level(x[off + 2 * i + 1], inv) : 0;
-                    qb[i] = (uint8_t)((lo & 0xf) | (hi << 4));
+                    qb[i] = (uint8_t)(((uint32_t)lo & 0xfu) | (((uint32_t)hi & 0xfu) << 4));
                 } else {
                     qb[i] = (uint8_t)(int8_t)(int)zsh_qc_level(x[off + i], inv);
                 }
