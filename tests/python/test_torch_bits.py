@@ -172,17 +172,27 @@ def resnet():
     return SmallResNet()
 
 
-def images(rank, step):
+def torchvision_resnet18():
+    """torchvision's own ResNet-18 (its BatchNorm, its residual blocks)."""
+    try:
+        import torchvision
+    except ImportError as e:
+        raise Skip("torchvision is not importable (%s)" % e)
+    torch.manual_seed(11)
+    return torchvision.models.resnet18(num_classes=10)
+
+
+def images(rank, step, side=12):
     g = torch.Generator().manual_seed(1000 * rank + step)
-    return torch.randn(4, 3, 12, 12, generator=g), torch.randint(0, 10, (4,), generator=g)
+    return torch.randn(4, 3, side, side, generator=g), torch.randint(0, 10, (4,), generator=g)
 
 
-def ddp_run(ctx, cls, kw, steps):
-    model = DDP(resnet(), process_group=ctx.gloo)
+def ddp_run(ctx, cls, kw, steps, make=resnet, side=12):
+    model = DDP(make(), process_group=ctx.gloo)
     opt = cls(model.parameters(), **kw)
     losses = []
     for step in range(steps):
-        x, y = images(ctx.rank, step)
+        x, y = images(ctx.rank, step, side)
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
@@ -191,16 +201,17 @@ def ddp_run(ctx, cls, kw, steps):
     return model.module, losses
 
 
-def resnet_case(name, cls, kw, settings, steps=6):
+def resnet_case(name, cls, kw, settings, steps=6, make=resnet, side=12, bucket_size=4096,
+                what="resnet_with_batchnorm"):
     def fn(ctx):
         need_torch_1_13()
-        ref, want = ddp_run(ctx, cls, kw, steps)
+        ref, want = ddp_run(ctx, cls, kw, steps, make, side)
         for stage in STAGES:
-            model = resnet()
-            zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=4096, **settings)
+            model = make()
+            zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size, **settings)
             got = []
             for step in range(steps):
-                x, y = images(ctx.rank, step)
+                x, y = images(ctx.rank, step, side)
                 loss = F.cross_entropy(model(x), y)
                 zero.backward(loss)
                 zero.step()
@@ -219,13 +230,17 @@ def resnet_case(name, cls, kw, settings, steps=6):
                 diff = first_difference(sd[k].detach(), v.detach())
                 if diff:
                     raise AssertionError("%s stage %d %s: %s" % (name, stage, k, diff))
-    fn.__name__ = ("test_resnet_with_batchnorm_at_stages_0_to_3_trains_to_ddp_%s_losses_bit_for_bit"
-                   % name)
+    fn.__name__ = ("test_%s_at_stages_0_to_3_trains_to_ddp_%s_losses_bit_for_bit"
+                   % (what, name))
     return case(fn)
 
 
 for _name, _cls, _kw, _settings in (RULES[0], RULES[3], RULES[7]):
     resnet_case(_name, _cls, _kw, _settings)
+# A model nobody here wrote: torchvision's ResNet-18 with AdamW, 3 steps.
+resnet_case(RULES[0][0], RULES[0][1], RULES[0][2], RULES[0][3], steps=3,
+            make=torchvision_resnet18, side=32, bucket_size=1 << 22,
+            what="torchvision_resnet18")
 
 
 
