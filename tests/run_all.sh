@@ -32,10 +32,12 @@ plain_filter=${GTEST_FILTER-}
 if [ -z "${GTEST_FILTER+set}" ] && [ "${ZSH_SANITIZERS:-1}" != 0 ]; then
     plain_filter='-*/np1:*/np2:*/np3:*/np8'
 fi
+# The longest tests start first (tests/harness/long_first.sh).
+tests=$(bash "$top/tests/harness/long_first.sh" | tr '\n' ' ')
 if [ -n "$plain_filter" ]; then
-    GTEST_FILTER=$plain_filter make -j"$(nproc)" check >check.out 2>&1
+    GTEST_FILTER=$plain_filter make -j"$(nproc)" check TESTS="$tests" >check.out 2>&1
 else
-    make -j"$(nproc)" check >check.out 2>&1
+    make -j"$(nproc)" check TESTS="$tests" >check.out 2>&1
 fi
 rc=$?
 stage_done check

@@ -80,7 +80,8 @@ else
 fi || { tail -50 make.out; exit 1; }
 
 if [ "$mode" = address ]; then
-    tests=$(make -s print-tests | tr ' ' '\n' |
+    # The longest first (tests/harness/long_first.sh).
+    tests=$(bash "$top/tests/harness/long_first.sh" |
         grep -Ev '^tests/system/(install/run_install|gpu/run_gpu_script|python/run_pip)\.sh$')
 else
     tests=tests/zsh_tests
