@@ -9,7 +9,10 @@
 # alone at 2 ranks. The first node lost whole (every process in it, its
 # zshrun, rank 0 and rank 0's store included): the second node's zshrun
 # finds it gone, coordinates in its place and goes on alone at 2 ranks as
-# the new first node, rank 0's store moved to it. In each the losses after
+# the new first node, rank 0's store moved to it. Both ranks of the first
+# node killed, its zshrun left running: it still coordinates, hands rank 0
+# to the second node and ends; the second goes on alone at 2 ranks as the
+# first node has. In each the losses after
 # the restart and the final checkpoint's bytes equal a job resumed by hand
 # at that many ranks from the same step, bit for bit, and at most
 # --ckpt-every steps are lost.
@@ -27,10 +30,11 @@ zshrun=$build/tools/zshrun
 # shellcheck source=../../harness/poll.sh
 . "$here/../../harness/poll.sh"
 cases_begin cluster_elastic
-results_expected=3
+results_expected=4
 names=(a_rank_killed_on_the_second_node_the_nodes_agree_on_three_ranks_and_resume_as_by_hand
     the_second_node_lost_whole_the_first_goes_on_alone_as_resumed_by_hand
-    the_first_node_lost_whole_the_second_takes_over_rank_0_and_goes_on_as_resumed_by_hand)
+    the_first_node_lost_whole_the_second_takes_over_rank_0_and_goes_on_as_resumed_by_hand
+    both_ranks_of_the_first_node_killed_it_hands_rank_0_to_the_second_which_goes_on_as_by_hand)
 if why=$(cluster_unsupported); then
     for n in "${names[@]}"; do result_skip "$n" "$why"; done
     results_end
@@ -77,10 +81,10 @@ ranks_of() { pgrep -P "$(pgrep -P "$(cat "$log/$1.$2.pid")")"; }
 
 # elastic TAG WHAT N: start the job, wait a few steps, kill WHAT (rank: one
 # rank of node 1; node: node 1's zshrun and ranks; first: every process of
-# node 0), expect N ranks after.
+# node 0; ranks0: node 0's ranks), expect N ranks after.
 elastic() {
     local tag=$1 what=$2 n=$3 at left resumed pids t0 ms z= r0=0 keep=0 p
-    [ "$what" = first ] && r0=1 keep=1
+    case $what in first | ranks0) r0=1 keep=1 ;; esac
     job "$tag"
     poll 60 started "$tag" 0 || { echo "no step in 60 s: $(cat "$log/$tag".*.err)"; return; }
     at=$(($(last_step "$tag") + 3 + RANDOM % 10))
@@ -94,6 +98,9 @@ elastic() {
     elif [ "$what" = node ]; then
         z=$(pgrep -P "$(cat "$log/$tag.1.pid")")
         kill -9 "$z" "$(cat "$log/$tag.1.pid")" "${pids[@]}"
+    elif [ "$what" = ranks0 ]; then
+        mapfile -t pids < <(ranks_of "$tag" 0)
+        kill -9 "${pids[@]}"
     else
         # Everything in node 0's namespace but the holder, which keeps it.
         z=$(pgrep -P "$(cat "$log/$tag.0.pid")")
@@ -117,7 +124,11 @@ elastic() {
         grep -q '^zshrun: restart 1 of 1 as node 1 of 2 with ranks 2 to 2 of 3 (1 here lost)$' \
             "$log/$tag.1.err" || echo "node 1 did not restart as rank 2 of 3: $(cat "$log/$tag.1.err")"
     fi
-    if [ "$what" = first ]; then
+    if [ "$what" = ranks0 ]; then
+        grep -q '^zshrun: not restarting here: no rank left on this node; the job goes on on 1 node$' \
+            "$log/$tag.0.err" || echo "node 0 did not hand the job on: $(cat "$log/$tag.0.err")"
+    fi
+    if [ "$what" = first ] || [ "$what" = ranks0 ]; then
         grep -q '^zshrun: restart 1 of 1 as node 0 of 1 with ranks 0 to 1 of 2 (0 here lost)$' \
             "$log/$tag.1.err" || echo "node 1 did not restart as ranks 0 to 1 of 2: $(cat "$log/$tag.1.err")"
     fi
@@ -163,4 +174,5 @@ by_hand() {
 result "${names[0]}" "$(elastic rank rank 3)"
 result "${names[1]}" "$(elastic node node 2)"
 result "${names[2]}" "$(elastic first first 2)"
+result "${names[3]}" "$(elastic ranks0 ranks0 2)"
 results_end
