@@ -5,10 +5,10 @@
  * rank fails. The pieces: options.c (the command line and the program to
  * run), setup.c (job key, master port, descriptor limit), bind.c (the cores
  * each rank runs on), slurm.c (the nodes of a Slurm job), agree.c (the
- * nodes' agreement on a restart's world), snapshot.c (the directory in node
- * memory for the ranks' snapshots), spawn.c (one rank's process), relay.c
- * (output lines) and main.c (the supervision loop and the restarts of
- * --max-restarts).
+ * nodes' agreement on a restart's world; agree_io.c its sockets),
+ * snapshot.c (the directory in node memory for the ranks' snapshots),
+ * spawn.c (one rank's process), relay.c (output lines) and main.c (the
+ * supervision loop and the restarts of --max-restarts).
  */
 #ifndef ZSH_RUN_RUN_H_
 #define ZSH_RUN_RUN_H_
@@ -31,6 +31,8 @@
 #define ZSH_RUN_GRACE_MAX 86400.0
 /* The most --max-restarts: more is a loop that never gives up. */
 #define ZSH_RUN_RESTARTS_MAX 1000
+/* Bytes of a node's address in the nodes' agreement, as --master-addr. */
+#define ZSH_RUN_ADDR_LEN 256
 
 /* --bind: auto (the default) is core where every rank has a core, else none. */
 typedef enum {
@@ -89,8 +91,10 @@ typedef struct zsh_run_job {
     char             snap_dir[64]; /* ZSH_SNAPSHOT_DIR zshrun made; "" for none */
     int              rank_base; /* RANK of this node's first rank */
     int              world;     /* WORLD_SIZE: a restart's nodes may run unequal counts */
-    int              agree_fd;  /* the first node's socket for the nodes' restarts; -1 */
-    int             *node_ran;  /* the first node's: each node's ranks this round */
+    int              agree_fd;  /* the coordinator's socket for the nodes' restarts; -1 */
+    int             *node_ran;  /* each node's ranks this round */
+    char           (*addrs)[ZSH_RUN_ADDR_LEN]; /* each node's address, "" where unknown;
+                                 * the first is the ranks' MASTER_ADDR */
 } zsh_run_job_t;
 
 /* --slurm: inside a job step, fill in @o's nodes, node rank, master address
@@ -105,7 +109,7 @@ int zsh_run_key_fresh(char *key);
 
 /* Everything that can fail before a rank starts: the descriptors the relay
  * needs, the key and the port. 0 or an exit status, the message printed. */
-int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job);
+int zsh_run_setup(zsh_run_opts_t *o, zsh_run_job_t *job);
 
 /* Where rank 0's store listens and where each of @o->nproc ranks is bound:
  * part of zsh_run_setup(), and again before each restart, with a fresh port
@@ -121,10 +125,12 @@ int zsh_run_snapshot_dir(const zsh_run_opts_t *o, zsh_run_job_t *job);
 /* Remove the snapshot directory zshrun made, at the end of the job. */
 void zsh_run_snapshot_remove(zsh_run_job_t *job);
 
-/* With several nodes and --max-restarts, on the first node: listen on the
- * port above --master-port for the other nodes' reports (agree.c). 0, or 1
- * with the message printed. */
-int zsh_run_agree_listen(const zsh_run_opts_t *o, zsh_run_job_t *job);
+/* With several nodes and --max-restarts, before the first rank starts: the
+ * first node listens on the port above --master-port for the other nodes'
+ * reports, and every node learns every other's address there, for the case
+ * that the first is lost (agree.c). 0, or an exit status with the message
+ * printed. */
+int zsh_run_agree_listen(zsh_run_opts_t *o, zsh_run_job_t *job);
 /* After a failed round of several nodes, in which this node ran @ran ranks,
  * @lost of them killed by a signal, @failed whether any failed: agree with
  * the other nodes on the next round's world and set @o and @job for it

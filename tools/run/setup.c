@@ -227,7 +227,7 @@ int zsh_run_setup_place(const zsh_run_opts_t *o, zsh_run_job_t *job)
     return rc;
 }
 
-int zsh_run_setup(const zsh_run_opts_t *o, zsh_run_job_t *job)
+int zsh_run_setup(zsh_run_opts_t *o, zsh_run_job_t *job)
 {
     int rc;
 
