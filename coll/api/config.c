@@ -78,7 +78,7 @@ static const zsh_config_field_t zsh_coll_config_fields[] = {
      "Progress polls a waiter makes before it starts yielding its core (none when more ranks "
      "than processors share the node); 0: it yields at once",
      ZSH_COLL_OFF(spin_count), ZSH_CONFIG_UINT, NULL, "0", "1000000"},
-    {"YIELD_TIME", NULL, "0.01",
+    {"YIELD_TIME", NULL, "0.001",
      "Seconds a waiter then polls between sched_yield() calls, so that ranks sharing its core run "
      "at once, before it sleeps on the transport's event descriptor; 0: it sleeps at once",
      ZSH_COLL_OFF(yield_time), ZSH_CONFIG_TIME, NULL, "0", "1"},
