@@ -105,7 +105,9 @@ elastic() {
     left=$(last_step "$tag")
     t0=$(now_ms)
     kill -9 "${victims[@]}"
-    poll 90 started "$tag" 1 || { echo "no step 90 s after the kill: $(tail -q -n 3 "$log/$tag".*.err)"; return 1; }
+    # A job that ended instead is reported at once.
+    poll 90 eval "started $tag 1 || ended $tag"
+    started "$tag" 1 || { echo "no step after the kill: $(tail -q -n 3 "$log/$tag".*.err)"; return 1; }
     ms=$(($(now_ms) - t0))
     resumed=$(awk '$2 == "start" && $3 == 1 { s = 1 } s && $2 == "resumed" { print $(NF - 3); exit }' \
         "$log/$tag.0.out")
