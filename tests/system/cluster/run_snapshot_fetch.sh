@@ -105,6 +105,8 @@ elastic() {
     left=$(last_step "$tag")
     t0=$(now_ms)
     kill -9 "${victims[@]}"
+    # What the killed zshruns cannot remove; the survivors never read it.
+    for z in "${zs[@]}"; do rm -rf /dev/shm/zshrun-"$z"-*; done
     # A job that ended instead is reported at once.
     poll 90 eval "started $tag 1 || ended $tag"
     started "$tag" 1 || { echo "no step after the kill: $(tail -q -n 3 "$log/$tag".*.err)"; return 1; }
@@ -114,8 +116,6 @@ elastic() {
     echo "$tag: kill at step $left, resumed from ${resumed:-nothing} at $n ranks, the first step $ms ms after the kill; $(grep -o 'snapshot in node memory after the restore.*' "$log/$tag.0.out")" >&2
     grep -q "^\[0\] start 1 $n\$" "$log/$tag.0.out" || { echo "the restart is not at $n ranks: $(grep start "$log/$tag.0.out")"; return 1; }
     poll 120 ended "$tag" || { echo "the job did not end"; return 1; }
-    # What the killed zshruns could not remove (their ranks are gone).
-    for z in "${zs[@]}"; do rm -rf /dev/shm/zshrun-"$z"-*; done
     [ "$(cat "$log/$tag.0.rc")" = 0 ] || { echo "node 0's zshrun exited $(cat "$log/$tag.0.rc"): $(tail -5 "$log/$tag.0.err")"; return 1; }
     return 0
 }
