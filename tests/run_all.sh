@@ -98,6 +98,7 @@ logs=(tests/main_job.log tests/zsh_tests.log tests/system/boot/run_env.sh.log
       tests/system/python/run_bits.sh.log
       tests/system/cluster/run_cluster.sh.log
       tests/system/cluster/run_link_fault.sh.log tests/system/cluster/run_ring_order.sh.log
+      tests/system/cluster/run_snapshot_fetch.sh.log
       tests/zero/optim/run_hpz.sh.log tests/system/cluster/run_hpz.sh.log
       tests/coll/run_hier.sh.log tests/harness/run_shards.sh.log)
 for log in "${logs[@]}"; do

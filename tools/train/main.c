@@ -215,6 +215,29 @@ static int zsh_train_agreed(zsh_status_t s)
            (s == ZSH_ERR_UNSUPPORTED);
 }
 
+/* The bytes of the files nftw() walks; one walk at a time. */
+static unsigned long long zsh_train_du_sum;
+
+static int zsh_train_du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F) {
+        zsh_train_du_sum += (unsigned long long)st->st_size;
+    }
+    return 0;
+}
+
+/* Bytes of the files under @path, 0 where it cannot be read. */
+static unsigned long long zsh_train_du(const char *path)
+{
+    zsh_train_du_sum = 0;
+    if ((path == NULL) || (nftw(path, zsh_train_du_one, 16, FTW_PHYS) != 0)) {
+        return 0;
+    }
+    return zsh_train_du_sum;
+}
+
 /* --resume: load the latest checkpoint of --ckpt-dir (collective) and give
  * the step it holds, which every rank reads from its own optimizer alike.
  * With --snapshot-every, the snapshot in node memory comes first: it is
@@ -223,13 +246,13 @@ static int zsh_train_agreed(zsh_status_t s)
  * *alike_p is set when the load failed on every rank alike. */
 static int zsh_train_resume(zsh_train_t *t, unsigned long *done_p, int *alike_p)
 {
-    const char *from = t->o.ckpt_dir;
+    const char *from = t->o.ckpt_dir, *snap = "the snapshot in memory";
     zsh_optim_stats_t st;
     zsh_status_t s = ZSH_ERR_IO;
 
     if (t->o.snap_every > 0) {
         s    = zsh_optim_restore(t->opt);
-        from = "the snapshot in memory";
+        from = snap;
         /* Only a failure every rank shares may fall back to the disk. */
         if ((s != ZSH_OK) && !zsh_train_agreed(s)) {
             return zsh_train_fail("--resume: zsh_optim_restore", s);
@@ -258,6 +281,12 @@ static int zsh_train_resume(zsh_train_t *t, unsigned long *done_p, int *alike_p)
     if (t->rank == 0) {
         printf("resumed from %s at step %lu (loss scale %g)\n", from, st.steps,
                (double)st.loss_scale);
+        /* What the node's memory holds now: the restored step, with the
+         * parts a restore across nodes fetched, until the next snapshot. */
+        if (from == snap) {
+            printf("snapshot in node memory after the restore: %.1f MiB\n",
+                   (double)zsh_train_du(getenv("ZSH_SNAPSHOT_DIR")) / (1 << 20));
+        }
         fflush(stdout);
     }
     return 0;
@@ -292,29 +321,6 @@ static int zsh_train_save(zsh_train_t *t, unsigned long k, int *alike_p)
         fflush(stdout);
     }
     return 0;
-}
-
-/* The bytes of the files nftw() walks; one walk at a time. */
-static unsigned long long zsh_train_du_sum;
-
-static int zsh_train_du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)path;
-    (void)ftw;
-    if (flag == FTW_F) {
-        zsh_train_du_sum += (unsigned long long)st->st_size;
-    }
-    return 0;
-}
-
-/* Bytes of the files under @path, 0 where it cannot be read. */
-static unsigned long long zsh_train_du(const char *path)
-{
-    zsh_train_du_sum = 0;
-    if ((path == NULL) || (nftw(path, zsh_train_du_one, 16, FTW_PHYS) != 0)) {
-        return 0;
-    }
-    return zsh_train_du_sum;
 }
 
 /* Snapshot after step @k if --snapshot-every asks for it (collective), and

@@ -26,11 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ZSH_BUDDY_CHUNK ((size_t)4 << 20)
-/* A point-to-point tag of its own: nothing else on the optimizer's
- * communicator sends point to point during a save. */
-#define ZSH_BUDDY_TAG (ZSH_TAG_MAX - 7)
-
 zsh_status_t zsh_ckpt_nodes_find(zsh_optim_t *opt, const char *dir, zsh_ckpt_nodes_t *n)
 {
     zsh_comm_t *comm = zsh_optim_state_comm(opt);
@@ -48,8 +43,9 @@ zsh_status_t zsh_ckpt_nodes_find(zsh_optim_t *opt, const char *dir, zsh_ckpt_nod
     keys        = calloc((size_t)size * 2, sizeof(*keys));
     node        = calloc((size_t)size * 4, sizeof(*node));
     n->buddy_of = calloc((size_t)size, sizeof(*n->buddy_of));
+    n->node_of  = calloc((size_t)size, sizeof(*n->node_of));
     status      = zsh_optim_state_agree(opt, ((keys == NULL) || (node == NULL) ||
-                                         (n->buddy_of == NULL))
+                                         (n->buddy_of == NULL) || (n->node_of == NULL))
                                             ? zsh_error(ZSH_ERR_NO_MEMORY, "no memory for nodes")
                                             : ZSH_OK);
     if (status == ZSH_OK) {
@@ -77,6 +73,7 @@ zsh_status_t zsh_ckpt_nodes_find(zsh_optim_t *opt, const char *dir, zsh_ckpt_nod
         pos[r] = count[node[r]]++;
     }
     for (r = 0; r < size; r++) {
+        n->node_of[r]  = node[r];
         n->buddy_of[r] = -1;
         if (nn > 1) {
             j = (node[r] + 1) % nn;
@@ -98,13 +95,13 @@ zsh_status_t zsh_ckpt_nodes_find(zsh_optim_t *opt, const char *dir, zsh_ckpt_nod
 void zsh_ckpt_nodes_free(zsh_ckpt_nodes_t *n)
 {
     free(n->buddy_of);
+    free(n->node_of);
     n->buddy_of = NULL;
+    n->node_of  = NULL;
 }
 
-/* A rank's stream: its files, the file and offset of chunk @i, its length
- * in *@len; false past the end. */
-static bool zsh_buddy_chunk(const zsh_ckpt_t *ck, uint32_t s, size_t i, int *k_p, uint64_t *off_p,
-                            size_t *len_p)
+bool zsh_ckpt_buddy_chunk(const zsh_ckpt_t *ck, uint32_t s, size_t i, int *k_p, uint64_t *off_p,
+                          size_t *len_p)
 {
     uint64_t bytes, c;
     int k;
@@ -140,8 +137,7 @@ static zsh_status_t zsh_buddy_open(const char *tmp, int k, int s, bool out, int 
     return ZSH_OK;
 }
 
-/* Read (@out false) or write @len bytes of file @fd at @off. */
-static zsh_status_t zsh_buddy_io(int fd, bool out, void *buf, size_t len, uint64_t off)
+zsh_status_t zsh_ckpt_buddy_io(int fd, bool out, void *buf, size_t len, uint64_t off)
 {
     ssize_t got;
     size_t  done;
@@ -198,15 +194,15 @@ zsh_status_t zsh_ckpt_buddy_copy(zsh_optim_t *opt, const zsh_ckpt_t *ck,
     status = zsh_optim_state_agree(opt, local);
     for (c = 0; (status == ZSH_OK) && more; c++) {
         more = false;
-        if ((n->buddy >= 0) && zsh_buddy_chunk(ck, (uint32_t)rank, c, &k, &off, &len)) {
+        if ((n->buddy >= 0) && zsh_ckpt_buddy_chunk(ck, (uint32_t)rank, c, &k, &off, &len)) {
             if (local == ZSH_OK) {
-                local = zsh_buddy_io(fds[k], false, bufs, len, off);
+                local = zsh_ckpt_buddy_io(fds[k], false, bufs, len, off);
             }
             status = zsh_isend(bufs, len, ZSH_UINT8, n->buddy, ZSH_BUDDY_TAG, comm, &reqs[0]);
             more   = true;
         }
         for (i = 1; (status == ZSH_OK) && (i <= nfrom); i++) {
-            if (zsh_buddy_chunk(ck, (uint32_t)from[i - 1], c, &k, &off, &len)) {
+            if (zsh_ckpt_buddy_chunk(ck, (uint32_t)from[i - 1], c, &k, &off, &len)) {
                 status = zsh_irecv(bufs + (size_t)i * ZSH_BUDDY_CHUNK, len, ZSH_UINT8,
                                    from[i - 1], ZSH_BUDDY_TAG, comm, &reqs[i]);
                 more   = true;
@@ -221,8 +217,8 @@ zsh_status_t zsh_ckpt_buddy_copy(zsh_optim_t *opt, const zsh_ckpt_t *ck,
             zsh_request_free(reqs[i]);
             reqs[i] = NULL;
             if ((status == ZSH_OK) && (local == ZSH_OK) && (i > 0) &&
-                zsh_buddy_chunk(ck, (uint32_t)from[i - 1], c, &k, &off, &len)) {
-                local = zsh_buddy_io(fds[i * nk + k], true, bufs + (size_t)i * ZSH_BUDDY_CHUNK,
+                zsh_ckpt_buddy_chunk(ck, (uint32_t)from[i - 1], c, &k, &off, &len)) {
+                local = zsh_ckpt_buddy_io(fds[i * nk + k], true, bufs + (size_t)i * ZSH_BUDDY_CHUNK,
                                      len, off);
             }
         }

@@ -19,7 +19,10 @@
  * complete (a node that committed a step its peers did not still holds the
  * one before: the older ones go only after every node committed), each rank
  * reading its own node's copy. So a node's memory holds, per snapshot, its
- * ranks' parts and their buddies' copies: twice its share.
+ * ranks' parts and their buddies' copies: twice its share. On three nodes or
+ * more a job restarted without a node may read parts its node lacks, which
+ * some node left holds: the restore fetches them first (fetch.c), into the
+ * restored step's directory, which the next snapshot's commit removes.
  */
 #include "ckpt/buddy.h"
 #include "ckpt/ckpt_impl.h"
@@ -170,9 +173,11 @@ static zsh_status_t zsh_snap_agree_step(zsh_optim_t *opt, const char *dir,
 zsh_status_t zsh_optim_restore(zsh_optim_t *opt)
 {
     char path[ZSH_CKPT_PATH_MAX + 64];
+    zsh_ckpt_nodes_t nodes = {0};
     zsh_snap_config_t cfg;
     zsh_status_t status;
     unsigned long steps = 0;
+    uint64_t fetched = 0;
 
     if (opt == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_restore: opt is NULL");
@@ -181,8 +186,22 @@ zsh_status_t zsh_optim_restore(zsh_optim_t *opt)
     if (status == ZSH_OK) {
         status = zsh_snap_agree_step(opt, cfg.dir, &steps);
     }
+    /* The layout first: the fetch asks it which shards each rank reads. */
     if (status == ZSH_OK) {
         snprintf(path, sizeof(path), "%s/step-%08lu", cfg.dir, steps);
+        status = zsh_ckpt_check(opt, cfg.dir, "zsh_optim_restore", true);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_nodes_find(opt, cfg.dir, &nodes);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_ckpt_fetch(opt, &nodes, path, &fetched);
+        zsh_ckpt_nodes_free(&nodes);
+        if (status != ZSH_OK) {
+            zsh_error_prefix("zsh_optim_restore: nothing was restored: ");
+        }
+    }
+    if (status == ZSH_OK) {
         status = zsh_ckpt_load(opt, cfg.dir, path, "zsh_optim_restore");
     }
     return status;
