@@ -47,7 +47,11 @@ precision, loss scaling and clipping; this module only wires it to torch:
   without finding one, a TorchFunctionMode watches every torch call: a
   released parameter among its arguments is gathered on the spot and
   recorded for the innermost unit whose forward is running, which gathers
-  it with its own from then on. Code that reads a parameter outside the
+  it with its own from then on. Detection pauses inside torch's transformer
+  modules (nn.MultiheadAttention, nn.TransformerEncoderLayer,
+  nn.TransformerEncoder): any active mode turns their fast paths off, whose
+  bits differ from the slow path's, and the forward that detects must
+  compute what later ones do. Code that reads a parameter outside the
   root's forward, or only on some steps, holds it with
   ``with zero.gathered(p): ...``.
 
@@ -138,6 +142,14 @@ def _through(obj, callback):
 # __torch_function__ is active, so detection never sees them: never split
 # into several units, and units of their own by default.
 _WHOLE = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer)
+
+# torch's modules whose forward takes a fast path only when no
+# __torch_function__ is active (has_torch_function() is true under any mode):
+# detection pauses inside them, so the forward that detects computes what
+# every later one does. Their code reads parameters of their own subtree
+# alone, which a unit around them or within them holds already.
+_FAST = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer,
+         torch.nn.TransformerEncoder)
 
 # Containers without a forward of their own: their hooks would never run.
 _NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
@@ -315,6 +327,8 @@ class ZeRO:
         self._active = []       # stage 3: (unit, positions held) per forward running
         self._learned = set()   # stage 3: (training, grad) modes detection is done with
         self._found_new = False
+        self._detector = None   # stage 3: the _FindReleased of the detecting forward
+        self._paused = 0        # stage 3: _FAST forwards running inside it
         self._forward = None    # stage 3: what the root's forward attribute was
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
@@ -360,6 +374,10 @@ class ZeRO:
             for u in self._units:
                 self._hooks.append(u.module.register_forward_pre_hook(self._pre_forward(u)))
                 self._hooks.append(u.module.register_forward_hook(self._post_forward(u)))
+            for m in self._module.modules():
+                if isinstance(m, _FAST):
+                    self._hooks.append(m.register_forward_pre_hook(self._pause_detection))
+                    self._hooks.append(m.register_forward_hook(self._resume_detection))
             root = self._module
             self._forward = root.__dict__.get("forward")
             root.forward = self._detecting(root.forward)
@@ -476,12 +494,32 @@ class ZeRO:
             if key in self._learned:
                 return forward(*args, **kwargs)
             self._found_new = False
-            with _FindReleased(self):
+            mode = _FindReleased(self)
+            mode.__enter__()
+            self._detector, self._paused = mode, 0
+            try:
                 out = forward(*args, **kwargs)
+            finally:
+                # A _FAST forward that raised left the mode popped.
+                if not self._paused:
+                    mode.__exit__(None, None, None)
+                self._detector, self._paused = None, 0
             if not self._found_new:
                 self._learned.add(key)
             return out
         return detecting_forward
+
+    def _pause_detection(self, module, inputs):
+        if self._detector is not None:
+            if not self._paused:
+                self._detector.__exit__(None, None, None)
+            self._paused += 1
+
+    def _resume_detection(self, module, inputs, output):
+        if self._detector is not None and self._paused:
+            self._paused -= 1
+            if not self._paused:
+                self._detector.__enter__()
 
     def _claim(self, objs):
         """Gather each released parameter among objs (torch call arguments) for
