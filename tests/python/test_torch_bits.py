@@ -141,60 +141,14 @@ for _rule in RULES:
     rule_case(*_rule)
 
 
-# ---- a ResNet-style network with BatchNorm: ZeRO against DDP + torch.optim ------------------
+# ---- models: ZeRO against DDP + torch.optim --------------------------------------------------
 
-class Block(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.skip = None
-        if stride != 1 or cin != cout:
-            self.skip = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                      nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(y + (x if self.skip is None else self.skip(x)))
-
-
-class SmallResNet(nn.Module):
-    def __init__(self, classes=10):
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8),
-                                  nn.ReLU())
-        self.layer1 = Block(8, 8, 1)
-        self.layer2 = Block(8, 16, 2)
-        self.fc = nn.Linear(16, classes)
-
-    def forward(self, x):
-        x = self.layer2(self.layer1(self.stem(x)))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
-
-
-def resnet():
-    torch.manual_seed(11)
-    return SmallResNet()
-
-
-def torchvision_resnet18():
-    """torchvision's own ResNet-18 (its BatchNorm, its residual blocks)."""
-    try:
-        import torchvision
-    except ImportError as e:
-        raise Skip("torchvision is not importable (%s)" % e)
-    torch.manual_seed(11)
-    return torchvision.models.resnet18(num_classes=10)
-
-
-def images(side=12, n=4):
+def images(side=12, n=4, memory_format=torch.contiguous_format):
     """A batch function: this rank's images and labels for a step."""
     def batch(rank, step):
         g = torch.Generator().manual_seed(1000 * rank + step)
-        return ((torch.randn(n, 3, side, side, generator=g),),
+        x = torch.randn(n, 3, side, side, generator=g)
+        return ((x.contiguous(memory_format=memory_format),),
                 torch.randint(0, 10, (n,), generator=g))
     return batch
 
@@ -341,6 +295,20 @@ class SmallResNet(nn.Module):
 
 for _rule in (RULES[0], RULES[3], RULES[7]):
     model_case("resnet_with_batchnorm", SmallResNet, _rule, steps=6)
+
+
+def channels_last_net():
+    """Convolutions on a 1 x 1 image, whose layout the weights' decide:
+    made contiguous, a 3 x 3 one over 32 channels gives other bits."""
+    torch.manual_seed(11)
+    net = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                        nn.Conv2d(32, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                        nn.Flatten(), nn.Linear(32, 10))
+    return net.to(memory_format=torch.channels_last)
+
+
+model_case("channels_last_network", channels_last_net, RULES[0],
+           batch=images(side=2, memory_format=torch.channels_last))
 # Models nobody here wrote: torchvision's own, small where they take sizes.
 model_case("torchvision_resnet18", lambda: torchvision_models().resnet18(num_classes=10),
            RULES[0], batch=images(side=32), bucket_size=1 << 22)
