@@ -8,12 +8,20 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
   body and its scalar tail), gradients down to 1e-12 and exact zeros (where
   Adam turns a last-bit difference into a visible one), 25 steps, every
   parameter the same bits as torch's after every step.
-- zeroshard.torch.ZeRO at stages 0-3 training a small ResNet-style
-  network with BatchNorm against DistributedDataParallel over gloo with
-  the same torch.optim rule: the same losses, bit for bit, every step, and
-  the same parameters at the end. Every rank trains on its own batch, so at
-  2 ranks the averaged gradient is a real average: (a + b) / 2 is exact in
-  any order, so both sides see the same gradient bits.
+- zeroshard.torch.ZeRO at stages 0-3 training models against
+  DistributedDataParallel over gloo with the same torch.optim rule (AdamW,
+  Adam, SGD with momentum): the same losses, bit for bit, every step, the
+  same parameters and buffers at the end and, for transformers, the same
+  outputs in eval mode, where torch's fast paths run. The models: a small
+  ResNet-style network with BatchNorm; torchvision's own ResNet-18, ViT,
+  Swin, ConvNeXt, DenseNet, MobileNetV3-Small and SqueezeNet (small where
+  they take sizes); nn.Transformer with masks, batch first and not; LSTM
+  and GRU; a tied embedding, a layer called twice and in a loop;
+  torch.utils.checkpoint in both modes; frozen and unused parameters.
+  Dropout and stochastic depth draw the same masks on both sides. Every
+  rank trains on its own batch, so at 2 ranks the averaged gradient is a
+  real average: (a + b) / 2 is exact in any order, so both sides see the
+  same gradient bits.
 """
 
 import os
@@ -133,7 +141,125 @@ for _rule in RULES:
     rule_case(*_rule)
 
 
-# ---- a ResNet-style network with BatchNorm: ZeRO against DDP + torch.optim ------------------
+# ---- models: ZeRO against DDP + torch.optim --------------------------------------------------
+
+def images(side=12, n=4, memory_format=torch.contiguous_format):
+    """A batch function: this rank's images and labels for a step."""
+    def batch(rank, step):
+        g = torch.Generator().manual_seed(1000 * rank + step)
+        x = torch.randn(n, 3, side, side, generator=g)
+        return ((x.contiguous(memory_format=memory_format),),
+                torch.randint(0, 10, (n,), generator=g))
+    return batch
+
+
+def sequences(*shapes):
+    """A batch function: float inputs of the given shapes and a target of the
+    last one's shape (regression)."""
+    def batch(rank, step):
+        g = torch.Generator().manual_seed(1000 * rank + step)
+        xs = tuple(torch.randn(*s, generator=g) for s in shapes)
+        return xs, torch.randn(*shapes[-1], generator=g)
+    return batch
+
+
+def tokens(rank, step):
+    g = torch.Generator().manual_seed(1000 * rank + step)
+    return (torch.randint(0, 20, (2, 5), generator=g),), torch.randint(0, 20, (10,), generator=g)
+
+
+def cross_entropy(out, y):
+    if isinstance(out, tuple):  # a model's auxiliary heads count too
+        return sum(F.cross_entropy(o, y) for o in out if o is not None)
+    return F.cross_entropy(out, y)
+
+
+def train(model, update, batch, loss_fn, rank, steps):
+    losses = []
+    for step in range(steps):
+        x, y = batch(rank, step)
+        # Dropout and stochastic depth draw the same masks on both sides.
+        torch.manual_seed(7 + 1000 * rank + step)
+        loss = loss_fn(model(*x), y)
+        update(loss)
+        losses.append(loss.item())
+    return losses
+
+
+def evaluate(model, batch, rank):
+    """The outputs in eval mode without gradients, where torch's transformer
+    modules take their fast paths."""
+    model.eval()
+    with torch.no_grad():
+        out = model(*batch(rank, 99)[0])
+    model.train()
+    return out[0] if isinstance(out, tuple) else out
+
+
+def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy, evaluated=False,
+               bucket_size=4096, ddp_kw=None):
+    """make()'s model trained by ZeRO at stages 0-3 against DDP over gloo with
+    the same torch.optim rule: the same losses bit for bit every step, the
+    same parameters and buffers at the end and, when evaluated, the same
+    outputs in eval mode. Buffers are each rank's own on both sides
+    (broadcast_buffers=False): ZeRO leaves each rank its own running
+    statistics."""
+    name, cls, kw, settings = rule
+
+    def fn(ctx):
+        need_torch_1_13()
+        torch.manual_seed(11)
+        ref = DDP(make(), process_group=ctx.gloo, broadcast_buffers=False, **(ddp_kw or {}))
+        opt = cls([p for p in ref.parameters() if p.requires_grad], **kw)
+
+        def ddp_update(loss):
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        want = train(ref, ddp_update, batch, loss_fn, ctx.rank, steps)
+        want_out = evaluate(ref.module, batch, ctx.rank) if evaluated else None
+        for stage in STAGES:
+            torch.manual_seed(11)
+            model = make()
+            zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size, **settings)
+            try:
+                def zero_update(loss):
+                    zero.backward(loss)
+                    zero.step()
+                    zero.zero_grad()
+
+                got = train(model, zero_update, batch, loss_fn, ctx.rank, steps)
+                if got != want:
+                    raise AssertionError("%s stage %d: losses %s, DDP's %s"
+                                         % (name, stage, [float.hex(v) for v in got],
+                                            [float.hex(v) for v in want]))
+                if evaluated:
+                    diff = first_difference(evaluate(model, batch, ctx.rank), want_out)
+                    if diff:
+                        raise AssertionError("%s stage %d, eval outputs: %s" % (name, stage, diff))
+                sd = zero.state_dict()
+            finally:
+                zero.close()
+            for k, v in ref.module.state_dict().items():
+                diff = first_difference(sd[k].detach(), v.detach()) \
+                    if v.is_floating_point() else ("" if torch.equal(sd[k], v) else "differs")
+                if diff:
+                    raise AssertionError("%s stage %d %s: %s" % (name, stage, k, diff))
+    fn.__name__ = "test_%s_at_stages_0_to_3_trains_to_ddp_%s_%s_bit_for_bit" % (
+        what, name, "losses_and_eval_outputs" if evaluated else "losses")
+    return case(fn)
+
+
+def torchvision_models():
+    try:
+        import torchvision
+    except ImportError as e:
+        raise Skip("torchvision is not importable (%s)" % e)
+    return torchvision.models
+
+
+# ---- a ResNet-style network with BatchNorm ---------------------------------------------------
 
 class Block(nn.Module):
     def __init__(self, cin, cout, stride):
@@ -167,81 +293,155 @@ class SmallResNet(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-def resnet():
+for _rule in (RULES[0], RULES[3], RULES[7]):
+    model_case("resnet_with_batchnorm", SmallResNet, _rule, steps=6)
+
+
+def channels_last_net():
+    """Convolutions on a 1 x 1 image, whose layout the weights' decide:
+    made contiguous, a 3 x 3 one over 32 channels gives other bits."""
     torch.manual_seed(11)
-    return SmallResNet()
+    net = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                        nn.Conv2d(32, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                        nn.Flatten(), nn.Linear(32, 10))
+    return net.to(memory_format=torch.channels_last)
 
 
-def torchvision_resnet18():
-    """torchvision's own ResNet-18 (its BatchNorm, its residual blocks)."""
-    try:
-        import torchvision
-    except ImportError as e:
-        raise Skip("torchvision is not importable (%s)" % e)
-    torch.manual_seed(11)
-    return torchvision.models.resnet18(num_classes=10)
+model_case("channels_last_network", channels_last_net, RULES[0],
+           batch=images(side=2, memory_format=torch.channels_last))
+# Models nobody here wrote: torchvision's own, small where they take sizes.
+model_case("torchvision_resnet18", lambda: torchvision_models().resnet18(num_classes=10),
+           RULES[0], batch=images(side=32), bucket_size=1 << 22)
+# Its encoder blocks' nn.MultiheadAttention takes the fast path in eval.
+model_case("torchvision_vit", lambda: torchvision_models().vision_transformer.VisionTransformer(
+    image_size=16, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32,
+    dropout=0.1, num_classes=10), RULES[0], batch=images(side=16), evaluated=True)
+# Shifted windows with their own attention, and stochastic depth.
+model_case("torchvision_swin", lambda: torchvision_models().swin_transformer.SwinTransformer(
+    patch_size=[2, 2], embed_dim=16, depths=[2, 2], num_heads=[2, 2], window_size=[4, 4],
+    num_classes=10), RULES[0], batch=images(side=16), evaluated=True)
+# LayerNorm over channels, layer scale, stochastic depth.
+model_case("torchvision_convnext", lambda: torchvision_models().convnext.ConvNeXt(
+    [torchvision_models().convnext.CNBlockConfig(16, 32, 1),
+     torchvision_models().convnext.CNBlockConfig(32, None, 1)],
+    stochastic_depth_prob=0.1, num_classes=10), RULES[2], batch=images(side=16))
+# Concatenated features through BatchNorm.
+model_case("torchvision_densenet", lambda: torchvision_models().densenet.DenseNet(
+    8, (2, 2), 16, num_classes=10), RULES[6], batch=images(side=16))
+# Squeeze-and-excitation, hardswish, BatchNorm, dropout.
+model_case("torchvision_mobilenet_v3_small",
+           lambda: torchvision_models().mobilenet_v3_small(num_classes=10), RULES[6],
+           batch=images(side=32, n=2), bucket_size=1 << 20)
+model_case("torchvision_squeezenet", lambda: torchvision_models().squeezenet1_1(num_classes=10),
+           RULES[0], batch=images(side=32, n=2), bucket_size=1 << 20)
 
 
-def images(rank, step, side=12):
-    g = torch.Generator().manual_seed(1000 * rank + step)
-    return torch.randn(4, 3, side, side, generator=g), torch.randint(0, 10, (4,), generator=g)
+
+# ---- torch's own modules and the ways a model uses its parameters -----------------------------
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer with a causal mask and padded sources: in eval, with
+    batch_first, its encoder takes the nested-tensor fast path and its
+    layers their fused one."""
+
+    def __init__(self, batch_first):
+        super().__init__()
+        self.t = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=1,
+                                dim_feedforward=32, dropout=0.1, batch_first=batch_first)
+
+    def forward(self, src, tgt):
+        first = self.t.batch_first
+        pad = torch.zeros(src.shape[0 if first else 1], src.shape[1 if first else 0],
+                          dtype=torch.bool)
+        pad[1, 3:] = True  # the second sequence is 3 long
+        mask = self.t.generate_square_subsequent_mask(tgt.shape[1 if first else 0])
+        return self.t(src, tgt, tgt_mask=mask, src_key_padding_mask=pad,
+                      memory_key_padding_mask=pad)
 
 
-def ddp_run(ctx, cls, kw, steps, make=resnet, side=12):
-    model = DDP(make(), process_group=ctx.gloo)
-    opt = cls(model.parameters(), **kw)
-    losses = []
-    for step in range(steps):
-        x, y = images(ctx.rank, step, side)
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return model.module, losses
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 16, num_layers=2, batch_first=True)
+        self.gru = nn.GRU(16, 16, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(self.lstm(x)[0])[0]
 
 
-def resnet_case(name, cls, kw, settings, steps=6, make=resnet, side=12, bucket_size=4096,
-                what="resnet_with_batchnorm"):
-    def fn(ctx):
-        need_torch_1_13()
-        ref, want = ddp_run(ctx, cls, kw, steps, make, side)
-        for stage in STAGES:
-            model = make()
-            zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size, **settings)
-            got = []
-            for step in range(steps):
-                x, y = images(ctx.rank, step, side)
-                loss = F.cross_entropy(model(x), y)
-                zero.backward(loss)
-                zero.step()
-                zero.zero_grad()
-                got.append(loss.item())
-            if got != want:
-                zero.close()
-                raise AssertionError("%s stage %d: losses %s, DDP's %s"
-                                     % (name, stage, [float.hex(v) for v in got],
-                                        [float.hex(v) for v in want]))
-            sd = zero.state_dict()
-            zero.close()
-            # Parameters only: DDP broadcasts rank 0's BatchNorm buffers
-            # each forward, ZeRO leaves each rank its own running statistics.
-            for k, v in ref.named_parameters():
-                diff = first_difference(sd[k].detach(), v.detach())
-                if diff:
-                    raise AssertionError("%s stage %d %s: %s" % (name, stage, k, diff))
-    fn.__name__ = ("test_%s_at_stages_0_to_3_trains_to_ddp_%s_losses_bit_for_bit"
-                   % (what, name))
-    return case(fn)
+class Shared(nn.Module):
+    """An embedding tied to the output layer, a layer called twice and one
+    called in a loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 16)
+        self.twice = nn.Linear(16, 16)
+        self.loop = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 20, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x):
+        x = torch.tanh(self.twice(torch.tanh(self.twice(self.emb(x)))))
+        for _ in range(3):
+            x = x + torch.tanh(self.loop(x))
+        return self.head(x).flatten(0, 1)
 
 
-for _name, _cls, _kw, _settings in (RULES[0], RULES[3], RULES[7]):
-    resnet_case(_name, _cls, _kw, _settings)
-# A model nobody here wrote: torchvision's ResNet-18 with AdamW, 3 steps.
-resnet_case(RULES[0][0], RULES[0][1], RULES[0][2], RULES[0][3], steps=3,
-            make=torchvision_resnet18, side=32, bucket_size=1 << 22,
-            what="torchvision_resnet18")
+class Checkpointed(nn.Module):
+    """Two blocks under torch.utils.checkpoint, one with dropout (the
+    recomputation must draw the same mask)."""
 
+    def __init__(self, reentrant):
+        super().__init__()
+        self.reentrant = reentrant
+        self.first = nn.Linear(16, 16)  # so that the checkpoints' input needs a gradient
+        self.a = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.2), nn.Tanh())
+        self.b = nn.Sequential(nn.Linear(16, 16), nn.Tanh())
+        self.last = nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = self.first(x)
+        for block in (self.a, self.b):
+            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=self.reentrant)
+        return self.last(x)
+
+
+class FrozenAndUnused(nn.Module):
+    def __init__(self, unused=True):
+        super().__init__()
+        self.frozen = nn.Linear(16, 16)
+        self.frozen.requires_grad_(False)
+        self.a = nn.Linear(16, 16)
+        self.a.bias.requires_grad_(False)
+        self.unused = nn.Linear(16, 16) if unused else None
+        self.b = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.b(torch.tanh(self.a(torch.tanh(self.frozen(x)))))
+
+
+def mse(out, y):
+    return F.mse_loss(out, y)
+
+
+SEQ = (2, 5, 16)
+model_case("transformer_batch_first_with_masks", lambda: Seq2Seq(True), RULES[2],
+           batch=sequences(SEQ, (2, 4, 16)), loss_fn=mse, evaluated=True)
+model_case("transformer_sequence_first_with_masks", lambda: Seq2Seq(False), RULES[6],
+           batch=sequences((5, 2, 16), (4, 2, 16)), loss_fn=mse, evaluated=True)
+model_case("lstm_and_gru", Recurrent, RULES[2], batch=sequences(SEQ), loss_fn=mse)
+model_case("tied_embedding_layer_called_twice_and_in_a_loop", Shared, RULES[0], batch=tokens)
+model_case("reentrant_checkpoint", lambda: Checkpointed(True), RULES[0], batch=sequences(SEQ),
+           loss_fn=mse)
+model_case("non_reentrant_checkpoint", lambda: Checkpointed(False), RULES[6],
+           batch=sequences(SEQ), loss_fn=mse)
+# Without weight decay: a parameter that never gets a gradient stays as it
+# is under both (torch.optim skips it; ZeRO's zero gradient moves nothing).
+model_case("frozen_and_unused_parameters", FrozenAndUnused, RULES[2], batch=sequences(SEQ),
+           loss_fn=mse, ddp_kw=dict(find_unused_parameters=True))
+model_case("frozen_parameters", lambda: FrozenAndUnused(unused=False), RULES[0],
+           batch=sequences(SEQ), loss_fn=mse)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ precision, loss scaling and clipping; this module only wires it to torch:
 
 - Registration. Every trainable parameter (a tied parameter once) is
   broadcast from rank 0, as DDP does, and registered in the module's order.
+  One dense in another memory order (channels_last) keeps its layout, which
+  can decide a convolution's bits: the layer holds its elements in memory
+  order, and so do checkpoints.
 - Gradients. A hook on each parameter's gradient accumulator hands the
   gradient to the layer as soon as autograd has summed it over every use in
   the backward pass; its bucket's reduction starts at once. The gradient is
@@ -47,7 +50,11 @@ precision, loss scaling and clipping; this module only wires it to torch:
   without finding one, a TorchFunctionMode watches every torch call: a
   released parameter among its arguments is gathered on the spot and
   recorded for the innermost unit whose forward is running, which gathers
-  it with its own from then on. Code that reads a parameter outside the
+  it with its own from then on. Detection pauses inside torch's transformer
+  modules (nn.MultiheadAttention, nn.TransformerEncoderLayer,
+  nn.TransformerEncoder): any active mode turns their fast paths off, whose
+  bits differ from the slow path's, and the forward that detects must
+  compute what later ones do. Code that reads a parameter outside the
   root's forward, or only on some steps, holds it with
   ``with zero.gathered(p): ...``.
 
@@ -139,8 +146,27 @@ def _through(obj, callback):
 # into several units, and units of their own by default.
 _WHOLE = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer)
 
+# torch's modules whose forward takes a fast path only when no
+# __torch_function__ is active (has_torch_function() is true under any mode):
+# detection pauses inside them, so the forward that detects computes what
+# every later one does. Their code reads parameters of their own subtree
+# alone, which a unit around them or within them holds already.
+_FAST = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer,
+         torch.nn.TransformerEncoder)
+
 # Containers without a forward of their own: their hooks would never run.
 _NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def _memory_order(t):
+    """None for a contiguous t; the order of its dimensions from outer to
+    inner in memory when it is dense in another (channels_last: the layer
+    keeps its elements in that order, so the model's convolutions see the
+    layout they were given); False when it has gaps or overlaps."""
+    if t.is_contiguous():
+        return None
+    order = tuple(sorted(range(t.dim()), key=lambda d: (-t.stride(d), d)))
+    return order if t.permute(order).is_contiguous() else False
 
 
 def _unit_policy(units):
@@ -254,7 +280,10 @@ class ZeRO:
         **settings: every other field of zsh_optim_config_t, as
             zeroshard.Optimizer takes it (None: its default). As torch.optim:
             lr, eps, weight_decay (AdamW / Adam), momentum, nesterov (SGD, no
-            dampening), max_grad_norm (clip_grad_norm_; 0: off). Offloading
+            dampening), max_grad_norm (clip_grad_norm_; 0: off; the norm is
+            summed in double, so a step it clips is close to torch's, not
+            the same bits). A parameter that never gets a gradient still
+            decays with weight_decay, where torch.optim leaves it. Offloading
             changes where state lives, not the arithmetic: the losses are the
             same bit for bit as without it, and so are they at any
             update_threads and with hpz. The settings:
@@ -306,6 +335,8 @@ class ZeRO:
         self._tensors = []      # the torch parameters, in registration order
         self._zparams = []      # their zeroshard.Param
         self._shapes = []
+        self._strides = []      # each parameter's strides, kept (channels_last)
+        self._orders = []       # the dims from outer to inner in memory; None: contiguous
         self._index = {}        # id(parameter) -> position
         self._ready = []        # gradient handed over this step
         self._fw_refs = []      # stage 3: forward uses holding the parameter
@@ -315,6 +346,8 @@ class ZeRO:
         self._active = []       # stage 3: (unit, positions held) per forward running
         self._learned = set()   # stage 3: (training, grad) modes detection is done with
         self._found_new = False
+        self._detector = None   # stage 3: the _FindReleased of the detecting forward
+        self._paused = 0        # stage 3: _FAST forwards running inside it
         self._forward = None    # stage 3: what the root's forward attribute was
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
@@ -334,14 +367,19 @@ class ZeRO:
     def _register(self, named, broadcast_params, policy):
         with torch.no_grad():
             for name, p in named:
-                if not p.is_contiguous():
+                order = _memory_order(p.data)
+                if order is False:
                     p.data = p.data.contiguous()
-                if broadcast_params and self._comm.size > 1:
-                    self._comm.broadcast(p.data, 0)
+                    order = None
                 self._index[id(p)] = len(self._tensors)
                 self._tensors.append(p)
                 self._shapes.append(tuple(p.shape))
-                self._zparams.append(self._opt.register(name, p.data))
+                self._strides.append(p.stride())
+                self._orders.append(order)
+                flat = self._flat(len(self._tensors) - 1, p.data)
+                if broadcast_params and self._comm.size > 1:
+                    self._comm.broadcast(flat, 0)
+                self._zparams.append(self._opt.register(name, flat))
         n = len(self._tensors)
         self._ready = [False] * n
         self._fw_refs = [0] * n
@@ -360,6 +398,10 @@ class ZeRO:
             for u in self._units:
                 self._hooks.append(u.module.register_forward_pre_hook(self._pre_forward(u)))
                 self._hooks.append(u.module.register_forward_hook(self._post_forward(u)))
+            for m in self._module.modules():
+                if isinstance(m, _FAST):
+                    self._hooks.append(m.register_forward_pre_hook(self._pause_detection))
+                    self._hooks.append(m.register_forward_hook(self._resume_detection))
             root = self._module
             self._forward = root.__dict__.get("forward")
             root.forward = self._detecting(root.forward)
@@ -388,6 +430,16 @@ class ZeRO:
         visit(self._module, False)
         return units
 
+    def _empty(self, i):
+        """A tensor for parameter i's values, laid out as the parameter is."""
+        return torch.empty_strided(self._shapes[i], self._strides[i], dtype=self._dtype)
+
+    def _flat(self, i, t):
+        """t, laid out as parameter i, as the layer sees it: its elements in
+        memory order, one dimension."""
+        order = self._orders[i]
+        return (t if order is None else t.permute(order)).view(-1)
+
     @property
     def units(self):
         """Stage 3: {module name: names of the parameters its forward gathers},
@@ -412,15 +464,18 @@ class ZeRO:
                 raise RuntimeError("ZeRO: parameter %s got a second gradient before step(); "
                                    "each parameter's gradient is handed over once per step"
                                    % self._zparams[i].name)
-            if self._scale_in_place and g._base is None and g.is_contiguous() and \
-                    not g.requires_grad:
+            laid_out = g.stride() == self._strides[i] or \
+                (self._orders[i] is None and g.is_contiguous())
+            if self._scale_in_place and g._base is None and laid_out and not g.requires_grad:
                 # p.grad is ours to change (autograd made it, p.grad is
                 # cleared below): scaled in place and handed over in one call.
-                self._opt.grad_ready_scaled(self._zparams[i], g, self._grad_mul)
+                self._opt.grad_ready_scaled(self._zparams[i], self._flat(i, g), self._grad_mul)
             else:
                 if self._grad_mul != 1.0:
                     g = g.mul(self._grad_mul)
-                self._opt.grad_ready(self._zparams[i], g.contiguous().view(-1))
+                if not laid_out:
+                    g = self._empty(i).copy_(g)
+                self._opt.grad_ready(self._zparams[i], self._flat(i, g))
             self._ready[i] = True
             p.grad = None
             if self._bw_held[i]:
@@ -435,8 +490,9 @@ class ZeRO:
         todo = [i for i in dict.fromkeys(positions) if not self._live[i]]
         if not todo:
             return
-        fulls = [torch.empty(self._shapes[i], dtype=self._dtype) for i in todo]
-        self._opt.gather_many([self._zparams[i] for i in todo], [f.view(-1) for f in fulls])
+        fulls = [self._empty(i) for i in todo]
+        self._opt.gather_many([self._zparams[i] for i in todo],
+                              [self._flat(i, f) for i, f in zip(todo, fulls)])
         for i, full in zip(todo, fulls):
             # Live first: detection sees the assignment below and must let it be.
             self._live[i] = True
@@ -476,12 +532,32 @@ class ZeRO:
             if key in self._learned:
                 return forward(*args, **kwargs)
             self._found_new = False
-            with _FindReleased(self):
+            mode = _FindReleased(self)
+            mode.__enter__()
+            self._detector, self._paused = mode, 0
+            try:
                 out = forward(*args, **kwargs)
+            finally:
+                # A _FAST forward that raised left the mode popped.
+                if not self._paused:
+                    mode.__exit__(None, None, None)
+                self._detector, self._paused = None, 0
             if not self._found_new:
                 self._learned.add(key)
             return out
         return detecting_forward
+
+    def _pause_detection(self, module, inputs):
+        if self._detector is not None:
+            if not self._paused:
+                self._detector.__exit__(None, None, None)
+            self._paused += 1
+
+    def _resume_detection(self, module, inputs, output):
+        if self._detector is not None and self._paused:
+            self._paused -= 1
+            if not self._paused:
+                self._detector.__enter__()
 
     def _claim(self, objs):
         """Gather each released parameter among objs (torch call arguments) for
@@ -589,8 +665,8 @@ class ZeRO:
     def _full(self, i):
         if self._stage < 3:
             return self._tensors[i].detach().clone()
-        full = torch.empty(self._shapes[i], dtype=self._dtype)
-        self._opt.gather(self._zparams[i], full.view(-1))
+        full = self._empty(i)
+        self._opt.gather(self._zparams[i], self._flat(i, full))
         return full
 
     def state_dict(self):
@@ -639,10 +715,10 @@ class ZeRO:
                     t.copy_(v)
                 elif i not in done:
                     done.add(i)
-                    v = v.detach().to(device="cpu", dtype=self._dtype).contiguous().view(-1)
+                    v = self._flat(i, self._empty(i).copy_(v.detach()))
                     if self._stage < 3:
-                        self._tensors[i].data.view(-1).copy_(v)
-                        v = self._tensors[i].data.view(-1)
+                        self._flat(i, self._tensors[i].data).copy_(v)
+                        v = self._flat(i, self._tensors[i].data)
                     self._opt.set_param(self._zparams[i], v)
         return missing, unexpected
 
@@ -709,8 +785,8 @@ class ZeRO:
             # registration order, which every rank holds alike.
             for i, p in enumerate(self._tensors):
                 if self._live[i]:
-                    full = torch.empty(self._shapes[i], dtype=self._dtype)
-                    opt.gather(self._zparams[i], full.view(-1))
+                    full = self._empty(i)
+                    opt.gather(self._zparams[i], self._flat(i, full))
                     p.data = full
 
     # ---- lifetime -------------------------------------------------------------------
