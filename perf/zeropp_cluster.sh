@@ -3,8 +3,9 @@
 # zsh_train at stage 3 with hpZ alone and with hpZ + qwZ + qgZ on the same
 # model, run in turn (alternating rounds, the same cluster), 2 nodes x 2
 # ranks placed round robin, links limited by tc tbf. For each setting: the
-# median step time and its compute-only part (zsh_train's "split" lines of
-# rank 0, the first --skip steps left out), the bytes the busiest node's
+# median step time, its compute-only part, its blocked communication and the
+# optimizer step's time (which waits for the gradients' reductions)
+# (zsh_train's "split" lines of rank 0, the first --skip steps left out), the bytes the busiest node's
 # link took in per step (a run of one step subtracted, so start-up cancels)
 # and the bound those bytes set at the link's rate; then the step times'
 # ratio. Root only; everything it creates is removed on exit.
@@ -112,15 +113,16 @@ for ((i = 1; i <= rounds; i++)); do
     for s in "${settings[@]}"; do
         run "$s" "$steps"
         echo $(((rx - setup[$s]) / (steps - 1))) >>"$tmp/bytes.$s"
-        # split K: total_s T compute_s C comm_s M ...
-        awk -v skip="$skip" '/^split [0-9]+:/ { k = $2 + 0; if (k > skip) print $4, $6, $8 }' \
+        # split K: total_s T compute_s C comm_s M io_wait_s W optimizer_s O ...
+        awk -v skip="$skip" '/^split [0-9]+:/ { k = $2 + 0; if (k > skip) print $4, $6, $8, $12 }' \
             "$tmp/out" >>"$tmp/times.$s"
         grep -q '^quantized: ' "$tmp/out" && grep '^quantized: ' "$tmp/out" >"$tmp/quant.$s"
     done
 done
 bits=$(tc -s qdisc show dev "${CLUSTER_LINKS[0]}" 2>/dev/null | awk '/tbf/ { for (i = 1; i < NF; i++) if ($i == "rate") print $(i + 1) }' | head -1)
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); tbf rate ${bits:-$rate}"
-printf '%-6s %12s %12s %12s %14s %12s\n' setting step_ms compute_ms comm_ms link_B/step bound_ms
+printf '%-6s %10s %10s %10s %10s %14s %10s\n' setting step_ms compute_ms comm_ms optim_ms \
+    link_B/step bound_ms
 # The link's rate in bits per second, from RATE (k, m, g suffixes of tc).
 bps=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); m = 1
     if (u ~ /gbit/) m = 1e9; else if (u ~ /mbit/) m = 1e6; else if (u ~ /kbit/) m = 1e3
@@ -129,9 +131,11 @@ for s in "${settings[@]}"; do
     t=$(awk '{ print $1 }' "$tmp/times.$s" | median)
     c=$(awk '{ print $2 }' "$tmp/times.$s" | median)
     m=$(awk '{ print $3 }' "$tmp/times.$s" | median)
+    o=$(awk '{ print $4 }' "$tmp/times.$s" | median)
     b=$(median <"$tmp/bytes.$s")
-    awk -v s="$s" -v t="$t" -v c="$c" -v m="$m" -v b="$b" -v bps="$bps" 'BEGIN {
-        printf "%-6s %12.2f %12.2f %12.2f %14.0f %12s\n", s, t * 1e3, c * 1e3, m * 1e3, b,
+    awk -v s="$s" -v t="$t" -v c="$c" -v m="$m" -v o="$o" -v b="$b" -v bps="$bps" 'BEGIN {
+        printf "%-6s %10.2f %10.2f %10.2f %10.2f %14.0f %10s\n", s, t * 1e3, c * 1e3, m * 1e3,
+               o * 1e3, b,
                (bps > 0) ? sprintf("%.2f", b * 8 * 1e3 / bps) : "-" }'
     echo "$t" >"$tmp/med.$s"
 done
