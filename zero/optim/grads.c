@@ -33,6 +33,21 @@ static void zsh_optim_grad_transit_put(zsh_optim_t *opt, zsh_obucket_t *b)
 
 static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);
 
+/* Whether @b's gradients are being reduced: a collective, or qgZ's two. */
+static bool zsh_obucket_reducing(const zsh_obucket_t *b)
+{
+    return (b->req != NULL) || (b->qgz.q != NULL);
+}
+
+/* Test (@wait: wait for) @b's reduction: ZSH_INPROGRESS, or how it ended. */
+static zsh_status_t zsh_obucket_reduction(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
+{
+    if (b->qgz.q != NULL) {
+        return zsh_optim_qgz_poll(opt, b, wait);
+    }
+    return wait ? zsh_request_wait(b->req) : zsh_request_test(b->req);
+}
+
 /* Put a finished gradient write's buffer back; a failure becomes the tier's. */
 static zsh_status_t zsh_optim_grad_write_done(zsh_optim_t *opt, zsh_obucket_t *b)
 {
@@ -48,7 +63,7 @@ zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        if (opt->buckets[i].req != NULL) {
+        if (zsh_obucket_reducing(&opt->buckets[i])) {
             continue; /* its reduction still writes its transit buffer */
         }
         if (opt->buckets[i].nvme.gdown) {
@@ -149,10 +164,10 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
             (zsh_aio_test(opt->buckets[i].nvme.gwrite) != ZSH_INPROGRESS)) {
             zsh_optim_grad_write_done(opt, &opt->buckets[i]); /* a failure is the tier's */
         }
-        if (opt->buckets[i].req == NULL) {
+        if (!zsh_obucket_reducing(&opt->buckets[i])) {
             continue;
         }
-        status = zsh_request_test(opt->buckets[i].req);
+        status = zsh_obucket_reduction(opt, &opt->buckets[i], false);
         if (status == ZSH_INPROGRESS) {
             continue;
         }
@@ -170,8 +185,8 @@ zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
     size_t i;
 
     for (i = opt->nbuckets; (i-- > 0) && (opt->staging_bytes + bytes > opt->cfg.max_live_bytes);) {
-        if (opt->buckets[i].req != NULL) {
-            status = zsh_request_wait(opt->buckets[i].req);
+        if (zsh_obucket_reducing(&opt->buckets[i])) {
+            status = zsh_obucket_reduction(opt, &opt->buckets[i], true);
             zsh_optim_reduction_done(opt, &opt->buckets[i], status);
             if (status != ZSH_OK) {
                 return status;
@@ -186,10 +201,10 @@ zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt)
     size_t i;
 
     for (i = 0; i < opt->nbuckets; i++) {
-        if (opt->buckets[i].req != NULL) {
+        if (zsh_obucket_reducing(&opt->buckets[i])) {
             /* A failure is the optimizer's from now on: the step reports it. */
             zsh_optim_reduction_done(opt, &opt->buckets[i],
-                                     zsh_request_wait(opt->buckets[i].req));
+                                     zsh_obucket_reduction(opt, &opt->buckets[i], true));
         }
     }
     return zsh_optim_grad_writes_wait(opt);
@@ -267,8 +282,8 @@ zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt)
 
     for (i = 0; i < opt->nbuckets; i++) {
         b = &opt->buckets[i];
-        if (b->req != NULL) {
-            status = zsh_request_wait(b->req);
+        if (zsh_obucket_reducing(b)) {
+            status = zsh_obucket_reduction(opt, b, true);
             if ((status != ZSH_OK) && (first == ZSH_OK)) {
                 first = status;
             }

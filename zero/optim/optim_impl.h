@@ -23,6 +23,7 @@
 #include "optim/tier.h"
 #include "optim/tier_ops.h"
 #include "optim/workers.h"
+#include "shard/qreduce.h"
 #include "shard/shard_impl.h"
 
 #include <zeroshard/optim.h>
@@ -73,6 +74,10 @@ typedef struct zsh_obucket {
         bool           sent;      /* gathered quantized since the last update: the next
                                      gathers are full precision (or hpZ's) */
     } qwz;
+    struct {                      /* qgZ */
+        zsh_qreduce_t *q;         /* the reduction in flight (shard/qreduce.h), else NULL */
+        zsh_status_t   status;    /* how its crossing failed, if it did */
+    } qgz;
 } zsh_obucket_t;
 
 struct zsh_param {
@@ -158,6 +163,8 @@ struct zsh_optim {
     struct {                            /* qgZ, set up where cfg.quantize_grads is on */
         zsh_comm_t    *node, *rail;     /* this rank's node group and rail group */
         int           *owner;           /* owner[node * L + local]: the rank there */
+        zsh_obucket_t **queue;          /* reductions started, in order; from crossed on, */
+        size_t         started, crossed; /* those whose all-to-all is still to post */
     } qgz;
     const zsh_dev_ops_t *dev_ops;       /* where the model is: host, CUDA, CUDA offloaded */
     bool               has_master;      /* fp32 master weights: mixed precision, or the device's
@@ -299,11 +306,13 @@ void         zsh_optim_qwz_invalidate(zsh_optim_t *opt);
 
 /* qgz.c: quantized gradients. Settled with qwZ at create (cfg.quantize_grads
  * ZSH_QUANTIZE_ON or OFF); setup makes the node and rail groups and the map
- * of the ranks (every rank checks the nodes together); reduce runs a
- * bucket's staged gradients through shard/qreduce.h into its shard. */
+ * of the ranks (every rank checks the nodes together); reduce starts a
+ * bucket's staged gradients through shard/qreduce.h into its shard, and
+ * poll tests (@wait: waits for) it: ZSH_INPROGRESS, or how it ended. */
 zsh_status_t zsh_optim_qgz_setup(zsh_optim_t *opt);
 void         zsh_optim_qgz_free(zsh_optim_t *opt);
 zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b);
+zsh_status_t zsh_optim_qgz_poll(zsh_optim_t *opt, zsh_obucket_t *b, bool wait);
 
 /* layout.c: buckets, shards and states. */
 zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt);

@@ -4,9 +4,17 @@
  * rank's node group and rail group (the ranks of its local index on every
  * node) and the map of where every rank is, from one all-gather of each
  * rank's node and local rank, and every bucket's gradients then go through
- * shard/qreduce.h instead of the plain reduce-scatter. The reduction
- * blocks: its staging buffer is freed at once, and the bucket has no
- * request to wait for.
+ * shard/qreduce.h instead of the plain reduce-scatter.
+ *
+ * A bucket's reduction overlaps the rest of the backward pass as the plain
+ * one does: it starts when the bucket is complete, its all-to-all is posted
+ * by a later test once the node's part is done, and the step waits for
+ * it. The rail's all-to-alls must be posted in the same order on every
+ * rank, so they are posted in the order the reductions started (the
+ * queue): a bucket whose node part finished first waits for those before
+ * it. Its staging buffer is freed at the start (the reduction keeps a
+ * copy), but stays counted in staging_bytes till the reduction ends, which
+ * holds as much.
  */
 #include "optim/optim_impl.h"
 
@@ -47,7 +55,9 @@ zsh_status_t zsh_optim_qgz_setup(zsh_optim_t *opt)
     }
     if (status == ZSH_OK) {
         opt->qgz.owner = malloc((size_t)n * sizeof(int));
-        status = (opt->qgz.owner != NULL)
+        opt->qgz.queue = malloc(((opt->nbuckets > 0) ? opt->nbuckets : 1) *
+                                sizeof(*opt->qgz.queue));
+        status = ((opt->qgz.owner != NULL) && (opt->qgz.queue != NULL))
                      ? ZSH_OK
                      : zsh_error(ZSH_ERR_NO_MEMORY, "%s: qgz: no memory", fn);
     }
@@ -76,26 +86,80 @@ void zsh_optim_qgz_free(zsh_optim_t *opt)
         zsh_comm_destroy(opt->qgz.rail);
     }
     free(opt->qgz.owner);
+    free(opt->qgz.queue);
+    opt->qgz.queue = NULL;
     opt->qgz.node  = NULL;
     opt->qgz.rail  = NULL;
     opt->qgz.owner = NULL;
 }
 
+/* Post the all-to-alls of the queue's reductions in order while their node
+ * parts are done, waiting for them through @upto (NULL: none). A crossing
+ * that fails is kept as its bucket's. */
+static void zsh_optim_qgz_cross(zsh_optim_t *opt, const zsh_obucket_t *upto)
+{
+    bool wait = (upto != NULL);
+    zsh_obucket_t *b;
+    zsh_status_t status;
+
+    while (opt->qgz.crossed < opt->qgz.started) {
+        b      = opt->qgz.queue[opt->qgz.crossed];
+        status = zsh_qreduce_cross(b->qgz.q, wait);
+        if (status == ZSH_INPROGRESS) {
+            return;
+        }
+        b->qgz.status = status;
+        opt->qgz.crossed++;
+        if (b == upto) {
+            wait = false;
+        }
+    }
+    opt->qgz.started = 0;
+    opt->qgz.crossed = 0;
+}
+
 zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     zsh_qreduce_map_t map = {opt->qgz.node, opt->qgz.rail, opt->qgz.owner};
+    zsh_status_t status;
+
+    status = zsh_qreduce_start(b->staging, opt->dev_ops->shard_dst(opt, b), b->count, &map,
+                               opt->cfg.quantize_block, opt->cfg.quantize_grad_bits, &opt->acct,
+                               &b->qgz.q);
+    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
+                            zsh_obucket_full_bytes(opt, b),
+                            (status != ZSH_OK) ? opt->comm : NULL);
+    b->staging = NULL;
+    if (status != ZSH_OK) {
+        opt->staging_bytes -= zsh_obucket_full_bytes(opt, b);
+        return zsh_optim_comm_status(opt, status);
+    }
+    b->qgz.status = ZSH_OK;
+    opt->qgz.queue[opt->qgz.started++] = b;
+    zsh_optim_qgz_cross(opt, NULL);
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_qgz_poll(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
+{
     zsh_qreduce_bytes_t bytes = {0, 0};
     size_t nonfinite = 0;
     zsh_status_t status;
 
-    status = zsh_qreduce_scatter(b->staging, opt->dev_ops->shard_dst(opt, b), b->count, &map,
-                                 opt->cfg.quantize_block, opt->cfg.quantize_grad_bits, &opt->acct,
-                                 &bytes, &nonfinite);
-    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
-                            zsh_obucket_full_bytes(opt, b),
-                            (status != ZSH_OK) ? opt->comm : NULL);
+    zsh_optim_qgz_cross(opt, (wait && !zsh_qreduce_crossed(b->qgz.q)) ? b : NULL);
+    status = b->qgz.status;
+    if ((status == ZSH_OK) && !zsh_qreduce_crossed(b->qgz.q)) {
+        return ZSH_INPROGRESS;
+    }
+    if (status == ZSH_OK) {
+        status = zsh_qreduce_finish(b->qgz.q, wait);
+        if (status == ZSH_INPROGRESS) {
+            return status;
+        }
+    }
+    zsh_qreduce_end(b->qgz.q, &bytes, &nonfinite);
+    b->qgz.q = NULL;
     opt->staging_bytes -= zsh_obucket_full_bytes(opt, b);
-    b->staging = NULL;
     if (status == ZSH_OK) {
         opt->comm_bytes += bytes.node_bytes + bytes.cross_bytes;
         opt->node_bytes += bytes.node_bytes;

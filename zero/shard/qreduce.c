@@ -1,12 +1,32 @@
 /*
- * qgZ's reduce-scatter (qreduce.h).
+ * qgZ's reduce-scatter (qreduce.h): a reduction in flight moves from the
+ * node's reduce-scatter to the rail's all-to-all to the sum, each scratch
+ * buffer freed as soon as the part that reads it is done, so a bucket in
+ * flight holds about its own size.
  */
 #include "shard/qreduce.h"
 
 #include "core/status.h"
 #include "quant/quant.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+enum { ZSH_QR_NODE, ZSH_QR_RAIL, ZSH_QR_DONE };
+
+struct zsh_qreduce {
+    const zsh_quant_kernels_t *k;
+    zsh_comm_t    *node, *rail;
+    zsh_account_t *acct;
+    float         *out;
+    size_t         count, block;
+    int            bits, L, M, phase;
+    size_t         nsc, pbytes, perm_bytes, piece_bytes, qbytes, nonfinite;
+    float         *perm, *piece;   /* the node's input, its result */
+    char          *send, *recv;    /* the rail's parts */
+    zsh_request_t *req;            /* the collective in flight */
+    zsh_comm_t    *failed;         /* the group whose call failed, if one did */
+};
 
 /* One part of the all-to-all: a shard's scales, then its levels, padded to
  * 4 bytes so the next part's scales stay aligned. */
@@ -18,21 +38,29 @@ static size_t zsh_qreduce_part_bytes(size_t count, size_t block, int bits)
     return (bytes + 3) & ~(size_t)3;
 }
 
-zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
-                                 const zsh_qreduce_map_t *map, size_t block, int bits,
-                                 zsh_account_t *acct, zsh_qreduce_bytes_t *bytes_p,
-                                 size_t *nonfinite_p)
+static void zsh_qreduce_drop(zsh_qreduce_t *q, void **buf, size_t bytes)
 {
-    const zsh_quant_kernels_t *k = zsh_quant_best();
+    zsh_account_free_buffer(q->acct, ZSH_MEM_BUFFERS, *buf, bytes, q->failed);
+    *buf = NULL;
+}
+
+/* The request in flight finished with @status: keep the group that failed. */
+static zsh_status_t zsh_qreduce_landed(zsh_qreduce_t *q, zsh_status_t status, zsh_comm_t *comm)
+{
+    zsh_request_free(q->req);
+    q->req = NULL;
+    if (status != ZSH_OK) {
+        q->failed = comm;
+    }
+    return status;
+}
+
+zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
+                               const zsh_qreduce_map_t *map, size_t block, int bits,
+                               zsh_account_t *acct, zsh_qreduce_t **q_p)
+{
     int L = zsh_comm_size(map->node), M = zsh_comm_size(map->rail), l, m;
-    size_t nsc = zsh_quant_blocks(count, block) * sizeof(float);
-    size_t pbytes = zsh_qreduce_part_bytes(count, block, bits);
-    size_t perm_bytes = (size_t)L * (size_t)M * count * sizeof(float);
-    size_t piece_bytes = (size_t)M * count * sizeof(float), nonfinite = 0;
-    size_t qbytes = 2 * (size_t)M * pbytes;
-    float *perm, *piece;
-    char *send, *recv;
-    zsh_comm_t *failed = NULL;
+    zsh_qreduce_t *q;
     zsh_status_t status;
 
     status = zsh_quant_check(block, bits);
@@ -43,53 +71,160 @@ zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
     if (status != ZSH_OK) {
         return status;
     }
-    perm  = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, perm_bytes);
-    piece = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, piece_bytes);
-    send  = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, qbytes);
-    recv  = (send != NULL) ? send + (size_t)M * pbytes : NULL;
-    if ((perm == NULL) || (piece == NULL) || (send == NULL)) {
+    q = calloc(1, sizeof(*q));
+    if (q == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_qreduce_scatter: no memory");
+    }
+    q->k           = zsh_quant_best();
+    q->node        = map->node;
+    q->rail        = map->rail;
+    q->acct        = acct;
+    q->out         = out;
+    q->count       = count;
+    q->block       = block;
+    q->bits        = bits;
+    q->L           = L;
+    q->M           = M;
+    q->phase       = ZSH_QR_NODE;
+    q->nsc         = zsh_quant_blocks(count, block) * sizeof(float);
+    q->pbytes      = zsh_qreduce_part_bytes(count, block, bits);
+    q->perm_bytes  = (size_t)L * (size_t)M * count * sizeof(float);
+    q->piece_bytes = (size_t)M * count * sizeof(float);
+    q->qbytes      = 2 * (size_t)M * q->pbytes;
+    q->perm        = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, q->perm_bytes);
+    q->piece       = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, q->piece_bytes);
+    if ((q->perm == NULL) || (q->piece == NULL)) {
         status = zsh_error(ZSH_ERR_NO_MEMORY, "zsh_qreduce_scatter: no memory for %zu bytes",
-                           perm_bytes + piece_bytes + qbytes);
-        goto out;
+                           q->perm_bytes + q->piece_bytes);
+        goto fail;
     }
     /* The node's reduce-scatter gives local rank l the shards of its rail,
      * in node order: lay the buffer out so. */
     for (l = 0; l < L; l++) {
         for (m = 0; m < M; m++) {
-            memcpy(perm + ((size_t)l * (size_t)M + (size_t)m) * count,
+            memcpy(q->perm + ((size_t)l * (size_t)M + (size_t)m) * count,
                    grad + (size_t)map->owner[m * L + l] * count, count * sizeof(float));
         }
     }
-    status = zsh_reduce_scatter(perm, piece, (size_t)M * count, ZSH_FLOAT32, ZSH_SUM, map->node);
+    status = zsh_ireduce_scatter(q->perm, q->piece, (size_t)M * count, ZSH_FLOAT32, ZSH_SUM,
+                                 q->node, &q->req);
     if (status != ZSH_OK) {
-        failed = map->node;
-        goto out;
+        q->failed = q->node;
+        goto fail;
     }
-    for (m = 0; m < M; m++) {
-        char *part = send + (size_t)m * pbytes;
-        nonfinite += k->quantize(piece + (size_t)m * count, count, block, bits, part + nsc,
-                                 (float *)part);
+    *q_p = q;
+    return ZSH_OK;
+fail:
+    zsh_qreduce_end(q, NULL, NULL);
+    return status;
+}
+
+zsh_status_t zsh_qreduce_cross(zsh_qreduce_t *q, bool wait)
+{
+    zsh_status_t status;
+    int m;
+
+    if (q->phase != ZSH_QR_NODE) {
+        return ZSH_OK;
     }
-    status = zsh_alltoall(send, recv, pbytes, ZSH_UINT8, map->rail);
+    status = wait ? zsh_request_wait(q->req) : zsh_request_test(q->req);
+    if (status == ZSH_INPROGRESS) {
+        return status;
+    }
+    if (zsh_qreduce_landed(q, status, q->node) != ZSH_OK) {
+        return status;
+    }
+    zsh_qreduce_drop(q, (void **)&q->perm, q->perm_bytes);
+    q->send = zsh_account_alloc(q->acct, ZSH_MEM_BUFFERS, q->qbytes);
+    if (q->send == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_qreduce_scatter: no memory for %zu bytes",
+                         q->qbytes);
+    }
+    q->recv = q->send + (size_t)q->M * q->pbytes;
+    for (m = 0; m < q->M; m++) {
+        char *part = q->send + (size_t)m * q->pbytes;
+        q->nonfinite += q->k->quantize(q->piece + (size_t)m * q->count, q->count, q->block,
+                                       q->bits, part + q->nsc, (float *)part);
+    }
+    zsh_qreduce_drop(q, (void **)&q->piece, q->piece_bytes);
+    status = zsh_ialltoall(q->send, q->recv, q->pbytes, ZSH_UINT8, q->rail, &q->req);
     if (status != ZSH_OK) {
-        failed = map->rail;
-        goto out;
+        q->failed = q->rail;
+        return status;
     }
-    memset(out, 0, count * sizeof(float));
-    for (m = 0; m < M; m++) {
-        const char *part = recv + (size_t)m * pbytes;
-        k->dequantize_add(part + nsc, (const float *)part, count, block, bits, out);
+    q->phase = ZSH_QR_RAIL;
+    return ZSH_OK;
+}
+
+bool zsh_qreduce_crossed(const zsh_qreduce_t *q)
+{
+    return q->phase != ZSH_QR_NODE;
+}
+
+zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait)
+{
+    zsh_status_t status;
+    int m;
+
+    if (q->phase != ZSH_QR_RAIL) {
+        return (q->phase == ZSH_QR_DONE) ? ZSH_OK : ZSH_INPROGRESS;
     }
-    if (bytes_p != NULL) {
-        bytes_p->node_bytes  = perm_bytes;
-        bytes_p->cross_bytes = (size_t)M * pbytes;
+    status = wait ? zsh_request_wait(q->req) : zsh_request_test(q->req);
+    if (status == ZSH_INPROGRESS) {
+        return status;
     }
-    if (nonfinite_p != NULL) {
-        *nonfinite_p += nonfinite;
+    if (zsh_qreduce_landed(q, status, q->rail) != ZSH_OK) {
+        return status;
     }
-out:
-    zsh_account_free_buffer(acct, ZSH_MEM_BUFFERS, perm, perm_bytes, failed);
-    zsh_account_free_buffer(acct, ZSH_MEM_BUFFERS, piece, piece_bytes, failed);
-    zsh_account_free_buffer(acct, ZSH_MEM_BUFFERS, send, qbytes, failed);
+    memset(q->out, 0, q->count * sizeof(float));
+    for (m = 0; m < q->M; m++) {
+        const char *part = q->recv + (size_t)m * q->pbytes;
+        q->k->dequantize_add(part + q->nsc, (const float *)part, q->count, q->block, q->bits,
+                             q->out);
+    }
+    q->phase = ZSH_QR_DONE;
+    return ZSH_OK;
+}
+
+void zsh_qreduce_end(zsh_qreduce_t *q, zsh_qreduce_bytes_t *bytes_p, size_t *nonfinite_p)
+{
+    if (q == NULL) {
+        return;
+    }
+    if (q->req != NULL) {
+        /* Given up while in flight: its buffers may still be written. */
+        q->failed = (q->phase == ZSH_QR_NODE) ? q->node : q->rail;
+        zsh_request_free(q->req);
+    }
+    if (q->phase == ZSH_QR_DONE) {
+        if (bytes_p != NULL) {
+            bytes_p->node_bytes  = q->perm_bytes;
+            bytes_p->cross_bytes = (size_t)q->M * q->pbytes;
+        }
+        if (nonfinite_p != NULL) {
+            *nonfinite_p += q->nonfinite;
+        }
+    }
+    zsh_qreduce_drop(q, (void **)&q->perm, q->perm_bytes);
+    zsh_qreduce_drop(q, (void **)&q->piece, q->piece_bytes);
+    zsh_qreduce_drop(q, (void **)&q->send, q->qbytes);
+    free(q);
+}
+
+zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
+                                 const zsh_qreduce_map_t *map, size_t block, int bits,
+                                 zsh_account_t *acct, zsh_qreduce_bytes_t *bytes_p,
+                                 size_t *nonfinite_p)
+{
+    zsh_qreduce_t *q = NULL;
+    zsh_status_t status = zsh_qreduce_start(grad, out, count, map, block, bits, acct, &q);
+
+    if (status == ZSH_OK) {
+        status = zsh_qreduce_cross(q, true);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_qreduce_finish(q, true);
+    }
+    zsh_qreduce_end(q, bytes_p, nonfinite_p);
     return status;
 }

@@ -17,6 +17,7 @@
 
 #include <zeroshard.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Where the ranks are: @node, this rank's node group (its local ranks in
@@ -42,11 +43,51 @@ typedef struct zsh_qreduce_bytes {
  * of @block elements. Scratch buffers are counted in @acct (NULL: none).
  * Returns the status of the first failure (every rank of the groups fails
  * alike); @bytes_p, if not NULL, gets what moved; *@nonfinite_p (if not
- * NULL) is added the blocks with NaN or inf this rank sent.
+ * NULL) is added the blocks with NaN or inf this rank sent. Blocking: the
+ * calls below, one after the other.
  */
 zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
                                  const zsh_qreduce_map_t *map, size_t block, int bits,
                                  zsh_account_t *acct, zsh_qreduce_bytes_t *bytes_p,
                                  size_t *nonfinite_p);
+
+/* One qgZ reduce-scatter in flight, in two collectives: the node's fp32
+ * reduce-scatter, then the rail's quantized all-to-all. */
+typedef struct zsh_qreduce zsh_qreduce_t;
+
+/*
+ * Start the reduction of zsh_qreduce_scatter() without waiting: @grad is
+ * copied (it may be reused as soon as this returns), the node's
+ * reduce-scatter is posted. @out must stay untouched until the reduction
+ * ends. *@q_p is set on success only.
+ */
+zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
+                               const zsh_qreduce_map_t *map, size_t block, int bits,
+                               zsh_account_t *acct, zsh_qreduce_t **q_p);
+
+/*
+ * Once the node's reduce-scatter is done (@wait: wait for it), quantize
+ * this rank's partial sums and post the rail's all-to-all. ZSH_INPROGRESS
+ * while the node's part is under way. The rail's calls must be posted in
+ * the same order on every rank of the rail: with several reductions in
+ * flight, the caller posts them in the order it started them.
+ */
+zsh_status_t zsh_qreduce_cross(zsh_qreduce_t *q, bool wait);
+
+/* Whether the rail's all-to-all has been posted. */
+bool zsh_qreduce_crossed(const zsh_qreduce_t *q);
+
+/*
+ * Once the rail's all-to-all is done (@wait: wait for it), sum the nodes'
+ * parts into @out. ZSH_INPROGRESS while under way (or not yet crossed).
+ */
+zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait);
+
+/*
+ * End @q (finished or not, a failed one's buffers go through the group
+ * that failed): fill @bytes_p and *@nonfinite_p as zsh_qreduce_scatter()
+ * does (after a finished reduction only) and free it. NULL: nothing.
+ */
+void zsh_qreduce_end(zsh_qreduce_t *q, zsh_qreduce_bytes_t *bytes_p, size_t *nonfinite_p);
 
 #endif

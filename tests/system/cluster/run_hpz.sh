@@ -20,6 +20,14 @@
 # gradient norm) come on top: with hpZ at most 2.1, without at least 2.85.
 # What comes on top is about the same each step whatever the model's size,
 # so the model is large enough (Ψ of 1.5 MB) for it to stay under 2%.
+#
+# Then ZeRO++'s quantization on round-robin placement: hpZ with qwZ
+# (forward's all-gather as int8 with an fp32 scale per 2048 elements) and
+# qgZ (the gradients summed in fp32 in the node, their node sums crossing
+# as int8) against hpZ alone, the same per-step measure on the links. What
+# crosses per step falls from 1/2 Ψ (forward's gather) + 1/2 Ψ (the
+# reduce-scatter) to about 1/8 Ψ + 1/8 Ψ, so 0.25x plus the same small
+# all-reduces; at most 0.3x is asked, and the last loss within 1%.
 # Root only: elsewhere every case is skipped with the reason.
 # Ends with a GoogleTest-style summary that tests/run_all.sh counts.
 set -u
@@ -31,10 +39,14 @@ train=$(cd "$top_builddir" && pwd)/tools/zsh_train
 . "$here/cases.sh"
 cases_begin cluster_hpz
 launch_timeout=300
+launch_vars=()
+tag=
+hpz_per_step=0
 K=4
 np=4
 names=(block_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without
-       round_robin_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without)
+       round_robin_2x2_moves_2_psi_across_nodes_per_step_with_hpz_and_3_without
+       round_robin_2x2_moves_at_most_0_3x_the_bytes_across_nodes_per_step_with_qwz_and_qgz)
 results_expected=${#names[@]}
 
 if why=$(cluster_unsupported); then
@@ -45,8 +57,9 @@ if why=$(cluster_unsupported); then
     exit 77
 fi
 
-# train_rx STEPS HPZ NODES...: zsh_train on the nodes; sets rx to the most
-# bytes a node's link received, and keeps rank 0's output as $log/train.STEPS.HPZ.
+# train_rx STEPS HPZ NODES...: zsh_train on the nodes, with the variables
+# in launch_vars; sets rx to the most bytes a node's link received, and
+# keeps rank 0's output as $log/train.STEPS.HPZ$tag.
 train_rx() {
     local steps=$1 hpz=$2 n before most=0 r
     shift 2
@@ -61,7 +74,7 @@ train_rx() {
         [ $(($3 - $1)) -gt $most ] && most=$(($3 - $1))
     done
     rx=$most
-    cp "$log/out.0" "$log/train.$steps.$hpz"
+    cp "$log/out.0" "$log/train.$steps.$hpz$tag"
     for r in 0 1 2 3; do
         [ "$(cat "$log/rc.$r" 2>/dev/null)" = 0 ] ||
             errs+=("--steps $steps --hpz $hpz: rank $r exited $(cat "$log/rc.$r" 2>/dev/null): $(tail -3 "$log/out.$r")")
@@ -96,6 +109,35 @@ hpz_case() {
     fi
     grep -q "hpz: groups of 2" "$log/train.$((K + 1)).auto" ||
         errs+=("zsh_train did not report hpZ in groups of 2: $(grep cross-node "$log/train.$((K + 1)).auto")")
+    hpz_per_step=${per[1]}
+    result "$name" "${errs[@]}"
+}
+
+# quant_case NAME NODES...: hpZ with qwZ and qgZ against hpZ alone (the
+# last hpz_case's $hpz_per_step on the same nodes), bytes per step and the
+# last loss.
+quant_case() {
+    local name=$1 rx0 per ratio base last
+    local -a errs=()
+    shift
+    launch_vars=(ZSH_QUANTIZE_WEIGHTS=on ZSH_QUANTIZE_GRADS=on)
+    tag=.quant
+    train_rx 1 auto "$@"
+    rx0=$rx
+    train_rx $((K + 1)) auto "$@"
+    launch_vars=()
+    tag=
+    per=$(((rx - rx0) / K))
+    # in hundredths of hpZ alone's bytes
+    ratio=$((per * 100 / (hpz_per_step > 0 ? hpz_per_step : 1)))
+    base=$(awk '/^rank 0: last loss/ { print $5 }' "$log/train.$((K + 1)).auto" | tr -d ,)
+    last=$(awk '/^rank 0: last loss/ { print $5 }' "$log/train.$((K + 1)).auto.quant" | tr -d ,)
+    echo "  $name: a link received $per bytes per step with hpZ + qwZ + qgZ, $hpz_per_step with hpZ alone: 0.$(printf '%02d' "$ratio")x; last loss $last against $base; zsh_train: $(grep '^quantized:' "$log/train.$((K + 1)).auto.quant")"
+    [ "$ratio" -le 30 ] || errs+=("hpZ + qwZ + qgZ moved $per bytes per step, $ratio hundredths of hpZ alone's $hpz_per_step (at most 30)")
+    grep -q "^quantized: weights (qwZ) on, gradients (qgZ) on" "$log/train.$((K + 1)).auto.quant" ||
+        errs+=("zsh_train did not report qwZ and qgZ on: $(grep '^quantized:' "$log/train.$((K + 1)).auto.quant")")
+    awk -v a="${last:-nan}" -v b="${base:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01 * b) }' ||
+        errs+=("last loss $last with quantization, $base without: more than 1% apart")
     result "$name" "${errs[@]}"
 }
 
@@ -108,5 +150,6 @@ if ! cluster_create 2 >"$log/create.out" 2>&1; then
 fi
 hpz_case "${names[0]}" 0 0 1 1
 hpz_case "${names[1]}" 0 1 0 1
+quant_case "${names[2]}" 0 1 0 1
 cluster_destroy
 results_end

@@ -5,7 +5,9 @@
  * robin or in blocks, one rank per node otherwise. Every rank's shard is
  * the sum over all ranks within the bound of one quantization per node,
  * differs from the exact sum (it was quantized), and is the same on every
- * run; the bytes across nodes are the rail's quantized parts.
+ * run; the bytes across nodes are the rail's quantized parts. Started
+ * without waiting, reductions stay in flight together and end with the
+ * blocking call's bits.
  */
 #include "harness/zsh_test.h"
 
@@ -105,6 +107,98 @@ out:
     free(grad);
     free(out);
     free(again);
+}
+
+/* Two reductions in flight at once on round-robin nodes: the start does
+ * not wait for the node's peers (rank 0 starts before the others do), the
+ * caller's buffer is free again once it returns, the all-to-alls are
+ * posted in start order and the two finished in the other order, each
+ * with the bits and bytes of the blocking call. */
+static void zsh_qr_inflight(zsh_comm_t *comm)
+{
+    int n = zsh_comm_size(comm), r = zsh_comm_rank(comm);
+    int M = ((n % 2) == 0) ? 2 : n, L = n / M, q, k;
+    int *owner = malloc((size_t)n * sizeof(int));
+    float *grad = malloc((size_t)n * ZSH_QR_COUNT * sizeof(float));
+    float *want[2], *got[2];
+    zsh_comm_t *nodec = NULL, *rail = NULL;
+    zsh_qreduce_t *qr[2] = {NULL, NULL};
+    zsh_qreduce_bytes_t bytes = {0, 0}, each = {0, 0};
+    size_t i;
+
+    for (k = 0; k < 2; k++) {
+        want[k] = malloc(ZSH_QR_COUNT * sizeof(float));
+        got[k]  = malloc(ZSH_QR_COUNT * sizeof(float));
+    }
+    for (q = 0; q < n; q++) {
+        owner[(q % M) * L + q / M] = q;
+    }
+    if ((zsh_comm_split(comm, r % M, r / M, &nodec) != ZSH_OK) ||
+        (zsh_comm_split(comm, r / M, r % M, &rail) != ZSH_OK)) {
+        zsh_test_fail(__FILE__, __LINE__, "split: %s", zsh_last_error());
+        goto out;
+    }
+    {
+        zsh_qreduce_map_t map = {nodec, rail, owner};
+        for (k = 0; k < 2; k++) {
+            for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
+                grad[i] = zsh_qr_grad(r + k * n, i);
+            }
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, want[k], ZSH_QR_COUNT, &map,
+                                                          ZSH_QR_BLOCK, 8, NULL, &bytes, NULL));
+        }
+        if (r != 0) {
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_barrier(comm));
+        }
+        for (k = 0; k < 2; k++) {
+            for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
+                grad[i] = zsh_qr_grad(r + k * n, i);
+            }
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_start(grad, got[k], ZSH_QR_COUNT, &map,
+                                                        ZSH_QR_BLOCK, 8, NULL, &qr[k]));
+            memset(grad, 0xff, (size_t)n * ZSH_QR_COUNT * sizeof(float)); /* NaN */
+            if ((r == 0) && (k == 0) && (L > 1) && (qr[0] != NULL)) {
+                /* The node's peers have not started yet. */
+                ZSH_EXPECT_STATUS(ZSH_INPROGRESS, zsh_qreduce_cross(qr[0], false));
+                ZSH_EXPECT_TRUE(!zsh_qreduce_crossed(qr[0]));
+            }
+        }
+        if (r == 0) {
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_barrier(comm));
+        }
+        if ((qr[0] == NULL) || (qr[1] == NULL)) {
+            goto out;
+        }
+        ZSH_EXPECT_STATUS(ZSH_INPROGRESS, zsh_qreduce_finish(qr[1], false)); /* not crossed */
+        for (k = 0; k < 2; k++) {
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_cross(qr[k], true));
+            ZSH_EXPECT_TRUE(zsh_qreduce_crossed(qr[k]));
+        }
+        for (k = 2; k-- > 0;) {
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_finish(qr[k], true));
+            zsh_qreduce_end(qr[k], &each, NULL);
+            qr[k] = NULL;
+            ZSH_EXPECT_TRUE(memcmp(got[k], want[k], ZSH_QR_COUNT * sizeof(float)) == 0);
+            ZSH_EXPECT_EQ(bytes.node_bytes, each.node_bytes);
+            ZSH_EXPECT_EQ(bytes.cross_bytes, each.cross_bytes);
+        }
+    }
+out:
+    zsh_qreduce_end(qr[0], NULL, NULL);
+    zsh_qreduce_end(qr[1], NULL, NULL);
+    zsh_comm_destroy(nodec);
+    zsh_comm_destroy(rail);
+    free(owner);
+    free(grad);
+    for (k = 0; k < 2; k++) {
+        free(want[k]);
+        free(got[k]);
+    }
+}
+
+ZSH_RANK_TEST(shard_qreduce, reductions_in_flight_together_end_with_the_blocking_bits)
+{
+    zsh_qr_inflight(comm);
 }
 
 ZSH_RANK_TEST(shard_qreduce, sums_every_rank_within_one_quantization_per_node)
