@@ -30,18 +30,25 @@ py_skip_all() { # WHY
 
 py_setup() { # SUITE MODULES
     suite=$1
-    local modules=$2 p
+    local modules=$2 p versions
     # The cases are only known as the ranks report them: no count to check.
     results_begin "$suite"
     if [ ! -f "$pkg/zeroshard/_zeroshard.so" ]; then
         py_skip_all "the package zeroshard is not built: see configure's 'Python' line"
     fi
     # The interpreter the package was built for: $PYTHON (configure's), then
-    # /usr/bin/python3, then python3.
+    # /usr/bin/python3, then python3. The one that imports them says its
+    # version and torch's in the same start (an import of torch is seconds).
     python=
     for p in ${PYTHON:-} /usr/bin/python3 python3; do
         [ "$p" = : ] && continue
-        if PYTHONPATH=$pkg "$p" -c "import $modules, zeroshard" >/dev/null 2>&1; then
+        if versions=$(PYTHONPATH=$pkg "$p" -c "import $modules, zeroshard, sys
+try:
+    import torch
+    t = torch.__version__
+except Exception:
+    t = 'not importable'
+print('%s), torch: %s' % (sys.version.split()[0], t))" 2>/dev/null); then
             python=$p
             break
         fi
@@ -54,8 +61,7 @@ py_setup() { # SUITE MODULES
         results_end
         exit 1
     fi
-    echo "interpreter: $python ($("$python" -c 'import sys; print(sys.version.split()[0])'))," \
-        "torch: $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo 'not importable')"
+    echo "interpreter: $python ($versions"
     # No __pycache__ in the source tree (read-only under make distcheck).
     export PYTHONDONTWRITEBYTECODE=1
     log=$(mktemp -d)
