@@ -13,7 +13,8 @@
 #                            the number of cases SCRIPT registers: harness.CASES,
 #                            or the module-level list LIST
 #   py_job TAG N WANT ARGS   start N ranks of "$python ARGS", each of which must
-#                            print WANT RESULT lines; cases are named SUITE/TAG.case
+#                            print WANT RESULT lines and exit within $py_limit
+#                            seconds; cases are named SUITE/TAG.case
 #   py_summary               the totals (results_end); its status is the script's
 builddir=${abs_top_builddir:-$(pwd)}
 srcdir=${abs_top_srcdir:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
@@ -29,18 +30,25 @@ py_skip_all() { # WHY
 
 py_setup() { # SUITE MODULES
     suite=$1
-    local modules=$2 p
+    local modules=$2 p versions
     # The cases are only known as the ranks report them: no count to check.
     results_begin "$suite"
     if [ ! -f "$pkg/zeroshard/_zeroshard.so" ]; then
         py_skip_all "the package zeroshard is not built: see configure's 'Python' line"
     fi
     # The interpreter the package was built for: $PYTHON (configure's), then
-    # /usr/bin/python3, then python3.
+    # /usr/bin/python3, then python3. The one that imports them says its
+    # version and torch's in the same start (an import of torch is seconds).
     python=
     for p in ${PYTHON:-} /usr/bin/python3 python3; do
         [ "$p" = : ] && continue
-        if PYTHONPATH=$pkg "$p" -c "import $modules, zeroshard" >/dev/null 2>&1; then
+        if versions=$(PYTHONPATH=$pkg "$p" -c "import $modules, zeroshard, sys
+try:
+    import torch
+    t = torch.__version__
+except Exception:
+    t = 'not importable'
+print('%s), torch: %s' % (sys.version.split()[0], t))" 2>/dev/null); then
             python=$p
             break
         fi
@@ -53,8 +61,7 @@ py_setup() { # SUITE MODULES
         results_end
         exit 1
     fi
-    echo "interpreter: $python ($("$python" -c 'import sys; print(sys.version.split()[0])'))," \
-        "torch: $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo 'not importable')"
+    echo "interpreter: $python ($versions"
     # No __pycache__ in the source tree (read-only under make distcheck).
     export PYTHONDONTWRITEBYTECODE=1
     log=$(mktemp -d)
@@ -71,17 +78,24 @@ import harness; print(len(names['${2:-}'] if '${2:-}' else harness.CASES))"
 # shellcheck source=../../harness/free_port.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../harness/free_port.sh"
 
+# Seconds a rank may run.
+py_limit=100
+
 py_job() { # TAG N WANT ARGS...
-    local tag=$1 n=$2 want=$3 r port store_port name before=$failed
+    local tag=$1 n=$2 want=$3 r port store_port name before=$failed pids=() rcs=()
     shift 3
     port=$(free_port)
     store_port=$(free_port)
     for ((r = 0; r < n; r++)); do
         RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZSH_PYTEST_STORE_PORT=$store_port \
-            PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} timeout 100 "$python" "$@" \
+            PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} timeout "$py_limit" "$python" "$@" \
             >"$log/out.$tag.$r" 2>&1 &
+        pids+=($!)
     done
-    wait
+    for ((r = 0; r < n; r++)); do
+        wait "${pids[r]}"
+        rcs+=($?)
+    done
     results_suite=$suite/$tag
     # The cases, in the order the ranks reported them (rank 0's, then any other's).
     for name in $(cat "$log/out.$tag".* | sed -n 's/^RESULT \([^ ]*\) .*/\1/p' | awk '!seen[$0]++'); do
@@ -97,11 +111,16 @@ py_job() { # TAG N WANT ARGS...
         done
         result_as "$status" "$name" "${why#$'\n'}"
     done
-    # Every rank ran every case and exited.
+    # Every rank ran every case and exited. A rank that reported every case
+    # and then hung (a teardown waiting for a peer that had gone on) would pass
+    # by its results alone, and cost the limit each run.
     for ((r = 0; r < n; r++)); do
         if [ "$(grep -c '^RESULT ' "$log/out.$tag.$r")" != "$want" ]; then
             result_as FAILED "rank_${r}_reported_every_case" \
                 "$want results expected; its output:"$'\n'"$(tail -40 "$log/out.$tag.$r")"
+        elif [ "${rcs[r]}" = 124 ]; then
+            result_as FAILED "rank_${r}_exited_within_${py_limit}_s" \
+                "it reported every case, then ran until timeout ended it; its output:"$'\n'"$(tail -20 "$log/out.$tag.$r")"
         fi
     done
     if [ "$failed" -gt "$before" ]; then

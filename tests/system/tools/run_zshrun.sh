@@ -24,10 +24,16 @@ trap 'rm -rf "$tmp"' EXIT
 # so that pgrep finds ours and no one else's.
 mark=60.$$$RANDOM
 
-# leftovers: the rank processes of this script still alive.
+# leftovers: the rank processes of this script still alive. zshrun has
+# waited for its ranks, not for what they started: a rank's sleep, signalled
+# with its process group, may take a moment to go. A leftover is one still
+# there 2 s on (a sleep of 60 s).
+no_rank_left() {
+    ! pgrep -f "sleep $mark" >/dev/null
+}
 leftovers() {
     local p
-    sleep 0.2
+    poll 2 no_rank_left && return
     p=$(pgrep -f "sleep $mark")
     [ -z "$p" ] || { echo "rank processes left behind: $p"; pkill_ours; }
 }
