@@ -83,7 +83,7 @@ void zsh_optim_qgz_free(zsh_optim_t *opt)
 
 zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_qreduce_map_t map = {opt->qgz.node, opt->qgz.rail, opt->qgz.owner};
+    zsh_qreduce_map_t map = {opt->qgz.node, opt->qgz.rail, opt->qgz.owner, &b->qwz.cuts};
     zsh_qreduce_bytes_t bytes = {0, 0};
     size_t nonfinite = 0;
     zsh_status_t status;

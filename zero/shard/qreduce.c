@@ -9,13 +9,21 @@
 #include <string.h>
 
 /* One part of the all-to-all: a shard's scales, then its levels, padded to
- * 4 bytes so the next part's scales stay aligned. */
-static size_t zsh_qreduce_part_bytes(size_t count, size_t block, int bits)
+ * 4 bytes so the next part's scales stay aligned; every part as large as
+ * the largest rank's shard needs, its blocks cut at @cuts. */
+static size_t zsh_qreduce_part_bytes(const zsh_quant_cuts_t *cuts, int nranks, size_t count,
+                                     size_t block, int bits)
 {
-    size_t bytes = zsh_quant_blocks(count, block) * sizeof(float) +
-                   zsh_quant_bytes(count, block, bits);
+    size_t most = 0, bytes, first;
+    int r;
 
-    return (bytes + 3) & ~(size_t)3;
+    for (r = 0; r < nranks; r++) {
+        first = (size_t)r * count;
+        bytes = zsh_quant_cut_blocks(cuts, first, count, block) * sizeof(float) +
+                zsh_quant_cut_bytes(cuts, first, count, block, bits);
+        most  = (bytes > most) ? bytes : most;
+    }
+    return (most + 3) & ~(size_t)3;
 }
 
 zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
@@ -24,12 +32,12 @@ zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
                                  size_t *nonfinite_p)
 {
     const zsh_quant_kernels_t *k = zsh_quant_best();
-    int L = zsh_comm_size(map->node), M = zsh_comm_size(map->rail), l, m;
-    size_t nsc = zsh_quant_blocks(count, block) * sizeof(float);
-    size_t pbytes = zsh_qreduce_part_bytes(count, block, bits);
+    int L = zsh_comm_size(map->node), M = zsh_comm_size(map->rail), l, m, me;
+    int mine = zsh_comm_rank(map->node), node = zsh_comm_rank(map->rail);
+    size_t pbytes, first;
     size_t perm_bytes = (size_t)L * (size_t)M * count * sizeof(float);
     size_t piece_bytes = (size_t)M * count * sizeof(float), nonfinite = 0;
-    size_t qbytes = 2 * (size_t)M * pbytes;
+    size_t qbytes = 0;
     float *perm, *piece;
     char *send, *recv;
     zsh_comm_t *failed = NULL;
@@ -43,6 +51,8 @@ zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
     if (status != ZSH_OK) {
         return status;
     }
+    pbytes = zsh_qreduce_part_bytes(map->cuts, L * M, count, block, bits);
+    qbytes = 2 * (size_t)M * pbytes;
     perm  = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, perm_bytes);
     piece = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, piece_bytes);
     send  = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, qbytes);
@@ -65,10 +75,15 @@ zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
         failed = map->node;
         goto out;
     }
+    /* Piece m is the shard of the rail's rank on node m: its blocks are cut
+     * where that rank's range of the buffer is. */
     for (m = 0; m < M; m++) {
         char *part = send + (size_t)m * pbytes;
-        nonfinite += k->quantize(piece + (size_t)m * count, count, block, bits, part + nsc,
-                                 (float *)part);
+        first = (size_t)map->owner[m * L + mine] * count;
+        nonfinite += zsh_quant_cut_quantize(
+            k, map->cuts, first, piece + (size_t)m * count, count, block, bits,
+            part + zsh_quant_cut_blocks(map->cuts, first, count, block) * sizeof(float),
+            (float *)part);
     }
     status = zsh_alltoall(send, recv, pbytes, ZSH_UINT8, map->rail);
     if (status != ZSH_OK) {
@@ -76,9 +91,14 @@ zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
         goto out;
     }
     memset(out, 0, count * sizeof(float));
+    me    = map->owner[node * L + mine];
+    first = (size_t)me * count;
     for (m = 0; m < M; m++) {
         const char *part = recv + (size_t)m * pbytes;
-        k->dequantize_add(part + nsc, (const float *)part, count, block, bits, out);
+        zsh_quant_cut_dequantize(
+            k, map->cuts, first,
+            part + zsh_quant_cut_blocks(map->cuts, first, count, block) * sizeof(float),
+            (const float *)part, count, block, bits, 1, out);
     }
     if (bytes_p != NULL) {
         bytes_p->node_bytes  = perm_bytes;
