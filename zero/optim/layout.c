@@ -168,6 +168,9 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
         status = zsh_optim_hpz_setup(opt);
     }
     if (status == ZSH_OK) {
+        status = zsh_optim_qwz_setup(opt);
+    }
+    if (status == ZSH_OK) {
         status = zsh_optim_qgz_setup(opt);
     }
     if (status == ZSH_OK) {
@@ -201,6 +204,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
     zsh_optim_drop_gathers(opt);
     zsh_optim_hpz_free(opt);
     zsh_optim_qgz_free(opt);
+    zsh_optim_qwz_free(opt);
     for (i = 0; i < opt->nbuckets; i++) {
         b      = &opt->buckets[i];
         region = zsh_obucket_region(opt, b);

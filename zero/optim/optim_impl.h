@@ -73,6 +73,8 @@ typedef struct zsh_obucket {
     struct {                      /* qwZ */
         bool           sent;      /* gathered quantized since the last update: the next
                                      gathers are full precision (or hpZ's) */
+        size_t        *cut_at;    /* qwZ and qgZ: each parameter's first element, */
+        zsh_quant_cuts_t cuts;    /* where their blocks restart (quant/cuts.h) */
     } qwz;
     struct {                      /* qgZ */
         zsh_qreduce_t *q;         /* the reduction in flight (shard/qreduce.h), else NULL */
@@ -303,6 +305,11 @@ zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const struct zsh_zero_confi
 void         zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b,
                                zsh_shard_src_t *src);
 void         zsh_optim_qwz_invalidate(zsh_optim_t *opt);
+/* Where either quantization is on, each bucket's cuts, its parameters'
+ * offsets, so that no quantization block spans two parameters; freed by
+ * zsh_optim_qwz_free(). */
+zsh_status_t zsh_optim_qwz_setup(zsh_optim_t *opt);
+void         zsh_optim_qwz_free(zsh_optim_t *opt);
 
 /* qgz.c: quantized gradients. Settled with qwZ at create (cfg.quantize_grads
  * ZSH_QUANTIZE_ON or OFF); setup makes the node and rail groups and the map

@@ -120,7 +120,7 @@ static void zsh_optim_qgz_cross(zsh_optim_t *opt, const zsh_obucket_t *upto)
 
 zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b)
 {
-    zsh_qreduce_map_t map = {opt->qgz.node, opt->qgz.rail, opt->qgz.owner};
+    zsh_qreduce_map_t map = {opt->qgz.node, opt->qgz.rail, opt->qgz.owner, &b->qwz.cuts};
     zsh_status_t status;
 
     status = zsh_qreduce_start(b->staging, opt->dev_ops->shard_dst(opt, b), b->count, &map,

@@ -21,6 +21,8 @@
 #include "optim/config.h"
 #include "quant/quant.h"
 
+#include <stdlib.h>
+
 /* ZSH_QUANTIZE_WEIGHTS' indices (config.c's zsh_quantize_names) as the field's values. */
 static const int zsh_qwz_modes[] = {ZSH_QUANTIZE_OFF, ZSH_QUANTIZE_ON, ZSH_QUANTIZE_AUTO};
 
@@ -164,6 +166,43 @@ void zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b, zsh_shard
     if ((opt->cfg.quantize_weights == ZSH_QUANTIZE_ON) && !b->qwz.sent && (src->comm == NULL) &&
         !src->staged) {
         src->quant_block = opt->cfg.quantize_block;
+        src->quant_cuts  = &b->qwz.cuts;
+    }
+}
+
+zsh_status_t zsh_optim_qwz_setup(zsh_optim_t *opt)
+{
+    zsh_obucket_t *b;
+    size_t i, j;
+
+    if ((opt->cfg.quantize_weights != ZSH_QUANTIZE_ON) &&
+        (opt->cfg.quantize_grads != ZSH_QUANTIZE_ON)) {
+        return ZSH_OK;
+    }
+    for (i = 0; i < opt->nbuckets; i++) {
+        b = &opt->buckets[i];
+        b->qwz.cut_at = malloc(b->nparams * sizeof(size_t));
+        if (b->qwz.cut_at == NULL) {
+            return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_setup: qwz: no memory for %zu cuts",
+                             b->nparams);
+        }
+        /* In bucket order, so ascending. */
+        for (j = 0; j < b->nparams; j++) {
+            b->qwz.cut_at[j] = b->params[j]->offset;
+        }
+        b->qwz.cuts = (zsh_quant_cuts_t){b->qwz.cut_at, b->nparams};
+    }
+    return ZSH_OK;
+}
+
+void zsh_optim_qwz_free(zsh_optim_t *opt)
+{
+    size_t i;
+
+    for (i = 0; i < opt->nbuckets; i++) {
+        free(opt->buckets[i].qwz.cut_at);
+        opt->buckets[i].qwz.cut_at = NULL;
+        opt->buckets[i].qwz.cuts   = (zsh_quant_cuts_t){NULL, 0};
     }
 }
 

@@ -1,43 +1,54 @@
 /*
  * qwZ's parts (qgather.h): int8 levels and fp32 scales, through the widest
- * quantization kernels the CPU runs.
+ * quantization kernels the CPU runs, the blocks cut at the tensors' edges.
  */
 #include "shard/qgather.h"
 
-#include "quant/quant.h"
-
 #include <stdint.h>
 
-static size_t zsh_qgather_scale_bytes(size_t count, size_t block)
+/* Rank @r's part before its padding: its scales, then its levels. */
+static size_t zsh_qgather_scale_bytes(const zsh_quant_cuts_t *cuts, int r, size_t count,
+                                      size_t block)
 {
-    return zsh_quant_blocks(count, block) * sizeof(float);
+    return zsh_quant_cut_blocks(cuts, (size_t)r * count, count, block) * sizeof(float);
 }
 
-size_t zsh_qgather_part_bytes(size_t count, size_t block)
+size_t zsh_qgather_part_bytes(const zsh_quant_cuts_t *cuts, int nparts, size_t count,
+                              size_t block)
 {
-    size_t bytes = zsh_qgather_scale_bytes(count, block) + zsh_quant_bytes(count, block, 8);
+    size_t most = 0, bytes;
+    int r;
 
-    return (bytes + 3) & ~(size_t)3;
+    /* Equal parts for the all-gather: the largest, as every rank counts it. */
+    for (r = 0; r < nparts; r++) {
+        bytes = zsh_qgather_scale_bytes(cuts, r, count, block) +
+                zsh_quant_cut_bytes(cuts, (size_t)r * count, count, block, 8);
+        most = (bytes > most) ? bytes : most;
+    }
+    return (most + 3) & ~(size_t)3;
 }
 
-size_t zsh_qgather_pack(const float *src, size_t count, size_t block, void *part)
+size_t zsh_qgather_pack(const zsh_quant_cuts_t *cuts, int rank, const float *src, size_t count,
+                        size_t block, void *part)
 {
-    float *scales = part;
-
-    return zsh_quant_best()->quantize(src, count, block, 8,
-                                      (char *)part + zsh_qgather_scale_bytes(count, block),
-                                      scales);
+    return zsh_quant_cut_quantize(zsh_quant_best(), cuts, (size_t)rank * count, src, count,
+                                  block, 8,
+                                  (char *)part + zsh_qgather_scale_bytes(cuts, rank, count, block),
+                                  part);
 }
 
-void zsh_qgather_unpack(const void *parts, int nparts, size_t count, size_t block, float *full)
+void zsh_qgather_unpack(const zsh_quant_cuts_t *cuts, const void *parts, int nparts, size_t count,
+                        size_t block, float *full)
 {
     const zsh_quant_kernels_t *k = zsh_quant_best();
-    size_t pbytes = zsh_qgather_part_bytes(count, block);
+    size_t pbytes = zsh_qgather_part_bytes(cuts, nparts, count, block);
     int r;
 
     for (r = 0; r < nparts; r++) {
         const char *part = (const char *)parts + (size_t)r * pbytes;
-        k->dequantize(part + zsh_qgather_scale_bytes(count, block), (const float *)part, count,
-                      block, 8, full + (size_t)r * count);
+        zsh_quant_cut_dequantize(k, cuts, (size_t)r * count,
+                                 part + zsh_qgather_scale_bytes(cuts, r, count, block),
+                                 (const float *)part, count, block, 8, 0,
+                                 full + (size_t)r * count);
     }
 }

@@ -1,23 +1,32 @@
 /*
  * qwZ's parts: a rank's block of a gather quantized to int8 (quant/quant.h)
- * as one contiguous part, its scales first and its levels after, padded to
- * 4 bytes so every part's scales stay aligned; the gathered parts are
- * dequantized into the full buffer.
+ * as one contiguous part, its scales first and its levels after, the
+ * quantization blocks restarting at each tensor of the bucket
+ * (quant/cuts.h); parts are padded to the largest rank's, a multiple of 4
+ * bytes, so every part's scales stay aligned and the all-gather's parts are
+ * equal. The gathered parts are dequantized into the full buffer.
  */
 #ifndef ZSH_SHARD_QGATHER_H_
 #define ZSH_SHARD_QGATHER_H_
 
+#include "quant/cuts.h"
+
 #include <stddef.h>
 
-/* Bytes of one rank's part of @count elements in blocks of @block. */
-size_t zsh_qgather_part_bytes(size_t count, size_t block);
+/* Bytes of each of @nparts parts of @count elements in blocks of @block,
+ * rank r's part holding elements [r * count, (r + 1) * count) of the buffer
+ * @cuts describes. */
+size_t zsh_qgather_part_bytes(const zsh_quant_cuts_t *cuts, int nparts, size_t count,
+                              size_t block);
 
-/* @count fp32 elements of @src into @part; returns the blocks holding NaN
- * or inf (each dequantizes to NaN). */
-size_t zsh_qgather_pack(const float *src, size_t count, size_t block, void *part);
+/* Rank @rank's @count fp32 elements @src into @part; returns the blocks
+ * holding NaN or inf (each dequantizes to NaN). */
+size_t zsh_qgather_pack(const zsh_quant_cuts_t *cuts, int rank, const float *src, size_t count,
+                        size_t block, void *part);
 
-/* @nparts parts of @count elements each, one after the other in @parts,
- * into @full (nparts * count elements). */
-void zsh_qgather_unpack(const void *parts, int nparts, size_t count, size_t block, float *full);
+/* @nparts parts of @count elements each, one after the other in @parts
+ * (each zsh_qgather_part_bytes()), into @full (nparts * count elements). */
+void zsh_qgather_unpack(const zsh_quant_cuts_t *cuts, const void *parts, int nparts, size_t count,
+                        size_t block, float *full);
 
 #endif

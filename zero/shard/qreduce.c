@@ -21,7 +21,10 @@ struct zsh_qreduce {
     float         *out;
     size_t         count, block;
     int            bits, L, M, phase;
-    size_t         nsc, pbytes, perm_bytes, piece_bytes, qbytes, nonfinite;
+    int            mine, me;       /* local rank; the shard this rank sums */
+    const int     *owner;          /* the map's: which shard each rank owns */
+    const zsh_quant_cuts_t *cuts;  /* where the buffer's tensors begin */
+    size_t         pbytes, perm_bytes, piece_bytes, qbytes, nonfinite;
     float         *perm, *piece;   /* the node's input, its result */
     char          *send, *recv;    /* the rail's parts */
     zsh_request_t *req;            /* the collective in flight */
@@ -29,13 +32,21 @@ struct zsh_qreduce {
 };
 
 /* One part of the all-to-all: a shard's scales, then its levels, padded to
- * 4 bytes so the next part's scales stay aligned. */
-static size_t zsh_qreduce_part_bytes(size_t count, size_t block, int bits)
+ * 4 bytes so the next part's scales stay aligned; every part as large as
+ * the largest rank's shard needs, its blocks cut at @cuts. */
+static size_t zsh_qreduce_part_bytes(const zsh_quant_cuts_t *cuts, int nranks, size_t count,
+                                     size_t block, int bits)
 {
-    size_t bytes = zsh_quant_blocks(count, block) * sizeof(float) +
-                   zsh_quant_bytes(count, block, bits);
+    size_t most = 0, bytes, first;
+    int r;
 
-    return (bytes + 3) & ~(size_t)3;
+    for (r = 0; r < nranks; r++) {
+        first = (size_t)r * count;
+        bytes = zsh_quant_cut_blocks(cuts, first, count, block) * sizeof(float) +
+                zsh_quant_cut_bytes(cuts, first, count, block, bits);
+        most  = (bytes > most) ? bytes : most;
+    }
+    return (most + 3) & ~(size_t)3;
 }
 
 static void zsh_qreduce_drop(zsh_qreduce_t *q, void **buf, size_t bytes)
@@ -86,8 +97,11 @@ zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
     q->L           = L;
     q->M           = M;
     q->phase       = ZSH_QR_NODE;
-    q->nsc         = zsh_quant_blocks(count, block) * sizeof(float);
-    q->pbytes      = zsh_qreduce_part_bytes(count, block, bits);
+    q->mine        = zsh_comm_rank(map->node);
+    q->me          = map->owner[zsh_comm_rank(map->rail) * L + q->mine];
+    q->owner       = map->owner;
+    q->cuts        = map->cuts;
+    q->pbytes      = zsh_qreduce_part_bytes(map->cuts, L * M, count, block, bits);
     q->perm_bytes  = (size_t)L * (size_t)M * count * sizeof(float);
     q->piece_bytes = (size_t)M * count * sizeof(float);
     q->qbytes      = 2 * (size_t)M * q->pbytes;
@@ -141,10 +155,15 @@ zsh_status_t zsh_qreduce_cross(zsh_qreduce_t *q, bool wait)
                          q->qbytes);
     }
     q->recv = q->send + (size_t)q->M * q->pbytes;
+    /* Piece m is the shard of the rail's rank on node m: its blocks are cut
+     * where that rank's range of the buffer is. */
     for (m = 0; m < q->M; m++) {
         char *part = q->send + (size_t)m * q->pbytes;
-        q->nonfinite += q->k->quantize(q->piece + (size_t)m * q->count, q->count, q->block,
-                                       q->bits, part + q->nsc, (float *)part);
+        size_t first = (size_t)q->owner[m * q->L + q->mine] * q->count;
+        q->nonfinite += zsh_quant_cut_quantize(
+            q->k, q->cuts, first, q->piece + (size_t)m * q->count, q->count, q->block, q->bits,
+            part + zsh_quant_cut_blocks(q->cuts, first, q->count, q->block) * sizeof(float),
+            (float *)part);
     }
     zsh_qreduce_drop(q, (void **)&q->piece, q->piece_bytes);
     status = zsh_ialltoall(q->send, q->recv, q->pbytes, ZSH_UINT8, q->rail, &q->req);
@@ -164,6 +183,7 @@ bool zsh_qreduce_crossed(const zsh_qreduce_t *q)
 zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait)
 {
     zsh_status_t status;
+    size_t first;
     int m;
 
     if (q->phase != ZSH_QR_RAIL) {
@@ -177,10 +197,13 @@ zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait)
         return status;
     }
     memset(q->out, 0, q->count * sizeof(float));
+    first = (size_t)q->me * q->count;
     for (m = 0; m < q->M; m++) {
         const char *part = q->recv + (size_t)m * q->pbytes;
-        q->k->dequantize_add(part + q->nsc, (const float *)part, q->count, q->block, q->bits,
-                             q->out);
+        zsh_quant_cut_dequantize(
+            q->k, q->cuts, first,
+            part + zsh_quant_cut_blocks(q->cuts, first, q->count, q->block) * sizeof(float),
+            (const float *)part, q->count, q->block, q->bits, 1, q->out);
     }
     q->phase = ZSH_QR_DONE;
     return ZSH_OK;

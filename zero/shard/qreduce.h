@@ -14,6 +14,7 @@
 #define ZSH_SHARD_QREDUCE_H_
 
 #include "mem/account.h"
+#include "quant/cuts.h"
 
 #include <zeroshard.h>
 
@@ -23,10 +24,14 @@
 /* Where the ranks are: @node, this rank's node group (its local ranks in
  * local order, L of them); @rail, the ranks of this rank's local index on
  * every node (in node order, M of them); @owner[m * L + l], the rank (in
- * the tensor's communicator of N = M * L ranks) of node m's local rank l. */
+ * the tensor's communicator of N = M * L ranks) of node m's local rank l;
+ * @cuts, where the tensors of the N * count buffer begin (a bucket's
+ * parameters), at which the blocks restart so that none spans two of them
+ * (quant/cuts.h; NULL: none). */
 typedef struct zsh_qreduce_map {
-    zsh_comm_t *node, *rail;
-    const int  *owner;
+    zsh_comm_t             *node, *rail;
+    const int              *owner;
+    const zsh_quant_cuts_t *cuts;
 } zsh_qreduce_map_t;
 
 /* What one call moved: @node_bytes within the node (the reduce-scatter's

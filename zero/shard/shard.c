@@ -36,7 +36,14 @@ struct zsh_shard {
     size_t         qblock;     /* qwZ: the in-flight gather's block size (0: none) */
     size_t         sent_bytes; /* the last gather's buffer as it travelled */
     size_t         nonfinite;  /* qwZ: blocks with NaN or inf this rank sent, so far */
+    zsh_quant_cuts_t qcuts;    /* qwZ: the in-flight gather's cuts (the caller's array) */
 };
+
+/* The bytes of one rank's part of the in-flight quantized gather. */
+static size_t zsh_shard_part_bytes(const zsh_shard_t *shard)
+{
+    return zsh_qgather_part_bytes(&shard->qcuts, shard->size, shard->count, shard->qblock);
+}
 
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
                                       zsh_account_t *acct, zsh_account_t *local_acct,
@@ -116,8 +123,7 @@ static void zsh_shard_free_full(zsh_shard_t *shard, bool failed)
 {
     if (shard->qbuf != NULL) {
         zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->qbuf,
-                                zsh_qgather_part_bytes(shard->count, shard->qblock) *
-                                    (size_t)shard->size,
+                                zsh_shard_part_bytes(shard) * (size_t)shard->size,
                                 failed ? shard->comm : NULL);
         shard->qbuf = NULL;
     }
@@ -247,9 +253,9 @@ static zsh_status_t zsh_shard_gather_staged(zsh_shard_t *shard, const void *loca
 /* qwZ: this rank's fp32 @block quantized into its part of the parts'
  * buffer, gathered in place there, dequantized at the wait. */
 static zsh_status_t zsh_shard_gather_quantized(zsh_shard_t *shard, const void *block,
-                                               size_t qblock)
+                                               size_t qblock, const zsh_quant_cuts_t *cuts)
 {
-    size_t pbytes = zsh_qgather_part_bytes(shard->count, qblock);
+    size_t pbytes;
     char *mine;
     zsh_status_t status;
 
@@ -264,16 +270,19 @@ static zsh_status_t zsh_shard_gather_quantized(zsh_shard_t *shard, const void *b
     if (status != ZSH_OK) {
         return status;
     }
+    shard->qblock = qblock;
+    shard->qcuts  = (cuts != NULL) ? *cuts : (zsh_quant_cuts_t){NULL, 0};
+    pbytes        = zsh_shard_part_bytes(shard);
     shard->qbuf = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, pbytes * (size_t)shard->size);
     if (shard->qbuf == NULL) {
         zsh_shard_release(shard);
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes of "
                          "quantized parts", pbytes * (size_t)shard->size);
     }
-    shard->qblock     = qblock;
     shard->sent_bytes = pbytes * (size_t)shard->size;
     mine = (char *)shard->qbuf + (size_t)shard->rank * pbytes;
-    shard->nonfinite += zsh_qgather_pack(block, shard->count, qblock, mine);
+    shard->nonfinite += zsh_qgather_pack(&shard->qcuts, shard->rank, block, shard->count, qblock,
+                                         mine);
     status = zsh_iallgather(mine, shard->qbuf, pbytes, ZSH_UINT8, shard->comm, &shard->req);
     if (status != ZSH_OK) {
         zsh_shard_release(shard);
@@ -317,7 +326,8 @@ zsh_status_t zsh_shard_gather_start_src(zsh_shard_t *shard, const zsh_shard_src_
     }
     if (src->quant_block != 0) {
         status = zsh_quant_check(src->quant_block, 8);
-        return (status == ZSH_OK) ? zsh_shard_gather_quantized(shard, block, src->quant_block)
+        return (status == ZSH_OK) ? zsh_shard_gather_quantized(shard, block, src->quant_block,
+                                                             src->quant_cuts)
                                   : status;
     }
     shard->sent_bytes = zsh_shard_full_bytes(shard);
@@ -352,10 +362,10 @@ zsh_status_t zsh_shard_gather_wait(zsh_shard_t *shard, void **full_p)
         return status;
     }
     if (shard->qbuf != NULL) {
-        zsh_qgather_unpack(shard->qbuf, shard->size, shard->count, shard->qblock, shard->full);
+        zsh_qgather_unpack(&shard->qcuts, shard->qbuf, shard->size, shard->count, shard->qblock,
+                           shard->full);
         zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->qbuf,
-                                zsh_qgather_part_bytes(shard->count, shard->qblock) *
-                                    (size_t)shard->size,
+                                zsh_shard_part_bytes(shard) * (size_t)shard->size,
                                 NULL);
         shard->qbuf = NULL;
     }

@@ -7,6 +7,7 @@
 #define ZSH_SHARD_SHARD_IMPL_H_
 
 #include "mem/account.h"
+#include "quant/cuts.h"
 
 #include <zeroshard/shard.h>
 
@@ -64,6 +65,10 @@ typedef struct zsh_shard_src {
      * buffer when the gather is waited for. fp32 host memory, over the
      * tensor's communicator, not staged. */
     size_t      quant_block;
+    /* qwZ: where the tensor's own tensors begin (a bucket's parameters), so
+     * that no block spans two of them (quant/cuts.h); NULL: blocks run on.
+     * The array is the caller's, read until the gather is waited for. */
+    const zsh_quant_cuts_t *quant_cuts;
 } zsh_shard_src_t;
 
 /* zsh_shard_gather_start() from @src (NULL: the zero description); the

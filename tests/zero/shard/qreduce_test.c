@@ -56,7 +56,7 @@ static void zsh_qr_case(zsh_comm_t *comm, int bits, bool round_robin)
         goto out;
     }
     {
-        zsh_qreduce_map_t map = {nodec, rail, owner};
+        zsh_qreduce_map_t map = {nodec, rail, owner, NULL};
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, &map, ZSH_QR_BLOCK,
                                                       bits, NULL, &bytes, &nonfinite));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, again, ZSH_QR_COUNT, &map,
@@ -139,7 +139,7 @@ static void zsh_qr_inflight(zsh_comm_t *comm)
         goto out;
     }
     {
-        zsh_qreduce_map_t map = {nodec, rail, owner};
+        zsh_qreduce_map_t map = {nodec, rail, owner, NULL};
         for (k = 0; k < 2; k++) {
             for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
                 grad[i] = zsh_qr_grad(r + k * n, i);
@@ -199,6 +199,110 @@ out:
 ZSH_RANK_TEST(shard_qreduce, reductions_in_flight_together_end_with_the_blocking_bits)
 {
     zsh_qr_inflight(comm);
+}
+
+/* Tensors of the N * count buffer, ZSH_QR_NCUT of them: where each begins
+ * (the buffer's size at the end), and a magnitude each, 2^7 apart from the
+ * next, as a LayerNorm's gains beside a weight. */
+#define ZSH_QR_NCUT 6
+
+static void zsh_qr_cuts(int n, size_t *at)
+{
+    static const size_t per_mille[ZSH_QR_NCUT] = {0, 37, 400, 401, 1500, 2999};
+    int c;
+
+    for (c = 0; c < ZSH_QR_NCUT; c++) {
+        at[c] = per_mille[c] * (size_t)n * ZSH_QR_COUNT / 3000;
+    }
+    at[ZSH_QR_NCUT] = (size_t)n * ZSH_QR_COUNT;
+}
+
+static double zsh_qr_cut_grad(const size_t *at, int rank, size_t g)
+{
+    int c = 0;
+
+    while (g >= at[c + 1]) {
+        c++;
+    }
+    return ldexp(1.0, (c % 3) * 7 - 7) * sin(0.11 * (double)g * (rank + 1) + rank);
+}
+
+/* In blocks (L local ranks a node), each rank's shard within the bound of
+ * blocks that restart at every tensor: each node's partial sum quantized
+ * once, half a step of its own block each. */
+static void zsh_qr_cut_case(zsh_comm_t *comm, int bits)
+{
+    int n = zsh_comm_size(comm), r = zsh_comm_rank(comm);
+    int M = ((n % 2) == 0) ? 2 : n, L = n / M, m, l, q, c;
+    int *owner = malloc((size_t)n * sizeof(int));
+    float *grad = malloc((size_t)n * ZSH_QR_COUNT * sizeof(float));
+    float *out = malloc(ZSH_QR_COUNT * sizeof(float));
+    double levels = (bits == 4) ? 7.0 : 127.0;
+    size_t at[ZSH_QR_NCUT + 1], i, g, j, lo, hi, b0, mine = (size_t)r * ZSH_QR_COUNT;
+    zsh_quant_cuts_t cuts = {at, ZSH_QR_NCUT};
+    zsh_comm_t *nodec = NULL, *rail = NULL;
+
+    zsh_qr_cuts(n, at);
+    for (q = 0; q < n; q++) {
+        owner[q] = q;
+    }
+    for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
+        grad[i] = (float)zsh_qr_cut_grad(at, r, i);
+    }
+    if ((zsh_comm_split(comm, r / L, r % L, &nodec) != ZSH_OK) ||
+        (zsh_comm_split(comm, r % L, r / L, &rail) != ZSH_OK)) {
+        zsh_test_fail(__FILE__, __LINE__, "split: %s", zsh_last_error());
+        goto out;
+    }
+    {
+        zsh_qreduce_map_t map = {nodec, rail, owner, &cuts};
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, &map, ZSH_QR_BLOCK,
+                                                      bits, NULL, NULL, NULL));
+    }
+    for (i = 0; i < ZSH_QR_COUNT; i++) {
+        double exact = 0.0, bound = 0.0, abs_sum = 0.0;
+
+        g = mine + i;
+        for (c = 0; g >= at[c + 1]; c++) {
+        }
+        lo = (at[c] > mine) ? at[c] : mine;
+        hi = (at[c + 1] < mine + ZSH_QR_COUNT) ? at[c + 1] : mine + ZSH_QR_COUNT;
+        b0 = lo + (g - lo) / ZSH_QR_BLOCK * ZSH_QR_BLOCK;
+        for (m = 0; m < M; m++) {
+            double mx = 0.0;
+            for (j = b0; (j < b0 + ZSH_QR_BLOCK) && (j < hi); j++) {
+                double part = 0.0;
+                for (l = 0; l < L; l++) {
+                    part += (float)zsh_qr_cut_grad(at, owner[m * L + l], j);
+                }
+                mx = fmax(mx, fabs(part));
+            }
+            bound += mx / levels / 2.0 * (1.0 + 0x1p-12);
+        }
+        for (q = 0; q < n; q++) {
+            exact += (float)zsh_qr_cut_grad(at, q, g);
+            abs_sum += fabs((float)zsh_qr_cut_grad(at, q, g));
+        }
+        bound += abs_sum * (double)(n + 1) * 0x1p-24;
+        if (!(fabs((double)out[i] - exact) <= bound)) {
+            zsh_test_fail(__FILE__, __LINE__, "int%d, %d nodes, tensor %d: element %zu of rank "
+                          "%d's shard is %.9g, the sum %.9g, beyond %.3g (its own blocks' step)",
+                          bits, M, c, i, r, (double)out[i], exact, bound);
+            break;
+        }
+    }
+out:
+    zsh_comm_destroy(nodec);
+    zsh_comm_destroy(rail);
+    free(owner);
+    free(grad);
+    free(out);
+}
+
+ZSH_RANK_TEST(shard_qreduce, blocks_restart_at_each_tensor_so_small_gradients_keep_their_step)
+{
+    zsh_qr_cut_case(comm, 8);
+    zsh_qr_cut_case(comm, 4);
 }
 
 ZSH_RANK_TEST(shard_qreduce, sums_every_rank_within_one_quantization_per_node)
