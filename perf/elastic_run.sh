@@ -47,7 +47,7 @@ at() { # I PATTERN: the time of the first line of PATTERN after rank 0's "start 
     awk -v i="$1" -v p="$2" '$3 == "start" && $4 == i { s = 1 } s && $0 ~ p { print $1; exit }' \
         "$dir/out"
 }
-after() { [ -n "$(at "$@")" ]; }
+after() { [ -e "$dir/out" ] && [ -n "$(at "$@")" ]; } # out appears once the job writes
 
 run() { # NAME ARGS...: one job, one kill
     local name=$1 pid t0 ms victim
