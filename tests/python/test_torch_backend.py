@@ -12,6 +12,7 @@ timeout and a killed rank raise in the others, with ZeroShard's message.
 """
 
 import datetime
+import gc
 import os
 import signal
 import sys
@@ -870,6 +871,31 @@ def job_killed():
     os._exit(0)  # the group is broken: no teardown fence with a dead rank
 
 
+def job_close_order():
+    """A subgroup kept alive on rank 0 only, as an exception's frames keep one:
+    destroy_process_group drops it on rank 1 before the world group, and on
+    rank 0 only the world group. Closing the world group closes the groups made
+    after it first, so both ranks close the subgroup, then the world group, and
+    no teardown fence waits for a close that comes in the other order. A
+    fence that did would wait out the group's 20 s timeout: the bound below is
+    half of it, far from the fraction of a second the two closes take."""
+    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=20))
+    rank = dist.get_rank()
+    sub = dist.new_group(list(range(dist.get_world_size())))
+    dist.all_reduce(torch.ones(1), group=sub)
+    kept = [sub] if rank == 0 else []
+    del sub
+    gc.collect()
+    start = time.monotonic()
+    dist.destroy_process_group()
+    took = time.monotonic() - start
+    line = "OK (%.2f s, %d group(s) still referenced)" % (took, len(kept))
+    if took > 10:
+        line = "FAILED destroy_process_group took %.1f s: a teardown fence waited for its timeout" % took
+    print("RESULT groups_close_in_one_order_whichever_a_rank_still_holds %s" % line, flush=True)
+    return 0 if line.startswith("OK") else 1
+
+
 def main(argv):
     mode = argv[1] if len(argv) > 1 else "cases"
     if mode == "cases":
@@ -888,6 +914,8 @@ def main(argv):
         return job_timeout()
     if mode == "killed":
         return job_killed()
+    if mode == "close_order":
+        return job_close_order()
     print("unknown mode %s" % mode, file=sys.stderr)
     return 2
 

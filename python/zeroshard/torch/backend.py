@@ -332,7 +332,24 @@ class _Progress:
                 time.sleep(min(self.SLEEP_MAX, self.SLEEP_MIN * 2 ** min(idle - self.YIELDS, 10)))
 
 
-def _close(progress, comm):
+# The finalizers of this process's open groups, in the order the groups were
+# made. Closing a group fences its ranks, so ranks that close two groups in
+# different orders wait in each other's fence until the timeout; and when a
+# group closes is up to the garbage collector (destroy_process_group drops
+# torch's references, but an exception's frames can keep a group alive on
+# one rank only). Every rank makes its groups in one order (torch's
+# new_group rule), so closing a group first closes every group made after
+# it, the newest first, as interpreter exit does: the same order on every
+# rank, whoever holds what.
+_open_groups = []
+
+
+def _close(token, progress, comm):
+    at = next((i for i, (t, _) in enumerate(_open_groups) if t is token), None)
+    if at is not None:
+        for _, later in reversed(_open_groups[at + 1:]):
+            later()  # runs _close for it, once
+        del _open_groups[at:]
     progress.stop()
     try:
         comm.close()
@@ -349,7 +366,9 @@ class ProcessGroupZsh(ProcessGroup):
         self._rank = rank
         self._size = size
         self._progress = _Progress()
-        self._finalizer = weakref.finalize(self, _close, self._progress, comm)
+        token = object()
+        self._finalizer = weakref.finalize(self, _close, token, self._progress, comm)
+        _open_groups.append((token, self._finalizer))
 
     @property
     def comm(self):

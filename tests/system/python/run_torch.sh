@@ -8,7 +8,8 @@
 # of their own, since a mismatch revokes its group); init_process_group
 # through env://, file:// and tcp://; a rank that
 # never joins a collective (the others raise after the group's timeout) and a
-# killed rank (the others raise naming it). Skipped, with the reason, when the
+# killed rank (the others raise naming it); a subgroup kept alive on one rank
+# only closing in the same order as on the others. Skipped, with the reason, when the
 # package or torch is missing. Ends with a GoogleTest-style summary that
 # tests/run_all.sh counts (see ranks.sh).
 set -u
@@ -26,4 +27,5 @@ py_job init_file 2 1 "$script" init_file "$log/init_file"
 py_job init_tcp 2 1 "$script" init_tcp "$(free_port)"
 py_job timeout 3 1 "$script" timeout
 py_job killed 3 1 "$script" killed
+py_job close_order 2 1 "$script" close_order
 py_summary
