@@ -574,6 +574,124 @@ def test_stage_3_trains_nn_transformer_as_stage_0_with_the_encoder_fast_path_in_
             raise AssertionError("unit %s does not hold %s: %s" % (unit, param, dict(units)))
 
 
+def forward_hooks(module):
+    """How many forward and forward pre-hooks module's subtree holds: torch
+    >= 2.1 refuses an encoder layer's fast path where this is not 0."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in module.modules())
+
+
+@case
+def test_stage_3_hooks_no_module_inside_an_encoder_layer_and_close_restores_every_forward(ctx):
+    for units in (None, {nn.TransformerEncoderLayer}, nn.Transformer):
+        torch.manual_seed(5)
+        m = transformer()
+        before = {name: dict(sub.__dict__).get("forward") for name, sub in m.named_modules()}
+        zero = ZeRO(m, stage=3, group=ctx.group, units=units)
+        try:
+            layers = [x for x in m.modules() if isinstance(x, nn.TransformerEncoderLayer)]
+            hooked = [forward_hooks(x) for x in layers]
+            if any(hooked):
+                raise AssertionError("units=%r: the encoder layers' subtrees hold %s forward "
+                                     "hooks, which turn torch's fast path off" % (units, hooked))
+            m.eval()
+            with torch.no_grad():
+                m(*sequences(0))
+                _, calls = fast_path_calls(lambda: m(*sequences(0)))
+            if calls is not None and calls != 2:
+                raise AssertionError("units=%r: the fast path ran %d times" % (units, calls))
+        finally:
+            zero.close()
+        after = {name: dict(sub.__dict__).get("forward") for name, sub in m.named_modules()}
+        if after != before or forward_hooks(m):
+            raise AssertionError("units=%r: close() left forwards or hooks behind" % (units,))
+
+
+class Flaky(nn.Module):
+    """A block that raises after reading its weight when told to."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8) / 3)
+        self.fail = False
+
+    def forward(self, x):
+        h = x @ self.w
+        if self.fail:
+            self.fail = False
+            raise LookupError("told to fail")
+        return torch.tanh(h)
+
+
+class Retried(nn.Module):
+    """Calls its Flaky block once to fail and catches that, as torch 2.x's
+    non-reentrant checkpoint stops a recomputation by raising inside the
+    forward it reruns; then once for real."""
+
+    def __init__(self):
+        super().__init__()
+        self.flaky = Flaky()
+        self.out = nn.Linear(8, 3)
+        self.scale = nn.Parameter(torch.linspace(0.5, 1.5, 3))
+
+    def forward(self, x):
+        self.flaky.fail = True
+        try:
+            self.flaky(x)
+        except LookupError:
+            pass
+        return self.out(self.flaky(x)) * self.scale
+
+
+class _RerunsAndStops(torch.autograd.Function):
+    """Identity whose backward reruns the Flaky block and stops it by
+    raising, as torch 2.x's checkpoint does with what it recomputes."""
+
+    @staticmethod
+    def forward(ctx, x, flaky):
+        ctx.flaky = flaky
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.flaky.fail = True
+        with torch.enable_grad():
+            try:
+                ctx.flaky(torch.zeros(1, 8))
+            except LookupError:
+                pass
+        return g, None
+
+
+class StoppedInBackward(Retried):
+    def forward(self, x):
+        return _RerunsAndStops.apply(super().forward(x), self.flaky)
+
+
+def released_all(m, when):
+    for name, p in m.named_parameters():
+        if p.numel() != 0:
+            raise AssertionError("%s stayed gathered %s (%d elements)" % (name, when, p.numel()))
+
+
+@case
+def test_stage_3_releases_what_a_forward_that_raised_holds_and_trains_as_stage_0(ctx):
+    def inputs(step):
+        return (torch.randn(4, 8, generator=torch.Generator().manual_seed(500 + step)),)
+    as_stage_0(ctx, Retried, inputs, "Retried")
+    as_stage_0(ctx, StoppedInBackward, inputs, "StoppedInBackward")
+    torch.manual_seed(5)
+    m = StoppedInBackward()
+    zero = ZeRO(m, stage=3, group=ctx.group)
+    try:
+        loss = m(*inputs(0)).sum()
+        released_all(m, "after a forward in which a unit raised")
+        zero.backward(loss)
+        released_all(m, "after a backward in which a unit's rerun raised")
+        zero.step()
+    finally:
+        zero.close()
+
+
 @case
 def test_stage_3_units_by_class_size_and_callable_train_as_stage_0(ctx):
     layers = {nn.TransformerEncoderLayer, nn.TransformerDecoderLayer}

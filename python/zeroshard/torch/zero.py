@@ -154,6 +154,11 @@ _WHOLE = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer)
 _FAST = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer,
          torch.nn.TransformerEncoder)
 
+# torch's modules whose fast path is refused where any module of their
+# subtree has forward hooks (torch >= 2.1): around those modules' forwards
+# ZeRO wraps the forward itself instead of hooking the module.
+_UNHOOKED = (torch.nn.TransformerEncoderLayer,)
+
 # Containers without a forward of their own: their hooks would never run.
 _NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
 
@@ -190,6 +195,47 @@ def _unit_policy(units):
         return lambda m, numel, own: bool(units(m))
     raise TypeError("units must be None, a module class or a set of them, a parameter count "
                     "or a callable(module) -> bool, not %s" % type(units).__name__)
+
+
+class _Wrapped:
+    """pre(module, args) and post(module, args, output) around module's forward
+    as an instance attribute, so that the module holds no hooks; remove()
+    puts back what was there (wrappers of one module come off newest first)."""
+
+    def __init__(self, module, pre, post):
+        self._module = module
+        self._had = module.__dict__.get("forward")
+        inner = module.forward
+
+        def forward(*args, **kwargs):
+            pre(module, args)
+            out = inner(*args, **kwargs)
+            res = post(module, args, out)
+            return out if res is None else res
+        module.forward = forward
+
+    def remove(self):
+        if self._had is None:
+            del self._module.forward
+        else:
+            self._module.forward = self._had
+
+
+class _Hooked:
+    """pre and post as the module's forward pre-hook and forward hook."""
+
+    def __init__(self, module, pre, post):
+        self._handles = (module.register_forward_pre_hook(pre), module.register_forward_hook(post))
+
+    def remove(self):
+        for h in reversed(self._handles):
+            h.remove()
+
+
+def _around_forward(module, wrap, pre, post):
+    """pre and post around module's forward: a _Wrapped where @wrap, else
+    _Hooked. Either has remove()."""
+    return (_Wrapped if wrap else _Hooked)(module, pre, post)
 
 
 class _Unit:
@@ -344,6 +390,8 @@ class ZeRO:
         self._live = []         # stage 3: gathered now
         self._units = []        # stage 3: the _Units, children before parents
         self._active = []       # stage 3: (unit, positions held) per forward running
+        self._active_base = 0   # stage 3: len(_active) when this backward began
+        self._in_root = 0       # stage 3: the root's forwards running (nested calls)
         self._learned = set()   # stage 3: (training, grad) modes detection is done with
         self._found_new = False
         self._detector = None   # stage 3: the _FindReleased of the detecting forward
@@ -395,13 +443,16 @@ class ZeRO:
             for p in self._tensors:
                 p.data = self._released
             self._units = self._plan_units(policy)
+            unhooked = {id(d) for m in self._module.modules() if isinstance(m, _UNHOOKED)
+                        for d in m.modules()}
             for u in self._units:
-                self._hooks.append(u.module.register_forward_pre_hook(self._pre_forward(u)))
-                self._hooks.append(u.module.register_forward_hook(self._post_forward(u)))
+                self._hooks.append(_around_forward(u.module, id(u.module) in unhooked,
+                                                   self._pre_forward(u), self._post_forward(u)))
             for m in self._module.modules():
                 if isinstance(m, _FAST):
-                    self._hooks.append(m.register_forward_pre_hook(self._pause_detection))
-                    self._hooks.append(m.register_forward_hook(self._resume_detection))
+                    self._hooks.append(_around_forward(m, id(m) in unhooked,
+                                                       self._pause_detection,
+                                                       self._resume_detection))
             root = self._module
             self._forward = root.__dict__.get("forward")
             root.forward = self._detecting(root.forward)
@@ -505,6 +556,8 @@ class ZeRO:
 
     def _pre_forward(self, unit):
         def hook(module, inputs):
+            if module is self._module and not self._in_root:
+                self._close_aborted(0)  # forwards that raised before this one
             held = list(unit.params)
             self._hold(held)
             for i in held:
@@ -514,10 +567,12 @@ class ZeRO:
 
     def _post_forward(self, unit):
         def hook(module, inputs, output):
-            _, held = self._active.pop()
-            for i in held:
-                self._fw_refs[i] -= 1
-                self._drop(i)
+            # Above this unit's entry: forwards inside it that raised.
+            top = max((k for k, (u, _) in enumerate(self._active) if u is unit), default=None)
+            if top is None:  # closed already: its backward or the root's next forward
+                return None
+            held = self._active[top][1]
+            self._close_aborted(top)
             if held and torch.is_grad_enabled():
                 return _through(output, self._pre_backward(held))
             return None
@@ -528,6 +583,13 @@ class ZeRO:
         """The root's forward, run under _FindReleased until a forward in the
         same mode (training, gradients on) finds nothing new."""
         def detecting_forward(*args, **kwargs):
+            self._in_root += 1
+            try:
+                return detect(*args, **kwargs)
+            finally:
+                self._in_root -= 1
+
+        def detect(*args, **kwargs):
             key = (self._module.training, torch.is_grad_enabled())
             if key in self._learned:
                 return forward(*args, **kwargs)
@@ -581,6 +643,7 @@ class ZeRO:
         def hook():
             if not self._end_queued:
                 self._end_queued = True
+                self._active_base = len(self._active)
                 torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
             todo = [i for i in own if not self._bw_held[i] and not self._ready[i]]
             self._hold(todo)
@@ -588,8 +651,22 @@ class ZeRO:
                 self._bw_held[i] = True
         return hook
 
+    def _close_aborted(self, base):
+        """Release what the unit forwards above the first @base of _active
+        hold: the one ending, and those that raised, so that their
+        post-forward never ran (torch 2.x's non-reentrant checkpoint stops
+        its recomputation in backward by raising once it has what backward
+        needs; a caller may catch a forward's error). Left held, those
+        parameters would keep their values of before the next step."""
+        while len(self._active) > base:
+            _, held = self._active.pop()
+            for i in held:
+                self._fw_refs[i] -= 1
+                self._drop(i)
+
     def _end_backward(self):
         self._end_queued = False
+        self._close_aborted(self._active_base)
         for i, held in enumerate(self._bw_held):
             if held:
                 self._bw_held[i] = False
@@ -806,7 +883,7 @@ class ZeRO:
                     del self._module.forward
                 else:
                     self._module.forward = self._forward
-            for h in self._hooks:
+            for h in reversed(self._hooks):
                 h.remove()
             self._hooks = []
             self._accs = []
