@@ -450,6 +450,11 @@ def test_bad_modules_and_groups_are_refused_with_the_reason(ctx):
            "float64")
     raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.group, stage=4), "stage 4", "stage 4")
     raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.gloo), "zsh backend", "a gloo group")
+    spread = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2, device="meta"))
+    raises(lambda: ZeRO(spread, group=ctx.group),
+           "on 2 devices: 0.weight, 0.bias on cpu; 1.weight, 1.bias on meta", "two devices")
+    raises(lambda: ZeRO(nn.Linear(2, 2, device="meta"), group=ctx.group),
+           "dense CPU or CUDA parameters", "a module on meta")
 
 
 @case

@@ -58,6 +58,19 @@ precision, loss scaling and clipping; this module only wires it to torch:
   root's forward, or only on some steps, holds it with
   ``with zero.gathered(p): ...``.
 
+A module on a CUDA device (all its trainable parameters on the current
+one; a module spread over several devices is refused, naming them) keeps
+its parameters, gradients and optimizer states there, in the layer's
+device memory; offload_optimizer and offload_params move them to host
+memory or files from there, as zeroshard.Optimizer does. The layer's work
+is enqueued on stream= (default: torch's current stream on the device when
+ZeRO is made); a gradient or value handed over from another stream is
+waited for there. What ZeRO makes (gathered parameters at stage 3, the
+zero gradients of step()) is made on the device. state_dict() and
+load_state_dict() work there; save(), load(), snapshot() and restore() are
+refused with ZSH_ERR_UNSUPPORTED: the layer does not checkpoint device
+parameters yet.
+
 One backward per step: a parameter whose gradient comes twice before
 step() is refused. A parameter that got no gradient in a step gets zeros at
 step(), so weight decay and momentum still move it, where torch.optim skips
@@ -80,7 +93,7 @@ import torch.distributed as dist
 
 import zeroshard
 from zeroshard import settings as _settings
-from zeroshard.errors import ERR_INVALID_ARG
+from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
 
 from .backend import ProcessGroupZsh
 
@@ -292,6 +305,54 @@ def _zero_settings(stage, optimizer, betas, precision, settings):
     return out
 
 
+def _names(names, most=4):
+    shown = ", ".join(names[:most])
+    return shown + (", and %d more" % (len(names) - most) if len(names) > most else "")
+
+
+def _one_device(named):
+    """The device every trainable parameter is on; parameters on several
+    devices are refused, naming them. The layer runs on the current CUDA
+    device, so a CUDA module must be on it."""
+    where = collections.OrderedDict()
+    for name, p in named:
+        where.setdefault(p.device, []).append(name)
+    if len(where) > 1:
+        raise ValueError("the trainable parameters are on %d devices: %s; ZeRO trains a module "
+                         "on one device: move it there first (module.to(device))"
+                         % (len(where), "; ".join("%s on %s" % (_names(n), d)
+                                                  for d, n in where.items())))
+    device = next(iter(where))
+    if device.type == "cuda" and device.index is not None and \
+            device.index != torch.cuda.current_device():
+        raise ValueError("the parameters are on %s but the current CUDA device is cuda:%d, where "
+                         "the layer runs: torch.cuda.set_device(%d) first"
+                         % (device, torch.cuda.current_device(), device.index))
+    return device
+
+
+def _device_stream(device, settings):
+    """CUDA parameters: the torch stream the layer enqueues its work on, put
+    in settings: stream= as given (a torch.cuda.Stream, or a cudaStream_t's
+    address), else torch's current stream on the device now. None on the
+    CPU."""
+    if device.type != "cuda":
+        return None
+    given = settings.get("stream")
+    if given is None:
+        stream = torch.cuda.current_stream(device)
+    elif isinstance(given, torch.cuda.Stream):
+        stream = given
+    else:
+        stream = torch.cuda.ExternalStream(int(getattr(given, "cuda_stream", given)),
+                                           device=device)
+    if stream.device != device:
+        raise ValueError("stream= is a stream of %s but the parameters are on %s"
+                         % (stream.device, device))
+    settings["stream"] = stream
+    return stream
+
+
 def _resolve_comm(comm, group):
     """(communicator, whether ZeRO owns it)."""
     if comm is not None:
@@ -314,9 +375,10 @@ class ZeRO:
     """ZeRO for a torch module; the settings are zsh_optim_config_t's.
 
     Args:
-        module: the model; trainable parameters must be dense CPU tensors of
+        module: the model; trainable parameters must be dense tensors of
             one dtype, fp32, bf16 or fp16 (the layer's precision; fp32 master
-            weights are kept for the half types).
+            weights are kept for the half types), all on the CPU or all on
+            the current CUDA device.
         stage: 0-3.
         optimizer: "adamw" (the default), "adam" or "sgd": the setting kind.
         betas: (beta1, beta2), as torch.optim.AdamW / Adam.
@@ -358,10 +420,12 @@ class ZeRO:
         if not named:
             raise ValueError("the module has no trainable parameters")
         dtype = named[0][1].dtype
+        device = _one_device(named)
         for name, p in named:
-            if p.device.type != "cpu" or p.is_sparse:
-                raise ValueError("parameter %s is %s on %s; ZeRO takes dense CPU parameters"
-                                 % (name, "sparse" if p.is_sparse else "dense", p.device))
+            if p.device.type not in ("cpu", "cuda") or p.is_sparse:
+                raise ValueError("parameter %s is %s on %s; ZeRO takes dense CPU or CUDA "
+                                 "parameters" % (name, "sparse" if p.is_sparse else "dense",
+                                                 p.device))
             if p.dtype != dtype:
                 raise TypeError("parameter %s is %s but %s is %s; every trainable parameter "
                                 "must have one dtype" % (name, p.dtype, named[0][0], dtype))
@@ -370,11 +434,14 @@ class ZeRO:
         settings = _zero_settings(stage, optimizer, betas, _PRECISIONS[dtype],
                                   _settings.merge(settings, mp_policy, offload_policy,
                                                   sharding_policy))
+        stream = _device_stream(device, settings)
         policy = _unit_policy(units)
 
         self._comm, self._own_comm = _resolve_comm(comm, group)
         self._module = module
         self._dtype = dtype
+        self._device = device
+        self._stream = stream   # CUDA parameters: the torch stream the layer enqueues on
         self._grad_mul = 1.0 / self._comm.size if average_grads else 1.0
         self._opt = zeroshard.Optimizer(self._comm, **settings)
         self._stage = self._opt.stage
@@ -400,11 +467,12 @@ class ZeRO:
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
         self._end_queued = False
-        # fp32 gradients are averaged in place by the layer's call (bf16 and
-        # fp16 ones by torch, whose rounding of half types the layer leaves be).
-        self._scale_in_place = dtype == torch.float32
+        # fp32 gradients on the host are averaged in place by the layer's call
+        # (bf16 and fp16 ones, and those on a device, by torch, whose rounding
+        # of half types the layer leaves be).
+        self._scale_in_place = dtype == torch.float32 and stream is None
         # What a released parameter holds: one empty tensor, shared.
-        self._released = torch.empty(0, dtype=dtype)
+        self._released = torch.empty(0, dtype=dtype, device=device)
         try:
             self._register(named, broadcast_params, policy)
         except BaseException:
@@ -426,7 +494,7 @@ class ZeRO:
                 self._orders.append(order)
                 flat = self._flat(len(self._tensors) - 1, p.data)
                 if broadcast_params and self._comm.size > 1:
-                    self._comm.broadcast(flat, 0)
+                    self._broadcast(flat)
                 self._zparams.append(self._opt.register(name, flat))
         n = len(self._tensors)
         self._ready = [False] * n
@@ -481,9 +549,34 @@ class ZeRO:
         visit(self._module, False)
         return units
 
+    def _broadcast(self, flat):
+        """Rank 0's values into flat; zeroshard.Comm moves host memory, so a
+        device tensor goes through a host copy."""
+        if self._stream is None:
+            self._comm.broadcast(flat, 0)
+            return
+        host = flat.cpu()
+        self._comm.broadcast(host, 0)
+        flat.copy_(host)
+
     def _empty(self, i):
-        """A tensor for parameter i's values, laid out as the parameter is."""
-        return torch.empty_strided(self._shapes[i], self._strides[i], dtype=self._dtype)
+        """A tensor for parameter i's values, laid out as the parameter is, on
+        the parameters' device."""
+        return torch.empty_strided(self._shapes[i], self._strides[i], dtype=self._dtype,
+                                   device=self._device)
+
+    def _to_layer(self, t):
+        """Before a call that hands t to the layer: on a device, the layer's
+        stream waits for torch's current one, which made t, and the caching
+        allocator keeps t's memory until the layer's stream has read it (the
+        layer reads it there, after the call returns)."""
+        if self._stream is None:
+            return t
+        current = torch.cuda.current_stream(self._device)
+        if current != self._stream:
+            self._stream.wait_stream(current)
+        t.record_stream(self._stream)
+        return t
 
     def _flat(self, i, t):
         """t, laid out as parameter i, as the layer sees it: its elements in
@@ -526,7 +619,7 @@ class ZeRO:
                     g = g.mul(self._grad_mul)
                 if not laid_out:
                     g = self._empty(i).copy_(g)
-                self._opt.grad_ready(self._zparams[i], self._flat(i, g))
+                self._opt.grad_ready(self._zparams[i], self._to_layer(self._flat(i, g)))
             self._ready[i] = True
             p.grad = None
             if self._bw_held[i]:
@@ -710,8 +803,9 @@ class ZeRO:
         False if the step was skipped because the gradients overflowed."""
         for i, ready in enumerate(self._ready):
             if not ready:
-                self._opt.grad_ready(self._zparams[i],
-                                     torch.zeros(self._zparams[i].numel, dtype=self._dtype))
+                zeros = torch.zeros(self._zparams[i].numel, dtype=self._dtype,
+                                    device=self._device)
+                self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
         self._ready = [False] * len(self._ready)
         return self._opt.step()
 
@@ -796,13 +890,18 @@ class ZeRO:
                     if self._stage < 3:
                         self._flat(i, self._tensors[i].data).copy_(v)
                         v = self._flat(i, self._tensors[i].data)
-                    self._opt.set_param(self._zparams[i], v)
+                    self._opt.set_param(self._zparams[i], self._to_layer(v))
         return missing, unexpected
 
     # ---- checkpoints ------------------------------------------------------------------
-    def _live_opt(self):
+    def _live_opt(self, what):
         if self._opt is None:
             raise zeroshard.ZshError(ERR_INVALID_ARG, "this ZeRO was closed")
+        if self._stream is not None:
+            raise zeroshard.ZshError(ERR_UNSUPPORTED, "%s: the parameters are on %s, and the "
+                                     "layer's checkpoints of device parameters are not supported "
+                                     "yet; state_dict() gives the module's parameters"
+                                     % (what, self._device))
         return self._opt
 
     def save(self, dir):
@@ -815,7 +914,7 @@ class ZeRO:
         Returns the checkpoint's path. Buffers of the module (not parameters)
         are not in it: keep them with the module's own state_dict if it has
         any that matter."""
-        return self._live_opt().save(dir)
+        return self._live_opt("ZeRO.save").save(dir)
 
     def load(self, dir):
         """Restore what save() wrote (collective), at any number of ranks and
@@ -841,7 +940,7 @@ class ZeRO:
         snapshot a death interrupted is never the one restored. On several
         nodes each rank's part is also copied to a rank of the next node.
         Between steps, as save()."""
-        self._live_opt().snapshot()
+        self._live_opt("ZeRO.snapshot").snapshot()
 
     def restore(self):
         """Restore the newest complete snapshot() (collective), at any number of
@@ -851,7 +950,7 @@ class ZeRO:
         self._reload("ZeRO.restore", lambda opt: opt.restore())
 
     def _reload(self, what, read):
-        opt = self._live_opt()
+        opt = self._live_opt(what)
         if any(self._ready):
             raise zeroshard.ZshError(ERR_INVALID_ARG, what + ": gradients were handed over "
                                      "since the last step; call step() or zero_grad() first")
