@@ -101,8 +101,9 @@ def vit_maker():
             image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
             num_classes=10)
         name = "torchvision VisionTransformer"
-    except ImportError as e:
-        print("ViT: torchvision is not importable (%s): a ViT of nn.TransformerEncoder" % e)
+    except Exception as e:  # missing, or built for another torch (its operators fail to load)
+        print("ViT: torchvision is not importable (%s: %s): a ViT of nn.TransformerEncoder"
+              % (type(e).__name__, e))
         build, name = EncoderViT, "EncoderViT"
 
     def make():
