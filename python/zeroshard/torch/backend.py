@@ -727,7 +727,7 @@ class ProcessGroupZsh(ProcessGroup):
             req = post.iall_to_all(_bytes(src), _bytes(dst))
             return self._work([req], [output], lambda: _write_back(output, dst), post=post)
         _host_only(place, "all_to_all_single in unequal blocks",
-                   "pass equal splits, or CPU tensors")
+                   "pass equal splits, or pass CPU tensors")
         send = [src[a * row_in:(a + n) * row_in] for a, n in zip(_starts(ins), ins)]
         recv = [dst[a * row_out:(a + n) * row_out] for a, n in zip(_starts(outs), outs)]
         return self._exchange(send, recv, [output], lambda: _write_back(output, dst))
@@ -745,7 +745,7 @@ class ProcessGroupZsh(ProcessGroup):
                 raise TypeError("zsh all_to_all: tensors of %s and %s" % (first.dtype, t.dtype))
         if any(t.numel() != first.numel() for t in list(input_tensors) + list(output_tensors)):
             _host_only(place, "all_to_all of tensors of unequal sizes",
-                       "pass tensors of one size, or CPU tensors")
+                       "pass tensors of one size, or pass CPU tensors")
             flats = [_flat(t) for t in output_tensors]
             return self._exchange([_flat(t) for t in input_tensors], flats, output_tensors,
                                   lambda: _write_back_all(output_tensors, flats))
@@ -843,7 +843,7 @@ class ProcessGroupZsh(ProcessGroup):
     def gather(self, output_lists, inputs, opts=None):
         """Every rank's input to the root, a message each; the root's own copied."""
         place = _place(list(inputs) + [o for outs in output_lists for o in outs], "gather")
-        _host_only(place, "gather", "all_gather_into_tensor, or CPU tensors")
+        _host_only(place, "gather", "use all_gather_into_tensor, or pass CPU tensors")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "gather")
         if len(inputs) != 1:
@@ -877,7 +877,7 @@ class ProcessGroupZsh(ProcessGroup):
     def scatter(self, outputs, input_lists, opts=None):
         """The root's input_lists[0][r] to rank r, a message each; its own copied."""
         place = _place(list(outputs) + [i for ins in input_lists for i in ins], "scatter")
-        _host_only(place, "scatter", "broadcast, or CPU tensors")
+        _host_only(place, "scatter", "use broadcast, or pass CPU tensors")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "scatter")
         if len(outputs) != 1:
