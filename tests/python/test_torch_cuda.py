@@ -9,11 +9,14 @@ devices, and the calls the device path has not, are refused by name.
 
 Rank r takes the GPU LOCAL_RANK names (RANK where the launcher sets none).
 The cases that need a GPU skip, saying why, where torch has none; those
-marked "no GPU needed" run everywhere.
+marked "no GPU needed" run everywhere: the registration, tensors that claim
+a GPU refused, and the device path's bookkeeping (write-backs, the Work
+following the stream's event, the timeout) with torch.cuda faked on the CPU.
 
     test_torch_cuda.py [CASE]
 """
 
+import contextlib
 import datetime
 import inspect
 import os
@@ -88,19 +91,90 @@ def settled(future, what):
 
 
 class FakeDevice(torch.Tensor):
-    """A CPU tensor that says it is on @device: the backend's checks read only
-    .device and .is_sparse before anything is posted."""
+    """A CPU tensor (@data's storage) that says it is on @device: the backend
+    reads only .device and .is_sparse of it; what it makes of it (views,
+    copies) are plain CPU tensors."""
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
-    def __new__(cls, device):
-        t = torch.Tensor._make_subclass(cls, torch.zeros(4))
+    def __new__(cls, device, data=None):
+        t = torch.Tensor._make_subclass(cls, torch.zeros(4) if data is None else data)
         t.fake = torch.device(device)
         return t
 
     @property
     def device(self):
         return self.fake
+
+
+class FakeCuda:
+    """With it: torch.cuda's streams and events faked on the CPU, and
+    zeroshard.Comm's *_stream calls run as the host calls, so the backend's
+    device path runs without a GPU on FakeDevice("cuda:0") tensors. One
+    stream, whose work is done when .done says; events ask it."""
+
+    def __init__(self):
+        self.done = True
+        self.waits = 0
+        self.enqueued = []
+        self._saved = []
+
+    def __enter__(self):
+        fake = self
+
+        class Stream:
+            device = torch.device("cuda", 0)
+            cuda_stream = 0
+
+            def wait_event(self, event):
+                fake.waits += 1
+
+        class Event:
+            def record(self, stream):
+                pass
+
+            def query(self):
+                return fake.done
+
+        def on_host(name):
+            host = getattr(zeroshard.Comm, name)
+
+            def call(comm, *args, stream=None, **kwargs):
+                fake.enqueued.append(name)
+                return host(comm, *args, **kwargs)
+            return call
+
+        stream = Stream()
+        swaps = [(torch.cuda, "current_stream", lambda device=None: stream),
+                 (torch.cuda, "Event", Event),
+                 (torch.cuda, "device", lambda device: contextlib.nullcontext()),
+                 (torch.cuda, "stream", lambda s: contextlib.nullcontext()),
+                 (zeroshard, "device_available", lambda: (True, ""))]
+        for name in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"):
+            swaps.append((zeroshard.Comm, name + "_stream", on_host(name)))
+        for owner, name, value in swaps:
+            self._saved.append((owner, name, owner.__dict__[name]))
+            setattr(owner, name, value)
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, value in reversed(self._saved):
+            setattr(owner, name, value)
+        return False
+
+
+def plain(t):
+    """A FakeDevice's data as a plain CPU tensor."""
+    return torch.Tensor._make_subclass(torch.Tensor, t)
+
+
+def fake_group(**kwargs):
+    """A new "zsh" group's ProcessGroupZsh, and the group to destroy."""
+    group = dist.new_group(backend="zsh", **kwargs)
+    pg = group
+    if not isinstance(pg, ProcessGroupZsh):
+        pg = pg._get_backend(torch.device("cpu"))
+    return pg, group
 
 
 # ---- no GPU needed ---------------------------------------------------------------------
@@ -169,6 +243,86 @@ def test_comm_stream_calls_reach_the_library_and_it_refuses_host_buffers(ctx):
                "not a contiguous")
     finally:
         comm.close()
+
+
+@case
+def test_on_a_faked_gpu_every_collective_writes_back_and_its_work_follows_the_stream(ctx):
+    """No GPU needed: the device path's bookkeeping around the stream calls."""
+    size, rank = ctx.size, ctx.rank
+    pg, group = fake_group()
+    with FakeCuda() as cuda:
+        def fake(t):
+            return FakeDevice("cuda:0", t)
+        t = (torch.arange(2.0 * N).view(N, 2) + rank).t()  # reduced in a copy, written back
+        pg.allreduce([fake(t)]).wait()
+        want = sum((torch.arange(2.0 * N).view(N, 2) + r).t() for r in range(size))
+        expect_same(t, want, "all_reduce")
+        outs = [torch.zeros(N) for _ in range(size)]
+        pg.allgather([[fake(o) for o in outs]], [fake(torch.full((N,), rank + 1.0))]).wait()
+        expect_same(torch.cat(outs), torch.arange(1.0, size + 1).repeat_interleave(N),
+                    "all_gather")
+        out = torch.zeros(N)
+        pg.reduce_scatter([fake(out)], [[fake(torch.full((N,), r + 1.0))
+                                         for r in range(size)]]).wait()
+        expect_same(out, torch.full((N,), (rank + 1.0) * size), "reduce_scatter")
+        out = torch.zeros(size * 2)
+        pg.alltoall_base(fake(out), fake(torch.arange(2.0 * size) + 100 * rank), [], []).wait()
+        expect_same(out, torch.tensor([100.0 * r + 2 * rank + k for r in range(size)
+                                       for k in range(2)]), "all_to_all_single")
+        lists = [[fake(torch.zeros(2)), fake(torch.zeros(1, dtype=torch.int64))]
+                 for _ in range(size)]
+        pg.allgather_coalesced(lists, [fake(torch.full((2,), float(rank))),
+                                       fake(torch.tensor([rank]))]).wait()
+        if [plain(ts[1]).item() for ts in lists] != list(range(size)):
+            raise AssertionError("all_gather_coalesced gave %s" % lists)
+        if sorted(set(cuda.enqueued)) != ["all_gather", "all_reduce", "all_to_all",
+                                          "reduce_scatter"]:
+            raise AssertionError("the stream calls made: %s" % cuda.enqueued)
+        # The Work and its future follow the stream's event, not the call.
+        cuda.done, waits = False, cuda.waits
+        t = torch.ones(N)
+        work = pg.allreduce([fake(t)])
+        future = work.get_future()
+        time.sleep(0.05)  # the progress thread's turns
+        if work.is_completed() or future.done():
+            raise AssertionError("the Work completed while its stream work was not done")
+        work.wait()
+        if cuda.waits != waits + 1:
+            raise AssertionError("wait() made the current stream wait %d times"
+                                 % (cuda.waits - waits))
+        cuda.done = True
+        chained = future.then(lambda f: plain(f.value()[0]) + 1)
+        expect_same(settled(chained, "all_reduce then +1"), torch.full((N,), size + 1.0),
+                    "all_reduce's future then +1")
+        if not work.is_completed():
+            raise AssertionError("is_completed() after its future")
+    dist.destroy_process_group(group)
+
+
+@case
+def test_on_a_faked_gpu_a_call_past_the_timeout_fails_by_name_and_stops_the_device_path_only(ctx):
+    """No GPU needed: a stream that never gets to the call."""
+    pg, group = fake_group()
+    with FakeCuda() as cuda:
+        first = pg.allreduce([FakeDevice("cuda:0", torch.ones(2))])  # the device communicator
+        settled(first.get_future(), "the first all_reduce")
+        timeout, pg.comm.timeout = pg.comm.timeout, 1.0
+        cuda.done = False
+        work = pg.allreduce([FakeDevice("cuda:0", torch.ones(2))])
+        start = time.monotonic()
+        raises(lambda: work.get_future().wait(), RuntimeError, "zsh all_reduce on cuda:0",
+               "not done 1 s after", "aborted")
+        if time.monotonic() - start > LIMIT:
+            raise AssertionError("the timeout of 1 s took %.0f s" % (time.monotonic() - start))
+        raises(work.wait, RuntimeError, "zsh all_reduce on cuda:0")
+        cuda.done = True
+        raises(lambda: pg.allreduce([FakeDevice("cuda:0", torch.ones(2))]),
+               zeroshard.ZshAbortedError, "aborted")
+    pg.comm.timeout = timeout
+    t = torch.ones(2)
+    dist.all_reduce(t, group=group)
+    expect_same(t, torch.full((2,), float(ctx.size)), "the group's host path after the abort")
+    dist.destroy_process_group(group)
 
 
 # ---- on the GPU ------------------------------------------------------------------------

@@ -6,9 +6,10 @@
 # CPU, mixed devices and host-only calls refused by name. One rank by
 # default (ZSH_PYTEST_SIZES): NCCL refuses two ranks on one GPU, and rank r
 # takes GPU LOCAL_RANK (here RANK). Without a GPU the device cases are
-# reported skipped with the reason; the refusals of fake devices and the
-# backend's registration run everywhere. Ends with a GoogleTest-style summary
-# that tests/run_all.sh counts (see ranks.sh).
+# reported skipped with the reason; the backend's registration, the refusals
+# of tensors that claim a GPU, and the device path's Work, write-backs and
+# timeout with torch.cuda faked on the CPU run everywhere. Ends with a
+# GoogleTest-style summary that tests/run_all.sh counts (see ranks.sh).
 set -u
 . "$(dirname "$0")/ranks.sh"
 script=$srcdir/tests/python/test_torch_cuda.py
