@@ -239,6 +239,11 @@ def test_comm_stream_calls_reach_the_library_and_it_refuses_host_buffers(ctx):
         raises(lambda: comm.all_gather_stream(t[:4], torch.empty(4 * ctx.size)),
                zeroshard.ZshError, "zsh_allgather_stream")
         raises(lambda: comm.broadcast_stream(t, 0), zeroshard.ZshError, "zsh_broadcast_stream")
+        blocks = torch.ones(2 * ctx.size)
+        raises(lambda: comm.reduce_scatter_stream(blocks, torch.empty(2), op="max"),
+               zeroshard.ZshError, "zsh_reduce_scatter_stream")
+        raises(lambda: comm.all_to_all_stream(blocks, torch.empty(2 * ctx.size)),
+               zeroshard.ZshError, "zsh_alltoall_stream")
         raises(lambda: comm.all_reduce_stream(torch.ones(2, 2).t()), ValueError,
                "not a contiguous")
     finally:
