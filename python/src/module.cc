@@ -183,6 +183,42 @@ PYBIND11_MODULE(_zeroshard, m)
     });
     m.def("barrier", [](handle_t h) { return nogil([&] { return zsh_barrier(comm(h)); }); });
 
+    // <zeroshard/device.h>: blocking calls on device buffers, enqueued on a
+    // cudaStream_t given as an integer (0: the default stream); they return
+    // once enqueued or once done, as comm_set_stream's flags say.
+    m.def("comm_set_stream", [](handle_t h, handle_t stream, unsigned flags) {
+        return static_cast<int>(zsh_comm_set_stream(comm(h), buf(stream), flags));
+    });
+    m.attr("STREAM_ENQUEUE") = static_cast<unsigned>(ZSH_STREAM_ENQUEUE);
+    m.def("allgather_stream", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, handle_t stream) {
+        return nogil([&] {
+            return zsh_allgather_stream(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h), buf(stream));
+        });
+    });
+    m.def("reduce_scatter_stream",
+          [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, int op, handle_t stream) {
+              return nogil([&] {
+                  return zsh_reduce_scatter_stream(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt),
+                                                   static_cast<zsh_op_t>(op), comm(h), buf(stream));
+              });
+          });
+    m.def("allreduce_stream", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, int op, handle_t stream) {
+        return nogil([&] {
+            return zsh_allreduce_stream(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), static_cast<zsh_op_t>(op),
+                                        comm(h), buf(stream));
+        });
+    });
+    m.def("broadcast_stream", [](handle_t h, handle_t b, std::size_t n, int dt, int root, handle_t stream) {
+        return nogil([&] {
+            return zsh_broadcast_stream(buf(b), n, static_cast<zsh_dtype_t>(dt), root, comm(h), buf(stream));
+        });
+    });
+    m.def("alltoall_stream", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt, handle_t stream) {
+        return nogil([&] {
+            return zsh_alltoall_stream(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h), buf(stream));
+        });
+    });
+
     m.def("iallgather", [](handle_t h, handle_t s, handle_t r, std::size_t n, int dt) {
         return post([&](zsh_request_t **rp) {
             return zsh_iallgather(buf(s), buf(r), n, static_cast<zsh_dtype_t>(dt), comm(h), rp);

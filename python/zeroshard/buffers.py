@@ -60,7 +60,8 @@ class Buffer:
     """One checked buffer: .ptr, .count, .dtype (code), .device ("cpu" or a
     CUDA tensor's "cuda:N"), .name (for messages) and .obj, the array or
     tensor, kept alive while a collective uses it. CUDA tensors only where
-    the caller passes cuda=True (the optimizer, on device memory)."""
+    the caller passes cuda=True (the optimizer and Comm's *_stream calls,
+    on device memory)."""
 
     __slots__ = ("obj", "ptr", "count", "dtype", "dtype_name", "name", "device")
 
@@ -99,7 +100,7 @@ class Buffer:
             self.device = str(t.device)
         elif t.device.type != "cpu":
             raise ValueError("%s is on %s; %s" % (self.name, t.device,
-                                                  "zeroshard.Optimizer takes CPU or CUDA tensors"
+                                                  "this call takes CPU or CUDA tensors"
                                                   if cuda else "zeroshard.Comm takes CPU tensors"))
         if t.is_sparse or not t.is_contiguous():
             raise ValueError("%s is not a contiguous dense tensor (strides %s); pass .contiguous()"

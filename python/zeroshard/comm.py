@@ -1,5 +1,7 @@
 """zeroshard.Comm and zeroshard.Request: the collectives of include/zeroshard.h
-on numpy arrays and CPU torch tensors, zero-copy.
+on numpy arrays and CPU torch tensors, zero-copy; and those of
+include/zeroshard/device.h on CUDA torch tensors, enqueued on a CUDA stream
+(the ``*_stream`` methods, with set_stream()).
 
 Threads. The communicators of one job (one Comm() or from_allgather() and the
 communicators split from it) share one lock, because the C library wants a job
@@ -26,6 +28,7 @@ import weakref
 from . import _zeroshard as _z
 from .buffers import Buffer, reduction, same_dtype
 from .errors import ERR_INVALID_ARG, INPROGRESS, OK, ZshError, error
+from .settings import _stream as _stream_handle
 
 ANY_SOURCE = _z.ANY_SOURCE  # irecv's src=None
 TAG_MAX = _z.TAG_MAX        # the largest point-to-point tag
@@ -301,33 +304,33 @@ class Comm:
                 raise err
             return Request(self, handle, buffers, is_recv)
 
-    def _gather_args(self, send, recv):
-        s, r = Buffer(send, "send", False), Buffer(recv, "recv", True)
+    def _gather_args(self, send, recv, cuda=False):
+        s, r = Buffer(send, "send", False, cuda), Buffer(recv, "recv", True, cuda)
         same_dtype(s, r)
         if r.count != self.size * s.count:
             raise ValueError("all_gather: recv has %d elements; size * len(send) = %d * %d = %d"
                              % (r.count, self.size, s.count, self.size * s.count))
         return (s, r), (s.ptr, r.ptr, s.count, s.dtype)
 
-    def _scatter_args(self, send, recv, op):
-        s, r = Buffer(send, "send", False), Buffer(recv, "recv", True)
+    def _scatter_args(self, send, recv, op, cuda=False):
+        s, r = Buffer(send, "send", False, cuda), Buffer(recv, "recv", True, cuda)
         same_dtype(s, r)
         if s.count != self.size * r.count:
             raise ValueError("reduce_scatter: send has %d elements; size * len(recv) = %d * %d = %d"
                              % (s.count, self.size, r.count, self.size * r.count))
         return (s, r), (s.ptr, r.ptr, r.count, r.dtype, reduction(op, r))
 
-    def _reduce_args(self, send, recv, op):
-        s = Buffer(send, "send", recv is None)
-        r = s if recv is None else Buffer(recv, "recv", True)
+    def _reduce_args(self, send, recv, op, cuda=False):
+        s = Buffer(send, "send", recv is None, cuda)
+        r = s if recv is None else Buffer(recv, "recv", True, cuda)
         same_dtype(s, r)
         if r.count != s.count:
             raise ValueError("all_reduce: send has %d elements but recv has %d" % (s.count, r.count))
         return (s, r), (s.ptr, r.ptr, s.count, s.dtype, reduction(op, s))
 
-    def _alltoall_args(self, send, recv):
-        s = Buffer(send, "send", recv is None)
-        r = s if recv is None else Buffer(recv, "recv", True)
+    def _alltoall_args(self, send, recv, cuda=False):
+        s = Buffer(send, "send", recv is None, cuda)
+        r = s if recv is None else Buffer(recv, "recv", True, cuda)
         same_dtype(s, r)
         if r.count != s.count:
             raise ValueError("all_to_all: send has %d elements but recv has %d" % (s.count, r.count))
@@ -354,8 +357,8 @@ class Comm:
         self._run(_z.allreduce, bufs, *args)
         return send if recv is None else recv
 
-    def _bcast_args(self, buf, root):
-        b = Buffer(buf, "buf", True)
+    def _bcast_args(self, buf, root, cuda=False):
+        b = Buffer(buf, "buf", True, cuda)
         root = int(root)
         if not 0 <= root < self.size:
             raise ValueError("broadcast: root %d is not in [0, size=%d)" % (root, self.size))
@@ -401,6 +404,52 @@ class Comm:
     def ibarrier(self):
         return self._post(_z.ibarrier, ())
 
+    # ---- on a CUDA stream ----------------------------------------------------------
+    def set_stream(self, stream=None, enqueue=False):
+        """Where this communicator's later calls on CUDA tensors are enqueued
+        (zsh_comm_set_stream): stream is a torch.cuda.Stream or a cudaStream_t's
+        address, None the default stream. A blocking call on CUDA tensors returns
+        once its stream work is done, or with enqueue once it is enqueued: then
+        work enqueued on that stream after it sees its result, and the host
+        synchronises the stream before reading it."""
+        handle = _stream_arg(stream)
+        with self._job.lock:
+            status = _z.comm_set_stream(self._live(), handle, _z.STREAM_ENQUEUE if enqueue else 0)
+            if status != OK:
+                raise error(status)
+
+    # Each *_stream call takes CUDA tensors of one device and enqueues its work
+    # on stream (a torch.cuda.Stream or a cudaStream_t's address; None: the
+    # default stream), after the work enqueued on it before; it returns as
+    # set_stream() says (once done, unless enqueue was set).
+
+    def all_gather_stream(self, send, recv, stream=None):
+        bufs, args = self._gather_args(send, recv, cuda=True)
+        self._run(_z.allgather_stream, bufs, *args, _stream_arg(stream))
+        return recv
+
+    def reduce_scatter_stream(self, send, recv, op="sum", stream=None):
+        bufs, args = self._scatter_args(send, recv, op, cuda=True)
+        self._run(_z.reduce_scatter_stream, bufs, *args, _stream_arg(stream))
+        return recv
+
+    def all_reduce_stream(self, send, recv=None, op="sum", stream=None):
+        bufs, args = self._reduce_args(send, recv, op, cuda=True)
+        self._run(_z.allreduce_stream, bufs, *args, _stream_arg(stream))
+        return send if recv is None else recv
+
+    def broadcast_stream(self, buf, root, stream=None):
+        bufs, args = self._bcast_args(buf, root, cuda=True)
+        self._run(_z.broadcast_stream, bufs, *args, _stream_arg(stream))
+        return buf
+
+    def all_to_all_stream(self, send, recv, stream=None):
+        """Not in place: NCCL's grouped sends and receives would overwrite blocks
+        before they are sent."""
+        bufs, args = self._alltoall_args(send, recv, cuda=True)
+        self._run(_z.alltoall_stream, bufs, *args, _stream_arg(stream))
+        return recv
+
     # ---- point to point ----------------------------------------------------------
     def isend(self, buf, dst, tag=0):
         """Start sending buf to rank dst with tag (0 .. TAG_MAX); the receive
@@ -415,3 +464,7 @@ class Comm:
         b = Buffer(buf, "buf", True)
         peer = ANY_SOURCE if src is None else int(src)
         return self._post(_z.irecv, (b,), b.ptr, b.count, b.dtype, peer, int(tag), is_recv=True)
+
+
+def _stream_arg(stream):
+    return _stream_handle("stream", 0 if stream is None else stream)

@@ -33,6 +33,24 @@ message of one call never matches another's receive.
 
 A ReduceOp ZeroShard has not raises
 ``RuntimeError("... is not supported by the zsh backend ...")`` at the call.
+
+CUDA tensors. A call whose tensors are all on one CUDA device takes the
+library's device path (NCCL, include/zeroshard/device.h) on torch's current
+stream of that device: the call returns once its work is enqueued there, so
+what the caller enqueues after it on that stream sees the result, and its
+Work completes with that stream work (:class:`_StreamWork`: wait() makes the
+caller's current stream wait for it without blocking the host, as
+ProcessGroupNCCL's does). The device calls run on a communicator split from
+the group's at its first call on CUDA tensors (collective, as every call is),
+so the group's own communicator keeps its stream and blocking semantics for
+whoever else uses it (``group.comm``). Rank r's tensors are on the GPU
+``LOCAL_RANK`` names: ``torch.cuda.set_device(local_rank)`` before the first
+call is the caller's part, as with NCCL, which refuses two ranks on one GPU.
+Tensors of two devices in one call (the CPU and a GPU, or two GPUs) are
+refused naming both. The device path has the collectives only: send, recv,
+gather, scatter and all-to-all in unequal blocks on CUDA tensors are refused
+by name; barrier and monitored_barrier run on the host path and do not wait
+for any stream.
 """
 import collections
 import inspect
@@ -74,15 +92,33 @@ def _op_name(op):
     _unsupported("ReduceOp %s" % (op,), " (it has SUM, PRODUCT, MIN, MAX and AVG)")
 
 
-def _check_cpu(tensors, what):
+def _place(tensors, what):
+    """Where call @what runs: None on the host path (every tensor on the CPU,
+    or none), else the one CUDA device of every tensor (the device path).
+    Refuses anything else before anything is posted."""
+    devices = []
     for t in tensors:
         if not isinstance(t, torch.Tensor):
             raise TypeError("zsh %s: expected tensors, got %s" % (what, type(t).__name__))
-        if t.device.type != "cpu":
-            raise ValueError("zsh %s: tensor on %s; the zsh backend takes CPU tensors"
+        if t.device.type not in ("cpu", "cuda"):
+            raise ValueError("zsh %s: tensor on %s; the zsh backend takes CPU and CUDA tensors"
                              % (what, t.device))
         if t.is_sparse:
             raise ValueError("zsh %s: sparse tensors are not supported" % what)
+        if t.device not in devices:
+            devices.append(t.device)
+    if len(devices) > 1:
+        raise ValueError("zsh %s: tensors on %s and on %s; a call takes tensors of one device "
+                         "(all on the CPU, or all on one CUDA device)"
+                         % (what, devices[0], devices[1]))
+    return devices[0] if devices and devices[0].type == "cuda" else None
+
+
+def _host_only(place, what, instead):
+    """Refuse call @what on CUDA tensors (@place): the device path has collectives only."""
+    if place is not None:
+        _unsupported("%s on CUDA tensors (%s)" % (what, place),
+                     "; its device path has collectives only: %s" % instead)
 
 
 def _check_reducible(t, what):
@@ -244,6 +280,121 @@ class _Work(Work):
         return source()
 
 
+class _StreamWork(_Work):
+    """A call on CUDA tensors, enqueued on @stream when the call returned: it
+    completes with that stream work, which a CUDA event recorded after it marks.
+
+    wait() does not block the host: it makes the caller's current stream of
+    the device wait for the event, so what the caller enqueues next sees the
+    result (ProcessGroupNCCL's wait). is_completed() asks the event. The
+    group's progress thread completes get_future() once the event is done,
+    with @stream current on its device, so that a callback's kernels follow
+    the call's work. The call's buffers (@kept) are held until then, so the
+    caching allocator cannot hand them out under the stream work. Work not done
+    within @seconds (the group's timeout) fails, naming the call, and @abort
+    stops the device communicator, so that no stream waits forever.
+    """
+
+    def __init__(self, progress, result, kept, stream, what, seconds, abort):
+        super().__init__(progress, [], None, result, ordered=False)
+        self._stream = stream
+        self._event = torch.cuda.Event()
+        self._event.record(stream)
+        self._kept = kept
+        self._what = what
+        self._seconds = seconds
+        self._deadline = time.monotonic() + seconds
+        self._abort = abort
+
+    def _settle(self, block):
+        """Complete if the stream work is done or past its deadline; whether it has."""
+        if not self._lock.acquire(blocking=block):
+            return False
+        try:
+            if self._done:
+                return True
+            if not self._event.query():
+                if time.monotonic() < self._deadline:
+                    return False
+                self._error = RuntimeError(
+                    "zsh %s on %s: its stream work was not done %g s after it was enqueued "
+                    "(the group's timeout); the group's device communicator is aborted, so "
+                    "its later calls on CUDA tensors fail"
+                    % (self._what, self._stream.device, self._seconds))
+                try:
+                    self._abort()
+                except zeroshard.ZshError:
+                    pass  # closed or aborted already: its stream work is stopped
+            self._done = True
+            self._kept = None
+            with torch.cuda.device(self._stream.device), torch.cuda.stream(self._stream):
+                if self._error is None:
+                    self._future.set_result(self._result)
+                else:
+                    self._future.set_exception(self._error)
+            return True
+        finally:
+            self._lock.release()
+
+    def wait(self, timeout=None):
+        """Order the caller's current stream after the call (@timeout: the host
+        does not wait, so there is nothing to time); raise if it failed."""
+        self._claim()
+        if self._error is not None:
+            raise self._error
+        torch.cuda.current_stream(self._stream.device).wait_event(self._event)
+        return True
+
+
+class _OnStream:
+    """The posts of one call on CUDA tensors, each enqueued on @stream through
+    @comm's blocking calls (which return once enqueued: ZSH_STREAM_ENQUEUE), in
+    the shape of zeroshard.Comm's nonblocking ones. They return no request:
+    the stream orders what follows. .kept lists the buffers they were given."""
+
+    def __init__(self, comm, stream, what):
+        self._comm = comm
+        self.stream = stream
+        self.what = what
+        self.kept = []
+
+    def iall_reduce(self, send, recv=None, op="sum"):
+        self.kept.append((send, recv))
+        self._comm.all_reduce_stream(send, recv, op=op, stream=self.stream)
+
+    def iall_gather(self, send, recv):
+        self.kept.append((send, recv))
+        self._comm.all_gather_stream(send, recv, stream=self.stream)
+
+    def ireduce_scatter(self, send, recv, op="sum"):
+        self.kept.append((send, recv))
+        self._comm.reduce_scatter_stream(send, recv, op=op, stream=self.stream)
+
+    def ibroadcast(self, buf, root):
+        self.kept.append(buf)
+        self._comm.broadcast_stream(buf, root, stream=self.stream)
+
+    def iall_to_all(self, send, recv):
+        self.kept.append((send, recv))
+        self._comm.all_to_all_stream(send, recv, stream=self.stream)
+
+
+class _DevicePath:
+    """A group's device communicator: split from the group's at its first call
+    on CUDA tensors, closed before it."""
+
+    def __init__(self):
+        self.comm = None
+
+    def close(self):
+        comm, self.comm = self.comm, None
+        if comm is not None:
+            try:
+                comm.close()
+            except zeroshard.ZshError:
+                pass  # aborted, or a peer failed: it is torn down anyway
+
+
 class _Progress:
     """A group's progress thread: completes its calls in the background, so
     that their futures complete with nobody calling wait().
@@ -344,13 +495,14 @@ class _Progress:
 _open_groups = []
 
 
-def _close(token, progress, comm):
+def _close(token, progress, device, comm):
     at = next((i for i, (t, _) in enumerate(_open_groups) if t is token), None)
     if at is not None:
         for _, later in reversed(_open_groups[at + 1:]):
             later()  # runs _close for it, once
         del _open_groups[at:]
     progress.stop()
+    device.close()
     try:
         comm.close()
     except zeroshard.ZshError:
@@ -366,8 +518,10 @@ class ProcessGroupZsh(ProcessGroup):
         self._rank = rank
         self._size = size
         self._progress = _Progress()
+        self._device = _DevicePath()
         token = object()
-        self._finalizer = weakref.finalize(self, _close, token, self._progress, comm)
+        self._finalizer = weakref.finalize(self, _close, token, self._progress, self._device,
+                                           comm)
         _open_groups.append((token, self._finalizer))
 
     @property
@@ -396,33 +550,63 @@ class ProcessGroupZsh(ProcessGroup):
     def getGroupDesc(self):
         return getattr(self, "_group_desc", "")
 
-    def _work(self, requests, result, finish=None, ordered=True):
+    def _work(self, requests, result, finish=None, ordered=True, post=None):
         """A Work for @requests in flight; @finish runs once they all succeed.
-        Calls made of messages are not @ordered with the collectives."""
-        work = _Work(self._progress, requests, finish, result, ordered)
+        Calls made of messages are not @ordered with the collectives. A call
+        @post enqueued on a stream (an _OnStream) has no requests: @finish is
+        enqueued after it at once, and its Work completes on the stream."""
+        if isinstance(post, _OnStream):
+            if finish is not None:
+                finish()
+            work = _StreamWork(self._progress, result, post.kept, post.stream, post.what,
+                               self._comm.timeout, self._device.comm.abort)
+        else:
+            work = _Work(self._progress, requests, finish, result, ordered)
         self._progress.add(work)
         return work
+
+    def _poster(self, place, what):
+        """What posts call @what: the group's Comm on the host path (@place
+        None), else an _OnStream on torch's current stream of device @place."""
+        if place is None:
+            return self._comm
+        if self._device.comm is None:
+            available, why = zeroshard.device_available()
+            if not available:
+                raise RuntimeError("zsh %s: tensors on %s, but this process cannot run "
+                                   "collectives on device memory: %s" % (what, place, why))
+            comm = self._comm.split(0, self._rank)
+            try:
+                comm.timeout = self._comm.timeout
+                comm.set_stream(None, enqueue=True)
+            except (zeroshard.ZshError, ValueError):
+                comm.close()
+                raise
+            self._device.comm = comm
+        return _OnStream(self._device.comm, torch.cuda.current_stream(place), what)
 
     # ---- collectives ------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
-        _check_cpu(tensors, "all_reduce")
+        place = _place(tensors, "all_reduce")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for t in tensors:
             _check_reducible(t, "all_reduce")
         if (op == "avg") and any(not t.is_floating_point() for t in tensors):
             raise TypeError("zsh all_reduce: ReduceOp.AVG takes floating tensors only")
+        post = self._poster(place, "all_reduce")
         flats = [_flat(t) for t in tensors]
-        reqs = [self._comm.iall_reduce(flat, op=op) for flat in flats]
-        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
+        reqs = [post.iall_reduce(flat, op=op) for flat in flats]
+        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats), post=post)
 
     def allreduce_coalesced(self, tensors, opts=None):
-        _check_cpu(tensors, "all_reduce_coalesced")
+        place = _place(tensors, "all_reduce_coalesced")
         if len({t.dtype for t in tensors}) > 1:
             raise TypeError("zsh all_reduce_coalesced: tensors of more than one dtype")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for t in tensors:
             _check_reducible(t, "all_reduce_coalesced")
+        post = self._poster(place, "all_reduce_coalesced")
         flat = torch.cat([t.reshape(-1) for t in tensors])
 
         def unpack():
@@ -430,18 +614,19 @@ class ProcessGroupZsh(ProcessGroup):
             for t in tensors:
                 t.copy_(flat[offset:offset + t.numel()].view(t.shape))
                 offset += t.numel()
-        return self._work([self._comm.iall_reduce(flat, op=op)], tensors, unpack)
+        return self._work([post.iall_reduce(flat, op=op)], tensors, unpack, post=post)
 
     def broadcast(self, tensors, opts=None):
-        _check_cpu(tensors, "broadcast")
+        place = _place(tensors, "broadcast")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "broadcast")
+        post = self._poster(place, "broadcast")
         flats = [_flat(t) for t in tensors]
-        reqs = [self._comm.ibroadcast(_bytes(flat), root) for flat in flats]
-        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
+        reqs = [post.ibroadcast(_bytes(flat), root) for flat in flats]
+        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats), post=post)
 
     def _allgather_base(self, output, input, opts=None):
-        _check_cpu([output, input], "all_gather_into_tensor")
+        place = _place([output, input], "all_gather_into_tensor")
         if output.dtype != input.dtype:
             raise TypeError("zsh all_gather_into_tensor: output is %s, input is %s"
                             % (output.dtype, input.dtype))
@@ -450,15 +635,15 @@ class ProcessGroupZsh(ProcessGroup):
                              "%d (world size %d x input's %d)" % (
                                  output.numel(), self._size * input.numel(), self._size,
                                  input.numel()))
+        post = self._poster(place, "all_gather_into_tensor")
         src = _flat(input)
         dst = _flat(output)
-        req = self._comm.iall_gather(_bytes(src), _bytes(dst))
-        return self._work([req], [output], lambda: _write_back(output, dst))
+        req = post.iall_gather(_bytes(src), _bytes(dst))
+        return self._work([req], [output], lambda: _write_back(output, dst), post=post)
 
     def allgather(self, output_lists, inputs, opts=None):
-        _check_cpu(inputs, "all_gather")
+        place = _place(list(inputs) + [o for outs in output_lists for o in outs], "all_gather")
         for outs, inp in zip(output_lists, inputs):
-            _check_cpu(outs, "all_gather")
             if len(outs) != self._size:
                 raise ValueError("zsh all_gather: %d output tensors for a group of %d"
                                  % (len(outs), self._size))
@@ -467,19 +652,21 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh all_gather: output tensors must match the input "
                                      "(%s, %d elements); got %s, %d" % (
                                          inp.dtype, inp.numel(), o.dtype, o.numel()))
-        reqs, gathered = self._gather_posts(inputs)
-        return self._work(reqs, output_lists, lambda: _unpack_all(output_lists, gathered))
+        post = self._poster(place, "all_gather")
+        reqs, gathered = self._gather_posts(post, inputs)
+        return self._work(reqs, output_lists, lambda: _unpack_all(output_lists, gathered),
+                          post=post)
 
     def allgather_coalesced(self, output_lists, inputs, opts=None):
         """output_lists[r][i] = rank r's inputs[i], in one all-gather of the
         inputs' bytes packed end to end (any dtypes; the same shapes on every
         rank, as gloo requires)."""
-        _check_cpu(inputs, "all_gather_coalesced")
+        place = _place(list(inputs) + [o for outs in output_lists for o in outs],
+                       "all_gather_coalesced")
         if len(output_lists) != self._size:
             raise ValueError("zsh all_gather_coalesced: %d output lists for a group of %d"
                              % (len(output_lists), self._size))
         for outs in output_lists:
-            _check_cpu(outs, "all_gather_coalesced")
             if len(outs) != len(inputs):
                 raise ValueError("zsh all_gather_coalesced: an output list of %d tensors for "
                                  "%d inputs" % (len(outs), len(inputs)))
@@ -488,9 +675,10 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh all_gather_coalesced: output tensors must match the "
                                      "inputs (%s, %d elements); got %s, %d" % (
                                          i.dtype, i.numel(), o.dtype, o.numel()))
+        post = self._poster(place, "all_gather_coalesced")
         packed = [_bytes(_flat(i)) for i in inputs]
         mine = torch.cat(packed) if packed else torch.empty(0, dtype=torch.uint8)
-        gathered = torch.empty(self._size * mine.numel(), dtype=torch.uint8)
+        gathered = torch.empty(self._size * mine.numel(), dtype=torch.uint8, device=mine.device)
 
         def unpack():
             for r, outs in enumerate(output_lists):
@@ -499,7 +687,7 @@ class ProcessGroupZsh(ProcessGroup):
                     piece = gathered[offset:offset + b.numel()]
                     o.copy_(piece.view(o.dtype).view(o.shape) if b.numel() else o)
                     offset += b.numel()
-        return self._work([self._comm.iall_gather(mine, gathered)], output_lists, unpack)
+        return self._work([post.iall_gather(mine, gathered)], output_lists, unpack, post=post)
 
     def _splits(self, splits, t, which):
         """Rows of dim 0 (torch's unit) each rank's block of @t has: @splits, or
@@ -522,7 +710,7 @@ class ProcessGroupZsh(ProcessGroup):
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         """all_to_all_single: rows block j of input to rank j, block r of output from
         rank r; one zsh_ialltoall in equal blocks, else a message per pair."""
-        _check_cpu([output, input], "all_to_all_single")
+        place = _place([output, input], "all_to_all_single")
         if output.dtype != input.dtype:
             raise TypeError("zsh all_to_all_single: output is %s, input is %s"
                             % (output.dtype, input.dtype))
@@ -533,10 +721,13 @@ class ProcessGroupZsh(ProcessGroup):
         row_in = src.numel() // max(sum(ins), 1)
         row_out = dst.numel() // max(sum(outs), 1)
         if (len(set(ins)) == 1) and (ins == outs) and (row_in == row_out):
+            post = self._poster(place, "all_to_all_single")
             if dst.data_ptr() == src.data_ptr():
                 src = src.clone()  # torch never passes one tensor as both: keep zsh's in place out
-            req = self._comm.iall_to_all(_bytes(src), _bytes(dst))
-            return self._work([req], [output], lambda: _write_back(output, dst))
+            req = post.iall_to_all(_bytes(src), _bytes(dst))
+            return self._work([req], [output], lambda: _write_back(output, dst), post=post)
+        _host_only(place, "all_to_all_single in unequal blocks",
+                   "pass equal splits, or pass CPU tensors")
         send = [src[a * row_in:(a + n) * row_in] for a, n in zip(_starts(ins), ins)]
         recv = [dst[a * row_out:(a + n) * row_out] for a, n in zip(_starts(outs), outs)]
         return self._exchange(send, recv, [output], lambda: _write_back(output, dst))
@@ -544,8 +735,7 @@ class ProcessGroupZsh(ProcessGroup):
     def alltoall(self, output_tensors, input_tensors, opts=None):
         """all_to_all: input_tensors[j] to rank j, output_tensors[r] from rank r; one
         zsh_ialltoall where every tensor has one size, else a message per pair."""
-        _check_cpu(input_tensors, "all_to_all")
-        _check_cpu(output_tensors, "all_to_all")
+        place = _place(list(input_tensors) + list(output_tensors), "all_to_all")
         if (len(input_tensors) != self._size) or (len(output_tensors) != self._size):
             raise ValueError("zsh all_to_all: %d input and %d output tensors for a group of %d"
                              % (len(input_tensors), len(output_tensors), self._size))
@@ -554,9 +744,12 @@ class ProcessGroupZsh(ProcessGroup):
             if t.dtype != first.dtype:
                 raise TypeError("zsh all_to_all: tensors of %s and %s" % (first.dtype, t.dtype))
         if any(t.numel() != first.numel() for t in list(input_tensors) + list(output_tensors)):
+            _host_only(place, "all_to_all of tensors of unequal sizes",
+                       "pass tensors of one size, or pass CPU tensors")
             flats = [_flat(t) for t in output_tensors]
             return self._exchange([_flat(t) for t in input_tensors], flats, output_tensors,
                                   lambda: _write_back_all(output_tensors, flats))
+        post = self._poster(place, "all_to_all")
         packed = torch.cat([_flat(t) for t in input_tensors])
         received = torch.empty_like(packed)
 
@@ -564,8 +757,8 @@ class ProcessGroupZsh(ProcessGroup):
             for r, out in enumerate(output_tensors):
                 block = received[r * first.numel():(r + 1) * first.numel()]
                 out.copy_(block.view(out.shape))
-        req = self._comm.iall_to_all(_bytes(packed), _bytes(received))
-        return self._work([req], output_tensors, unpack)
+        req = post.iall_to_all(_bytes(packed), _bytes(received))
+        return self._work([req], output_tensors, unpack, post=post)
 
     def _exchange(self, send, recv, result, finish):
         """send[j] to rank j and recv[r] from rank r, a message per pair under one
@@ -589,7 +782,7 @@ class ProcessGroupZsh(ProcessGroup):
         return self._work(reqs, result, done, ordered=False)
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        _check_cpu([output, input], "reduce_scatter_tensor")
+        place = _place([output, input], "reduce_scatter_tensor")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         _check_reducible(input, "reduce_scatter_tensor")
         if output.dtype != input.dtype:
@@ -600,15 +793,15 @@ class ProcessGroupZsh(ProcessGroup):
                              "(world size %d x output's %d)" % (
                                  input.numel(), self._size * output.numel(), self._size,
                                  output.numel()))
+        post = self._poster(place, "reduce_scatter_tensor")
         dst = _flat(output)
-        req = self._comm.ireduce_scatter(_flat(input), dst, op=op)
-        return self._work([req], [output], lambda: _write_back(output, dst))
+        req = post.ireduce_scatter(_flat(input), dst, op=op)
+        return self._work([req], [output], lambda: _write_back(output, dst), post=post)
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
-        _check_cpu(outputs, "reduce_scatter")
+        place = _place(list(outputs) + [i for ins in input_lists for i in ins], "reduce_scatter")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for out, ins in zip(outputs, input_lists):
-            _check_cpu(ins, "reduce_scatter")
             _check_reducible(out, "reduce_scatter")
             if len(ins) != self._size:
                 raise ValueError("zsh reduce_scatter: %d input tensors for a group of %d"
@@ -618,10 +811,11 @@ class ProcessGroupZsh(ProcessGroup):
                     raise ValueError("zsh reduce_scatter: input tensors must match the output "
                                      "(%s, %d elements); got %s, %d" % (
                                          out.dtype, out.numel(), i.dtype, i.numel()))
+        post = self._poster(place, "reduce_scatter")
         dsts = [_flat(out) for out in outputs]
-        reqs = [self._comm.ireduce_scatter(torch.cat([i.reshape(-1) for i in ins]), dst, op=op)
+        reqs = [post.ireduce_scatter(torch.cat([i.reshape(-1) for i in ins]), dst, op=op)
                 for ins, dst in zip(input_lists, dsts)]
-        return self._work(reqs, outputs, lambda: _write_back_all(outputs, dsts))
+        return self._work(reqs, outputs, lambda: _write_back_all(outputs, dsts), post=post)
 
     def barrier(self, opts=None):
         return self._work([self._comm.ibarrier()], [])
@@ -631,7 +825,7 @@ class ProcessGroupZsh(ProcessGroup):
     def reduce(self, tensors, opts=None):
         """An all-reduce of a copy, which the root keeps: the same bits as every
         rank's all_reduce, and the other ranks' tensors left as they were."""
-        _check_cpu(tensors, "reduce")
+        place = _place(tensors, "reduce")
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "reduce")
@@ -639,15 +833,17 @@ class ProcessGroupZsh(ProcessGroup):
             _check_reducible(t, "reduce")
         if (op == "avg") and any(not t.is_floating_point() for t in tensors):
             raise TypeError("zsh reduce: ReduceOp.AVG takes floating tensors only")
+        post = self._poster(place, "reduce")
         flats = [t.reshape(-1).clone() for t in tensors]
-        reqs = [self._comm.iall_reduce(flat, op=op) for flat in flats]
+        reqs = [post.iall_reduce(flat, op=op) for flat in flats]
         if self._rank != root:
-            return self._work(reqs, tensors)
-        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats))
+            return self._work(reqs, tensors, post=post)
+        return self._work(reqs, tensors, lambda: _write_back_all(tensors, flats), post=post)
 
     def gather(self, output_lists, inputs, opts=None):
         """Every rank's input to the root, a message each; the root's own copied."""
-        _check_cpu(inputs, "gather")
+        place = _place(list(inputs) + [o for outs in output_lists for o in outs], "gather")
+        _host_only(place, "gather", "use all_gather_into_tensor, or pass CPU tensors")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "gather")
         if len(inputs) != 1:
@@ -664,7 +860,6 @@ class ProcessGroupZsh(ProcessGroup):
             raise ValueError("zsh gather: the root takes one list of %d output tensors"
                              % self._size)
         outs = output_lists[0]
-        _check_cpu(outs, "gather")
         for o in outs:
             if (o.dtype != inp.dtype) or (o.numel() != inp.numel()):
                 raise ValueError("zsh gather: output tensors must match the input (%s, %d "
@@ -681,7 +876,8 @@ class ProcessGroupZsh(ProcessGroup):
 
     def scatter(self, outputs, input_lists, opts=None):
         """The root's input_lists[0][r] to rank r, a message each; its own copied."""
-        _check_cpu(outputs, "scatter")
+        place = _place(list(outputs) + [i for ins in input_lists for i in ins], "scatter")
+        _host_only(place, "scatter", "use broadcast, or pass CPU tensors")
         root = opts.rootRank if opts is not None else 0
         self._check_root(root, "scatter")
         if len(outputs) != 1:
@@ -699,7 +895,6 @@ class ProcessGroupZsh(ProcessGroup):
             raise ValueError("zsh scatter: the root takes one list of %d input tensors"
                              % self._size)
         ins = input_lists[0]
-        _check_cpu(ins, "scatter")
         for i in ins:
             if (i.dtype != out.dtype) or (i.numel() != out.numel()):
                 raise ValueError("zsh scatter: input tensors must match the output (%s, %d "
@@ -716,7 +911,7 @@ class ProcessGroupZsh(ProcessGroup):
     # ---- point to point ----------------------------------------------------------------
 
     def _p2p_tensor(self, tensors, peer, tag, what):
-        _check_cpu(tensors, what)
+        _host_only(_place(tensors, what), what, "pass CPU tensors")
         if len(tensors) != 1:
             raise ValueError("zsh %s: %d tensors; it takes one" % (what, len(tensors)))
         if not 0 <= tag <= USER_TAG_MAX:
@@ -798,13 +993,15 @@ class ProcessGroupZsh(ProcessGroup):
         self._own_tags = getattr(self, "_own_tags", -1) + 1
         return _TAG_CALLS + self._own_tags % (zeroshard.TAG_MAX + 1 - _TAG_CALLS)
 
-    def _gather_posts(self, inputs):
-        """An all-gather of each input into a buffer of its own: (requests, buffers)."""
+    def _gather_posts(self, post, inputs):
+        """An all-gather of each input into a buffer of its own, by @post:
+        (requests, buffers)."""
         reqs, gathered = [], []
         for inp in inputs:
             src = _flat(inp)
-            gathered.append(torch.empty(self._size * src.numel(), dtype=src.dtype))
-            reqs.append(self._comm.iall_gather(_bytes(src), _bytes(gathered[-1])))
+            gathered.append(torch.empty(self._size * src.numel(), dtype=src.dtype,
+                                        device=src.device))
+            reqs.append(post.iall_gather(_bytes(src), _bytes(gathered[-1])))
         return reqs, gathered
 
     def _check_root(self, root, what):
@@ -869,9 +1066,10 @@ def register(deterministic=None):
         _deterministic = bool(deterministic)
     if BACKEND_NAME.upper() not in dist.Backend._plugins:
         # torch >= 2.1 asks which devices a backend serves; 1.13 has no such
-        # argument. The backend takes CPU tensors.
+        # argument. The backend takes CPU and CUDA tensors.
         if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
-            dist.Backend.register_backend(BACKEND_NAME, create_process_group, devices=["cpu"])
+            dist.Backend.register_backend(BACKEND_NAME, create_process_group,
+                                          devices=["cpu", "cuda"])
         else:
             dist.Backend.register_backend(BACKEND_NAME, create_process_group)
 
