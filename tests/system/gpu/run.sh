@@ -122,12 +122,24 @@ optim_bench_table() {
 
 # ZeRO stage 3 of a torch model through the C API: host, device and offload
 # give the same losses. Its skip (77, no CUDA) counts as a failure here.
-zero_torch() {
+torch_python() {
     local py
     for py in ${PYTHON:-} /usr/bin/python3 python3; do
-        "$py" -c 'import torch' 2>/dev/null && break
+        "$py" -c 'import torch' 2>/dev/null && { echo "$py"; return 0; }
     done
-    "$py" "$top/tests/system/gpu/zero_torch.py" "$build/.libs/libzeroshard.so" "$@"
+    echo python3
+}
+
+zero_torch() {
+    "$(torch_python)" "$top/tests/system/gpu/zero_torch.py" "$build/.libs/libzeroshard.so" "$@"
+}
+
+# zeroshard.torch.ZeRO and plain torch side by side on the device: a GPT
+# and a ViT, compute only, torch.optim, stages 0-3 and offload (a table).
+torch_gpu() {
+    cd "$build" && PYTHONPATH=$build/python timeout 300 "$(torch_python)" "$top/perf/torch_gpu.py" |
+        tee "$out/torch_gpu.md"
+    return "${PIPESTATUS[0]}"
 }
 
 # A machine without a usable GPU or without nvcc would skip every device
@@ -158,6 +170,11 @@ step zero_torch_wide zero_torch --hidden 4096 --bucket 4194304
 # configure finds Python.h, numpy and pybind11 for $PYTHON.
 step torch_backend_cpu bash -c "cd '$build' && bash '$top/tests/system/python/run_torch.sh'"
 step zero_torch_cpu bash -c "cd '$build' && bash '$top/tests/system/python/run_zero.sh'"
+# The same on CUDA tensors: the backend's calls and ZeRO on a CUDA module,
+# one rank (NCCL refuses two ranks on one GPU).
+step torch_backend_cuda bash -c "cd '$build' && bash '$top/tests/system/python/run_torch_cuda.sh'"
+step zero_torch_cuda bash -c "cd '$build' && bash '$top/tests/system/python/run_zero_cuda.sh'"
+step torch_gpu torch_gpu
 if [ -n "${ZSH_GPU_EXTRA:-}" ]; then
     step extra bash -c "cd '$build' && $ZSH_GPU_EXTRA"
 fi
