@@ -315,6 +315,26 @@ def test_tied_reused_and_in_place_modules_train_as_plain_torch_at_every_stage(ct
 
 
 @case
+def test_adamw_left_to_its_defaults_trains_as_torch_optim_adamw_left_to_its_own(ctx):
+    # torch.optim.AdamW decays by 0.01 when not told: so does ZeRO's AdamW.
+    ref, ref_losses = reference_run(4, lr=1e-2)
+    for stage in (0, 3):
+        m = awkward()
+        zero = ZeRO(m, stage=stage, group=ctx.group, lr=1e-2)
+        losses = []
+        for step in range(4):
+            x, y = batch(step)
+            loss = F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1))
+            zero.backward(loss)
+            zero.step()
+            losses.append(loss.item())
+        near(torch.tensor(losses), torch.tensor(ref_losses), 1e-6, "stage %d losses" % stage)
+        near(zero.state_dict()["emb.weight"], ref.state_dict()["emb.weight"], 1e-5,
+             "stage %d emb.weight" % stage)
+        zero.close()
+
+
+@case
 def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
     # Adam hardly notices a gradient N times too large; SGD moves N times as far.
     ref, ref_losses = reference_run(4, torch.optim.SGD, lr=0.1, momentum=0.9)
@@ -332,18 +352,18 @@ def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
 
 @case
 def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
-    opt = dict(lr=1e-2)
-    ref, _ = reference_run(3, **opt)
+    ref, _ = reference_run(3, lr=1e-2)
     want = ref.state_dict()
     for stage in STAGES:
         for dtype in (torch.float32, torch.bfloat16):
             m = awkward(dtype)
-            zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
+            zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2,
+                        weight_decay=0.0)
             zero.load_state_dict({k: v.to(dtype) for k, v in want.items()})
             got = zero.state_dict()
             for k, v in want.items():
                 near(got[k].float(), v.to(dtype).float(), 0, "stage %d %s %s" % (stage, dtype, k))
-            # A step from the loaded values with zero gradients only decays and
+            # A step from the loaded values with zero gradients and no decay
             # keeps them: the masters were loaded too (else it would jump back).
             zero.step()
             after = zero.state_dict()

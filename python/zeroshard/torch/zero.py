@@ -280,6 +280,10 @@ class _FindReleased(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+# What weight_decay is with AdamW when not given: torch.optim.AdamW's default.
+ADAMW_WEIGHT_DECAY = 0.01
+
+
 def _zero_settings(stage, optimizer, betas, precision, settings):
     """The Optimizer's settings: merge()'s, with ZeRO's own names for some of
     them (optimizer, betas) and the precision the parameters have."""
@@ -302,6 +306,12 @@ def _zero_settings(stage, optimizer, betas, precision, settings):
         raise TypeError("precision %r does not match the parameters, which are %s"
                         % (given, precision))
     out["precision"] = precision
+    # torch.optim.AdamW decays by 0.01 unless told otherwise; the layer's own
+    # default is 0, which a model moved over from torch would not expect.
+    kind = out.get("kind")
+    if out.get("weight_decay") is None and \
+            (kind is None or _settings.to_c("kind", kind) == _settings.to_c("kind", "adamw")):
+        out["weight_decay"] = ADAMW_WEIGHT_DECAY
     return out
 
 
@@ -387,8 +397,9 @@ class ZeRO:
             The precision is the parameters' dtype; one given must match it.
         **settings: every other field of zsh_optim_config_t, as
             zeroshard.Optimizer takes it (None: its default). As torch.optim:
-            lr, eps, weight_decay (AdamW / Adam), momentum, nesterov (SGD, no
-            dampening), max_grad_norm (clip_grad_norm_; 0: off; the norm is
+            lr, eps, weight_decay (AdamW / Adam; with AdamW 0.01 unless
+            given, as torch.optim.AdamW, where the layer's own default is 0),
+            momentum, nesterov (SGD, no dampening), max_grad_norm (clip_grad_norm_; 0: off; the norm is
             summed in double, so a step it clips is close to torch's, not
             the same bits). A parameter that never gets a gradient still
             decays with weight_decay, where torch.optim leaves it. Offloading
