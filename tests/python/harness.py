@@ -135,16 +135,17 @@ class TorchCtx:
         self.comm = self.group.comm
 
 
-def torch_main(argv):
+def torch_main(argv, make_ctx=None):
     """Run CASES (argv[1], if given, picks those whose name holds it) in a
-    job of torch.distributed over "zsh", one RESULT line each."""
+    job of torch.distributed over "zsh", one RESULT line each; each case
+    gets make_ctx() (default: a TorchCtx)."""
     import datetime
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
     # A case that breaks the job fails the rest within a minute, not torch's 30.
     dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
-    ctx = TorchCtx()
+    ctx = (make_ctx or TorchCtx)()
     only = argv[1] if len(argv) > 1 else None
     failed = 0
     for fn in CASES:

@@ -17,7 +17,6 @@ following the stream's event, the timeout) with torch.cuda faked on the CPU.
 """
 
 import contextlib
-import datetime
 import inspect
 import os
 import sys
@@ -28,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Skip, case, raises, report_case  # noqa: E402
+from harness import Skip, case, raises  # noqa: E402
 
 import zeroshard  # noqa: E402
 import zeroshard.torch  # noqa: E402,F401  registers "zsh"
@@ -559,20 +558,6 @@ class Ctx:
             raise Skip("zeroshard has no device path in this process: %s" % why)
 
 
-def main(argv):
-    dist.init_process_group("zsh", timeout=datetime.timedelta(seconds=60))
-    from harness import CASES
-    ctx = Ctx()
-    only = argv[1] if len(argv) > 1 else None
-    failed = 0
-    for fn in CASES:
-        if only and only not in fn.__name__:
-            continue
-        failed += not report_case(fn, ctx)
-        dist.barrier()
-    dist.destroy_process_group()
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    from harness import torch_main
+    sys.exit(torch_main(sys.argv, Ctx))

@@ -226,13 +226,17 @@ class _Work(Work):
                 self._error = e
             self._done = True
             self._requests = self._finish = None
-            if self._error is None:
-                self._future.set_result(self._result)
-            else:
-                self._future.set_exception(self._error)
+            self._resolve_future()
             return True
         finally:
             self._lock.release()
+
+    def _resolve_future(self):
+        """The future gets the call's result, or its error."""
+        if self._error is None:
+            self._future.set_result(self._result)
+        else:
+            self._future.set_exception(self._error)
 
     def _claim(self):
         if not self._claimed:
@@ -328,10 +332,7 @@ class _StreamWork(_Work):
             self._done = True
             self._kept = None
             with torch.cuda.device(self._stream.device), torch.cuda.stream(self._stream):
-                if self._error is None:
-                    self._future.set_result(self._result)
-                else:
-                    self._future.set_exception(self._error)
+                self._resolve_future()
             return True
         finally:
             self._lock.release()
