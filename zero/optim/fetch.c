@@ -71,6 +71,7 @@ static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
         opt->node_bytes += zsh_shard_gathered_bytes(b->fetch.pshard);
         opt->stats.hpz_gathers++;
     }
+    b->qwz.live = (src.quant_block != 0);
     if (src.quant_block != 0) {
         b->qwz.sent = true;
         opt->quant_bytes += zsh_shard_sent_bytes(b->fetch.pshard);
@@ -275,7 +276,8 @@ zsh_status_t zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param)
         return ZSH_OK;
     }
     status = zsh_obucket_move(b, ZSH_BSTATE_CACHED);
-    if ((status == ZSH_OK) && (opt->live_bytes > opt->cfg.max_live_bytes)) {
+    if ((status == ZSH_OK) && (zsh_optim_qwz_forward_only(opt, b) ||
+                               (opt->live_bytes > opt->cfg.max_live_bytes))) {
         status = zsh_optim_evict(opt, b);
     }
     return status;

@@ -246,6 +246,13 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
     if (status != ZSH_OK) {
         return status;
     }
+    if (!opt->grads_begun && opt->stage_ops->shards_params) {
+        status = zsh_optim_comm_status(opt, zsh_optim_qwz_backward_begins(opt));
+        if (status != ZSH_OK) {
+            zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+            return status;
+        }
+    }
     b      = &opt->buckets[param->bucket];
     status = opt->stage_ops->grad_dst(opt, b, param, &dst);
     if (status != ZSH_OK) {
@@ -305,6 +312,7 @@ void zsh_optim_grads_reset(zsh_optim_t *opt)
     for (i = 0; i < opt->nbuckets; i++) {
         opt->buckets[i].pending = opt->buckets[i].nparams;
     }
+    opt->grads_begun = false;
 }
 
 zsh_status_t zsh_optim_zero_grad(zsh_optim_t *opt)

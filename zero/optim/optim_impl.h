@@ -73,6 +73,7 @@ typedef struct zsh_obucket {
     struct {                      /* qwZ */
         bool           sent;      /* gathered quantized since the last update: the next
                                      gathers are full precision (or hpZ's) */
+        bool           live;      /* the gathered copy held now came as int8 */
         size_t        *cut_at;    /* qwZ and qgZ: each parameter's first element, */
         zsh_quant_cuts_t cuts;    /* where their blocks restart (quant/cuts.h) */
     } qwz;
@@ -162,6 +163,7 @@ struct zsh_optim {
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
     size_t             quant_bytes;     /* of comm_bytes, sent quantized (qwZ, qgZ) */
+    bool               grads_begun;     /* a gradient came this step: backward has begun */
     struct {                            /* qgZ, set up where cfg.quantize_grads is on */
         zsh_comm_t    *node, *rail;     /* this rank's node group and rail group */
         int           *owner;           /* owner[node * L + local]: the rank there */
@@ -299,12 +301,18 @@ void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
  * after hpZ (it needs the nodes); zsh_optim_qwz_src() marks a gather from
  * the primary shards quantized where it is a bucket's first since the last
  * update; zsh_optim_qwz_invalidate() makes every bucket's next gather the
- * first again. */
+ * first again. Once backward has begun, zsh_optim_qwz_forward_only() says
+ * whether @b's gathered copy is one that serves the forward alone (it came
+ * as int8 and no hpZ secondary holds the bucket), to be dropped once no one
+ * uses it, and zsh_optim_qwz_backward_begins() drops those no one uses at
+ * the step's first gradient. */
 struct zsh_zero_config;
 zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const struct zsh_zero_config *env);
 void         zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b,
                                zsh_shard_src_t *src);
 void         zsh_optim_qwz_invalidate(zsh_optim_t *opt);
+bool         zsh_optim_qwz_forward_only(const zsh_optim_t *opt, const zsh_obucket_t *b);
+zsh_status_t zsh_optim_qwz_backward_begins(zsh_optim_t *opt);
 /* Where either quantization is on, each bucket's cuts, its parameters'
  * offsets, so that no quantization block spans two parameters; freed by
  * zsh_optim_qwz_free(). */

@@ -206,6 +206,35 @@ void zsh_optim_qwz_free(zsh_optim_t *opt)
     }
 }
 
+/* ZeRO++ gathers the weights as int8 for the forward only: backward's
+ * gathers are full precision, or hpZ's secondary within the node. A bucket
+ * still gathered from the forward would otherwise serve backward too, and
+ * every gradient would go through the rounded weights; with the whole
+ * model in a few buckets that is all of them (docs/DECISIONS.md,
+ * "Quantization blocks and the loss"). */
+bool zsh_optim_qwz_forward_only(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return opt->grads_begun && b->qwz.live && !b->hpz.sec_valid;
+}
+
+zsh_status_t zsh_optim_qwz_backward_begins(zsh_optim_t *opt)
+{
+    zsh_status_t status, first = ZSH_OK;
+    zsh_obucket_t *b;
+    size_t i;
+
+    opt->grads_begun = true;
+    for (i = 0; i < opt->nbuckets; i++) {
+        b = &opt->buckets[i];
+        if (zsh_bstate_gathered(b->fetch.state) && (b->fetch.refs == 0) &&
+            zsh_optim_qwz_forward_only(opt, b)) {
+            status = zsh_optim_drop_gather(opt, b);
+            first  = (first == ZSH_OK) ? status : first;
+        }
+    }
+    return first;
+}
+
 void zsh_optim_qwz_invalidate(zsh_optim_t *opt)
 {
     size_t i;

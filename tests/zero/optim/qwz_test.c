@@ -3,7 +3,8 @@
  * the in-process ranks share one node, where auto leaves it off): a
  * bucket's first gather after an update gives every element within half
  * its block's scale of the shard's value, a later gather (backward's, here
- * after an eviction) gives the exact values, an update makes the next
+ * after an eviction, or once backward has begun where the forward's copy was
+ * cached) gives the exact values, an update makes the next
  * gather quantized again, and the stats count the quantized bytes as they
  * travelled; training stays within a stated distance of the run without
  * it; what cannot apply is refused by name (int4 weights, qgZ on one node or
@@ -130,6 +131,69 @@ ZSH_RANK_TEST(optim_qwz, first_gather_is_quantized_within_the_bound_and_later_on
                   st.comm_bytes_last_step);
     /* The update makes the next gather the first again. */
     zsh_qwz_fetch(opt, param[1], 1, count, true, "b, after the step");
+out:
+    zsh_optim_destroy(opt);
+    free(init[0]);
+    free(init[1]);
+    free(grad);
+}
+
+/* One bucket holding both parameters and room to keep it: the forward's
+ * int8 copy stays cached between its uses, and the first gradient of the
+ * step (backward has begun) drops it, so that backward gathers the exact
+ * values rather than compute its gradients through the rounded ones. */
+ZSH_RANK_TEST(optim_qwz, backward_gathers_exact_values_where_the_forwards_int8_copy_was_cached)
+{
+    int n = zsh_comm_size(comm), p, applied = 0;
+    size_t count = (2 * ZSH_QWZ_N + (size_t)n - 1) / (size_t)n;
+    float *init[2] = {NULL, NULL}, *grad = calloc(ZSH_QWZ_N, sizeof(float));
+    zsh_optim_config_t cfg;
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_param_t *param[2];
+    void *data = NULL;
+    size_t i;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage            = 3;
+    cfg.kind             = ZSH_OPTIM_SGD;
+    cfg.lr               = 0.0f; /* an update that changes nothing: the values stay known */
+    cfg.bucket_size      = 4 * ZSH_QWZ_N * sizeof(float); /* both in one bucket */
+    cfg.max_live_bytes   = 4 * ZSH_QWZ_N * sizeof(float); /* which stays cached */
+    cfg.prefetch         = 0;
+    cfg.quantize_weights = ZSH_QUANTIZE_ON;
+    cfg.quantize_block   = ZSH_QWZ_BLOCK;
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
+    for (p = 0; p < 2; p++) {
+        init[p] = malloc(ZSH_QWZ_N * sizeof(float));
+        for (i = 0; i < ZSH_QWZ_N; i++) {
+            init[p][i] = zsh_qwz_value(p, i);
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, p ? "b" : "a", ZSH_QWZ_N, ZSH_FLOAT32,
+                                                     init[p], &param[p]));
+    }
+    if (zsh_optim_setup(opt) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "setup: %s", zsh_last_error());
+        goto out;
+    }
+    /* a leads the bucket, so the check's parts (from a's first element)
+     * are the bucket's; b, from the cached copy, is fetched unchecked. */
+    if (!zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward") ||
+        (zsh_optim_fetch(opt, param[1], &data) != ZSH_OK) ||
+        (zsh_optim_release(opt, param[1]) != ZSH_OK)) {
+        zsh_test_fail(__FILE__, __LINE__, "the forward: %s", zsh_last_error());
+        goto out;
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, param[1], grad));
+    if (!zsh_qwz_fetch(opt, param[0], 0, count, false, "a, backward")) {
+        goto out;
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, param[0], grad));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &applied));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_stats(opt, &st));
+    ZSH_EXPECT_EQ(1, st.qwz_gathers);
+    /* The next step's forward is quantized again. */
+    zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward after the step");
 out:
     zsh_optim_destroy(opt);
     free(init[0]);
