@@ -117,7 +117,11 @@ elastic() {
     resumed=$(awk '$2 == "start" && $3 == 1 { s = 1 } s && $2 == "resumed" { print $(NF - 3); exit }' \
         "$log/$tag.0.out")
     echo "$tag: kill at step $left, resumed from ${resumed:-nothing} at $n ranks, the first step $ms ms after the kill; $(grep -o 'snapshot in node memory after the restore.*' "$log/$tag.0.out")" >&2
-    grep -q "^\[0\] start 1 $n\$" "$log/$tag.0.out" || { echo "the restart is not at $n ranks: $(grep start "$log/$tag.0.out")"; return 1; }
+    grep -q "^\[0\] start 1 $n\$" "$log/$tag.0.out" || {
+        echo "the restart is not at $n ranks: $(grep start "$log/$tag.0.out"); the nodes' zshruns said:"
+        grep -H "zshrun:" "$log/$tag".*.err | head -n 20
+        return 1
+    }
     poll 120 ended "$tag" || { echo "the job did not end"; return 1; }
     [ "$(cat "$log/$tag.0.rc")" = 0 ] || { echo "node 0's zshrun exited $(cat "$log/$tag.0.rc"): $(tail -5 "$log/$tag.0.err")"; return 1; }
     return 0
