@@ -286,6 +286,19 @@ def reference_run(steps, kind=torch.optim.AdamW, **opt):
     return m, losses
 
 
+def zero_run(zero, m, steps):
+    """reference_run's training of m through zero: its losses."""
+    losses = []
+    for step in range(steps):
+        x, y = batch(step)
+        loss = F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1))
+        zero.backward(loss)
+        zero.step()
+        zero.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
 @case
 def test_tied_reused_and_in_place_modules_train_as_plain_torch_at_every_stage(ctx):
     opt = dict(lr=1e-2, weight_decay=0.05)
@@ -293,14 +306,7 @@ def test_tied_reused_and_in_place_modules_train_as_plain_torch_at_every_stage(ct
     for stage in STAGES:
         m = awkward()
         zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
-        losses = []
-        for step in range(6):
-            x, y = batch(step)
-            loss = F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1))
-            zero.backward(loss)
-            zero.step()
-            zero.zero_grad()
-            losses.append(loss.item())
+        losses = zero_run(zero, m, 6)
         near(torch.tensor(losses), torch.tensor(ref_losses), 1e-5, "stage %d losses" % stage)
         sd = zero.state_dict()
         for k, v in ref.state_dict().items():
@@ -321,13 +327,7 @@ def test_adamw_left_to_its_defaults_trains_as_torch_optim_adamw_left_to_its_own(
     for stage in (0, 3):
         m = awkward()
         zero = ZeRO(m, stage=stage, group=ctx.group, lr=1e-2)
-        losses = []
-        for step in range(4):
-            x, y = batch(step)
-            loss = F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1))
-            zero.backward(loss)
-            zero.step()
-            losses.append(loss.item())
+        losses = zero_run(zero, m, 4)
         near(torch.tensor(losses), torch.tensor(ref_losses), 1e-6, "stage %d losses" % stage)
         near(zero.state_dict()["emb.weight"], ref.state_dict()["emb.weight"], 1e-5,
              "stage %d emb.weight" % stage)
@@ -341,10 +341,7 @@ def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
     for stage in (0, 3):
         m = awkward()
         zero = ZeRO(m, stage=stage, group=ctx.group, optimizer="sgd", lr=0.1, momentum=0.9)
-        for step in range(4):
-            x, y = batch(step)
-            zero.backward(F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1)))
-            zero.step()
+        zero_run(zero, m, 4)
         sd = zero.state_dict()
         near(sd["emb.weight"], ref.state_dict()["emb.weight"], 1e-4, "stage %d" % stage)
         zero.close()

@@ -77,42 +77,67 @@ static bool zsh_qwz_fetch(zsh_optim_t *opt, zsh_param_t *param, int p, size_t co
     return zsh_optim_release(opt, param) == ZSH_OK;
 }
 
+/* Stage 3 with qwZ on, an SGD step that changes nothing (the values stay
+ * known), no prefetch, buckets of @bucket_size bytes and @max_live of them
+ * gathered; parameters "a" and "b" of ZSH_QWZ_N values each (init[p], which
+ * the caller frees), set up. False, with the failure reported, if any of
+ * that failed. */
+static bool zsh_qwz_open(zsh_comm_t *comm, size_t bucket_size, size_t max_live,
+                         zsh_optim_t **opt, zsh_param_t *param[2], float *init[2])
+{
+    zsh_optim_config_t cfg;
+    size_t i;
+    int p;
+
+    zsh_optim_config_init(&cfg);
+    cfg.stage            = 3;
+    cfg.kind             = ZSH_OPTIM_SGD;
+    cfg.lr               = 0.0f;
+    cfg.bucket_size      = bucket_size;
+    cfg.max_live_bytes   = max_live;
+    cfg.prefetch         = 0;
+    cfg.quantize_weights = ZSH_QUANTIZE_ON;
+    cfg.quantize_block   = ZSH_QWZ_BLOCK;
+    if (zsh_optim_create(comm, &cfg, opt) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "create: %s", zsh_last_error());
+        return false;
+    }
+    for (p = 0; p < 2; p++) {
+        init[p] = malloc(ZSH_QWZ_N * sizeof(float));
+        if (init[p] == NULL) {
+            zsh_test_fail(__FILE__, __LINE__, "no memory");
+            return false;
+        }
+        for (i = 0; i < ZSH_QWZ_N; i++) {
+            init[p][i] = zsh_qwz_value(p, i);
+        }
+        if (zsh_optim_register(*opt, p ? "b" : "a", ZSH_QWZ_N, ZSH_FLOAT32, init[p],
+                               &param[p]) != ZSH_OK) {
+            zsh_test_fail(__FILE__, __LINE__, "register: %s", zsh_last_error());
+            return false;
+        }
+    }
+    if (zsh_optim_setup(*opt) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "setup: %s", zsh_last_error());
+        return false;
+    }
+    return true;
+}
+
 ZSH_RANK_TEST(optim_qwz, first_gather_is_quantized_within_the_bound_and_later_ones_exact)
 {
     int n = zsh_comm_size(comm), p, applied = 0;
     size_t count = (ZSH_QWZ_N + (size_t)n - 1) / (size_t)n;
     size_t nb = (count + ZSH_QWZ_BLOCK - 1) / ZSH_QWZ_BLOCK;
     size_t part = (nb * 4 + count + 3) / 4 * 4;
-    float *init[2], *grad = calloc(ZSH_QWZ_N, sizeof(float));
-    zsh_optim_config_t cfg;
+    float *init[2] = {NULL, NULL}, *grad = calloc(ZSH_QWZ_N, sizeof(float));
     zsh_optim_stats_t st;
     zsh_optim_t *opt = NULL;
     zsh_param_t *param[2];
-    size_t i;
 
-    zsh_optim_config_init(&cfg);
-    cfg.stage            = 3;
-    cfg.kind             = ZSH_OPTIM_SGD;
-    cfg.lr               = 0.0f; /* an update that changes nothing: the values stay known */
-    cfg.bucket_size      = 1024;                      /* a bucket per parameter */
-    cfg.max_live_bytes   = ZSH_QWZ_N * sizeof(float); /* one gathered bucket at a time */
-    cfg.prefetch         = 0;
-    cfg.quantize_weights = ZSH_QUANTIZE_ON;
-    cfg.quantize_block   = ZSH_QWZ_BLOCK;
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
-    for (p = 0; p < 2; p++) {
-        init[p] = malloc(ZSH_QWZ_N * sizeof(float));
-        for (i = 0; i < ZSH_QWZ_N; i++) {
-            init[p][i] = zsh_qwz_value(p, i);
-        }
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, p ? "b" : "a", ZSH_QWZ_N, ZSH_FLOAT32,
-                                                     init[p], &param[p]));
-    }
-    if (zsh_optim_setup(opt) != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "setup: %s", zsh_last_error());
-        goto out;
-    }
-    if (!zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward") ||
+    /* A bucket per parameter, one gathered at a time. */
+    if (!zsh_qwz_open(comm, 1024, ZSH_QWZ_N * sizeof(float), &opt, param, init) ||
+        !zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward") ||
         !zsh_qwz_fetch(opt, param[1], 1, count, true, "b, forward (a evicted)") ||
         !zsh_qwz_fetch(opt, param[0], 0, count, false, "a, backward")) {
         goto out;
@@ -144,36 +169,17 @@ out:
  * values rather than compute its gradients through the rounded ones. */
 ZSH_RANK_TEST(optim_qwz, backward_gathers_exact_values_where_the_forwards_int8_copy_was_cached)
 {
-    int n = zsh_comm_size(comm), p, applied = 0;
+    int n = zsh_comm_size(comm), applied = 0;
     size_t count = (2 * ZSH_QWZ_N + (size_t)n - 1) / (size_t)n;
     float *init[2] = {NULL, NULL}, *grad = calloc(ZSH_QWZ_N, sizeof(float));
-    zsh_optim_config_t cfg;
     zsh_optim_stats_t st;
     zsh_optim_t *opt = NULL;
     zsh_param_t *param[2];
     void *data = NULL;
-    size_t i;
 
-    zsh_optim_config_init(&cfg);
-    cfg.stage            = 3;
-    cfg.kind             = ZSH_OPTIM_SGD;
-    cfg.lr               = 0.0f; /* an update that changes nothing: the values stay known */
-    cfg.bucket_size      = 4 * ZSH_QWZ_N * sizeof(float); /* both in one bucket */
-    cfg.max_live_bytes   = 4 * ZSH_QWZ_N * sizeof(float); /* which stays cached */
-    cfg.prefetch         = 0;
-    cfg.quantize_weights = ZSH_QUANTIZE_ON;
-    cfg.quantize_block   = ZSH_QWZ_BLOCK;
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
-    for (p = 0; p < 2; p++) {
-        init[p] = malloc(ZSH_QWZ_N * sizeof(float));
-        for (i = 0; i < ZSH_QWZ_N; i++) {
-            init[p][i] = zsh_qwz_value(p, i);
-        }
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_register(opt, p ? "b" : "a", ZSH_QWZ_N, ZSH_FLOAT32,
-                                                     init[p], &param[p]));
-    }
-    if (zsh_optim_setup(opt) != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "setup: %s", zsh_last_error());
+    /* Both in one bucket, which stays cached. */
+    if (!zsh_qwz_open(comm, 4 * ZSH_QWZ_N * sizeof(float), 4 * ZSH_QWZ_N * sizeof(float), &opt,
+                      param, init)) {
         goto out;
     }
     /* a leads the bucket, so the check's parts (from a's first element)
