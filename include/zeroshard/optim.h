@@ -9,7 +9,8 @@
  * - forward: zsh_optim_fetch() each parameter before use and
  *   zsh_optim_release() it after (at stages 0-2 these return the framework's
  *   own buffer and cost nothing, so one code path serves every stage);
- * - backward: fetch/release again where the parameter is needed, and hand
+ * - backward: zsh_optim_backward_begin() (optional: it matters with qwZ),
+ *   then fetch/release again where the parameter is needed, and hand
  *   each gradient over with zsh_optim_grad_ready() as soon as it is computed:
  *   its reduction starts at once, nonblocking, bucketed, overlapping the rest
  *   of the backward pass;
@@ -439,6 +440,28 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
 
 /** @brief End the use that zsh_optim_fetch() began; the pointer it gave becomes invalid. */
 zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param);
+
+/**
+ * @brief Say that this step's backward pass begins (optional; collective).
+ *
+ * With qwZ (zsh_optim_config_t::quantize_weights) stage 3 gathers the
+ * weights as int8 for the forward only: backward computes its gradients
+ * through the exact values (or hpZ's secondary partition). This call drops
+ * every gathered bucket that came as int8 and that no hpZ secondary holds,
+ * cached or prefetched (one still fetched goes at its release), so the
+ * next gather of each is full precision. Call it after the forward and
+ * before backward's first zsh_optim_fetch(): the units that ran last in the
+ * forward are the first whose backward gathers, before any gradient exists.
+ * Without it, the step's first zsh_optim_grad_ready() marks the start, and
+ * a bucket fetched again before that serves the forward's int8 copy.
+ * It does nothing at stages 0-2, without qwZ, or when called again before
+ * zsh_optim_step() or zsh_optim_zero_grad() (idempotent within a step).
+ * Every rank calls it at the same point of the step, or none does.
+ * @param opt The optimizer; its layout is built first if it was not.
+ * @return ZSH_ERR_INVALID_ARG if @p opt is NULL, or the failure of a
+ *         prefetched gather it waited for.
+ */
+zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt);
 
 /**
  * @brief Hand over a parameter's gradient for this step and start its

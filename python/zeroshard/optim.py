@@ -222,6 +222,17 @@ class Optimizer:
                 raise error(status)
         return out
 
+    def backward_begin(self):
+        """Say that this step's backward begins (collective; optional): with
+        qwZ at stage 3, the gathers from now on are full precision, not the
+        forward's int8 copies still cached (zsh_optim_backward_begin).
+        Without it the first grad_ready() marks the start. Idempotent
+        within a step."""
+        with self._lock:
+            status = _z.optim_backward_begin(self._live())
+            if status != OK:
+                raise error(status)
+
     def grad_ready(self, param, grad):
         """Hand over the parameter's gradient for this step (copied before
         this returns); the reduction of its bucket starts once the bucket is

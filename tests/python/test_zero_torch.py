@@ -12,7 +12,7 @@ unused parameters, with units by class, size and callable, and a parameter
 read outside its module found; state_dict / load_state_dict through every
 copy the layer keeps; mixed precision; the calls a stage 3 step makes into
 the layer (a unit gathered in one call, in the same order each step,
-gradients averaged in place); the offload tiers (train_gpt.py with the
+gradients averaged in place); qwZ's backward on exact weights; the offload tiers (train_gpt.py with the
 optimizer states in host memory or with states and parameter shards in
 files, bit for bit the in-memory run, inside its host buffer budget, its
 files gone after close); and the refusals.
@@ -345,6 +345,53 @@ def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
         sd = zero.state_dict()
         near(sd["emb.weight"], ref.state_dict()["emb.weight"], 1e-4, "stage %d" % stage)
         zero.close()
+
+
+class Gain(nn.Module):
+    """x * gain: autograd saves the parameter itself, so backward reads what
+    the parameter holds then (F.linear saves a view of the forward's copy)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.gain = nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return x * self.gain
+
+
+@case
+def test_stage_3_with_qwz_gives_the_last_units_backward_the_exact_weights(ctx):
+    """qwZ gathers the weights as int8 for the forward only. The unit that ran
+    last in the forward is the first whose backward gathers, before any
+    gradient exists: it must get the exact weights there, not the forward's
+    int8 copy still cached. The linear layer's gradients go through the
+    gain alone (the loss is a sum), so they are the unquantized run's, bit
+    for bit."""
+    def run(quantize):
+        torch.manual_seed(11)
+        m = nn.Sequential(nn.Linear(64, 64), Gain(64))
+        zero = ZeRO(m, stage=3, group=ctx.group, optimizer="sgd", lr=1.0,
+                    quantize_weights=quantize, quantize_block=64)
+        grads = {}
+        for name in ("weight", "bias"):
+            getattr(m[0], name).register_hook(
+                lambda g, name=name: grads.__setitem__(name, g.clone()))
+        x = torch.randn(4, 64, generator=torch.Generator().manual_seed(5))
+        zero.backward(m(x).sum())
+        zero.step()
+        stats = zero.stats()
+        zero.close()
+        return grads, stats
+
+    (exact, plain), (got, quant) = run("off"), run("on")
+    if not (quant["qwz_gathers"] > 0 and plain["qwz_gathers"] == 0):
+        raise AssertionError("int8 gathers: %d with qwZ, %d without"
+                             % (quant["qwz_gathers"], plain["qwz_gathers"]))
+    for k in ("weight", "bias"):
+        if not torch.equal(got[k], exact[k]):
+            raise AssertionError("the linear layer's %s gradient differs from the unquantized "
+                                 "run's by up to %.3g: the gain's backward saw rounded values"
+                                 % (k, (got[k] - exact[k]).abs().max().item()))
 
 
 @case

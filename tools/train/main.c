@@ -8,7 +8,8 @@
  * same at any rank count and any stage, up to float rounding.
  *
  * Each step, as a framework does it: forward fetches each layer's parameters
- * just before use and releases them after; backward fetches them again,
+ * just before use and releases them after; backward, once the layer knows it
+ * has begun, fetches them again,
  * computes the gradients and hands each over with grad-ready, which starts
  * its bucket's reduction at once; then the step.
  *
@@ -186,13 +187,21 @@ static zsh_status_t zsh_train_layer_backward(zsh_train_t *t, size_t l, float *dy
     return zsh_train_grad(t, zsh_train_param(t, wi + 1, 0), t->b32, out);
 }
 
-/* dy (the loss gradient of the logits) starts in acts[layers + 1]. */
+/* dy (the loss gradient of the logits) starts in acts[layers + 1]. The
+ * last layer's backward fetches its tiles before any gradient exists: the
+ * layer is told first that backward begins, so that under qwZ those fetches
+ * get the exact weights, not the forward's int8 copy still cached. */
 static zsh_status_t zsh_train_backward(zsh_train_t *t)
 {
     float *dy = t->acts[t->d.layers + 1], *dx;
-    zsh_status_t s;
+    double t0 = zsh_train_now();
+    zsh_status_t s = zsh_optim_backward_begin(t->opt);
     size_t l;
 
+    t->split.blocked += zsh_train_now() - t0;
+    if (s != ZSH_OK) {
+        return s;
+    }
     for (l = t->d.layers + 1; l-- > 0; dy = dx) {
         dx = t->dbuf[l % 2];
         if ((s = zsh_train_layer_backward(t, l, dy, dx)) != ZSH_OK) {

@@ -219,6 +219,38 @@ static zsh_status_t zsh_optim_reduce_start(zsh_optim_t *opt, zsh_obucket_t *b)
     return (status == ZSH_OK) ? opt->stage_ops->reduce_start(opt, b) : status;
 }
 
+/* Backward has begun: the caller said so, or the step's first gradient
+ * came. Once per step; only stage 3 gathers anything to drop. */
+static zsh_status_t zsh_optim_backward_starts(zsh_optim_t *opt)
+{
+    if (opt->grads_begun || !opt->stage_ops->shards_params) {
+        return ZSH_OK;
+    }
+    return zsh_optim_comm_status(opt, zsh_optim_qwz_backward_begins(opt));
+}
+
+zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt)
+{
+    const char *fn = "zsh_optim_backward_begin";
+    zsh_status_t status;
+
+    if (opt == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: opt is NULL", fn);
+    }
+    status = zsh_optim_setup(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, fn);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_optim_backward_starts(opt);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: ", fn);
+    }
+    return status;
+}
+
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad)
 {
     const char *fn = "zsh_optim_grad_ready";
@@ -246,12 +278,10 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
     if (status != ZSH_OK) {
         return status;
     }
-    if (!opt->grads_begun && opt->stage_ops->shards_params) {
-        status = zsh_optim_comm_status(opt, zsh_optim_qwz_backward_begins(opt));
-        if (status != ZSH_OK) {
-            zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
-            return status;
-        }
+    status = zsh_optim_backward_starts(opt);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+        return status;
     }
     b      = &opt->buckets[param->bucket];
     status = opt->stage_ops->grad_dst(opt, b, param, &dst);

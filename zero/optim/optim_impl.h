@@ -163,7 +163,8 @@ struct zsh_optim {
     bool               hpz_check;       /* hpZ asked for across nodes: setup checks them */
     size_t             node_bytes;      /* of comm_bytes, on hpzcomm */
     size_t             quant_bytes;     /* of comm_bytes, sent quantized (qwZ, qgZ) */
-    bool               grads_begun;     /* a gradient came this step: backward has begun */
+    bool               grads_begun;     /* backward has begun this step: the caller said so
+                                           (zsh_optim_backward_begin) or a gradient came */
     struct {                            /* qgZ, set up where cfg.quantize_grads is on */
         zsh_comm_t    *node, *rail;     /* this rank's node group and rail group */
         int           *owner;           /* owner[node * L + local]: the rank there */
@@ -304,8 +305,9 @@ void         zsh_optim_hpz_invalidate(zsh_optim_t *opt);
  * first again. Once backward has begun, zsh_optim_qwz_forward_only() says
  * whether @b's gathered copy is one that serves the forward alone (it came
  * as int8 and no hpZ secondary holds the bucket), to be dropped once no one
- * uses it, and zsh_optim_qwz_backward_begins() drops those no one uses at
- * the step's first gradient. */
+ * uses it, and zsh_optim_qwz_backward_begins() drops those no one uses
+ * when backward begins (zsh_optim_backward_begin() or the step's first
+ * gradient). */
 struct zsh_zero_config;
 zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const struct zsh_zero_config *env);
 void         zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b,

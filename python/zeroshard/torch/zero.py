@@ -41,6 +41,11 @@ precision, loss scaling and clipping; this module only wires it to torch:
   default. ``zero.units`` lists the units and what each holds.
   In backward, a hook on a unit's outputs gathers its parameters before its
   backward runs, and each one is dropped once its gradient is handed over.
+  The first of these hooks to run (the root's: its outputs are always
+  hooked) tells the layer that backward has begun, before any gather of
+  the backward, so that with quantize_weights (qwZ) the units that ran last
+  in the forward get their exact weights in backward too, not the
+  forward's int8 copy still cached.
   A parameter used by several units (tied) or several times is gathered
   while any use needs them. The outputs pass through an identity autograd
   function whose backward does the gathering, so in-place ops on them
@@ -677,7 +682,8 @@ class ZeRO:
                 return None
             held = self._active[top][1]
             self._close_aborted(top)
-            if held and torch.is_grad_enabled():
+            # The root's outputs always: their hook runs first in backward.
+            if (held or module is self._module) and torch.is_grad_enabled():
                 return _through(output, self._pre_backward(held))
             return None
         return hook
@@ -749,6 +755,7 @@ class ZeRO:
                 self._end_queued = True
                 self._active_base = len(self._active)
                 torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
+                self._opt.backward_begin()
             todo = [i for i in own if not self._bw_held[i] and not self._ready[i]]
             self._hold(todo)
             for i in todo:

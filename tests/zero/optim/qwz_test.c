@@ -4,7 +4,8 @@
  * bucket's first gather after an update gives every element within half
  * its block's scale of the shard's value, a later gather (backward's, here
  * after an eviction, or once backward has begun where the forward's copy was
- * cached) gives the exact values, an update makes the next
+ * cached, by the first gradient or the caller's zsh_optim_backward_begin())
+ * gives the exact values, an update makes the next
  * gather quantized again, and the stats count the quantized bytes as they
  * travelled; training stays within a stated distance of the run without
  * it; what cannot apply is refused by name (int4 weights, qgZ on one node or
@@ -200,6 +201,51 @@ ZSH_RANK_TEST(optim_qwz, backward_gathers_exact_values_where_the_forwards_int8_c
     ZSH_EXPECT_EQ(1, st.qwz_gathers);
     /* The next step's forward is quantized again. */
     zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward after the step");
+out:
+    zsh_optim_destroy(opt);
+    free(init[0]);
+    free(init[1]);
+    free(grad);
+}
+
+/* The same bucket, where backward's first gather comes before any gradient
+ * (the unit that ran last in the forward is the first to run backward): the
+ * caller's zsh_optim_backward_begin() drops the forward's int8 copy, once
+ * however often it is called, and the step's next forward is int8 again. */
+ZSH_RANK_TEST(optim_qwz, backward_begin_makes_the_gather_before_any_gradient_exact)
+{
+    int n = zsh_comm_size(comm), p, s, applied = 0;
+    size_t count = (2 * ZSH_QWZ_N + (size_t)n - 1) / (size_t)n;
+    float *init[2] = {NULL, NULL}, *grad = calloc(ZSH_QWZ_N, sizeof(float));
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_param_t *param[2];
+    void *data = NULL;
+
+    if (!zsh_qwz_open(comm, 4 * ZSH_QWZ_N * sizeof(float), 4 * ZSH_QWZ_N * sizeof(float), &opt,
+                      param, init)) {
+        goto out;
+    }
+    for (s = 0; s < 2; s++) {
+        if (!zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward") ||
+            (zsh_optim_fetch(opt, param[1], &data) != ZSH_OK) ||
+            (zsh_optim_release(opt, param[1]) != ZSH_OK)) {
+            zsh_test_fail(__FILE__, __LINE__, "step %d, the forward: %s", s, zsh_last_error());
+            goto out;
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_backward_begin(opt));
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_backward_begin(opt));
+        if (!zsh_qwz_fetch(opt, param[0], 0, count, false, "a, backward before any gradient")) {
+            goto out;
+        }
+        for (p = 0; p < 2; p++) {
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, param[p], grad));
+        }
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &applied));
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_stats(opt, &st));
+    ZSH_EXPECT_EQ(2, st.qwz_gathers);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_backward_begin(NULL));
 out:
     zsh_optim_destroy(opt);
     free(init[0]);
