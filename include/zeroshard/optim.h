@@ -478,6 +478,25 @@ zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt);
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad);
 
 /**
+ * @brief Say that a parameter has no gradient this step, on any rank, in
+ *        place of zsh_optim_grad_ready() (collective per bucket, as it).
+ *
+ * As torch.optim leaves a parameter whose gradient is None, the step leaves
+ * it as it is: no weight decay, no change to its optimizer states, and its
+ * own count of updates, which Adam's bias correction uses, does not advance
+ * (it then lags the optimizer's, and its next update is corrected by its
+ * own count). Its bucket's reduction adds zeros in its place, and the
+ * gradient norm counts none. Every rank calls it for the same parameters:
+ * a parameter that has a gradient on some rank gets zeros from the others
+ * through zsh_optim_grad_ready(), as DDP sums it.
+ * @param opt   The optimizer; its layout is built first if it was not.
+ * @param param A parameter of @p opt (or one tile of a tiled parameter).
+ * @return ZSH_ERR_INVALID_ARG if this parameter already has a gradient (or
+ *         none) pending this step.
+ */
+zsh_status_t zsh_optim_grad_none(zsh_optim_t *opt, zsh_param_t *param);
+
+/**
  * @brief Finish the gradient reductions and update the parameters (collective).
  *
  * Checks overflow (dynamic loss scaling) and clips to the global norm when
@@ -487,7 +506,8 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
  * @param opt The optimizer; its layout is built first if it was not.
  * @param[out] applied_p 1 if the parameters were updated, 0 if the step was
  *                       skipped for overflow; may be NULL.
- * @return ZSH_ERR_INVALID_ARG naming a parameter without a gradient or still
+ * @return ZSH_ERR_INVALID_ARG naming a parameter without a gradient (neither
+ *         zsh_optim_grad_ready() nor zsh_optim_grad_none()) or still
  *         fetched; nothing is changed then.
  */
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p);

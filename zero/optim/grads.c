@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static size_t zsh_obucket_staging_bytes(const zsh_optim_t *opt, const zsh_obucket_t *b)
@@ -251,18 +252,12 @@ zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt)
     return status;
 }
 
-zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad)
+/* What grad-ready and grad-none refuse before anything changes. */
+static zsh_status_t zsh_optim_grad_check(zsh_optim_t *opt, const zsh_param_t *param,
+                                         const char *fn)
 {
-    const char *fn = "zsh_optim_grad_ready";
-    zsh_obucket_t *b;
-    zsh_status_t status;
-    char *dst;
+    zsh_status_t status = zsh_optim_setup(opt);
 
-    if ((opt == NULL) || (param == NULL) || (grad == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                         (opt == NULL) ? "opt" : (param == NULL) ? "param" : "grad");
-    }
-    status = zsh_optim_setup(opt);
     if (status == ZSH_OK) {
         status = zsh_optim_comm_check(opt, fn);
     }
@@ -274,10 +269,42 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
                          "%s: parameter '%s' already has a gradient pending this step", fn,
                          param->name);
     }
-    status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
-    if (status != ZSH_OK) {
-        return status;
+    return ZSH_OK;
+}
+
+/* Zeros where @param's gradient goes, so that the bucket's reduction adds
+ * nothing for it and the norm counts nothing. On the host the place is
+ * cleared; on the device zeros are copied there from the host. */
+static zsh_status_t zsh_optim_grad_zero(zsh_optim_t *opt, char *dst, size_t bytes)
+{
+    zsh_status_t status;
+    void *zeros;
+
+    if (!opt->dev_ops->device) {
+        memset(dst, 0, bytes);
+        return ZSH_OK;
     }
+    zeros = calloc(1, bytes);
+    if (zeros == NULL) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for %zu bytes of zeros", bytes);
+    }
+    status = opt->dev_ops->copy(opt, dst, zeros, bytes);
+    if (status == ZSH_OK) {
+        status = opt->dev_ops->sync(opt); /* the copy has read them */
+    }
+    free(zeros);
+    return status;
+}
+
+/* @param's gradient, @grad or none (NULL: zeros in its place, and the step
+ * leaves it), into its bucket, whose reduction starts once it is complete. */
+static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
+                                         const void *grad, const char *fn)
+{
+    zsh_obucket_t *b;
+    zsh_status_t status;
+    char *dst;
+
     status = zsh_optim_backward_starts(opt);
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
@@ -288,13 +315,15 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
     if (status != ZSH_OK) {
         return status;
     }
-    status = opt->dev_ops->copy(opt, dst + param->offset * opt->esize, grad,
-                                param->numel * opt->esize);
+    dst += param->offset * opt->esize;
+    status = (grad != NULL) ? opt->dev_ops->copy(opt, dst, grad, param->numel * opt->esize)
+                            : zsh_optim_grad_zero(opt, dst, param->numel * opt->esize);
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return zsh_optim_comm_status(opt, status);
     }
     param->has_grad = true;
+    param->no_grad  = (grad == NULL);
     if (--b->pending == 0) {
         status = zsh_optim_reduce_start(opt, b);
         if (status != ZSH_OK) {
@@ -309,6 +338,41 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
         }
     }
     return zsh_optim_grads_progress(opt);
+}
+
+zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad)
+{
+    const char *fn = "zsh_optim_grad_ready";
+    zsh_status_t status;
+
+    if ((opt == NULL) || (param == NULL) || (grad == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : (param == NULL) ? "param" : "grad");
+    }
+    status = zsh_optim_grad_check(opt, param, fn);
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_grad_place(opt, param, grad, fn);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_grad_none(zsh_optim_t *opt, zsh_param_t *param)
+{
+    const char *fn = "zsh_optim_grad_none";
+    zsh_status_t status;
+
+    if ((opt == NULL) || (param == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : "param");
+    }
+    status = zsh_optim_grad_check(opt, param, fn);
+    if (status == ZSH_OK) {
+        status = zsh_optim_grad_place(opt, param, NULL, fn);
+    }
+    return status;
 }
 
 zsh_status_t zsh_optim_grads_wait(zsh_optim_t *opt)
@@ -338,6 +402,7 @@ void zsh_optim_grads_reset(zsh_optim_t *opt)
 
     for (i = 0; i < opt->nparams; i++) {
         opt->params[i]->has_grad = false;
+        opt->params[i]->no_grad  = false;
     }
     for (i = 0; i < opt->nbuckets; i++) {
         opt->buckets[i].pending = opt->buckets[i].nparams;

@@ -91,6 +91,10 @@ struct zsh_param {
     size_t  offset;    /* first flat element in the bucket */
     bool    fetched;
     bool    has_grad;
+    bool    no_grad;   /* its gradient this step is none on every rank (zsh_optim_grad_none):
+                          the step leaves it, its states and its count as they are */
+    unsigned long updates; /* updates applied to it: Adam's t for its bias correction,
+                              behind the optimizer's where steps left it out */
 };
 
 /* The sizes of zsh_optim_config_t and zsh_optim_stats_t before the offload
@@ -404,6 +408,10 @@ zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_
 zsh_status_t zsh_optim_update_params(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_update_t *u,
                                      size_t s0, size_t e0, const zsh_swap_view_t *view,
                                      void *out);
+/* Whether every parameter of @b takes the step's update as it is: none
+ * without a gradient (zsh_optim_grad_none), none with a count of updates
+ * behind the optimizer's. Else the update splits at each parameter. */
+bool zsh_obucket_uniform(const zsh_optim_t *opt, const zsh_obucket_t *b);
 
 /* device.c: device parameters. Register notes where the parameters are
  * (refusing a mix, and what the device cannot honour); setup splits the

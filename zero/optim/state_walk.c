@@ -36,6 +36,11 @@ void zsh_optim_state_counters_get(const zsh_optim_t *opt, zsh_ostate_counters_t 
 
 void zsh_optim_state_counters_set(zsh_optim_t *opt, const zsh_ostate_counters_t *c)
 {
+    size_t i;
+
+    for (i = 0; i < opt->nparams; i++) {
+        opt->params[i]->updates = c->updates;
+    }
     opt->updates                = c->updates;
     opt->stats.steps            = c->steps;
     opt->stats.skipped_steps    = c->skipped_steps;

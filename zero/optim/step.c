@@ -27,7 +27,8 @@ static zsh_status_t zsh_optim_step_check(const zsh_optim_t *opt)
         if (!p->has_grad) {
             return zsh_error(ZSH_ERR_INVALID_ARG,
                              "zsh_optim_step: parameter '%s' has no gradient this step "
-                             "(zsh_optim_grad_ready was not called for it)", p->name);
+                             "(neither zsh_optim_grad_ready nor zsh_optim_grad_none was called "
+                             "for it)", p->name);
         }
     }
     return ZSH_OK;
@@ -185,6 +186,9 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         opt->stats.skipped_steps++;
     } else {
         u = zsh_update_make(&opt->cfg, ++opt->updates, mul);
+        for (i = 0; i < opt->nparams; i++) {
+            opt->params[i]->updates += !opt->params[i]->no_grad;
+        }
         zsh_optim_hpz_invalidate(opt); /* the next gathers read the updated primary shards */
         zsh_optim_qwz_invalidate(opt); /* and the first of each is quantized again */
         if (opt->tiers.aio != NULL) {

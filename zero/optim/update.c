@@ -48,17 +48,44 @@ static void *zsh_optim_at(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param
     }
 }
 
+bool zsh_obucket_uniform(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->nparams; i++) {
+        if (b->params[i]->no_grad || (b->params[i]->updates != opt->updates)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param,
                                   const zsh_update_t *u, size_t s, size_t e,
                                   const zsh_swap_view_t *view, void *out)
 {
     zsh_tkind_t pk = opt->has_master ? ZSH_TK_MASTER : ZSH_TK_PARAMS;
+    zsh_update_t own;
     zsh_status_t status;
     void *o;
 
     o = !opt->has_master ? NULL
         : (out != NULL)  ? (char *)out + (s - b->lo) * opt->esize
                          : zsh_optim_at(opt, b, param, ZSH_TK_PARAMS, s, view);
+    if (param->no_grad) {
+        /* Left as torch.optim leaves a parameter without a gradient; an
+         * output buffer (sent up to the device whole) gets its values. */
+        if ((out != NULL) && (o != NULL)) {
+            zsh_optim_from_float(opt->cfg.precision, zsh_optim_at(opt, b, param, pk, s, view), o,
+                                 e - s);
+        }
+        return ZSH_OK;
+    }
+    if (param->updates != opt->updates) {
+        /* Steps left it out: its bias correction is its own count's. */
+        own = zsh_update_make(&opt->cfg, param->updates, u->grad_mul);
+        u   = &own;
+    }
     /* On the device, or on the host (where it cannot fail). */
     status = opt->dev_ops->apply(opt, zsh_optim_at(opt, b, param, pk, s, view),
                                  zsh_optim_at(opt, b, param, ZSH_TK_GRADS, s, view),

@@ -24,12 +24,14 @@ static zsh_status_t zsh_stage3_step_begin(zsh_optim_t *opt)
 }
 
 /* In memory every array is contiguous over the shard, so the range is one
- * run; a swapped sub-group's, one run per parameter. */
+ * run where every parameter takes the step's update; a swapped sub-group's,
+ * or one where a parameter has no gradient or a count of its own, one run
+ * per parameter. */
 static zsh_status_t zsh_stage3_update_walk(zsh_optim_t *opt, zsh_obucket_t *b,
                                            const zsh_update_t *u, size_t s0, size_t e0,
                                            const zsh_swap_view_t *view, void *out)
 {
-    if (view != NULL) {
+    if ((view != NULL) || !zsh_obucket_uniform(opt, b)) {
         return zsh_optim_update_params(opt, b, u, s0, e0, view, out);
     }
     if ((s0 >= e0) || (b->nparams == 0)) {
