@@ -263,6 +263,9 @@ void zsh_py_bind_optim(py::module_ &m)
         return py::make_tuple(st, done);
     });
     m.def("optim_release", [](handle_t h, handle_t p) { return static_cast<int>(zsh_optim_release(opt(h), param(p))); });
+    m.def("optim_grad_none", [](handle_t h, handle_t p) {
+        return nogil([&] { return zsh_optim_grad_none(opt(h), param(p)); });
+    });
     m.def("optim_backward_begin", [](handle_t h) {
         return nogil([&] { return zsh_optim_backward_begin(opt(h)); });
     });

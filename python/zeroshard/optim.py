@@ -222,6 +222,18 @@ class Optimizer:
                 raise error(status)
         return out
 
+    def grad_none(self, param):
+        """Say that the parameter has no gradient this step on any rank, in
+        place of grad_ready() (every rank calls it for the same parameters):
+        the step leaves it, its states and its count of updates (Adam's bias
+        correction) as they are, as torch.optim leaves a parameter whose
+        gradient is None (zsh_optim_grad_none)."""
+        h = self._param(param)
+        with self._lock:
+            status = _z.optim_grad_none(self._live(), h)
+            if status != OK:
+                raise error(status)
+
     def backward_begin(self):
         """Say that this step's backward begins (collective; optional): with
         qwZ at stage 3, the gathers from now on are full precision, not the

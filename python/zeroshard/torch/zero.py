@@ -77,10 +77,13 @@ refused with ZSH_ERR_UNSUPPORTED: the layer does not checkpoint device
 parameters yet.
 
 One backward per step: a parameter whose gradient comes twice before
-step() is refused. A parameter that got no gradient in a step gets zeros at
-step(), so weight decay and momentum still move it, where torch.optim skips
-it: freeze what is not trained (requires_grad=False). Gradient accumulation
-over micro-batches belongs in the loss.
+step() is refused. A parameter that got no gradient in a step on any rank
+(a branch not taken, a module not called) is left as torch.optim leaves
+one whose gradient is None: no weight decay, no change to its optimizer
+states, and its own step count (Adam's bias correction) stays; step()
+agrees on which these are with one all-reduce of a byte per parameter.
+One that some rank used gets zeros from the others, as DDP sums it.
+Gradient accumulation over micro-batches belongs in the loss.
 
 state_dict() and load_state_dict() carry the module's full parameters and
 buffers (gathered at stage 3); optimizer states stay in the layer. save(dir)
@@ -406,8 +409,8 @@ class ZeRO:
             given, as torch.optim.AdamW, where the layer's own default is 0),
             momentum, nesterov (SGD, no dampening), max_grad_norm (clip_grad_norm_; 0: off; the norm is
             summed in double, so a step it clips is close to torch's, not
-            the same bits). A parameter that never gets a gradient still
-            decays with weight_decay, where torch.optim leaves it. Offloading
+            the same bits). A parameter without a gradient on any rank in
+            a step is left as torch.optim leaves it. Offloading
             changes where state lives, not the arithmetic: the losses are the
             same bit for bit as without it, and so are they at any
             update_threads and with hpz. The settings:
@@ -819,13 +822,30 @@ class ZeRO:
     def step(self):
         """Reduce the gradients, clip, update the parameters (collective).
         False if the step was skipped because the gradients overflowed."""
-        for i, ready in enumerate(self._ready):
-            if not ready:
+        missing = [i for i, ready in enumerate(self._ready) if not ready]
+        unused = self._unused_everywhere(missing)
+        for i in missing:
+            if i in unused:
+                self._opt.grad_none(self._zparams[i])
+            else:
                 zeros = torch.zeros(self._zparams[i].numel, dtype=self._dtype,
                                     device=self._device)
                 self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
         self._ready = [False] * len(self._ready)
         return self._opt.step()
+
+    def _unused_everywhere(self, missing):
+        """Of the positions in missing (no gradient here this step), those that
+        no rank has a gradient for (collective, above one rank: a byte per
+        parameter, all-reduced by max). DDP leaves their p.grad None, and
+        torch.optim skips them; one that some rank used gets zeros from the
+        others, as DDP sums it."""
+        if self._comm.size == 1:
+            return set(missing)
+        used = torch.ones(len(self._ready), dtype=torch.uint8)
+        used[missing] = 0
+        self._comm.all_reduce(used, op="max")
+        return {i for i in missing if not used[i]}
 
     def zero_grad(self, set_to_none=True):
         """Drop the gradients handed over since the last step; p.grad is cleared."""
