@@ -89,8 +89,9 @@ static zsh_status_t zsh_ckpt_reshard_plan(zsh_ckpt_reshard_t *rs, uint32_t m)
     for (i = 0; i < src->nparams; i++) {
         zsh_ckpt_param_t *p = &dst->params[i];
 
-        p->name  = strdup(src->params[i].name);
-        p->numel = src->params[i].numel;
+        p->name    = strdup(src->params[i].name);
+        p->numel   = src->params[i].numel;
+        p->updates = src->params[i].updates;
         if (p->name == NULL) {
             return zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the layout of %u shards", m);
         }

@@ -64,6 +64,8 @@ typedef struct zsh_ckpt_param {
     uint64_t          numel;
     zsh_ckpt_piece_t *pieces;        /* in order of start, covering [0, numel) exactly */
     size_t            npieces;
+    uint64_t          updates;       /* updates applied to it (its Adam's t), at most step:
+                                        fewer where steps left it out (zsh_optim_grad_none) */
 } zsh_ckpt_param_t;
 
 typedef struct zsh_ckpt_file {

@@ -100,6 +100,7 @@ static zsh_status_t zsh_ckpt_load_finish(zsh_optim_t *opt, const zsh_ckpt_t *ck)
 {
     zsh_status_t status = zsh_optim_state_set_end(opt);
     zsh_ostate_counters_t c;
+    size_t i;
 
     memset(&c, 0, sizeof(c));
     c.updates              = ck->step;
@@ -119,6 +120,9 @@ static zsh_status_t zsh_ckpt_load_finish(zsh_optim_t *opt, const zsh_ckpt_t *ck)
     c.hyper.nesterov       = ck->hyper.nesterov;
     c.hyper.max_grad_norm  = ck->hyper.max_grad_norm;
     zsh_optim_state_counters_set(opt, &c);
+    for (i = 0; i < ck->nparams; i++) {
+        zsh_optim_state_param_updates_set(opt, i, ck->params[i].updates);
+    }
     return status;
 }
 

@@ -219,6 +219,7 @@ static json_object *zsh_ckpt_json_params(const zsh_ckpt_t *ck)
         json_object_array_add(sh, json_object_new_uint64(cp->numel));
         zsh_ckpt_put(p, "shape", sh);
         zsh_ckpt_put(p, "numel", json_object_new_uint64(cp->numel));
+        zsh_ckpt_put(p, "updates", json_object_new_uint64(cp->updates));
         pieces = json_object_new_array_ext((int)cp->npieces);
         for (j = 0; j < cp->npieces; j++) {
             const zsh_ckpt_piece_t *piece = &cp->pieces[j];

@@ -364,7 +364,12 @@ static void zsh_ckpt_parse_param(zsh_ckpt_parse_t *ps, json_object *p, size_t i,
     v = zsh_ckpt_get(ps, p, "name", json_type_string, where);
     cp->name  = (v != NULL) ? strdup(json_object_get_string(v)) : NULL;
     cp->numel = zsh_ckpt_u64(ps, p, "numel", where);
-    pieces    = zsh_ckpt_get(ps, p, "pieces", json_type_array, where);
+    /* A checkpoint from before per-parameter counts: every parameter took
+     * every update. */
+    cp->updates = json_object_object_get_ex(p, "updates", NULL)
+                      ? zsh_ckpt_bounded(ps, p, "updates", where, ck->step)
+                      : ck->step;
+    pieces = zsh_ckpt_get(ps, p, "pieces", json_type_array, where);
     if ((ps->status == ZSH_OK) && (cp->name == NULL)) {
         ps->status = zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", ps->path);
     }

@@ -87,6 +87,7 @@ zsh_status_t zsh_ckpt_plan(const zsh_optim_t *opt, zsh_ckpt_t *ck)
         p                   = zsh_optim_state_param(opt, i);
         ck->params[i].name  = strdup(zsh_param_name(p));
         ck->params[i].numel = zsh_param_numel(p);
+        ck->params[i].updates = zsh_optim_state_param_updates(opt, i);
     }
     for (r = 0; r < info.size; r++) {
         zsh_ckpt_walk(opt, r, ck, false);

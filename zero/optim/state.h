@@ -91,6 +91,10 @@ void zsh_optim_state_info(const zsh_optim_t *opt, zsh_ostate_info_t *info);
 const zsh_param_t *zsh_optim_state_param(const zsh_optim_t *opt, size_t i);
 
 void zsh_optim_state_counters_get(const zsh_optim_t *opt, zsh_ostate_counters_t *c);
+/* Parameter @i's own count of updates (Adam's t), behind the counters'
+ * where steps left it out (zsh_optim_grad_none); set after the counters. */
+unsigned long zsh_optim_state_param_updates(const zsh_optim_t *opt, size_t i);
+void          zsh_optim_state_param_updates_set(zsh_optim_t *opt, size_t i, unsigned long updates);
 /* Adopt @c (a window of 0 is taken as 1), with the configuration's copies
  * of the scaler and rule settings. */
 void zsh_optim_state_counters_set(zsh_optim_t *opt, const zsh_ostate_counters_t *c);

@@ -13,6 +13,16 @@ const zsh_param_t *zsh_optim_state_param(const zsh_optim_t *opt, size_t i)
     return (i < opt->nparams) ? opt->params[i] : NULL;
 }
 
+unsigned long zsh_optim_state_param_updates(const zsh_optim_t *opt, size_t i)
+{
+    return opt->params[i]->updates;
+}
+
+void zsh_optim_state_param_updates_set(zsh_optim_t *opt, size_t i, unsigned long updates)
+{
+    opt->params[i]->updates = updates;
+}
+
 void zsh_optim_state_counters_get(const zsh_optim_t *opt, zsh_ostate_counters_t *c)
 {
     memset(c, 0, sizeof(*c));

@@ -3,7 +3,9 @@
  * read back gives the same checkpoint; one changed anywhere without its own
  * checksum following is corrupt; one changed and signed again (as a hostile
  * writer could, XXH3 having no key) with a wrong type, a piece past its
- * file or files of unequal size is refused, never dereferenced.
+ * file, files of unequal size or a parameter with more updates than the
+ * optimizer is refused, never dereferenced. One from before per-parameter
+ * counts gives every parameter the optimizer's.
  */
 #include "harness/zsh_test.h"
 #include "ckpt/format.h"
@@ -40,8 +42,8 @@ static void zsh_mt_make(zsh_ckpt_t *ck, zsh_ckpt_param_t *params, zsh_ckpt_piece
     ck->hyper.beta2   = 0.999;
     ck->hyper.eps     = 1e-8;
     ck->hyper.momentum = 0.9;
-    params[0] = (zsh_ckpt_param_t){"layer.weight", 3000, pieces, 2};
-    params[1] = (zsh_ckpt_param_t){"layer.bias", 10, pieces + 2, 1};
+    params[0] = (zsh_ckpt_param_t){"layer.weight", 3000, pieces, 2, 7};
+    params[1] = (zsh_ckpt_param_t){"layer.bias", 10, pieces + 2, 1, 5}; /* left out twice */
     pieces[0] = (zsh_ckpt_piece_t){0, 0, 0, 1505, {1, 2, 0}};
     pieces[1] = (zsh_ckpt_piece_t){1, 0, 1505, 1495, {3, 4, 0}};
     pieces[2] = (zsh_ckpt_piece_t){1, 1495, 0, 10, {5, 6, 0}};
@@ -118,6 +120,7 @@ ZSH_TEST(ckpt_manifest, is_read_back_as_written_and_refused_when_changed_or_inco
         {"\"name\":\"layer.bias\"", "\"name\":7", true, ZSH_ERR_INVALID_ARG, "\"name\""},
         {"\"params\":[", "\"params\":[ [],", true, ZSH_ERR_INVALID_ARG, "params[0]"},
         {"\"pieces\":[", "\"pieces\":{", true, ZSH_ERR_IO, "not valid JSON"},
+        {"\"updates\":5", "\"updates\":8", true, ZSH_ERR_INVALID_ARG, "\"updates\" is 8"},
     };
     zsh_ckpt_param_t params[2];
     zsh_ckpt_piece_t pieces[3];
@@ -140,6 +143,13 @@ ZSH_TEST(ckpt_manifest, is_read_back_as_written_and_refused_when_changed_or_inco
     ZSH_EXPECT_EQ(1495, back.params[1].pieces[0].offset);
     ZSH_EXPECT_EQ(6, back.params[1].pieces[0].hash[1]);
     ZSH_EXPECT_EQ(203, back.files[3].chunks[0]);
+    ZSH_EXPECT_EQ(7, back.params[0].updates);
+    ZSH_EXPECT_EQ(5, back.params[1].updates);
+    zsh_ckpt_free(&back);
+    /* A manifest from before per-parameter counts: each took every update. */
+    ZSH_ASSERT_TRUE(zsh_mt_edit(path, "\"updates\":5,", "", true));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_ckpt_manifest_read(path, &back));
+    ZSH_EXPECT_EQ(7, back.params[1].updates);
     zsh_ckpt_free(&back);
     for (i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
         ZSH_ASSERT_STATUS(ZSH_OK, zsh_ckpt_manifest_write(&ck, path));

@@ -7,8 +7,9 @@
  * step 2, "d" at any step. The parameters after each step are those of
  * torch.optim's rule (rule_ref.h, the kernels' bits) run per parameter
  * with the steps it took: bit for bit, b at its own count of updates
- * (Adam's t) after it missed one, d at its initial values. Refusals: a
- * second gradient (or none) for one parameter in a step.
+ * (Adam's t) after it missed one, d at its initial values; also across a
+ * checkpoint, loaded at another stage. Refusals: a second gradient (or
+ * none) for one parameter in a step.
  */
 #include "harness/zsh_test.h"
 #include "rule_ref.h"
@@ -16,6 +17,7 @@
 #include <zeroshard/optim.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,27 +92,66 @@ static bool zsh_gn_values(zsh_optim_t *opt, zsh_param_t *param, const float *buf
     return zsh_optim_release(opt, param) == ZSH_OK;
 }
 
+/* AdamW at @stage with buckets of @bucket_size bytes over buf[], which
+ * holds the parameters' initial values; false, with the failure
+ * reported, if it could not be made. */
+static bool zsh_gn_open(zsh_comm_t *comm, int stage, size_t bucket_size, float *buf[],
+                        zsh_param_t *param[], zsh_optim_t **opt, zsh_optim_config_t *cfg)
+{
+    char name[2] = "a";
+    int p;
+
+    zsh_optim_config_init(cfg);
+    cfg->stage        = stage;
+    cfg->kind         = ZSH_OPTIM_ADAMW;
+    cfg->lr           = 0.01f;
+    cfg->weight_decay = 0.1f;
+    cfg->bucket_size  = bucket_size;
+    if (zsh_optim_create(comm, cfg, opt) != ZSH_OK) {
+        zsh_test_fail(__FILE__, __LINE__, "create: %s", zsh_last_error());
+        return false;
+    }
+    for (p = 0; p < ZSH_GN_NPARAMS; p++) {
+        name[0] = (char)('a' + p);
+        if (zsh_optim_register(*opt, name, zsh_gn_sizes[p], ZSH_FLOAT32, buf[p], &param[p]) !=
+            ZSH_OK) {
+            zsh_test_fail(__FILE__, __LINE__, "register: %s", zsh_last_error());
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A directory every rank of @comm shares, made by rank 0; NULL on failure. */
+static char *zsh_gn_dir(zsh_comm_t *comm)
+{
+    char path[128] = "", tmpl[] = "/var/tmp/zsh-grad-none-XXXXXX";
+
+    if ((zsh_comm_rank(comm) == 0) && (mkdtemp(tmpl) != NULL)) {
+        snprintf(path, sizeof(path), "%s", tmpl);
+    }
+    if ((zsh_broadcast(path, sizeof(path), ZSH_UINT8, 0, comm) != ZSH_OK) || (path[0] == '\0')) {
+        zsh_test_fail(__FILE__, __LINE__, "no shared directory: %s", zsh_last_error());
+        return NULL;
+    }
+    return strdup(path);
+}
+
 /* Train ZSH_GN_STEPS steps at @stage with buckets of @bucket_size bytes,
- * checking every parameter after every step. */
-static void zsh_gn_run(zsh_comm_t *comm, int stage, size_t bucket_size)
+ * checking every parameter after every step. With @dir, the optimizer is
+ * saved there after step 2 and the rest trained by another, at stage
+ * 3 - @stage, that loads it. */
+static void zsh_gn_run(zsh_comm_t *comm, int stage, size_t bucket_size, const char *dir)
 {
     int n = zsh_comm_size(comm), p, t, applied = 0;
     float *buf[ZSH_GN_NPARAMS] = {NULL}, *want[ZSH_GN_NPARAMS] = {NULL}, *grad = NULL, *got = NULL;
     zsh_param_t *param[ZSH_GN_NPARAMS];
     zsh_optim_config_t cfg;
     zsh_optim_t *opt = NULL;
-    char name[2] = "a";
     size_t i, k;
 
-    zsh_optim_config_init(&cfg);
-    cfg.stage        = stage;
-    cfg.kind         = ZSH_OPTIM_ADAMW;
-    cfg.lr           = 0.01f;
-    cfg.weight_decay = 0.1f;
-    cfg.bucket_size  = bucket_size;
-    grad             = calloc(zsh_gn_sizes[0], sizeof(float));
-    got              = calloc(zsh_gn_sizes[0], sizeof(float));
-    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
+    grad = calloc(zsh_gn_sizes[0], sizeof(float));
+    got  = calloc(zsh_gn_sizes[0], sizeof(float));
     for (p = 0; p < ZSH_GN_NPARAMS; p++) {
         k       = zsh_gn_sizes[p];
         buf[p]  = malloc(k * sizeof(float));
@@ -118,13 +159,22 @@ static void zsh_gn_run(zsh_comm_t *comm, int stage, size_t bucket_size)
         for (i = 0; i < k; i++) {
             buf[p][i] = zsh_gn_init(p, i);
         }
-        name[0] = (char)('a' + p);
-        if (zsh_optim_register(opt, name, k, ZSH_FLOAT32, buf[p], &param[p]) != ZSH_OK) {
-            zsh_test_fail(__FILE__, __LINE__, "register: %s", zsh_last_error());
-            goto out;
-        }
+    }
+    if (!zsh_gn_open(comm, stage, bucket_size, buf, param, &opt, &cfg)) {
+        goto out;
     }
     for (t = 1; t <= ZSH_GN_STEPS; t++) {
+        if ((dir != NULL) && (t == 3)) {
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_save(opt, dir));
+            zsh_optim_destroy(opt);
+            opt   = NULL;
+            stage = 3 - stage;
+            if (!zsh_gn_open(comm, stage, bucket_size, buf, param, &opt, &cfg) ||
+                (zsh_optim_load(opt, dir) != ZSH_OK)) {
+                zsh_test_fail(__FILE__, __LINE__, "load: %s", zsh_last_error());
+                goto out;
+            }
+        }
         /* Backward's order: the last parameter first. */
         for (p = ZSH_GN_NPARAMS; p-- > 0;) {
             if (!zsh_gn_has_grad(p, t)) {
@@ -151,9 +201,9 @@ static void zsh_gn_run(zsh_comm_t *comm, int stage, size_t bucket_size)
             for (i = 0; i < k; i++) {
                 if (memcmp(&got[i], &want[p][i], sizeof(float)) != 0) {
                     zsh_test_fail(__FILE__, __LINE__, "stage %d, %d ranks, buckets of %zu bytes, "
-                                  "step %d: element %zu of '%c' is %a, not %a", stage, n,
-                                  bucket_size, t, i, 'a' + p, (double)got[i],
-                                  (double)want[p][i]);
+                                  "step %d%s: element %zu of '%c' is %a, not %a", stage, n,
+                                  bucket_size, t, (dir != NULL) ? " (loaded)" : "", i, 'a' + p,
+                                  (double)got[i], (double)want[p][i]);
                     goto out;
                 }
             }
@@ -174,8 +224,28 @@ ZSH_RANK_TEST(optim_grad_none, a_parameter_without_a_gradient_is_left_and_keeps_
     int stage;
 
     for (stage = 0; stage <= 3; stage++) {
-        zsh_gn_run(comm, stage, 1 << 20); /* one bucket */
-        zsh_gn_run(comm, stage, 1);       /* a bucket each */
+        zsh_gn_run(comm, stage, 1 << 20, NULL); /* one bucket */
+        zsh_gn_run(comm, stage, 1, NULL);       /* a bucket each */
     }
     ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_grad_none(NULL, NULL));
+}
+
+/* Saved after the step that left b out and loaded at another stage: b's
+ * own count comes back with it (the manifest's "updates"). */
+ZSH_RANK_TEST(optim_grad_none, a_checkpoint_keeps_each_parameters_own_count)
+{
+    char *dir = zsh_gn_dir(comm), cmd[160];
+
+    if (dir == NULL) {
+        return;
+    }
+    zsh_gn_run(comm, 0, 1 << 20, dir);
+    zsh_gn_run(comm, 3, 1 << 20, dir);
+    zsh_barrier(comm);
+    if (zsh_comm_rank(comm) == 0) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        ZSH_EXPECT_TRUE(system(cmd) == 0);
+    }
+    zsh_barrier(comm);
+    free(dir);
 }
