@@ -348,7 +348,9 @@ def test_a_branch_taken_on_some_steps_trains_as_torch_optim_adamw_bit_for_bit(ct
     decay, no moment update, and its own step count (bias correction) stays.
     Every rank trains on the same batch, so torch in one process is DDP's
     result; stages 0 and 3 give its bits, the rarely used branch's weights
-    and the never used module's (its initial values) included."""
+    and the never used module's (its initial values) included. Bit for bit
+    where the ranks are a power of two (the averaged gradient is then the
+    local one exactly); within 1e-5 elsewhere."""
     opt = dict(lr=1e-2, weight_decay=0.1)
     torch.manual_seed(3)
     ref = Branchy()
@@ -372,7 +374,9 @@ def test_a_branch_taken_on_some_steps_trains_as_torch_optim_adamw_bit_for_bit(ct
         got = zero.state_dict()
         zero.close()
         for k, v in want.items():
-            if not torch.equal(got[k], v):
+            if ctx.size & (ctx.size - 1):
+                near(got[k], v, 1e-5, "stage %d %s" % (stage, k))
+            elif not torch.equal(got[k], v):
                 raise AssertionError("stage %d: %s differs from torch.optim.AdamW's by up to %.3g"
                                      % (stage, k, (got[k] - v).abs().max().item()))
         for k in ("never.weight", "never.bias"):
