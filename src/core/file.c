@@ -66,26 +66,41 @@ zsh_status_t zsh_file_open_regular(const char *path, bool follow, const char *wh
 zsh_status_t zsh_file_read_all(const char *path, bool follow, size_t max, const char *what,
                                char **text_p, size_t *len_p)
 {
-    char name[ZSH_ESCAPED_MAX], *text;
-    size_t len = 0;
+    char name[ZSH_ESCAPED_MAX], *text, *grown;
+    size_t len = 0, cap;
+    uint64_t size;
     zsh_status_t status;
-    ssize_t n;
+    ssize_t n = 0;
     int fd, err;
 
-    status = zsh_file_open_regular(path, follow, what, &fd, NULL);
+    status = zsh_file_open_regular(path, follow, what, &fd, &size);
     if (status != ZSH_OK) {
         return status;
     }
     zsh_escape_str(path, name, sizeof(name));
-    /* One byte past the bound tells a file that is too large; the size
-     * fstat gave may change under us, so the bound holds the read itself. */
-    text = malloc(max + 2);
+    /* Room for what fstat said and one byte more, which tells a file that
+     * grew (or one past the bound); the bound holds the read itself, as the
+     * size may change under us. A buffer of the bound's size each time
+     * would reserve 256 MiB to read a manifest of a few kilobytes. */
+    cap  = ((size < max) ? (size_t)size : max) + 1;
+    text = malloc(cap + 1);
     if (text == NULL) {
         close(fd);
         return zsh_error(ZSH_ERR_NO_MEMORY, "no memory to read %s %s", what, name);
     }
     while (len <= max) {
-        n = read(fd, text + len, max + 1 - len);
+        if (len == cap) {
+            /* The file grew since fstat: twice the room, up to the bound's. */
+            cap   = ((cap <= (max + 1) / 2) ? 2 * cap : max + 1);
+            grown = realloc(text, cap + 1);
+            if (grown == NULL) {
+                free(text);
+                close(fd);
+                return zsh_error(ZSH_ERR_NO_MEMORY, "no memory to read %s %s", what, name);
+            }
+            text = grown;
+        }
+        n = read(fd, text + len, cap - len);
         if ((n < 0) && (errno == EINTR)) {
             continue;
         }
