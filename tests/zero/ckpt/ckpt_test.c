@@ -231,12 +231,14 @@ ZSH_RANK_TEST(ckpt, a_checkpoint_loads_at_another_world_size_and_stage)
 
     ZSH_ASSERT_TRUE((dir != NULL) && (nvme != NULL));
     sub = zsh_ck_first(comm, m);
-    /* N -> M and M -> N for every pair of stages; N -> N across stages. */
+    /* N -> M and M -> N for every pair of stages; N -> N across stages. At
+     * one rank M is N and the three directions are one run done thrice
+     * (under memcheck, 111 s of the valgrind stage): N -> N only. */
     for (s = 0; s <= 3; s++) {
         for (t = 0; t <= 3; t++) {
             a.stage = s;
             b.stage = t;
-            for (dir_i = 0; dir_i < 3; dir_i++) {
+            for (dir_i = (n > 1) ? 0 : 2; dir_i < 3; dir_i++) {
                 zsh_ck_reshard(comm, (dir_i == 1) ? sub : comm, (dir_i == 0) ? sub : comm, &a,
                                &b, dir, nvme);
                 ZSH_ASSERT_TRUE(zsh_test_failures() == 0);
@@ -244,7 +246,7 @@ ZSH_RANK_TEST(ckpt, a_checkpoint_loads_at_another_world_size_and_stage)
         }
     }
     for (e = 0; e < sizeof(extra) / sizeof(extra[0]); e++) {
-        for (dir_i = 0; dir_i < 2; dir_i++) {
+        for (dir_i = 0; dir_i < ((n > 1) ? 2 : 1); dir_i++) {
             zsh_ck_reshard(comm, (dir_i == 1) ? sub : comm, (dir_i == 0) ? sub : comm,
                            &extra[e][0], &extra[e][1], dir, nvme);
             ZSH_ASSERT_TRUE(zsh_test_failures() == 0);
