@@ -14,7 +14,9 @@ callable, and a parameter read outside its module found; state_dict /
 load_state_dict through every copy the layer keeps; mixed precision; the
 calls a stage 3 step makes into the layer (a unit gathered in one call, in
 the same order each step, gradients averaged in place); qwZ's backward on
-exact weights; the offload tiers (train_gpt.py with the optimizer states in
+exact weights, nn.Linear's included, and what autograd saved of stage
+3's weights holding no memory between the forward and the backward; the
+offload tiers (train_gpt.py with the optimizer states in
 host memory or with states and parameter shards in files, bit for bit the
 in-memory run, inside its host buffer budget, its files gone after close);
 and the refusals.
@@ -413,7 +415,7 @@ def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
 
 class Gain(nn.Module):
     """x * gain: autograd saves the parameter itself, so backward reads what
-    the parameter holds then (F.linear saves a view of the forward's copy)."""
+    the parameter holds then."""
 
     def __init__(self, n):
         super().__init__()
@@ -455,6 +457,143 @@ def test_stage_3_with_qwz_gives_the_last_units_backward_the_exact_weights(ctx):
         if not torch.equal(got[k], exact[k]):
             raise AssertionError("the linear layer's %s gradient differs from the unquantized "
                                  "run's by up to %.3g: the gain's backward saw rounded values"
+                                 % (k, (got[k] - exact[k]).abs().max().item()))
+
+
+def _saved_weight_bytes(module, run):
+    """run() under a hook that sees what autograd saves for backward: (its
+    result, the tensors saved that are module's parameters or views of
+    them, their storages' bytes now)."""
+    params = {id(p) for p in module.parameters()}
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = run()
+    weights = [t for t in saved if id(t) in params or id(t._base) in params]
+    held = sum(t.storage().nbytes() if not hasattr(t, "untyped_storage")
+               else t.untyped_storage().nbytes() for t in weights)
+    return out, len(weights), held
+
+
+@case
+def test_stage_3_saved_weights_hold_no_memory_between_forward_and_backward(ctx):
+    """F.linear saves a view of the weight for backward. Stage 3 frees a
+    unit's weights after its forward; the views autograd saved must not
+    keep them, or the whole model's weights stay until backward. Backward
+    then gathers them again and gives plain torch's gradients."""
+    def linears():
+        torch.manual_seed(21)
+        return nn.Sequential(*[nn.Sequential(nn.Linear(96, 96), nn.ReLU()) for _ in range(4)])
+
+    def encoder():
+        torch.manual_seed(22)
+        layer = nn.TransformerEncoderLayer(32, 2, dim_feedforward=64, dropout=0.0,
+                                           batch_first=True)
+        return nn.TransformerEncoder(layer, 2)
+
+    for build, shape in ((linears, (3, 96)), (encoder, (2, 5, 32))):
+        m = build()
+        ref = build()
+        zero = ZeRO(m, stage=3, group=ctx.group)
+        try:
+            x = torch.randn(*shape, generator=torch.Generator().manual_seed(4))
+            xz, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+            out, nweights, held = _saved_weight_bytes(m, lambda: m(xz))
+            if nweights == 0:
+                raise AssertionError("%s: autograd saved no weight" % build.__name__)
+            if held:
+                raise AssertionError("%s: %d weights saved for backward hold %d bytes between "
+                                     "the forward and the backward" % (build.__name__, nweights,
+                                                                       held))
+            zero.backward(out.square().sum())
+            ref(xr).square().sum().backward()
+            if not torch.equal(xz.grad, xr.grad):
+                raise AssertionError("%s: the input's gradient differs from plain torch's by "
+                                     "%.3g" % (build.__name__,
+                                               (xz.grad - xr.grad).abs().max().item()))
+        finally:
+            zero.close()
+
+
+class Queries(nn.Module):
+    """Returns a view of its own weight (learned queries, expanded)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Parameter(torch.randn(4, 8))
+
+    def forward(self, x):
+        return self.q.expand(x.shape[0], 4, 8)
+
+
+class OnQueries(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.queries = Queries()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(self.queries(x) + x)
+
+
+@case
+def test_stage_3_unit_returning_a_view_of_its_weight_computes_as_plain_torch(ctx):
+    """A unit whose output is a view of its weight: the release after its
+    forward frees the weight's storage, so the output must not be left
+    pointing there."""
+    torch.manual_seed(23)
+    m, ref = OnQueries(), OnQueries()
+    ref.load_state_dict(m.state_dict())
+    zero = ZeRO(m, stage=3, group=ctx.group, optimizer="sgd", lr=0.1)
+    try:
+        grads = {}
+        m.queries.q.register_hook(lambda g: grads.__setitem__("q", g.clone()))
+        x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(8))
+        out, want = m(x), ref(x)
+        zero.backward(out.square().sum())
+        want.square().sum().backward()
+        if not (torch.equal(out, want) and torch.equal(grads["q"], ref.queries.q.grad)):
+            raise AssertionError("the output or the weight's gradient differs from plain torch's")
+    finally:
+        zero.close()
+
+
+@case
+def test_stage_3_with_qwz_backward_reads_the_exact_weights_through_linear_layers(ctx):
+    """nn.Linear saves a view of its weight for backward: that view must see
+    backward's exact gather, not keep the forward's int8 one. The loss is
+    linear in the output, so the input's gradient and the first layer's
+    gradients go through exact weights only: the unquantized run's bits."""
+    def run(quantize):
+        torch.manual_seed(12)
+        m = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+        zero = ZeRO(m, stage=3, group=ctx.group, optimizer="sgd", lr=1.0,
+                    quantize_weights=quantize, quantize_block=64)
+        grads = {}
+        for name in ("weight", "bias"):
+            getattr(m[0], name).register_hook(
+                lambda g, name=name: grads.__setitem__(name, g.clone()))
+        g = torch.Generator().manual_seed(6)
+        x = torch.randn(4, 64, generator=g).requires_grad_()
+        c = torch.randn(4, 64, generator=g)
+        out = m(x)
+        zero.backward((out * c).sum())
+        grads["input"] = x.grad
+        zero.step()
+        zero.close()
+        return out.detach(), grads
+
+    (exact_out, exact), (quant_out, got) = run("off"), run("on")
+    if torch.equal(exact_out, quant_out):
+        raise AssertionError("the forward with qwZ gave the exact output: nothing was quantized")
+    for k in ("input", "weight", "bias"):
+        if not torch.equal(got[k], exact[k]):
+            raise AssertionError("the %s gradient differs from the unquantized run's by up to "
+                                 "%.3g: backward computed through the forward's int8 weights"
                                  % (k, (got[k] - exact[k]).abs().max().item()))
 
 

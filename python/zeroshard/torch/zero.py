@@ -27,8 +27,10 @@ precision, loss scaling and clipping; this module only wires it to torch:
   units, as FSDP has them: a unit is a module subtree, and its parameters
   (its subtree's, less those of units nested in it) are gathered before its
   forward (one call into the layer per unit; the layer gathers buckets
-  ahead in the order the first step recorded), copied into fresh tensors,
-  and dropped after it, so code that reads a submodule's weight
+  ahead in the order the first step recorded), written into each
+  parameter's one storage, and dropped after it (the storage freed, so
+  what autograd saved of a weight holds no memory until its backward
+  gathers it again, in place), so code that reads a submodule's weight
   (nn.MultiheadAttention reads out_proj.weight) finds it whole. ``units=``
   picks them: a module class or a set of them (a transformer block), a
   parameter count (FSDP's size-based policy: the smallest subtrees holding
@@ -182,6 +184,43 @@ _UNHOOKED = (torch.nn.TransformerEncoderLayer,)
 
 # Containers without a forward of their own: their hooks would never run.
 _NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def _storage_resize(t, nbytes):
+    """Give t's storage nbytes (0 frees its memory) in place: every tensor
+    sharing it, views autograd saved included, sees the change."""
+    if hasattr(t, "untyped_storage"):   # torch >= 2.0
+        t.untyped_storage().resize_(nbytes)
+    else:                               # torch 1.13: a TypedStorage, in elements
+        t.storage().resize_(nbytes // t.element_size())
+
+
+def _storage_ptr(t):
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
+
+
+def _map_tensors(obj, fn):
+    """obj with fn(t) in place of each tensor t in it (in tensors, tuples,
+    lists and dicts); obj itself where fn changes none."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (tuple, list)):
+        items = [_map_tensors(x, fn) for x in obj]
+        if all(a is b for a, b in zip(items, obj)):
+            return obj
+        if isinstance(obj, tuple) and type(obj) is not tuple:  # a namedtuple
+            return type(obj)(*items)
+        return type(obj)(items)
+    if isinstance(obj, dict):
+        items = [(k, _map_tensors(v, fn)) for k, v in obj.items()]
+        if all(v is obj[k] for k, v in items):
+            return obj
+        return type(obj)(items)
+    return obj
+
+
+def _storage_nbytes(t):
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).nbytes()
 
 
 def _memory_order(t):
@@ -492,6 +531,8 @@ class ZeRO:
         self._scale_in_place = dtype == torch.float32 and stream is None
         # What a released parameter holds: one empty tensor, shared.
         self._released = torch.empty(0, dtype=dtype, device=device)
+        self._gathered = []     # stage 3: each position's full tensor, its storage freed
+        self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
         try:
             self._register(named, broadcast_params, policy)
         except BaseException:
@@ -527,7 +568,11 @@ class ZeRO:
                 self._hooks.append(acc.register_hook(self._grad_hook(i)))
                 self._accs.append(acc)
         if self._stage == 3:
-            for p in self._tensors:
+            for i, p in enumerate(self._tensors):
+                full = self._empty(i)
+                self._nbytes.append(_storage_nbytes(full))
+                _storage_resize(full, 0)
+                self._gathered.append(full)
                 p.data = self._released
             self._units = self._plan_units(policy)
             unhooked = {id(d) for m in self._module.modules() if isinstance(m, _UNHOOKED)
@@ -647,23 +692,37 @@ class ZeRO:
         return hook
 
     # ---- stage 3: gathering around each use -----------------------------------------
+    # [Note: one storage per parameter] Each position has one full tensor
+    # (_gathered) for the whole run. A release frees its storage (resized to
+    # 0 bytes) and points the parameter at _released; a gather gives the
+    # storage its bytes back, fills it in place (the layer writes into it)
+    # and points the parameter at it again. What autograd saved of a
+    # parameter in a forward (F.linear saves weight.t(), a view) shares that
+    # storage: between the forward and the backward it holds no memory, so
+    # stage 3 holds one unit's weights at a time, not the whole model's; and
+    # the backward reads what the backward's gather wrote (with qwZ, the
+    # exact weights, not the forward's int8 ones). A unit's backward gathers
+    # before any of its nodes runs (_pre_backward), checkpointing's
+    # recomputation included.
     def _hold(self, positions):
         """Gather the released parameters among positions, in that order, in
-        one call into the layer."""
+        one call into the layer, each into its own storage."""
         todo = [i for i in dict.fromkeys(positions) if not self._live[i]]
         if not todo:
             return
-        fulls = [self._empty(i) for i in todo]
+        for i in todo:
+            _storage_resize(self._gathered[i], self._nbytes[i])
         self._opt.gather_many([self._zparams[i] for i in todo],
-                              [self._flat(i, f) for i, f in zip(todo, fulls)])
-        for i, full in zip(todo, fulls):
+                              [self._flat(i, self._gathered[i]) for i in todo])
+        for i in todo:
             # Live first: detection sees the assignment below and must let it be.
             self._live[i] = True
-            self._tensors[i].data = full
+            self._tensors[i].data = self._gathered[i]
 
     def _drop(self, i):
         if self._fw_refs[i] == 0 and not self._bw_held[i]:
             self._tensors[i].data = self._released
+            _storage_resize(self._gathered[i], 0)
             self._live[i] = False
 
     def _pre_forward(self, unit):
@@ -684,12 +743,27 @@ class ZeRO:
             if top is None:  # closed already: its backward or the root's next forward
                 return None
             held = self._active[top][1]
+            out = self._unalias(output, top)
             self._close_aborted(top)
             # The root's outputs always: their hook runs first in backward.
             if (held or module is self._module) and torch.is_grad_enabled():
-                return _through(output, self._pre_backward(held))
-            return None
+                through = _through(out, self._pre_backward(held))
+                if through is not None:
+                    return through
+            return None if out is output else out
         return hook
+
+    def _unalias(self, output, base):
+        """output with a copy in place of each tensor in it that shares the
+        storage of a parameter that the forwards above @base of _active hold
+        (a module that returns its weight, or a view of it): closing them
+        frees that storage ([Note: one storage per parameter])."""
+        ptrs = {_storage_ptr(self._gathered[i]) for _, held in self._active[base:]
+                for i in held}
+        ptrs.discard(0)
+        if not ptrs:
+            return output
+        return _map_tensors(output, lambda t: t.clone() if _storage_ptr(t) in ptrs else t)
 
     # ---- stage 3: finding parameters read outside their unit's forward ------------
     def _detecting(self, forward):
@@ -997,11 +1071,9 @@ class ZeRO:
             # A parameter held gathered (inside gathered() or a forward) is a
             # copy of the old values: gather the loaded ones into it, in
             # registration order, which every rank holds alike.
-            for i, p in enumerate(self._tensors):
+            for i in range(len(self._tensors)):
                 if self._live[i]:
-                    full = self._empty(i)
-                    opt.gather(self._zparams[i], self._flat(i, full))
-                    p.data = full
+                    opt.gather(self._zparams[i], self._flat(i, self._gathered[i]))
 
     # ---- lifetime -------------------------------------------------------------------
     def close(self):
@@ -1014,6 +1086,7 @@ class ZeRO:
                 for i, p in enumerate(self._tensors):
                     p.data = self._full(i)
                     self._live[i] = True
+                    _storage_resize(self._gathered[i], 0)
         finally:
             if self._stage == 3:
                 if self._forward is None:
