@@ -533,6 +533,28 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p);
 zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const void *values);
 
 /**
+ * @brief Copy a parameter's values out, exact (collective at stage 3).
+ *
+ * What zsh_optim_set_param() sets and the step updates: the framework's
+ * buffer at stages 0-2; at stage 3 the parameter's bucket gathered as
+ * zsh_optim_fetch() does, but in full precision always under qwZ
+ * (zsh_optim_config_t::quantize_weights: a fetch's first gather after an
+ * update is int8) and outside the order the prefetch records. A state
+ * dict, a checkpoint of the whole model or a model given back reads
+ * through it. A gathered copy it leaves cached is not served to the step's
+ * first fetch under qwZ, so reading changes no step's values. Every rank
+ * calls it for the same parameters in the same order.
+ * @param opt    The optimizer; its layout is built first if it was not.
+ * @param param  A parameter of @p opt (or one tile of a tiled parameter).
+ * @param[out] values numel elements of the configured precision, memory
+ *                    of the parameters' kind (host or device), written
+ *                    when the call returns.
+ * @return ZSH_ERR_INVALID_ARG if the parameter is fetched, or (qwZ) its
+ *         bucket is fetched with int8 values: release first.
+ */
+zsh_status_t zsh_optim_get_param(zsh_optim_t *opt, zsh_param_t *param, void *values);
+
+/**
  * @brief Save everything needed to continue training exactly: the fp32
  *        weights (master weights in mixed precision), the optimizer states,
  *        the step counters, the loss scaler and the hyperparameters, from

@@ -243,8 +243,8 @@ void zsh_py_bind_optim(py::module_ &m)
         int st = nogil([&] { return zsh_optim_fetch(opt(h), param(p), &data); });
         return py::make_tuple(st, handle(data));
     });
-    m.def("optim_fetch_into", [](handle_t h, handle_t p, handle_t out, std::size_t nbytes) {
-        return nogil([&] { return fetch_into(opt(h), param(p), buf(out), nbytes); });
+    m.def("optim_get_param", [](handle_t h, handle_t p, handle_t out) {
+        return nogil([&] { return zsh_optim_get_param(opt(h), param(p), buf(out)); });
     });
     // fetch_into for a list of (param, out, nbytes), in order, as one call
     // (a stage 3 unit's parameters): (status, how many were copied); it

@@ -185,7 +185,9 @@ class Optimizer:
     # ---- every step ---------------------------------------------------------------
     def gather(self, param, out):
         """Copy the parameter's full values into out (collective at stage 3:
-        every rank gathers the same parameters in the same order). With
+        every rank gathers the same parameters in the same order): the exact
+        values, with quantize_weights too (zsh_optim_get_param), outside the
+        order the prefetch records; gather_many() is the step's gather. With
         parameters on a device, out is a torch tensor on that device or the
         CPU, copied by torch on its current stream, which is synchronised
         before the gathered buffer is released."""
@@ -193,8 +195,7 @@ class Optimizer:
         if self._device in (None, "cpu"):
             b = self._buffer(out, "out", param, True)
             with self._lock:
-                status = _z.optim_fetch_into(self._live(), h, b.ptr,
-                                             b.count * _itemsize(b.dtype))
+                status = _z.optim_get_param(self._live(), h, b.ptr)
                 if status != OK:
                     raise error(status)
             return out
@@ -279,9 +280,11 @@ class Optimizer:
                 raise error(status)
 
     def gather_many(self, params, outs):
-        """gather() of several parameters in order, as one call: with host
-        parameters only, each out a contiguous tensor or array of the
-        parameter's size and the optimizer's precision."""
+        """The step's gathers of several parameters, in order, as one call
+        (with quantize_weights, the forward's come as int8: see
+        zsh_optim_fetch), each out a contiguous tensor or array of the
+        parameter's size and the optimizer's precision; with parameters on a
+        device, gather() of each."""
         if self._device not in (None, "cpu"):
             return [self.gather(p, o) for p, o in zip(params, outs)]
         items = []

@@ -598,6 +598,48 @@ def test_stage_3_with_qwz_backward_reads_the_exact_weights_through_linear_layers
 
 
 @case
+def test_stage_3_with_qwz_reads_out_the_exact_weights(ctx):
+    """state_dict(), Optimizer.gather() and close() read the exact values,
+    before and after steps, not qwZ's int8 gather; and reading them leaves
+    the next forward quantized as it would have been. The loss is linear in
+    the output, so the updates do not depend on the forward's values."""
+    def run(quantize, read):
+        torch.manual_seed(13)
+        m = nn.Linear(64, 48)
+        zero = ZeRO(m, stage=3, group=ctx.group, optimizer="sgd", lr=0.5,
+                    quantize_weights=quantize, quantize_block=64)
+        g = torch.Generator().manual_seed(7)
+        dicts, outs = [], []
+        for _ in range(2):
+            if read:
+                dicts.append(zero.state_dict())
+                z = zero.optimizer.params[0]
+                dicts.append({"gather": zero.optimizer.gather(z, torch.empty(z.numel))})
+            x, c = torch.randn(4, 64, generator=g), torch.randn(4, 48, generator=g)
+            out = m(x)
+            outs.append(out.detach())
+            zero.backward((out * c).sum())
+            zero.step()
+            zero.zero_grad()
+        dicts.append(zero.state_dict())
+        zero.close()
+        dicts.append({"closed." + n: p.detach().clone() for n, p in m.named_parameters()})
+        return dicts, outs
+
+    (exact, exact_outs), (got, quant_outs) = run("off", True), run("on", True)
+    _, unread_outs = run("on", False)
+    for k, (a, b) in enumerate(zip(got, exact)):
+        for name in b:
+            if not torch.equal(a[name], b[name]):
+                raise AssertionError("read %d, %s: differs from the unquantized run's by up to "
+                                     "%.3g" % (k, name, (a[name] - b[name]).abs().max().item()))
+    if any(torch.equal(a, b) for a, b in zip(quant_outs, exact_outs)):
+        raise AssertionError("a forward with qwZ gave the exact output: nothing was quantized")
+    if not all(torch.equal(a, b) for a, b in zip(quant_outs, unread_outs)):
+        raise AssertionError("reading the weights out changed the next quantized forward")
+
+
+@case
 def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
     ref, _ = reference_run(3, lr=1e-2)
     want = ref.state_dict()

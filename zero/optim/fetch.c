@@ -11,9 +11,17 @@
  * Every rank fetches in the same order, so every rank makes the same
  * eviction and prefetch decisions and the collectives match.
  *
+ * A read (zsh_optim_get_param(), through zsh_optim_fetch_exact()) gathers
+ * as a fetch does, but in full precision always under qwZ, without taking
+ * part in the recorded order or prefetching: it reads values out, it is
+ * not a step's use. A copy it leaves cached is dropped by the step's first
+ * fetch of that bucket where that fetch would have been int8 (qwz.c), so a
+ * read changes no step's values.
+ *
  * The public calls check their arguments and ask the stage's table; stage
- * 3's points to zsh_optim_fetch_gathered() and zsh_optim_release_gathered()
- * (below it a fetch hands the framework's buffer back, stage/replicas.c).
+ * 3's points to zsh_optim_fetch_gathered(), zsh_optim_fetch_exact() and
+ * zsh_optim_release_gathered() (below it a fetch hands the framework's
+ * buffer back, stage/replicas.c).
  */
 #include "optim/optim_impl.h"
 
@@ -43,19 +51,22 @@ static zsh_status_t zsh_optim_evict(zsh_optim_t *opt, zsh_obucket_t *b)
  * hpZ's slice once gathered since the last update (the node group has it),
  * the shard read from the NVMe file, or the shard in memory, staged into
  * device memory when the shards are away from the device; a bucket's first
- * gather since the last update quantized under qwZ (qwz.c). @b's state is
- * the caller's to move. */
-static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b)
+ * gather since the last update quantized under qwZ (qwz.c), unless
+ * @exact: then never int8, nor hpZ's slice of an int8 gather. @b's state
+ * is the caller's to move. */
+static zsh_status_t zsh_optim_gather_start(zsh_optim_t *opt, zsh_obucket_t *b, bool exact)
 {
     zsh_shard_src_t src = {0};
     zsh_status_t status = ZSH_OK;
 
-    if (b->hpz.sec_valid) {
+    if (b->hpz.sec_valid && !(exact && zsh_optim_qwz_rounded_sec(opt, b))) {
         src.buf  = b->hpz.sec;
         src.comm = opt->hpzcomm;
     } else {
         status = opt->tiers.ops[ZSH_TK_PARAMS]->gather_src(opt, b, &src);
-        zsh_optim_qwz_src(opt, b, &src);
+        if (!exact) {
+            zsh_optim_qwz_src(opt, b, &src);
+        }
     }
     if (status == ZSH_OK) {
         /* A staged copy that fails leaves the all-gather unposted: the
@@ -143,7 +154,7 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
             break; /* no room: the fetch will gather it when it comes */
         }
         if (status == ZSH_OK) {
-            status = zsh_optim_gather_start(opt, b);
+            status = zsh_optim_gather_start(opt, b, false);
         }
         if (status == ZSH_OK) {
             status = zsh_obucket_move(b, ZSH_BSTATE_PREFETCHED);
@@ -155,17 +166,30 @@ static zsh_status_t zsh_optim_prefetch_ahead(zsh_optim_t *opt)
     return ZSH_OK;
 }
 
-/* Make bucket @bi live and wait for its data. */
-static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **full_p)
+/* Make bucket @bi live and wait for its data; @exact: a read's (see the
+ * top). */
+static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **full_p,
+                                           bool exact)
 {
     zsh_obucket_t *b = &opt->buckets[bi];
     zsh_status_t status, moved;
 
+    if (zsh_bstate_gathered(b->fetch.state) && zsh_optim_qwz_regather(opt, b, exact)) {
+        if (b->fetch.refs > 0) {
+            return zsh_error(ZSH_ERR_INVALID_ARG,
+                             "its bucket is fetched with qwZ's int8 values; release its "
+                             "parameters before reading the exact ones");
+        }
+        status = zsh_optim_drop_gather(opt, b);
+        if (status != ZSH_OK) {
+            return status;
+        }
+    }
     if (!zsh_bstate_gathered(b->fetch.state)) {
         /* Over budget is allowed when everything live is in use: a fetch must succeed. */
         status = zsh_optim_make_room(opt, zsh_obucket_full_bytes(opt, b), &bi, 1);
         if ((status == ZSH_OK) || (status == ZSH_ERR_NO_MEMORY)) {
-            status = zsh_optim_gather_start(opt, b);
+            status = zsh_optim_gather_start(opt, b, exact);
         }
         if (status == ZSH_OK) {
             status = zsh_obucket_move(b, ZSH_BSTATE_GATHERING);
@@ -189,7 +213,9 @@ static zsh_status_t zsh_optim_fetch_bucket(zsh_optim_t *opt, size_t bi, void **f
             return status;
         }
     }
-    zsh_optim_hpz_keep(opt, b, *full_p);
+    if (!(exact && zsh_optim_qwz_rounded_sec(opt, b))) {
+        zsh_optim_hpz_keep(opt, b, *full_p); /* a read under qwZ: the slice is the forward's */
+    }
     return ZSH_OK;
 }
 
@@ -241,7 +267,7 @@ zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void
                 "fetch order changed at step %lu (parameter '%s'): prefetching stops for this "
                 "step and the recorded order is rebuilt", opt->stats.steps + 1, param->name);
     }
-    status = zsh_optim_fetch_bucket(opt, param->bucket, &full);
+    status = zsh_optim_fetch_bucket(opt, param->bucket, &full, false);
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return status;
@@ -251,6 +277,28 @@ zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void
     param->fetched = true;
     *data_p        = (char *)full + param->offset * opt->esize;
     return zsh_optim_prefetch_ahead(opt);
+}
+
+zsh_status_t zsh_optim_fetch_exact(zsh_optim_t *opt, zsh_param_t *param, void **data_p)
+{
+    const char *fn = "zsh_optim_get_param";
+    zsh_status_t status;
+    void *full;
+
+    status = opt->tiers.ops[ZSH_TK_PARAMS]->fetch_check(opt, fn);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = zsh_optim_fetch_bucket(opt, param->bucket, &full, true);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+        return status;
+    }
+    opt->buckets[param->bucket].fetch.refs++;
+    opt->buckets[param->bucket].fetch.last_use = ++opt->tick;
+    param->fetched = true;
+    *data_p        = (char *)full + param->offset * opt->esize;
+    return ZSH_OK;
 }
 
 zsh_status_t zsh_optim_release(zsh_optim_t *opt, zsh_param_t *param)

@@ -1,6 +1,8 @@
 /*
- * Replacing a parameter's values from outside the layer (loading a
- * checkpoint or a state dict). Every copy the layer keeps of the values is
+ * A parameter's values from and to outside the layer: read out (a state
+ * dict, a model given back whole), exact always, through the stage's read
+ * (stage 3 gathers in full precision under qwZ, fetch.c); and replaced
+ * (loading a checkpoint or a state dict). Every copy the layer keeps of the values is
  * rewritten: the framework's buffer at stages 0-2, the owned part of the
  * stage 3 shard, and the owned part of the fp32 master weights in mixed
  * precision. Gathered stage 3 buckets holding the parameter are dropped, so
@@ -68,4 +70,42 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
     }
     return status;
+}
+
+zsh_status_t zsh_optim_get_param(zsh_optim_t *opt, zsh_param_t *param, void *values)
+{
+    const char *fn = "zsh_optim_get_param";
+    zsh_status_t status, released;
+    void *data;
+
+    if ((opt == NULL) || (param == NULL) || (values == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : (param == NULL) ? "param" : "values");
+    }
+    status = zsh_optim_setup(opt);
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, fn);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (param->fetched) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "%s: parameter '%s' is fetched; release it before reading its values",
+                         fn, param->name);
+    }
+    status = zsh_optim_dev_check_ptr(opt, fn, "values", param, values);
+    if (status == ZSH_OK) {
+        status = opt->stage_ops->read(opt, param, &data);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    status = opt->dev_ops->copy(opt, values, data, param->numel * opt->esize);
+    if (status == ZSH_OK) {
+        status = opt->dev_ops->sync(opt); /* @values is the caller's once this returns */
+    }
+    param->fetched = false;
+    released       = opt->stage_ops->release(opt, param);
+    return (status != ZSH_OK) ? status : released;
 }

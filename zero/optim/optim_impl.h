@@ -319,6 +319,13 @@ void         zsh_optim_qwz_src(const zsh_optim_t *opt, const zsh_obucket_t *b,
 void         zsh_optim_qwz_invalidate(zsh_optim_t *opt);
 bool         zsh_optim_qwz_forward_only(const zsh_optim_t *opt, const zsh_obucket_t *b);
 zsh_status_t zsh_optim_qwz_backward_begins(zsh_optim_t *opt);
+/* Reads (zsh_optim_get_param) are exact under qwZ: whether @b's hpZ slice
+ * holds int8 values, which a read may not gather from; and whether @b's
+ * gathered copy must go before a fetch (@exact: a read's) gathers it
+ * again: int8 for a read, or the exact copy of a read where the fetch is
+ * the step's first, which qwZ makes int8. */
+bool         zsh_optim_qwz_rounded_sec(const zsh_optim_t *opt, const zsh_obucket_t *b);
+bool         zsh_optim_qwz_regather(const zsh_optim_t *opt, const zsh_obucket_t *b, bool exact);
 /* Where either quantization is on, each bucket's cuts, its parameters'
  * offsets, so that no quantization block spans two parameters; freed by
  * zsh_optim_qwz_free(). */
@@ -356,6 +363,9 @@ void         zsh_optim_grads_reset(zsh_optim_t *opt);
  * its bucket gathered (cached, prefetching the next ones), and let go. */
 zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
 zsh_status_t zsh_optim_release_gathered(zsh_optim_t *opt, zsh_param_t *param);
+/* fetch.c: stage 3's fetch for a read (zsh_optim_get_param): full
+ * precision under qwZ, outside the recorded order, no prefetch. */
+zsh_status_t zsh_optim_fetch_exact(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
 /* fetch.c: stage 3 gathers: drop one bucket's gathered copy (cached or
  * prefetched, not fetched), or every bucket's. */
 zsh_status_t zsh_optim_drop_gather(zsh_optim_t *opt, zsh_obucket_t *b);

@@ -217,6 +217,23 @@ bool zsh_optim_qwz_forward_only(const zsh_optim_t *opt, const zsh_obucket_t *b)
     return opt->grads_begun && b->qwz.live && !b->hpz.sec_valid;
 }
 
+bool zsh_optim_qwz_rounded_sec(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    /* The slice is kept from a step's first gather, which qwZ makes int8
+     * (a read's exact gather keeps none). */
+    return (opt->cfg.quantize_weights == ZSH_QUANTIZE_ON) && b->hpz.sec_valid;
+}
+
+bool zsh_optim_qwz_regather(const zsh_optim_t *opt, const zsh_obucket_t *b, bool exact)
+{
+    if (opt->cfg.quantize_weights != ZSH_QUANTIZE_ON) {
+        return false;
+    }
+    /* A read wants no int8; a step's first fetch wants the int8 gather it
+     * would have made, not the exact copy a read left before it. */
+    return exact ? b->qwz.live : (!b->qwz.sent && !b->qwz.live && (b->fetch.refs == 0));
+}
+
 zsh_status_t zsh_optim_qwz_backward_begins(zsh_optim_t *opt)
 {
     zsh_status_t status, first = ZSH_OK;

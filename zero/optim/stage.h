@@ -72,8 +72,11 @@ typedef struct zsh_stage_ops {
     const void  *(*grads_owned)(const zsh_optim_t *opt, const zsh_obucket_t *b, size_t *n_p);
     zsh_status_t (*norm_sum)(zsh_optim_t *opt, zsh_norm_sum_t *sum);
 
-    /* Fetch and release of a parameter, checked by the caller (fetch.c). */
+    /* Fetch and release of a parameter, checked by the caller (fetch.c),
+     * and the fetch of a read (load.c's zsh_optim_get_param): the exact
+     * values, never qwZ's int8 ones, outside the step's recorded order. */
     zsh_status_t (*fetch)(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
+    zsh_status_t (*read)(zsh_optim_t *opt, zsh_param_t *param, void **data_p);
     zsh_status_t (*release)(zsh_optim_t *opt, zsh_param_t *param);
 
     /* The step (step.c, update.c): before the update (stage 3 drops what

@@ -6,7 +6,8 @@
  * after an eviction, or once backward has begun where the forward's copy was
  * cached, by the first gradient or the caller's zsh_optim_backward_begin())
  * gives the exact values, an update makes the next
- * gather quantized again, and the stats count the quantized bytes as they
+ * gather quantized again, zsh_optim_get_param() reads the exact values
+ * always without sparing the forward its int8 gather, and the stats count the quantized bytes as they
  * travelled; training stays within a stated distance of the run without
  * it; what cannot apply is refused by name (int4 weights, qgZ on one node or
  * below stage 2 among them), and auto is off on one node, for weights and
@@ -251,6 +252,68 @@ out:
     free(init[0]);
     free(init[1]);
     free(grad);
+}
+
+/* zsh_optim_get_param() reads the exact values (a state dict, a model
+ * given back) wherever a fetch would give int8: before the forward, from
+ * the forward's cached int8 copy, after a step; the copy a read leaves
+ * cached does not spare the forward its int8 gather; a bucket fetched with
+ * int8 values is refused until released. */
+ZSH_RANK_TEST(optim_qwz, get_param_reads_the_exact_values_and_leaves_the_forward_int8)
+{
+    int n = zsh_comm_size(comm), p, applied = 0;
+    size_t count = (2 * ZSH_QWZ_N + (size_t)n - 1) / (size_t)n;
+    float *init[2] = {NULL, NULL}, *grad = calloc(ZSH_QWZ_N, sizeof(float));
+    float *out = malloc(ZSH_QWZ_N * sizeof(float));
+    zsh_optim_stats_t st;
+    zsh_optim_t *opt = NULL;
+    zsh_param_t *param[2];
+    void *data = NULL;
+
+    /* Both in one bucket, which stays cached. */
+    if ((grad == NULL) || (out == NULL) ||
+        !zsh_qwz_open(comm, 4 * ZSH_QWZ_N * sizeof(float), 4 * ZSH_QWZ_N * sizeof(float), &opt,
+                      param, init)) {
+        goto out;
+    }
+    for (p = 0; p < 2; p++) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(opt, param[p], out));
+        zsh_qwz_check(out, p, count, false, "read before the forward");
+    }
+    if (!zsh_qwz_fetch(opt, param[0], 0, count, true, "a, forward after a read")) {
+        goto out;
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(opt, param[0], out));
+    zsh_qwz_check(out, 0, count, false, "read of the forward's cached int8 copy");
+    /* The bucket comes back as int8 only from a step's first gather: the
+     * read's exact copy serves the rest of the step. */
+    if (!zsh_qwz_fetch(opt, param[0], 0, count, false, "a, after the read")) {
+        goto out;
+    }
+    for (p = 0; p < 2; p++) {
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, param[p], grad));
+    }
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &applied));
+    /* The next step: a fetched and held as int8; neither it nor its
+     * bucket's b can be read exact until it is released. */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_fetch(opt, param[0], &data));
+    if (data != NULL) {
+        zsh_qwz_check(data, 0, count, true, "a, forward after the step");
+    }
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_get_param(opt, param[0], out));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_get_param(opt, param[1], out));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(opt, param[0]));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(opt, param[1], out));
+    zsh_qwz_check(out, 1, count, false, "b, read after the step's int8 gather");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_stats(opt, &st));
+    ZSH_EXPECT_EQ(2, st.qwz_gathers);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_get_param(opt, param[0], NULL));
+out:
+    zsh_optim_destroy(opt);
+    free(init[0]);
+    free(init[1]);
+    free(grad);
+    free(out);
 }
 
 ZSH_RANK_TEST(optim_qwz, training_stays_within_a_thousandth_of_the_loss_without_it)

@@ -49,6 +49,7 @@ const zsh_stage_ops_t zsh_stage1_ops = {
     .grads_owned   = zsh_stage1_grads_owned,
     .norm_sum      = zsh_stage_norm_allreduce,
     .fetch         = zsh_stage_fetch_buf,
+    .read          = zsh_stage_fetch_buf,
     .release       = zsh_stage_release_buf,
     .step_begin    = zsh_stage_nothing,
     .update_walk   = zsh_optim_update_params,

@@ -22,6 +22,7 @@ const zsh_stage_ops_t zsh_stage2_ops = {
     .grads_owned   = zsh_stage_grads_shard,
     .norm_sum      = zsh_stage_norm_allreduce,
     .fetch         = zsh_stage_fetch_buf,
+    .read          = zsh_stage_fetch_buf,
     .release       = zsh_stage_release_buf,
     .step_begin    = zsh_stage_nothing,
     .update_walk   = zsh_optim_update_params,

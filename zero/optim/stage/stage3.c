@@ -106,6 +106,7 @@ const zsh_stage_ops_t zsh_stage3_ops = {
     .grads_owned   = zsh_stage_grads_shard,
     .norm_sum      = zsh_stage_norm_allreduce,
     .fetch         = zsh_optim_fetch_gathered,
+    .read          = zsh_optim_fetch_exact,
     .release       = zsh_optim_release_gathered,
     .step_begin    = zsh_stage3_step_begin,
     .update_walk   = zsh_stage3_update_walk,
