@@ -143,9 +143,9 @@ def _zero_floor(args, stage, offload, comm):
     def step(i):
         if stage == 3:
             for z, f in zip(zp, full):
-                opt.gather(z, f)
+                opt.gather_many([z], [f])
             for z, f in zip(reversed(zp), reversed(full)):
-                opt.gather(z, f)
+                opt.gather_many([z], [f])
         for z, g in zip(reversed(zp), reversed(grads)):
             opt.grad_ready(z, g)
         opt.step()

@@ -5,9 +5,9 @@
  * its block's scale of the shard's value, a later gather (backward's, here
  * after an eviction, or once backward has begun where the forward's copy was
  * cached, by the first gradient or the caller's zsh_optim_backward_begin())
- * gives the exact values, an update makes the next
- * gather quantized again, zsh_optim_get_param() reads the exact values
- * always without sparing the forward its int8 gather, and the stats count the quantized bytes as they
+ * gives the exact values, an update makes the next gather quantized again,
+ * zsh_optim_get_param() reads the exact values always without sparing the
+ * forward its int8 gather, and the stats count the quantized bytes as they
  * travelled; training stays within a stated distance of the run without
  * it; what cannot apply is refused by name (int4 weights, qgZ on one node or
  * below stage 2 among them), and auto is off on one node, for weights and
