@@ -5,9 +5,10 @@
 #   running every test of make check but the install test, which configures
 #   and installs a second, uninstrumented tree, the pip test, which builds the
 #   Python module into a venv against an installed copy (a Python process
-#   cannot load an instrumented library that it did not start with), and the
-#   GPU script's test, which runs configure on made-up toolkits (packaging,
-#   not memory safety; they run in the plain build).
+#   cannot load an instrumented library that it did not start with), the
+#   GPU script's test, which runs configure on made-up toolkits, and the
+#   packagers' configure options' test (packaging, not memory safety: they
+#   run in the plain build).
 # thread: ThreadSanitizer in build-tsan/, running tests/zsh_tests, where the
 #   in-process rank tests run every rank as a thread of one process (at 2 and
 #   8 ranks).
@@ -82,7 +83,7 @@ fi || { tail -50 make.out; exit 1; }
 if [ "$mode" = address ]; then
     # The longest first (tests/harness/long_first.sh).
     tests=$(bash "$top/tests/harness/long_first.sh" |
-        grep -Ev '^tests/system/(install/run_install|gpu/run_gpu_script|python/run_pip)\.sh$')
+        grep -Ev '^tests/system/(install/run_install|gpu/run_gpu_script|python/run_pip|build/run_configure_pkg)\.sh$')
 else
     tests=tests/zsh_tests
 fi
