@@ -5,6 +5,7 @@
 set -u
 top_builddir=${top_builddir:-.}
 SUITE=zsh_mpi_tests
+CALLS_MPI_INIT=1
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 status=0
 # Under AddressSanitizer, LeakSanitizer's stop-the-world tracer now and then

@@ -11,6 +11,7 @@ top_builddir=${top_builddir:-.}
 srcdir=${abs_top_srcdir:-$(cd "$(dirname "$0")/../../.." && pwd)}
 prog="$top_builddir/perf/zsh_bench"
 SUITE=zsh_bench
+CALLS_MPI_INIT=1
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 
 # Two per collective at 2 and 3 ranks, the MPI baseline of each collective,
