@@ -297,6 +297,36 @@ class Optimizer:
                 raise error(status)
         return outs
 
+    def gather_storages(self, params, storages):
+        """gather_many() into torch storages, for parameters in host memory:
+        each storage (a torch.UntypedStorage on the CPU) is first resized in
+        place to its parameter's bytes, so every tensor on it (views
+        autograd saved included) sees the values; then one call into the
+        extension copies them all. Stage 3's gather of a unit whose
+        storages are freed between uses (zeroshard.torch.ZeRO). A storage
+        off the host, or one whose resize_ counts elements (a
+        TypedStorage), raises ValueError before any is filled."""
+        if self._device != "cpu":
+            raise ValueError("gather_storages takes parameters in host memory; the optimizer's "
+                             "are on %s: use gather_many()" % self._device)
+        isz = _itemsize(self._precision)
+        items = []
+        for k, (p, s) in enumerate(zip(params, storages)):
+            h, nbytes = self._param(p), p.numel * isz
+            if s.device.type != "cpu":
+                raise ValueError("storage %d is on %s; the parameters are in host memory"
+                                 % (k, s.device))
+            s.resize_(nbytes)
+            if s.nbytes() != nbytes:
+                raise ValueError("storage %d holds %d bytes after resize_(%d): pass an "
+                                 "UntypedStorage, which resize_ sizes in bytes"
+                                 % (k, s.nbytes(), nbytes))
+            items.append((h, s.data_ptr(), nbytes))
+        with self._lock:
+            status, _ = _z.optim_fetch_into_many(self._live(), items)
+            if status != OK:
+                raise error(status)
+
     def step(self):
         """Finish the reductions and update (collective). False if the step
         was skipped because the gradients overflowed."""
@@ -438,9 +468,16 @@ def _dir_arg(dir):
     return path
 
 
+_float32 = None
+
+
 def _torch_float32():
-    import torch
-    return torch.float32
+    # Looked up once: grad_ready_scaled runs for every gradient of every step.
+    global _float32
+    if _float32 is None:
+        import torch
+        _float32 = torch.float32
+    return _float32
 
 
 def _itemsize(code):

@@ -1109,18 +1109,18 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                       nn.Linear(16, 4))
     zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2)
     gathers, grads = [], []
-    real_gather, real_grad = zero.optimizer.gather_many, zero.optimizer.grad_ready_scaled
+    real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_ready_scaled
 
-    def gather_many(params, outs):
+    def gather_storages(params, storages):
         gathers.append([p.name for p in params])
-        return real_gather(params, outs)
+        return real_gather(params, storages)
 
     def grad_ready_scaled(param, grad, mul):
         before = grad.clone()
         real_grad(param, grad, mul)
         grads.append((param.name, torch.equal(grad, before.mul(mul)), mul))
 
-    zero.optimizer.gather_many = gather_many
+    zero.optimizer.gather_storages = gather_storages
     zero.optimizer.grad_ready_scaled = grad_ready_scaled
     try:
         units = zero.units
@@ -1155,6 +1155,9 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                "grad has %d elements; parameter %r has %d" % (first.numel + 1, first.name,
                                                               first.numel),
                "a gradient of the wrong size")
+        typed = torch.empty(first.numel).storage()  # resize_ counts its elements
+        raises(lambda: real_gather([first], [typed]), "pass an UntypedStorage",
+               "a gather into a TypedStorage")
     finally:
         zero.close()
 

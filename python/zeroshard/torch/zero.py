@@ -131,6 +131,8 @@ def _through(obj, callback):
     """obj with the tensors that need a gradient (in tensors, tuples, lists and
     dicts) passed through one _PreBackward; None when there are none, or when
     the structure cannot be rebuilt (then every such tensor gets a hook)."""
+    if isinstance(obj, torch.Tensor):  # most modules' output: one tensor
+        return _PreBackward.apply(callback, obj)[0] if obj.requires_grad else None
     found = []
 
     def collect(o):
@@ -186,17 +188,13 @@ _UNHOOKED = (torch.nn.TransformerEncoderLayer,)
 _NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
 
 
-def _storage_resize(t, nbytes):
-    """Give t's storage nbytes (0 frees its memory) in place: every tensor
-    sharing it, views autograd saved included, sees the change."""
-    if hasattr(t, "untyped_storage"):   # torch >= 2.0
-        t.untyped_storage().resize_(nbytes)
-    else:                               # torch 1.13: a TypedStorage, in elements
-        t.storage().resize_(nbytes // t.element_size())
-
-
-def _storage_ptr(t):
-    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
+# A tensor's storage as an UntypedStorage, sized in bytes: resize_(nbytes)
+# gives it nbytes in place (0 frees its memory), and every tensor sharing
+# it, views autograd saved included, sees the change. torch 1.13 has it as
+# _storage() (its storage() is a TypedStorage, sized in elements, built
+# anew in Python at each call).
+_untyped = torch.Tensor.untyped_storage if hasattr(torch.Tensor, "untyped_storage") \
+    else torch.Tensor._storage
 
 
 def _map_tensors(obj, fn):
@@ -217,10 +215,6 @@ def _map_tensors(obj, fn):
             return obj
         return type(obj)(items)
     return obj
-
-
-def _storage_nbytes(t):
-    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).nbytes()
 
 
 def _memory_order(t):
@@ -532,6 +526,7 @@ class ZeRO:
         # What a released parameter holds: one empty tensor, shared.
         self._released = torch.empty(0, dtype=dtype, device=device)
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
+        self._storages = []     # stage 3: its storage (_untyped), resized in place
         self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
         try:
             self._register(named, broadcast_params, policy)
@@ -570,9 +565,11 @@ class ZeRO:
         if self._stage == 3:
             for i, p in enumerate(self._tensors):
                 full = self._empty(i)
-                self._nbytes.append(_storage_nbytes(full))
-                _storage_resize(full, 0)
+                storage = _untyped(full)
+                self._nbytes.append(storage.nbytes())
+                storage.resize_(0)
                 self._gathered.append(full)
+                self._storages.append(storage)
                 p.data = self._released
             self._units = self._plan_units(policy)
             unhooked = {id(d) for m in self._module.modules() if isinstance(m, _UNHOOKED)
@@ -663,21 +660,26 @@ class ZeRO:
 
     # ---- gradients ------------------------------------------------------------------
     def _grad_hook(self, i):
+        # What the hook reads of position i, looked up once: it runs for
+        # every parameter in every backward.
+        p, zp, strides, order = self._tensors[i], self._zparams[i], self._strides[i], \
+            self._orders[i]
+
         def hook(*_):
-            p = self._tensors[i]
             g = p.grad
             if g is None:
                 return
             if self._ready[i]:
                 raise RuntimeError("ZeRO: parameter %s got a second gradient before step(); "
                                    "each parameter's gradient is handed over once per step"
-                                   % self._zparams[i].name)
-            laid_out = g.stride() == self._strides[i] or \
-                (self._orders[i] is None and g.is_contiguous())
+                                   % zp.name)
+            laid_out = g.stride() == strides or (order is None and g.is_contiguous())
             if self._scale_in_place and g._base is None and laid_out and not g.requires_grad:
                 # p.grad is ours to change (autograd made it, p.grad is
-                # cleared below): scaled in place and handed over in one call.
-                self._opt.grad_ready_scaled(self._zparams[i], self._flat(i, g), self._grad_mul)
+                # cleared below): scaled in place and handed over in one call
+                # (a contiguous one as it is: its elements are in order).
+                self._opt.grad_ready_scaled(zp, g if order is None else self._flat(i, g),
+                                            self._grad_mul)
             else:
                 if self._grad_mul != 1.0:
                     g = g.mul(self._grad_mul)
@@ -705,24 +707,31 @@ class ZeRO:
     # before any of its nodes runs (_pre_backward), checkpointing's
     # recomputation included.
     def _hold(self, positions):
-        """Gather the released parameters among positions, in that order, in
-        one call into the layer, each into its own storage."""
-        todo = [i for i in dict.fromkeys(positions) if not self._live[i]]
+        """Gather the released parameters among positions (distinct), in that
+        order, in one call into the layer, each into its own storage (in host
+        memory the storages are resized in that call too)."""
+        live = self._live
+        todo = [i for i in positions if not live[i]]
         if not todo:
             return
-        for i in todo:
-            _storage_resize(self._gathered[i], self._nbytes[i])
-        self._opt.gather_many([self._zparams[i] for i in todo],
-                              [self._flat(i, self._gathered[i]) for i in todo])
+        if self._stream is None:
+            self._opt.gather_storages([self._zparams[i] for i in todo],
+                                      [self._storages[i] for i in todo])
+        else:
+            for i in todo:
+                self._storages[i].resize_(self._nbytes[i])
+            self._opt.gather_many([self._zparams[i] for i in todo],
+                                  [self._flat(i, self._gathered[i]) for i in todo])
+        tensors, gathered = self._tensors, self._gathered
         for i in todo:
             # Live first: detection sees the assignment below and must let it be.
-            self._live[i] = True
-            self._tensors[i].data = self._gathered[i]
+            live[i] = True
+            tensors[i].data = gathered[i]
 
     def _drop(self, i):
         if self._fw_refs[i] == 0 and not self._bw_held[i]:
             self._tensors[i].data = self._released
-            _storage_resize(self._gathered[i], 0)
+            self._storages[i].resize_(0)
             self._live[i] = False
 
     def _pre_forward(self, unit):
@@ -739,7 +748,11 @@ class ZeRO:
     def _post_forward(self, unit):
         def hook(module, inputs, output):
             # Above this unit's entry: forwards inside it that raised.
-            top = max((k for k, (u, _) in enumerate(self._active) if u is unit), default=None)
+            active = self._active
+            if active and active[-1][0] is unit:  # none raised
+                top = len(active) - 1
+            else:
+                top = max((k for k, (u, _) in enumerate(active) if u is unit), default=None)
             if top is None:  # closed already: its backward or the root's next forward
                 return None
             held = self._active[top][1]
@@ -758,12 +771,12 @@ class ZeRO:
         storage of a parameter that the forwards above @base of _active hold
         (a module that returns its weight, or a view of it): closing them
         frees that storage ([Note: one storage per parameter])."""
-        ptrs = {_storage_ptr(self._gathered[i]) for _, held in self._active[base:]
-                for i in held}
+        storages = self._storages
+        ptrs = {storages[i].data_ptr() for _, held in self._active[base:] for i in held}
         ptrs.discard(0)
         if not ptrs:
             return output
-        return _map_tensors(output, lambda t: t.clone() if _storage_ptr(t) in ptrs else t)
+        return _map_tensors(output, lambda t: t.clone() if _untyped(t).data_ptr() in ptrs else t)
 
     # ---- stage 3: finding parameters read outside their unit's forward ------------
     def _detecting(self, forward):
@@ -871,7 +884,7 @@ class ZeRO:
                                  % (tuple(p.shape),))
             idx.append(self._index[id(p)])
         if self._stage == 3:
-            self._hold(idx)
+            self._hold(list(dict.fromkeys(idx)))
             for i in idx:
                 self._fw_refs[i] += 1
         try:
@@ -1086,7 +1099,7 @@ class ZeRO:
                 for i, p in enumerate(self._tensors):
                     p.data = self._full(i)
                     self._live[i] = True
-                    _storage_resize(self._gathered[i], 0)
+                    self._storages[i].resize_(0)
         finally:
             if self._stage == 3:
                 if self._forward is None:
