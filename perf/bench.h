@@ -123,7 +123,10 @@ size_t zsh_bench_verify(const zsh_bench_opts_t *opts, const zsh_bench_bufs_t *b,
                         int rank, int size);
 
 /* ---- bench_world.c ---- */
-/* Pick the job (MPI's or ZeroShard's bootstrap) before the options are read. */
+/* Pick the job (MPI's or ZeroShard's bootstrap) before the options are
+ * read, starting nothing: options refused, or --help, need no MPI_Init. */
+void zsh_bench_world_choose(void);
+/* Start MPI where it was chosen, once the options are accepted. */
 void zsh_bench_world_init(int *argc, char ***argv);
 int zsh_bench_world_rank(void);
 int zsh_bench_world_size(void);

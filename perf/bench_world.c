@@ -19,6 +19,7 @@
 
 static struct {
     int         mpi;     /* 1: MPI's world; 0: ZeroShard's bootstrap */
+    int         started; /* MPI_Init was called */
     int         rank, size;
     zsh_comm_t *comm;    /* ZeroShard's bootstrap: the bookkeeping communicator */
 } zsh_bench_world;
@@ -33,21 +34,20 @@ static int zsh_bench_env_int(const char *name, const char *fallback, int dflt)
     return ((v == NULL) || (*v == '\0')) ? dflt : atoi(v);
 }
 
-void zsh_bench_world_init(int *argc, char ***argv)
+void zsh_bench_world_choose(void)
 {
     int launched = (getenv("RANK") != NULL) || (getenv("ZSH_RANK") != NULL);
 
 #ifdef ZSH_BENCH_HAVE_MPI
     if (!launched) {
-        zsh_bench_world.mpi = 1;
-        MPI_Init(argc, argv);
-        MPI_Comm_rank(MPI_COMM_WORLD, &zsh_bench_world.rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &zsh_bench_world.size);
+        /* Until zsh_bench_world_init(), only to choose who prints the
+         * usage: mpirun's rank, or 0 for a process started alone. */
+        zsh_bench_world.mpi  = 1;
+        zsh_bench_world.rank = zsh_bench_env_int("OMPI_COMM_WORLD_RANK", "PMIX_RANK", 0);
+        zsh_bench_world.size = zsh_bench_env_int("OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", 1);
         return;
     }
 #endif
-    (void)argc;
-    (void)argv;
     if (!launched && (getenv("PMIX_RANK") == NULL)) {
         /* no launcher: a job of one, which needs no store */
         setenv("ZSH_RANK", "0", 1);
@@ -56,6 +56,20 @@ void zsh_bench_world_init(int *argc, char ***argv)
     /* Until zsh_bench_world_open(), only to choose who prints the usage. */
     zsh_bench_world.rank = zsh_bench_env_int("ZSH_RANK", "RANK", 0);
     zsh_bench_world.size = zsh_bench_env_int("ZSH_WORLD_SIZE", "WORLD_SIZE", 1);
+}
+
+void zsh_bench_world_init(int *argc, char ***argv)
+{
+#ifdef ZSH_BENCH_HAVE_MPI
+    if (zsh_bench_world.mpi) {
+        MPI_Init(argc, argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &zsh_bench_world.rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &zsh_bench_world.size);
+        zsh_bench_world.started = 1;
+    }
+#endif
+    (void)argc;
+    (void)argv;
 }
 
 int zsh_bench_world_rank(void)
@@ -100,7 +114,7 @@ zsh_status_t zsh_bench_world_close(zsh_comm_t *comm)
 void zsh_bench_world_finalize(void)
 {
 #ifdef ZSH_BENCH_HAVE_MPI
-    if (zsh_bench_world.mpi) {
+    if (zsh_bench_world.started) {
         MPI_Finalize();
     }
 #endif
@@ -109,7 +123,7 @@ void zsh_bench_world_finalize(void)
 void zsh_bench_world_abort(int code)
 {
 #ifdef ZSH_BENCH_HAVE_MPI
-    if (zsh_bench_world.mpi) {
+    if (zsh_bench_world.started) {
         MPI_Abort(MPI_COMM_WORLD, code);
     }
 #endif

@@ -361,24 +361,26 @@ int main(int argc, char **argv)
     char        err[256];
     int         rc;
 
-    zsh_bench_world_init(&argc, &argv);
+    /* The options first: one refused (or --help) answers at once, without
+     * starting MPI (a singleton MPI_Init starts a runtime daemon). */
+    zsh_bench_world_choose();
     memset(&bench, 0, sizeof(bench));
-    bench.rank = zsh_bench_world_rank();
-    bench.size = zsh_bench_world_size();
     rc = zsh_bench_parse(argc, argv, &bench.opts, err, sizeof(err));
     if (rc == 0) {
         rc = zsh_bench_check_job(&bench.opts, err, sizeof(err));
     }
     if (rc != 0) {
-        if (bench.rank == 0) {
+        if (zsh_bench_world_rank() == 0) {
             if (rc < 0) {
                 fprintf(stderr, "zsh_bench: %s\n", err);
             }
             zsh_bench_usage(rc < 0 ? stderr : stdout);
         }
-        zsh_bench_world_finalize();
         return rc < 0 ? 2 : 0;
     }
+    zsh_bench_world_init(&argc, &argv);
+    bench.rank = zsh_bench_world_rank();
+    bench.size = zsh_bench_world_size();
     bench.baseline  = zsh_bench_on_device(&bench) ||
                       (bench.opts.baseline_mpi && (bench.opts.dtype->mpi != ZSH_BENCH_MPI_NONE));
     rc = zsh_bench_run(&bench);
