@@ -123,9 +123,9 @@ zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b)
     zsh_qreduce_map_t map = {opt->qgz.node, opt->qgz.rail, opt->qgz.owner, &b->qwz.cuts};
     zsh_status_t status;
 
-    status = zsh_qreduce_start(b->staging, opt->dev_ops->shard_dst(opt, b), b->count, &map,
-                               opt->cfg.quantize_block, opt->cfg.quantize_grad_bits, &opt->acct,
-                               &b->qgz.q);
+    status = zsh_qreduce_start(b->staging, opt->dev_ops->shard_dst(opt, b), b->count,
+                               opt->cfg.precision, &map, opt->cfg.quantize_block,
+                               opt->cfg.quantize_grad_bits, &opt->acct, &b->qgz.q);
     zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
                             zsh_obucket_full_bytes(opt, b),
                             (status != ZSH_OK) ? opt->comm : NULL);

@@ -16,7 +16,6 @@
  */
 #include "optim/optim_impl.h"
 
-#include "core/dtype.h"
 #include "core/status.h"
 #include "optim/config.h"
 #include "quant/quant.h"
@@ -48,18 +47,13 @@ static zsh_status_t zsh_qwz_mode(const zsh_optim_t *opt, int *mode, int env_inde
     return ZSH_OK;
 }
 
-/* What both need: fp32 and the model's state in memory. */
+/* What both need: the model's state in memory. Every precision quantizes
+ * (fp32, bf16, fp16: a half-precision block as its fp32 conversion). */
 static zsh_status_t zsh_qwz_needs(const zsh_optim_config_t *cfg, const char *field,
                                   const char *from)
 {
     const char *fn = "zsh_optim_create";
 
-    if (cfg->precision != ZSH_FLOAT32) {
-        return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "%s: %s%s quantizes fp32 %s, and the precision is %s", fn, field, from,
-                         (field[9] == 'w') ? "parameters" : "gradients",
-                         zsh_dtype_name(cfg->precision));
-    }
     if (cfg->offload_params != ZSH_OFFLOAD_NONE) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
                          "%s: %s%s quantizes what is in memory, and offload_params=%s keeps the "
@@ -79,8 +73,7 @@ zsh_status_t zsh_optim_qwz_resolve(zsh_optim_t *opt, const zsh_zero_config_t *en
      * bucket size; quantized values do (their blocks' scales, the node's
      * partial sums): auto leaves both off there, on is refused. */
     bool exact = cfg->deterministic || zsh_comm_get_deterministic(opt->comm);
-    bool fits  = (cfg->precision == ZSH_FLOAT32) && (cfg->offload_params == ZSH_OFFLOAD_NONE) &&
-                !exact;
+    bool fits  = (cfg->offload_params == ZSH_OFFLOAD_NONE) && !exact;
     zsh_status_t status;
 
     cfg->quantize_block = (cfg->quantize_block != 0) ? cfg->quantize_block : env->quantize_block;

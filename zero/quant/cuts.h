@@ -43,6 +43,20 @@ size_t zsh_quant_cut_quantize(const zsh_quant_kernels_t *k, const zsh_quant_cuts
                               size_t first, const float *x, size_t n, size_t block, int bits,
                               void *q, float *scales);
 
+/* zsh_quant_cut_quantize() of @n elements of @dtype (fp32, bf16, fp16) at
+ * @x, a bf16 or fp16 piece widened through @scratch (quant/half.h's
+ * zsh_quant_half_scratch() floats; NULL for fp32): the fp32 run's bits. */
+size_t zsh_quant_cut_quantize_as(const zsh_quant_kernels_t *k, const zsh_quant_cuts_t *cuts,
+                                 size_t first, zsh_dtype_t dtype, const void *x, size_t n,
+                                 size_t block, int bits, void *q, float *scales, float *scratch);
+
+/* @k's dequantize over the run's pieces into @n elements of @dtype at
+ * @out, each rounded once from fp32, through @scratch as above. */
+void zsh_quant_cut_dequantize_as(const zsh_quant_kernels_t *k, const zsh_quant_cuts_t *cuts,
+                                 size_t first, const void *q, const float *scales, size_t n,
+                                 size_t block, int bits, zsh_dtype_t dtype, void *out,
+                                 float *scratch);
+
 /* @k's dequantize (or dequantize_add where @add) over the run's pieces. */
 void zsh_quant_cut_dequantize(const zsh_quant_kernels_t *k, const zsh_quant_cuts_t *cuts,
                               size_t first, const void *q, const float *scales, size_t n,

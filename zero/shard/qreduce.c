@@ -6,8 +6,9 @@
  */
 #include "shard/qreduce.h"
 
+#include "core/dtype.h"
 #include "core/status.h"
-#include "quant/quant.h"
+#include "quant/half.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +19,18 @@ struct zsh_qreduce {
     const zsh_quant_kernels_t *k;
     zsh_comm_t    *node, *rail;
     zsh_account_t *acct;
-    float         *out;
+    zsh_dtype_t    dtype;
+    size_t         esize;
+    void          *out;
     size_t         count, block;
     int            bits, L, M, phase;
     int            mine, me;       /* local rank; the shard this rank sums */
     const int     *owner;          /* the map's: which shard each rank owns */
     const zsh_quant_cuts_t *cuts;  /* where the buffer's tensors begin */
     size_t         pbytes, perm_bytes, piece_bytes, qbytes, nonfinite;
-    float         *perm, *piece;   /* the node's input, its result */
+    char          *perm, *piece;   /* the node's input, its result */
     char          *send, *recv;    /* the rail's parts */
+    float         *wide;           /* bf16, fp16: the scratch, then the fp32 sum */
     zsh_request_t *req;            /* the collective in flight */
     zsh_comm_t    *failed;         /* the group whose call failed, if one did */
 };
@@ -66,7 +70,7 @@ static zsh_status_t zsh_qreduce_landed(zsh_qreduce_t *q, zsh_status_t status, zs
     return status;
 }
 
-zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
+zsh_status_t zsh_qreduce_start(const void *grad, void *out, size_t count, zsh_dtype_t dtype,
                                const zsh_qreduce_map_t *map, size_t block, int bits,
                                zsh_account_t *acct, zsh_qreduce_t **q_p)
 {
@@ -75,6 +79,11 @@ zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
     zsh_status_t status;
 
     status = zsh_quant_check(block, bits);
+    if ((status == ZSH_OK) && (dtype != ZSH_FLOAT32) && (dtype != ZSH_BFLOAT16) &&
+        (dtype != ZSH_FLOAT16)) {
+        status = zsh_error(ZSH_ERR_INVALID_ARG, "zsh_qreduce_scatter: quantizes fp32, bf16 or "
+                           "fp16 gradients, not %s", zsh_dtype_name(dtype));
+    }
     if ((status == ZSH_OK) && ((L < 1) || (M < 1))) {
         status = zsh_error(ZSH_ERR_INVALID_ARG, "zsh_qreduce_scatter: the node or rail group "
                            "is not a communicator");
@@ -91,6 +100,8 @@ zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
     q->rail        = map->rail;
     q->acct        = acct;
     q->out         = out;
+    q->dtype       = dtype;
+    q->esize       = zsh_dtype_size(dtype);
     q->count       = count;
     q->block       = block;
     q->bits        = bits;
@@ -102,9 +113,15 @@ zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
     q->owner       = map->owner;
     q->cuts        = map->cuts;
     q->pbytes      = zsh_qreduce_part_bytes(map->cuts, L * M, count, block, bits);
-    q->perm_bytes  = (size_t)L * (size_t)M * count * sizeof(float);
-    q->piece_bytes = (size_t)M * count * sizeof(float);
-    q->qbytes      = 2 * (size_t)M * q->pbytes;
+    q->perm_bytes  = (size_t)L * (size_t)M * count * q->esize;
+    q->piece_bytes = (size_t)M * count * q->esize;
+    /* A half-precision reduction widens its pieces through a scratch, then
+     * sums the nodes' parts in fp32 there before rounding once. */
+    q->qbytes = 2 * (size_t)M * q->pbytes;
+    if (dtype != ZSH_FLOAT32) {
+        q->qbytes += ((zsh_quant_half_scratch(block) > count) ? zsh_quant_half_scratch(block)
+                                                               : count) * sizeof(float);
+    }
     q->perm        = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, q->perm_bytes);
     q->piece       = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, q->piece_bytes);
     if ((q->perm == NULL) || (q->piece == NULL)) {
@@ -116,11 +133,12 @@ zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
      * in node order: lay the buffer out so. */
     for (l = 0; l < L; l++) {
         for (m = 0; m < M; m++) {
-            memcpy(q->perm + ((size_t)l * (size_t)M + (size_t)m) * count,
-                   grad + (size_t)map->owner[m * L + l] * count, count * sizeof(float));
+            memcpy(q->perm + ((size_t)l * (size_t)M + (size_t)m) * count * q->esize,
+                   (const char *)grad + (size_t)map->owner[m * L + l] * count * q->esize,
+                   count * q->esize);
         }
     }
-    status = zsh_ireduce_scatter(q->perm, q->piece, (size_t)M * count, ZSH_FLOAT32, ZSH_SUM,
+    status = zsh_ireduce_scatter(q->perm, q->piece, (size_t)M * count, dtype, ZSH_SUM,
                                  q->node, &q->req);
     if (status != ZSH_OK) {
         q->failed = q->node;
@@ -155,15 +173,17 @@ zsh_status_t zsh_qreduce_cross(zsh_qreduce_t *q, bool wait)
                          q->qbytes);
     }
     q->recv = q->send + (size_t)q->M * q->pbytes;
+    q->wide = (q->dtype != ZSH_FLOAT32) ? (float *)(q->recv + (size_t)q->M * q->pbytes) : NULL;
     /* Piece m is the shard of the rail's rank on node m: its blocks are cut
      * where that rank's range of the buffer is. */
     for (m = 0; m < q->M; m++) {
         char *part = q->send + (size_t)m * q->pbytes;
         size_t first = (size_t)q->owner[m * q->L + q->mine] * q->count;
-        q->nonfinite += zsh_quant_cut_quantize(
-            q->k, q->cuts, first, q->piece + (size_t)m * q->count, q->count, q->block, q->bits,
+        q->nonfinite += zsh_quant_cut_quantize_as(
+            q->k, q->cuts, first, q->dtype, q->piece + (size_t)m * q->count * q->esize, q->count,
+            q->block, q->bits,
             part + zsh_quant_cut_blocks(q->cuts, first, q->count, q->block) * sizeof(float),
-            (float *)part);
+            (float *)part, q->wide);
     }
     zsh_qreduce_drop(q, (void **)&q->piece, q->piece_bytes);
     status = zsh_ialltoall(q->send, q->recv, q->pbytes, ZSH_UINT8, q->rail, &q->req);
@@ -184,6 +204,7 @@ zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait)
 {
     zsh_status_t status;
     size_t first;
+    float *sum;
     int m;
 
     if (q->phase != ZSH_QR_RAIL) {
@@ -196,14 +217,18 @@ zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait)
     if (zsh_qreduce_landed(q, status, q->rail) != ZSH_OK) {
         return status;
     }
-    memset(q->out, 0, q->count * sizeof(float));
+    sum   = (q->dtype == ZSH_FLOAT32) ? q->out : q->wide;
+    memset(sum, 0, q->count * sizeof(float));
     first = (size_t)q->me * q->count;
     for (m = 0; m < q->M; m++) {
         const char *part = q->recv + (size_t)m * q->pbytes;
         zsh_quant_cut_dequantize(
             q->k, q->cuts, first,
             part + zsh_quant_cut_blocks(q->cuts, first, q->count, q->block) * sizeof(float),
-            (const float *)part, q->count, q->block, q->bits, 1, q->out);
+            (const float *)part, q->count, q->block, q->bits, 1, sum);
+    }
+    if (q->dtype != ZSH_FLOAT32) {
+        zsh_quant_half_narrow(q->dtype, sum, q->count, q->out);
     }
     q->phase = ZSH_QR_DONE;
     return ZSH_OK;
@@ -234,13 +259,14 @@ void zsh_qreduce_end(zsh_qreduce_t *q, zsh_qreduce_bytes_t *bytes_p, size_t *non
     free(q);
 }
 
-zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
+zsh_status_t zsh_qreduce_scatter(const void *grad, void *out, size_t count, zsh_dtype_t dtype,
                                  const zsh_qreduce_map_t *map, size_t block, int bits,
                                  zsh_account_t *acct, zsh_qreduce_bytes_t *bytes_p,
                                  size_t *nonfinite_p)
 {
     zsh_qreduce_t *q = NULL;
-    zsh_status_t status = zsh_qreduce_start(grad, out, count, map, block, bits, acct, &q);
+    zsh_status_t status = zsh_qreduce_start(grad, out, count, dtype, map, block, bits, acct,
+                                            &q);
 
     if (status == ZSH_OK) {
         status = zsh_qreduce_cross(q, true);

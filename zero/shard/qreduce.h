@@ -6,6 +6,9 @@
  * node), quantizes each shard's partial sum block-wise (quant/quant.h) and
  * sends it to that shard's owner by one all-to-all over the rail; the owner
  * dequantizes the nodes' partial sums and adds them in fp32, in node order.
+ * Gradients are fp32, bf16 or fp16: a half-precision node sum is reduced
+ * as the plain reduce-scatter reduces it, quantized as its fp32 conversion
+ * (quant/half.h), and the owner's fp32 sum is rounded once into @out.
  * A quantized value is dequantized once and never summed again before
  * that, so each element's error is at most the sum over nodes of half its
  * block's scale (quant.h's bound), and the result is the same on every run.
@@ -42,8 +45,9 @@ typedef struct zsh_qreduce_bytes {
 } zsh_qreduce_bytes_t;
 
 /*
- * @grad (N * @count fp32, rank r's shard at r * @count) summed over every
- * rank into @out (@count fp32, this rank's shard), through @map's node and
+ * @grad (N * @count elements of @dtype: fp32, bf16 or fp16; rank r's shard
+ * at r * @count) summed over every rank into @out (@count of @dtype, this
+ * rank's shard), through @map's node and
  * rail groups, the cross-node part as @bits-bit levels (8 or 4) in blocks
  * of @block elements. Scratch buffers are counted in @acct (NULL: none).
  * Returns the status of the first failure (every rank of the groups fails
@@ -51,7 +55,7 @@ typedef struct zsh_qreduce_bytes {
  * NULL) is added the blocks with NaN or inf this rank sent. Blocking: the
  * calls below, one after the other.
  */
-zsh_status_t zsh_qreduce_scatter(const float *grad, float *out, size_t count,
+zsh_status_t zsh_qreduce_scatter(const void *grad, void *out, size_t count, zsh_dtype_t dtype,
                                  const zsh_qreduce_map_t *map, size_t block, int bits,
                                  zsh_account_t *acct, zsh_qreduce_bytes_t *bytes_p,
                                  size_t *nonfinite_p);
@@ -66,7 +70,7 @@ typedef struct zsh_qreduce zsh_qreduce_t;
  * reduce-scatter is posted. @out must stay untouched until the reduction
  * ends. *@q_p is set on success only.
  */
-zsh_status_t zsh_qreduce_start(const float *grad, float *out, size_t count,
+zsh_status_t zsh_qreduce_start(const void *grad, void *out, size_t count, zsh_dtype_t dtype,
                                const zsh_qreduce_map_t *map, size_t block, int bits,
                                zsh_account_t *acct, zsh_qreduce_t **q_p);
 

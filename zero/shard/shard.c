@@ -45,6 +45,19 @@ static size_t zsh_shard_part_bytes(const zsh_shard_t *shard)
     return zsh_qgather_part_bytes(&shard->qcuts, shard->size, shard->count, shard->qblock);
 }
 
+/* qwZ's buffer: every rank's part, then the scratch a half-precision
+ * tensor is converted through. */
+static size_t zsh_shard_qbuf_bytes(const zsh_shard_t *shard)
+{
+    return zsh_shard_part_bytes(shard) * (size_t)shard->size +
+           zsh_qgather_scratch(shard->dtype, shard->qblock) * sizeof(float);
+}
+
+static float *zsh_shard_qscratch(const zsh_shard_t *shard)
+{
+    return (float *)((char *)shard->qbuf + zsh_shard_part_bytes(shard) * (size_t)shard->size);
+}
+
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
                                       zsh_account_t *acct, zsh_account_t *local_acct,
                                       zsh_mem_kind_t local_kind, zsh_shard_t **shard_p)
@@ -123,7 +136,7 @@ static void zsh_shard_free_full(zsh_shard_t *shard, bool failed)
 {
     if (shard->qbuf != NULL) {
         zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->qbuf,
-                                zsh_shard_part_bytes(shard) * (size_t)shard->size,
+                                zsh_shard_qbuf_bytes(shard),
                                 failed ? shard->comm : NULL);
         shard->qbuf = NULL;
     }
@@ -250,7 +263,7 @@ static zsh_status_t zsh_shard_gather_staged(zsh_shard_t *shard, const void *loca
     return status;
 }
 
-/* qwZ: this rank's fp32 @block quantized into its part of the parts'
+/* qwZ: this rank's @block (fp32, bf16 or fp16) quantized into its part of the parts'
  * buffer, gathered in place there, dequantized at the wait. */
 static zsh_status_t zsh_shard_gather_quantized(zsh_shard_t *shard, const void *block,
                                                size_t qblock, const zsh_quant_cuts_t *cuts)
@@ -259,12 +272,14 @@ static zsh_status_t zsh_shard_gather_quantized(zsh_shard_t *shard, const void *b
     char *mine;
     zsh_status_t status;
 
-    if ((shard->dtype != ZSH_FLOAT32) ||
+    bool half = (shard->dtype == ZSH_BFLOAT16) || (shard->dtype == ZSH_FLOAT16);
+
+    if (((shard->dtype != ZSH_FLOAT32) && !half) ||
         ((shard->acct != NULL) && (shard->acct->place == ZSH_PLACE_DEVICE))) {
         return zsh_error(ZSH_ERR_INVALID_ARG,
-                         "zsh_shard_gather: a quantized gather takes fp32 host memory, not %s%s",
-                         zsh_dtype_name(shard->dtype),
-                         (shard->dtype == ZSH_FLOAT32) ? " device memory" : "");
+                         "zsh_shard_gather: a quantized gather takes fp32, bf16 or fp16 host "
+                         "memory, not %s%s", zsh_dtype_name(shard->dtype),
+                         ((shard->dtype == ZSH_FLOAT32) || half) ? " device memory" : "");
     }
     status = zsh_shard_full_alloc(shard);
     if (status != ZSH_OK) {
@@ -273,16 +288,16 @@ static zsh_status_t zsh_shard_gather_quantized(zsh_shard_t *shard, const void *b
     shard->qblock = qblock;
     shard->qcuts  = (cuts != NULL) ? *cuts : (zsh_quant_cuts_t){NULL, 0};
     pbytes        = zsh_shard_part_bytes(shard);
-    shard->qbuf = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, pbytes * (size_t)shard->size);
+    shard->qbuf = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_qbuf_bytes(shard));
     if (shard->qbuf == NULL) {
         zsh_shard_release(shard);
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes of "
-                         "quantized parts", pbytes * (size_t)shard->size);
+                         "quantized parts", zsh_shard_qbuf_bytes(shard));
     }
     shard->sent_bytes = pbytes * (size_t)shard->size;
     mine = (char *)shard->qbuf + (size_t)shard->rank * pbytes;
-    shard->nonfinite += zsh_qgather_pack(&shard->qcuts, shard->rank, block, shard->count, qblock,
-                                         mine);
+    shard->nonfinite += zsh_qgather_pack(&shard->qcuts, shard->rank, shard->dtype, block,
+                                         shard->count, qblock, mine, zsh_shard_qscratch(shard));
     status = zsh_iallgather(mine, shard->qbuf, pbytes, ZSH_UINT8, shard->comm, &shard->req);
     if (status != ZSH_OK) {
         zsh_shard_release(shard);
@@ -363,9 +378,9 @@ zsh_status_t zsh_shard_gather_wait(zsh_shard_t *shard, void **full_p)
     }
     if (shard->qbuf != NULL) {
         zsh_qgather_unpack(&shard->qcuts, shard->qbuf, shard->size, shard->count, shard->qblock,
-                           shard->full);
+                           shard->dtype, shard->full, zsh_shard_qscratch(shard));
         zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->qbuf,
-                                zsh_shard_part_bytes(shard) * (size_t)shard->size,
+                                zsh_shard_qbuf_bytes(shard),
                                 NULL);
         shard->qbuf = NULL;
     }

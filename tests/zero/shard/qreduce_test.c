@@ -57,9 +57,9 @@ static void zsh_qr_case(zsh_comm_t *comm, int bits, bool round_robin)
     }
     {
         zsh_qreduce_map_t map = {nodec, rail, owner, NULL};
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, &map, ZSH_QR_BLOCK,
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, ZSH_FLOAT32, &map, ZSH_QR_BLOCK,
                                                       bits, NULL, &bytes, &nonfinite));
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, again, ZSH_QR_COUNT, &map,
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, again, ZSH_QR_COUNT, ZSH_FLOAT32, &map,
                                                       ZSH_QR_BLOCK, bits, NULL, NULL, NULL));
     }
     ZSH_EXPECT_TRUE(memcmp(out, again, ZSH_QR_COUNT * sizeof(float)) == 0);
@@ -144,7 +144,7 @@ static void zsh_qr_inflight(zsh_comm_t *comm)
             for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
                 grad[i] = zsh_qr_grad(r + k * n, i);
             }
-            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, want[k], ZSH_QR_COUNT, &map,
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, want[k], ZSH_QR_COUNT, ZSH_FLOAT32, &map,
                                                           ZSH_QR_BLOCK, 8, NULL, &bytes, NULL));
         }
         if (r != 0) {
@@ -154,7 +154,7 @@ static void zsh_qr_inflight(zsh_comm_t *comm)
             for (i = 0; i < (size_t)n * ZSH_QR_COUNT; i++) {
                 grad[i] = zsh_qr_grad(r + k * n, i);
             }
-            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_start(grad, got[k], ZSH_QR_COUNT, &map,
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_start(grad, got[k], ZSH_QR_COUNT, ZSH_FLOAT32, &map,
                                                         ZSH_QR_BLOCK, 8, NULL, &qr[k]));
             memset(grad, 0xff, (size_t)n * ZSH_QR_COUNT * sizeof(float)); /* NaN */
             if ((r == 0) && (k == 0) && (L > 1) && (qr[0] != NULL)) {
@@ -256,7 +256,7 @@ static void zsh_qr_cut_case(zsh_comm_t *comm, int bits)
     }
     {
         zsh_qreduce_map_t map = {nodec, rail, owner, &cuts};
-        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, &map, ZSH_QR_BLOCK,
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_qreduce_scatter(grad, out, ZSH_QR_COUNT, ZSH_FLOAT32, &map, ZSH_QR_BLOCK,
                                                       bits, NULL, NULL, NULL));
     }
     for (i = 0; i < ZSH_QR_COUNT; i++) {
