@@ -4,7 +4,8 @@
 # in blocks and round-robin: hpz_check trains fp32 and bf16, AdamW and SGD,
 # with and without hpZ, and needs identical losses and final parameters and
 # the backward gathers on the node group. Then the settings hpZ cannot take
-# are refused on every rank. Ends with a GoogleTest-style summary that
+# are refused on every rank; qwZ and qgZ train in fp32 (zsh_train), bf16
+# and fp16 (qgz_half_check). Ends with a GoogleTest-style summary that
 # tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
@@ -12,7 +13,7 @@ check="$top_builddir/tests/zero/optim/hpz_check"
 train="$top_builddir/tools/zsh_train"
 # shellcheck source=../../harness/results.sh
 . "$(dirname "$0")/../../harness/results.sh"
-results_begin hpz 6
+results_begin hpz 7
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -93,5 +94,19 @@ qwz_qgz_auto() {
         echo "cross-node bytes per step: ${bytes[auto:auto]:-none} with qwZ and qgZ, more than 0.3 x ${bytes[off:off]:-none}"
 }
 result qwz_and_qgz_auto_across_nodes_send_fewer_bytes_and_train_within_1_percent "$(qwz_qgz_auto)"
+
+# qwZ and qgZ in bf16 and fp16 (qgz_half_check): within 1% of the run
+# without them, fewer bytes across nodes, fp16's overflow still skipped.
+half_precision() {
+    local r
+    job abab "$top_builddir/tests/zero/optim/qgz_half_check"
+    for r in 0 1 2 3; do
+        if [ "$(cat "$log/rc.$r")" != 0 ] || [ "$(grep -c '^ok ' "$log/out.$r")" != 5 ]; then
+            echo "rank $r exited $(cat "$log/rc.$r"):"
+            cat "$log/out.$r"
+        fi
+    done
+}
+result qwz_and_qgz_in_bf16_and_fp16_train_within_1_percent_and_skip_fp16_overflows "$(half_precision)"
 
 results_end
