@@ -460,6 +460,43 @@ def test_stage_3_with_qwz_gives_the_last_units_backward_the_exact_weights(ctx):
                                  % (k, (got[k] - exact[k]).abs().max().item()))
 
 
+@case
+def test_stage_3_with_qwz_in_bf16_and_fp16_quantizes_the_forward_within_its_bound(ctx):
+    """ZeRO(..., quantize_weights="on") on a bf16 or fp16 module: the forward
+    computes with int8 weights (its output differs from the unquantized
+    run's, each weight by no more than half its block's step and one
+    rounding in the precision), the int8 gathers are counted, and backward
+    and the step go on in the precision."""
+    def run(dtype, quantize):
+        torch.manual_seed(11)
+        m = Gain(256).to(dtype)
+        gain = m.gain.detach().float().clone()
+        zero = ZeRO(m, stage=3, group=ctx.group, optimizer="sgd", lr=0.1,
+                    quantize_weights=quantize, quantize_block=64)
+        x = torch.randn(4, 256, generator=torch.Generator().manual_seed(5)).to(dtype)
+        y = m(x)
+        zero.backward(y.float().sum())
+        zero.step()
+        stats = zero.stats()
+        zero.close()
+        return y.detach().float(), x.float(), gain, stats
+
+    for dtype, u in ((torch.bfloat16, 2.0 ** -8), (torch.float16, 2.0 ** -11)):
+        (exact, x, gain, plain), (got, _, _, quant) = run(dtype, "off"), run(dtype, "on")
+        if not (quant["qwz_gathers"] > 0 and plain["qwz_gathers"] == 0):
+            raise AssertionError("%s int8 gathers: %d with qwZ, %d without"
+                                 % (dtype, quant["qwz_gathers"], plain["qwz_gathers"]))
+        # Each weight within half the largest block's step (blocks restart at
+        # each rank's part, so take the largest) and one rounding into the
+        # precision; each product rounded in the precision with and without.
+        half = gain.abs().view(-1, 64).amax(1).repeat_interleave(64) / 127 / 2 * 1.001
+        bound = x.abs() * (half.max() + gain.abs() * u) + (exact.abs() + got.abs()) * u
+        if torch.equal(got, exact) or not bool(((got - exact).abs() <= bound).all()):
+            raise AssertionError("%s forward with qwZ: differs from the exact one by %.3g, "
+                                 "beyond the bound where it does, or not at all"
+                                 % (dtype, (got - exact).abs().max().item()))
+
+
 def _saved_weight_bytes(module, run):
     """run() under a hook that sees what autograd saves for backward: (its
     result, the tensors saved that are module's parameters or views of

@@ -55,8 +55,8 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"QUANTIZE_WEIGHTS", NULL, "off",
      "ZeRO stage 3: qwZ, a bucket's first gather after each update (forward's) as int8 with "
      "an fp32 scale per block, the later ones (backward's) in full precision or from hpZ: off, "
-     "on, or auto (on across nodes, off on one); fp32 host parameters only; ignored below "
-     "stage 3",
+     "on, or auto (on across nodes, off on one); host parameters in fp32, bf16 or fp16; "
+     "ignored below stage 3",
      ZSH_ZERO_OFF(quantize_weights), ZSH_CONFIG_ENUM, zsh_quantize_names, NULL, NULL},
     {"QUANTIZE_BLOCK", NULL, "2048",
      "Elements per quantization block, each with its own fp32 scale (qwZ)",
@@ -64,8 +64,8 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
     {"QUANTIZE_GRADS", NULL, "off",
      "ZeRO stages 2-3: qgZ, gradients reduce-scattered in full precision inside the node, the "
      "node's partial sums quantized and exchanged across nodes by an all-to-all over the rails, "
-     "summed in fp32: off, on (refused on one node) or auto (on across nodes); fp32 host "
-     "parameters only; ignored below stage 2",
+     "summed in fp32: off, on (refused on one node) or auto (on across nodes); host "
+     "parameters in fp32, bf16 or fp16; ignored below stage 2",
      ZSH_ZERO_OFF(quantize_grads), ZSH_CONFIG_ENUM, zsh_quantize_names, NULL, NULL},
     {"QUANTIZE_GRAD_BITS", NULL, "8",
      "Bits of qgZ's levels: 8 or 4",

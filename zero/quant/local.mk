@@ -1,6 +1,7 @@
 # zero/quant: block-wise int8 and int4 quantization of fp32 runs (ZeRO++'s
 # qwZ and qgZ), the host kernels at three widths chosen at run time, and
-# their CUDA twins; nothing here includes the optimizer.
+# their CUDA twins; bf16 and fp16 runs through them (half.c); nothing here
+# includes the optimizer.
 libzsh_zero_la_SOURCES += %reldir%/quant.c %reldir%/quant.h %reldir%/cuts.c %reldir%/cuts.h \
 	%reldir%/half.c %reldir%/half.h
 # The kernels: no FMA contraction, so every width rounds alike.

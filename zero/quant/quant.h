@@ -29,7 +29,8 @@
  * The kernels are built at three widths: scalar (the reference, not
  * vectorized), AVX2 and AVX-512 (x86-64-v4); zsh_quant_best() is the widest
  * the CPU runs, found once. Every width gives the same bits: the same fp32
- * operations in the same order, none contracted into an FMA.
+ * operations in the same order, none contracted into an FMA. bf16 and fp16
+ * runs go through these kernels as their fp32 conversions (half.h).
  */
 #ifndef ZSH_ZERO_QUANT_H_
 #define ZSH_ZERO_QUANT_H_
