@@ -17,7 +17,7 @@ ZSH_QUANT_CUDA_HDR = %reldir%/cuda/quant_cuda.h
 libzsh_zero_la_SOURCES += $(ZSH_QUANT_CUDA_HDR)
 if HAVE_NVCC
 ZSH_QUANT_CUDA_LO = $(ZSH_QUANT_CUDA_SRC:.cu=.lo)
-$(ZSH_QUANT_CUDA_LO): $(ZSH_QUANT_CUDA_HDR) %reldir%/quant.h src/core/status.h \
+$(ZSH_QUANT_CUDA_LO): $(ZSH_QUANT_CUDA_HDR) %reldir%/quant.h src/core/status.h src/core/half.h \
 	include/zeroshard.h include/zeroshard/version.h config/config.h
 libzsh_zero_cuda_la_LIBADD += $(ZSH_QUANT_CUDA_LO)
 libzsh_zero_cuda_la_DEPENDENCIES += $(ZSH_QUANT_CUDA_LO)

@@ -8,6 +8,11 @@
  * the sign cleared, as on the host, then the levels. Dequantizing: a
  * grid-stride loop over elements. A block of very few elements leaves most
  * of a thread block idle; the block sizes ZeRO++ uses (2k-4k) fill it.
+ *
+ * bf16 and fp16 runs are widened element by element as they are read and
+ * narrowed as they are written (core/half.h, the host's functions), so a
+ * half run quantizes to its fp32 conversion's bits as on the host
+ * (quant/half.h), with no scratch buffer.
  */
 #include "quant/cuda/quant_cuda.h"
 
@@ -15,6 +20,7 @@ extern "C" {
 #include "core/status.h"
 #include "quant/quant.h"
 }
+#include "core/half.h"
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -56,7 +62,39 @@ static __device__ __forceinline__ float zsh_qc_level(float x, float inv)
     return __fsub_rn(__fadd_rn(__fmul_rn(x, inv), ZSH_QC_ROUNDER), ZSH_QC_ROUNDER);
 }
 
-__global__ void zsh_qc_quantize(const float *__restrict__ x, size_t n, size_t block, int bits,
+/* An element of a run of @dt: read as fp32 (exact), written rounded once. */
+template <int DT> struct zsh_qc_elem;
+template <> struct zsh_qc_elem<ZSH_FLOAT32> {
+    typedef float T;
+    static __device__ __forceinline__ float load(const T *x, size_t i) { return x[i]; }
+    static __device__ __forceinline__ void store(T *x, size_t i, float v) { x[i] = v; }
+};
+template <> struct zsh_qc_elem<ZSH_BFLOAT16> {
+    typedef uint16_t T;
+    static __device__ __forceinline__ float load(const T *x, size_t i)
+    {
+        return zsh_bf16_to_float(x[i]);
+    }
+    static __device__ __forceinline__ void store(T *x, size_t i, float v)
+    {
+        x[i] = zsh_float_to_bf16(v);
+    }
+};
+template <> struct zsh_qc_elem<ZSH_FLOAT16> {
+    typedef uint16_t T;
+    static __device__ __forceinline__ float load(const T *x, size_t i)
+    {
+        return zsh_fp16_to_float(x[i]);
+    }
+    static __device__ __forceinline__ void store(T *x, size_t i, float v)
+    {
+        x[i] = zsh_float_to_fp16(v);
+    }
+};
+
+template <int DT>
+__global__ void zsh_qc_quantize(const typename zsh_qc_elem<DT>::T *__restrict__ x, size_t n,
+                                size_t block, int bits,
                                 uint8_t *__restrict__ q, float *__restrict__ scales,
                                 unsigned int *nonfinite, size_t nblocks)
 {
@@ -75,7 +113,7 @@ __global__ void zsh_qc_quantize(const float *__restrict__ x, size_t n, size_t bl
         }
         __syncthreads();
         for (i = threadIdx.x; i < len; i += blockDim.x) {
-            mb = max(mb, __float_as_uint(x[off + i]) & 0x7fffffffu);
+            mb = max(mb, __float_as_uint(zsh_qc_elem<DT>::load(x, off + i)) & 0x7fffffffu);
         }
         atomicMax(&sh_m, mb);
         __syncthreads();
@@ -98,11 +136,14 @@ __global__ void zsh_qc_quantize(const float *__restrict__ x, size_t n, size_t bl
             }
             for (i = threadIdx.x; i < qlen; i += blockDim.x) {
                 if (bits == 4) {
-                    int lo = (int)zsh_qc_level(x[off + 2 * i], inv);
-                    int hi = (2 * i + 1 < len) ? (int)zsh_qc_level(x[off + 2 * i + 1], inv) : 0;
+                    int lo = (int)zsh_qc_level(zsh_qc_elem<DT>::load(x, off + 2 * i), inv);
+                    int hi = (2 * i + 1 < len)
+                                 ? (int)zsh_qc_level(zsh_qc_elem<DT>::load(x, off + 2 * i + 1), inv)
+                                 : 0;
                     qb[i] = (uint8_t)(((uint32_t)lo & 0xfu) | (((uint32_t)hi & 0xfu) << 4));
                 } else {
-                    qb[i] = (uint8_t)(int8_t)(int)zsh_qc_level(x[off + i], inv);
+                    qb[i] = (uint8_t)(int8_t)(int)zsh_qc_level(zsh_qc_elem<DT>::load(x, off + i),
+                                                               inv);
                 }
             }
         }
@@ -110,8 +151,11 @@ __global__ void zsh_qc_quantize(const float *__restrict__ x, size_t n, size_t bl
     }
 }
 
+/* @add only for fp32: a half run takes each value rounded once. */
+template <int DT>
 __global__ void zsh_qc_dequantize(const uint8_t *__restrict__ q, const float *__restrict__ scales,
-                                  size_t n, size_t block, int bits, float *out, int add)
+                                  size_t n, size_t block, int bits,
+                                  typename zsh_qc_elem<DT>::T *out, int add)
 {
     size_t i;
 
@@ -127,7 +171,7 @@ __global__ void zsh_qc_dequantize(const uint8_t *__restrict__ q, const float *__
             level = (float)(int8_t)q[i];
         }
         v = __fmul_rn(level, scales[k]);
-        out[i] = add ? __fadd_rn(out[i], v) : v;
+        zsh_qc_elem<DT>::store(out, i, add ? __fadd_rn(zsh_qc_elem<DT>::load(out, i), v) : v);
     }
 }
 
@@ -152,17 +196,28 @@ static zsh_status_t zsh_qc_check(const char *what, size_t block, int bits, const
     return status;
 }
 
-extern "C" zsh_status_t zsh_cuda_quantize(const float *x, size_t n, size_t block, int bits,
-                                          void *q, float *scales, unsigned int *nonfinite,
-                                          void *stream)
+static zsh_status_t zsh_qc_dtype(const char *what, zsh_dtype_t dtype)
+{
+    if ((dtype == ZSH_FLOAT32) || (dtype == ZSH_BFLOAT16) || (dtype == ZSH_FLOAT16)) {
+        return ZSH_OK;
+    }
+    return zsh_error(ZSH_ERR_INVALID_ARG, "%s: quantizes fp32, bf16 or fp16, not dtype %d",
+                     what, (int)dtype);
+}
+
+extern "C" zsh_status_t zsh_cuda_quantize_as(zsh_dtype_t dtype, const void *x, size_t n,
+                                             size_t block, int bits, void *q, float *scales,
+                                             unsigned int *nonfinite, void *stream)
 {
     const char *what = "zsh_cuda_quantize";
-    zsh_status_t status;
+    cudaStream_t st = (cudaStream_t)stream;
+    zsh_status_t status = zsh_qc_dtype(what, dtype);
     cudaError_t err;
+    unsigned grid;
     size_t nb;
 
-    if (n == 0) {
-        return zsh_quant_check(block, bits);
+    if ((status != ZSH_OK) || (n == 0)) {
+        return (status != ZSH_OK) ? status : zsh_quant_check(block, bits);
     }
     status = zsh_qc_check(what, block, bits, x, "x", q, "q", scales, "scales");
     if ((status == ZSH_OK) && (nonfinite != NULL)) {
@@ -171,31 +226,72 @@ extern "C" zsh_status_t zsh_cuda_quantize(const float *x, size_t n, size_t block
     if (status != ZSH_OK) {
         return status;
     }
-    nb = zsh_quant_blocks(n, block);
-    zsh_qc_quantize<<<zsh_qc_grid(nb), ZSH_QC_THREADS, 0, (cudaStream_t)stream>>>(
-        x, n, block, bits, (uint8_t *)q, scales, nonfinite, nb);
+    nb   = zsh_quant_blocks(n, block);
+    grid = zsh_qc_grid(nb);
+    if (dtype == ZSH_FLOAT32) {
+        zsh_qc_quantize<ZSH_FLOAT32><<<grid, ZSH_QC_THREADS, 0, st>>>(
+            (const float *)x, n, block, bits, (uint8_t *)q, scales, nonfinite, nb);
+    } else if (dtype == ZSH_BFLOAT16) {
+        zsh_qc_quantize<ZSH_BFLOAT16><<<grid, ZSH_QC_THREADS, 0, st>>>(
+            (const uint16_t *)x, n, block, bits, (uint8_t *)q, scales, nonfinite, nb);
+    } else {
+        zsh_qc_quantize<ZSH_FLOAT16><<<grid, ZSH_QC_THREADS, 0, st>>>(
+            (const uint16_t *)x, n, block, bits, (uint8_t *)q, scales, nonfinite, nb);
+    }
     err = cudaGetLastError();
     return (err == cudaSuccess) ? ZSH_OK : zsh_qc_error(err, what);
+}
+
+extern "C" zsh_status_t zsh_cuda_quantize(const float *x, size_t n, size_t block, int bits,
+                                          void *q, float *scales, unsigned int *nonfinite,
+                                          void *stream)
+{
+    return zsh_cuda_quantize_as(ZSH_FLOAT32, x, n, block, bits, q, scales, nonfinite, stream);
+}
+
+/* The dequantize of @dtype, @add for fp32 only. */
+static zsh_status_t zsh_qc_dequantize_as(const char *what, const void *q, const float *scales,
+                                         size_t n, size_t block, int bits, zsh_dtype_t dtype,
+                                         void *out, int add, void *stream)
+{
+    cudaStream_t st = (cudaStream_t)stream;
+    zsh_status_t status = zsh_qc_dtype(what, dtype);
+    unsigned grid = zsh_qc_grid((n + ZSH_QC_THREADS - 1) / ZSH_QC_THREADS);
+    cudaError_t err;
+
+    if ((status != ZSH_OK) || (n == 0)) {
+        return (status != ZSH_OK) ? status : zsh_quant_check(block, bits);
+    }
+    status = zsh_qc_check(what, block, bits, q, "q", scales, "scales", out, "out");
+    if (status != ZSH_OK) {
+        return status;
+    }
+    if (dtype == ZSH_FLOAT32) {
+        zsh_qc_dequantize<ZSH_FLOAT32><<<grid, ZSH_QC_THREADS, 0, st>>>(
+            (const uint8_t *)q, scales, n, block, bits, (float *)out, add);
+    } else if (dtype == ZSH_BFLOAT16) {
+        zsh_qc_dequantize<ZSH_BFLOAT16><<<grid, ZSH_QC_THREADS, 0, st>>>(
+            (const uint8_t *)q, scales, n, block, bits, (uint16_t *)out, 0);
+    } else {
+        zsh_qc_dequantize<ZSH_FLOAT16><<<grid, ZSH_QC_THREADS, 0, st>>>(
+            (const uint8_t *)q, scales, n, block, bits, (uint16_t *)out, 0);
+    }
+    err = cudaGetLastError();
+    return (err == cudaSuccess) ? ZSH_OK : zsh_qc_error(err, what);
+}
+
+extern "C" zsh_status_t zsh_cuda_dequantize_as(const void *q, const float *scales, size_t n,
+                                               size_t block, int bits, zsh_dtype_t dtype,
+                                               void *out, void *stream)
+{
+    return zsh_qc_dequantize_as("zsh_cuda_dequantize", q, scales, n, block, bits, dtype, out, 0,
+                                stream);
 }
 
 extern "C" zsh_status_t zsh_cuda_dequantize(const void *q, const float *scales, size_t n,
                                             size_t block, int bits, float *out, int add,
                                             void *stream)
 {
-    const char *what = "zsh_cuda_dequantize";
-    zsh_status_t status;
-    cudaError_t err;
-
-    if (n == 0) {
-        return zsh_quant_check(block, bits);
-    }
-    status = zsh_qc_check(what, block, bits, q, "q", scales, "scales", out, "out");
-    if (status != ZSH_OK) {
-        return status;
-    }
-    zsh_qc_dequantize<<<zsh_qc_grid((n + ZSH_QC_THREADS - 1) / ZSH_QC_THREADS), ZSH_QC_THREADS,
-                        0, (cudaStream_t)stream>>>((const uint8_t *)q, scales, n, block, bits,
-                                                   out, add);
-    err = cudaGetLastError();
-    return (err == cudaSuccess) ? ZSH_OK : zsh_qc_error(err, what);
+    return zsh_qc_dequantize_as("zsh_cuda_dequantize", q, scales, n, block, bits, ZSH_FLOAT32,
+                                out, add, stream);
 }

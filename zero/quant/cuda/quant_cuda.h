@@ -31,6 +31,18 @@ zsh_status_t zsh_cuda_quantize(const float *x, size_t n, size_t block, int bits,
 zsh_status_t zsh_cuda_dequantize(const void *q, const float *scales, size_t n, size_t block,
                                  int bits, float *out, int add, void *stream);
 
+/* zsh_cuda_quantize() of @n elements of @dtype (fp32, bf16 or fp16) at
+ * @x: a half run gives its fp32 conversion's levels and scales, as the
+ * host's quant/half.h does. */
+zsh_status_t zsh_cuda_quantize_as(zsh_dtype_t dtype, const void *x, size_t n, size_t block,
+                                  int bits, void *q, float *scales, unsigned int *nonfinite,
+                                  void *stream);
+
+/* out[i] (of @dtype) = the value element i dequantizes to, rounded once
+ * to nearest even into a half precision, as the host's quant/half.h does. */
+zsh_status_t zsh_cuda_dequantize_as(const void *q, const float *scales, size_t n, size_t block,
+                                    int bits, zsh_dtype_t dtype, void *out, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,3 +27,20 @@ zsh_status_t zsh_cuda_dequantize(const void *q, const float *scales, size_t n, s
     (void)stream;
     return zsh_qcuda_absent("zsh_cuda_dequantize");
 }
+
+zsh_status_t zsh_cuda_quantize_as(zsh_dtype_t dtype, const void *x, size_t n, size_t block,
+                                  int bits, void *q, float *scales, unsigned int *nonfinite,
+                                  void *stream)
+{
+    (void)dtype; (void)x; (void)n; (void)block; (void)bits; (void)q; (void)scales;
+    (void)nonfinite; (void)stream;
+    return zsh_qcuda_absent("zsh_cuda_quantize");
+}
+
+zsh_status_t zsh_cuda_dequantize_as(const void *q, const float *scales, size_t n, size_t block,
+                                    int bits, zsh_dtype_t dtype, void *out, void *stream)
+{
+    (void)q; (void)scales; (void)n; (void)block; (void)bits; (void)dtype; (void)out;
+    (void)stream;
+    return zsh_qcuda_absent("zsh_cuda_dequantize");
+}
