@@ -228,10 +228,7 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                          (opt == NULL) ? "opt" : (param == NULL) ? "param" : "data_p");
     }
-    status = zsh_optim_setup(opt);
-    if (status == ZSH_OK) {
-        status = zsh_optim_comm_check(opt, fn);
-    }
+    status = zsh_optim_enter(opt, fn);
     if (status != ZSH_OK) {
         return status;
     }
@@ -241,6 +238,16 @@ zsh_status_t zsh_optim_fetch(zsh_optim_t *opt, zsh_param_t *param, void **data_p
                          "again", fn, param->name);
     }
     return opt->stage_ops->fetch(opt, param, data_p);
+}
+
+/* @param's bucket, gathered into @full, is held for it until its release. */
+static void zsh_optim_fetch_hold(zsh_optim_t *opt, zsh_param_t *param, void *full,
+                                 void **data_p)
+{
+    opt->buckets[param->bucket].fetch.refs++;
+    opt->buckets[param->bucket].fetch.last_use = ++opt->tick;
+    param->fetched = true;
+    *data_p        = (char *)full + param->offset * opt->esize;
 }
 
 zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void **data_p)
@@ -272,10 +279,7 @@ zsh_status_t zsh_optim_fetch_gathered(zsh_optim_t *opt, zsh_param_t *param, void
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return status;
     }
-    opt->buckets[param->bucket].fetch.refs++;
-    opt->buckets[param->bucket].fetch.last_use = ++opt->tick;
-    param->fetched = true;
-    *data_p        = (char *)full + param->offset * opt->esize;
+    zsh_optim_fetch_hold(opt, param, full, data_p);
     return zsh_optim_prefetch_ahead(opt);
 }
 
@@ -294,10 +298,7 @@ zsh_status_t zsh_optim_fetch_exact(zsh_optim_t *opt, zsh_param_t *param, void **
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return status;
     }
-    opt->buckets[param->bucket].fetch.refs++;
-    opt->buckets[param->bucket].fetch.last_use = ++opt->tick;
-    param->fetched = true;
-    *data_p        = (char *)full + param->offset * opt->esize;
+    zsh_optim_fetch_hold(opt, param, full, data_p);
     return ZSH_OK;
 }
 

@@ -238,10 +238,7 @@ zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt)
     if (opt == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: opt is NULL", fn);
     }
-    status = zsh_optim_setup(opt);
-    if (status == ZSH_OK) {
-        status = zsh_optim_comm_check(opt, fn);
-    }
+    status = zsh_optim_enter(opt, fn);
     if (status != ZSH_OK) {
         return status;
     }
@@ -256,11 +253,8 @@ zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt)
 static zsh_status_t zsh_optim_grad_check(zsh_optim_t *opt, const zsh_param_t *param,
                                          const char *fn)
 {
-    zsh_status_t status = zsh_optim_setup(opt);
+    zsh_status_t status = zsh_optim_enter(opt, fn);
 
-    if (status == ZSH_OK) {
-        status = zsh_optim_comm_check(opt, fn);
-    }
     if (status != ZSH_OK) {
         return status;
     }

@@ -82,10 +82,7 @@ zsh_status_t zsh_optim_get_param(zsh_optim_t *opt, zsh_param_t *param, void *val
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                          (opt == NULL) ? "opt" : (param == NULL) ? "param" : "values");
     }
-    status = zsh_optim_setup(opt);
-    if (status == ZSH_OK) {
-        status = zsh_optim_comm_check(opt, fn);
-    }
+    status = zsh_optim_enter(opt, fn);
     if (status != ZSH_OK) {
         return status;
     }

@@ -287,6 +287,13 @@ zsh_status_t zsh_optim_comm_check(const zsh_optim_t *opt, const char *fn)
                      "and resume from a checkpoint", fn, opt->comm_failed.msg);
 }
 
+zsh_status_t zsh_optim_enter(zsh_optim_t *opt, const char *fn)
+{
+    zsh_status_t status = zsh_optim_setup(opt);
+
+    return (status == ZSH_OK) ? zsh_optim_comm_check(opt, fn) : status;
+}
+
 void zsh_optim_destroy(zsh_optim_t *opt)
 {
     size_t i;

@@ -193,6 +193,10 @@ zsh_status_t zsh_optim_comm_status(zsh_optim_t *opt, zsh_status_t status);
 /* ZSH_OK, or the recorded failure raised again for @fn. */
 zsh_status_t zsh_optim_comm_check(const zsh_optim_t *opt, const char *fn);
 
+/* What an entry point that moves data checks first: the layout built
+ * (zsh_optim_setup()), and no recorded failure (zsh_optim_comm_check()). */
+zsh_status_t zsh_optim_enter(zsh_optim_t *opt, const char *fn);
+
 /* The part of @param's view that falls in the flat range [lo, hi), as
  * [*s_p, *e_p); false if none. */
 static inline bool zsh_param_overlap(const zsh_param_t *param, size_t lo, size_t hi,
