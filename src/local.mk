@@ -4,7 +4,8 @@ libzsh_services_la_SOURCES += \
 	%reldir%/core/status.c %reldir%/core/status.h %reldir%/core/log.c %reldir%/core/log.h \
 	%reldir%/core/config.c %reldir%/core/config.h %reldir%/core/dtype.c %reldir%/core/dtype.h \
 	%reldir%/core/clock.h %reldir%/core/sticky.h %reldir%/core/list.h %reldir%/core/half.h \
-	%reldir%/core/elem.h %reldir%/core/version.c %reldir%/core/array.c %reldir%/core/array.h \
+	%reldir%/core/half.c %reldir%/core/clones.h %reldir%/core/elem.h %reldir%/core/version.c \
+	%reldir%/core/array.c %reldir%/core/array.h \
 	%reldir%/core/file.c %reldir%/core/file.h %reldir%/core/escape.c %reldir%/core/escape.h \
 	%reldir%/boot/store_frame.c %reldir%/boot/store_frame.h %reldir%/boot/store_table.c \
 	%reldir%/boot/store_table.h %reldir%/boot/store_server.c %reldir%/boot/store_server.h \

@@ -114,4 +114,18 @@ ZSH_HALF_FN uint16_t zsh_float_to_bf16(float f)
     return (uint16_t)((is_nan ? quiet : rounded) >> 16);
 }
 
+#ifndef __CUDACC__
+#include <zeroshard.h>
+
+#include <stddef.h>
+
+/* @n elements of @dtype (bf16, fp16; any other is fp32 and copied) at @src
+ * widened into fp32 @dst; exact. */
+void zsh_half_widen(zsh_dtype_t dtype, const void *src, size_t n, float *dst);
+
+/* @n fp32 at @src rounded into @dst of @dtype, to nearest even (fp32 is
+ * copied). */
+void zsh_half_narrow(zsh_dtype_t dtype, const float *src, size_t n, void *dst);
+#endif
+
 #endif

@@ -1,6 +1,5 @@
 /*
- * The update rule on a run of elements in the layer's precision, and the
- * conversions between that precision and fp32.
+ * The update rule on a run of elements in the layer's precision.
  *
  * Mixed precision runs the rule on the fp32 master weights. bf16 gradients
  * go straight into the rule's bf16 kernels, which can also round the result
@@ -15,44 +14,6 @@
 #include <string.h>
 
 #define ZSH_UPDATE_CHUNK 512
-
-ZSH_KERNEL_CLONES
-void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n)
-{
-    const uint16_t *h = src;
-    size_t i;
-
-    if (dtype == ZSH_FLOAT16) {
-        for (i = 0; i < n; i++) {
-            dst[i] = zsh_fp16_to_float(h[i]);
-        }
-    } else if (dtype == ZSH_BFLOAT16) {
-        for (i = 0; i < n; i++) {
-            dst[i] = zsh_bf16_to_float(h[i]);
-        }
-    } else {
-        memcpy(dst, src, n * sizeof(float));
-    }
-}
-
-ZSH_KERNEL_CLONES
-void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n)
-{
-    uint16_t *h = dst;
-    size_t i;
-
-    if (dtype == ZSH_FLOAT16) {
-        for (i = 0; i < n; i++) {
-            h[i] = zsh_float_to_fp16(src[i]);
-        }
-    } else if (dtype == ZSH_BFLOAT16) {
-        for (i = 0; i < n; i++) {
-            h[i] = zsh_float_to_bf16(src[i]);
-        }
-    } else {
-        memcpy(dst, src, n * sizeof(float));
-    }
-}
 
 /* The rule on @n elements on the calling thread. */
 static void zsh_optim_apply_run(const zsh_optim_t *opt, float *p, const void *g, float *m,
@@ -82,14 +43,14 @@ static void zsh_optim_apply_run(const zsh_optim_t *opt, float *p, const void *g,
     }
     for (i = 0; i < n; i += c) {
         c = (n - i < ZSH_UPDATE_CHUNK) ? n - i : ZSH_UPDATE_CHUNK;
-        zsh_optim_to_float(opt->cfg.precision, (const uint16_t *)g + i, chunk, c);
+        zsh_half_widen(opt->cfg.precision, (const uint16_t *)g + i, c, chunk);
         if (opt->cfg.kind == ZSH_OPTIM_SGD) {
             zsh_sgd_update(p + i, chunk, (m != NULL) ? m + i : NULL, c, u);
         } else {
             zsh_adam_update(p + i, chunk, m + i, v + i, c, u);
         }
         if (out != NULL) {
-            zsh_optim_from_float(opt->cfg.precision, p + i, (uint16_t *)out + i, c);
+            zsh_half_narrow(opt->cfg.precision, p + i, c, (uint16_t *)out + i);
         }
     }
 }

@@ -5,6 +5,7 @@
  */
 #include "optim/optim_impl.h"
 
+#include "core/half.h"
 #include "core/status.h"
 #include "mem/device.h"
 
@@ -33,7 +34,7 @@ static zsh_status_t zsh_optim_host_copy(zsh_optim_t *opt, void *dst, const void 
 static zsh_status_t zsh_optim_host_to_float(zsh_optim_t *opt, const void *src, float *dst,
                                             size_t n)
 {
-    zsh_optim_to_float(opt->cfg.precision, src, dst, n);
+    zsh_half_widen(opt->cfg.precision, src, n, dst);
     return ZSH_OK;
 }
 

@@ -12,6 +12,7 @@
  */
 #include "optim/optim_impl.h"
 
+#include "core/half.h"
 #include "core/status.h"
 
 #include <math.h>
@@ -123,7 +124,7 @@ void zsh_optim_sumsq(const zsh_optim_t *opt, const void *g, size_t n, zsh_norm_s
     for (i = 0; i < n; i += c) {
         c = (n - i < ZSH_NORM_CHUNK) ? n - i : ZSH_NORM_CHUNK;
         if (opt->mixed) {
-            zsh_optim_to_float(opt->cfg.precision, (const char *)g + i * opt->esize, chunk, c);
+            zsh_half_widen(opt->cfg.precision, (const char *)g + i * opt->esize, c, chunk);
             f = chunk;
         } else {
             f = (const float *)g + i;

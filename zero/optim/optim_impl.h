@@ -439,8 +439,4 @@ zsh_status_t zsh_optim_dev_check_ptr(const zsh_optim_t *opt, const char *fn, con
 /* The rest of what differs by where the model is: its table
  * (device_ops.h, opt->dev_ops). */
 
-/* Convert @n elements between fp32 and the layer's half precision @dtype. */
-void zsh_optim_to_float(zsh_dtype_t dtype, const void *src, float *dst, size_t n);
-void zsh_optim_from_float(zsh_dtype_t dtype, const float *src, void *dst, size_t n);
-
 #endif

@@ -10,6 +10,7 @@
 #include "optim/state.h"
 #include "optim/optim_impl.h"
 
+#include "core/half.h"
 #include "core/status.h"
 
 #include <stdint.h>
@@ -121,7 +122,7 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
             return zsh_optim_state_params(opt, b, s, e, (void *)src, true);
         }
         /* The parameters are the master weights rounded, as a step leaves them. */
-        zsh_optim_from_float(opt->cfg.precision, src, scratch, e - s);
+        zsh_half_narrow(opt->cfg.precision, src, e - s, scratch);
         status = zsh_optim_state_params(opt, b, s, e, scratch, true);
         if (status != ZSH_OK) {
             return status;

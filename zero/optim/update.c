@@ -12,6 +12,7 @@
  */
 #include "optim/optim_impl.h"
 
+#include "core/half.h"
 #include "core/status.h"
 
 #include <string.h>
@@ -76,8 +77,8 @@ zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_
         /* Left as torch.optim leaves a parameter without a gradient; an
          * output buffer (sent up to the device whole) gets its values. */
         if ((out != NULL) && (o != NULL)) {
-            zsh_optim_from_float(opt->cfg.precision, zsh_optim_at(opt, b, param, pk, s, view), o,
-                                 e - s);
+            zsh_half_narrow(opt->cfg.precision, zsh_optim_at(opt, b, param, pk, s, view), e - s,
+                            o);
         }
         return ZSH_OK;
     }

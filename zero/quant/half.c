@@ -17,42 +17,6 @@ size_t zsh_quant_half_scratch(size_t block)
                                            : ZSH_QUANT_HALF_CHUNK - ZSH_QUANT_HALF_CHUNK % block;
 }
 
-void zsh_quant_half_widen(zsh_dtype_t dtype, const void *x, size_t n, float *out)
-{
-    const uint16_t *h = x;
-    size_t i;
-
-    if (dtype == ZSH_FLOAT32) {
-        memcpy(out, x, n * sizeof(float));
-    } else if (dtype == ZSH_BFLOAT16) {
-        for (i = 0; i < n; i++) {
-            out[i] = zsh_bf16_to_float(h[i]);
-        }
-    } else {
-        for (i = 0; i < n; i++) {
-            out[i] = zsh_fp16_to_float(h[i]);
-        }
-    }
-}
-
-void zsh_quant_half_narrow(zsh_dtype_t dtype, const float *x, size_t n, void *out)
-{
-    uint16_t *h = out;
-    size_t i;
-
-    if (dtype == ZSH_FLOAT32) {
-        memcpy(out, x, n * sizeof(float));
-    } else if (dtype == ZSH_BFLOAT16) {
-        for (i = 0; i < n; i++) {
-            h[i] = zsh_float_to_bf16(x[i]);
-        }
-    } else {
-        for (i = 0; i < n; i++) {
-            h[i] = zsh_float_to_fp16(x[i]);
-        }
-    }
-}
-
 size_t zsh_quant_half_quantize(const zsh_quant_kernels_t *k, zsh_dtype_t dtype, const void *x,
                                size_t n, size_t block, int bits, void *q, float *scales,
                                float *scratch)
@@ -66,7 +30,7 @@ size_t zsh_quant_half_quantize(const zsh_quant_kernels_t *k, zsh_dtype_t dtype, 
      * where the whole run's would. */
     for (done = 0; done < n; done += len) {
         len = (n - done < chunk) ? n - done : chunk;
-        zsh_quant_half_widen(dtype, (const uint16_t *)x + done, len, scratch);
+        zsh_half_widen(dtype, (const uint16_t *)x + done, len, scratch);
         nonfinite += k->quantize(scratch, len, block, bits,
                                  (char *)q + zsh_quant_bytes(done, block, bits),
                                  scales + done / block);
@@ -88,6 +52,6 @@ void zsh_quant_half_dequantize(const zsh_quant_kernels_t *k, const void *q, cons
         len = (n - done < chunk) ? n - done : chunk;
         k->dequantize((const char *)q + zsh_quant_bytes(done, block, bits), scales + done / block,
                       len, block, bits, scratch);
-        zsh_quant_half_narrow(dtype, scratch, len, (uint16_t *)out + done);
+        zsh_half_narrow(dtype, scratch, len, (uint16_t *)out + done);
     }
 }

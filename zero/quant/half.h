@@ -31,10 +31,4 @@ void zsh_quant_half_dequantize(const zsh_quant_kernels_t *k, const void *q, cons
                                size_t n, size_t block, int bits, zsh_dtype_t dtype, void *out,
                                float *scratch);
 
-/* @n elements of @dtype at @x widened into @out (fp32). */
-void zsh_quant_half_widen(zsh_dtype_t dtype, const void *x, size_t n, float *out);
-
-/* @n fp32 at @x narrowed into @out, of @dtype, to nearest even. */
-void zsh_quant_half_narrow(zsh_dtype_t dtype, const float *x, size_t n, void *out);
-
 #endif

@@ -7,6 +7,7 @@
 #include "shard/qreduce.h"
 
 #include "core/dtype.h"
+#include "core/half.h"
 #include "core/status.h"
 #include "quant/half.h"
 
@@ -228,7 +229,7 @@ zsh_status_t zsh_qreduce_finish(zsh_qreduce_t *q, bool wait)
             (const float *)part, q->count, q->block, q->bits, 1, sum);
     }
     if (q->dtype != ZSH_FLOAT32) {
-        zsh_quant_half_narrow(q->dtype, sum, q->count, q->out);
+        zsh_half_narrow(q->dtype, sum, q->count, q->out);
     }
     q->phase = ZSH_QR_DONE;
     return ZSH_OK;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 static float half_widen(zsh_dtype_t dt, uint16_t h)
 {
@@ -180,4 +181,47 @@ ZSH_TEST(kernels, half_narrowing_matches_reference_across_fp32)
             }
         }
     }
+}
+
+/* The array conversions (the optimizer's and the quantizer's one copy) give
+ * each element's bits as the scalar conversion does, at every length's
+ * vector body and tail; fp32 is copied as it is. */
+ZSH_TEST(kernels, half_arrays_convert_each_element_as_the_scalar_does)
+{
+    static const zsh_dtype_t dtypes[] = {ZSH_FLOAT16, ZSH_BFLOAT16};
+    static uint16_t h[65536 + 1], back[65536 + 1];
+    static float    f[65536 + 1], sweep[65536 + 1];
+    size_t          n = 65536;
+
+    for (size_t i = 0; i < n; i++) {
+        h[i]     = (uint16_t)i;
+        sweep[i] = zsh_bits_float((uint32_t)(i * 65521u + 12345u));
+    }
+    for (size_t d = 0; d < 2; d++) {
+        zsh_dtype_t dt = dtypes[d];
+
+        /* Odd lengths and offsets: bodies of every width and their tails. */
+        for (size_t start = 0; start < 3; start++) {
+            zsh_half_widen(dt, h + start, n - start, f + start);
+            for (size_t i = start; i < n; i++) {
+                if (zsh_float_bits(f[i]) != zsh_float_bits(half_widen(dt, h[i]))) {
+                    zsh_test_fail(__FILE__, __LINE__, "%s widen [%zu] 0x%04x: 0x%08x",
+                                  zsh_dtype_name(dt), i, h[i], zsh_float_bits(f[i]));
+                    return;
+                }
+            }
+            zsh_half_narrow(dt, sweep + start, n - start, back + start);
+            for (size_t i = start; i < n; i++) {
+                if (back[i] != half_narrow(dt, sweep[i])) {
+                    zsh_test_fail(__FILE__, __LINE__, "%s narrow [%zu] 0x%08x: 0x%04x",
+                                  zsh_dtype_name(dt), i, zsh_float_bits(sweep[i]), back[i]);
+                    return;
+                }
+            }
+        }
+    }
+    zsh_half_widen(ZSH_FLOAT32, sweep, 7, f);
+    ZSH_EXPECT_TRUE(memcmp(f, sweep, 7 * sizeof(float)) == 0);
+    zsh_half_narrow(ZSH_FLOAT32, sweep + 1, 5, f);
+    ZSH_EXPECT_TRUE(memcmp(f, sweep + 1, 5 * sizeof(float)) == 0);
 }

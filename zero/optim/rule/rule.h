@@ -16,6 +16,7 @@
 
 #include <zeroshard/optim.h>
 
+#include "core/clones.h"
 #include "core/half.h"
 
 #include <math.h>
@@ -23,26 +24,15 @@
 #include <stdint.h>
 
 /*
- * The kernels are built for the x86-64 baseline (SSE2) and again for
- * x86-64-v3 (AVX2 with FMA) and x86-64-v4 (AVX-512 with its byte and word
- * instructions), and the loader picks the widest the CPU has (an ifunc, so
- * glibc on x86-64 only, and gcc only: clang's clones of these do not link).
- * They fuse a multiply and an add exactly where ATen's CPU kernels do
- * (explicit fmaf), and nowhere else (-ffp-contract=off on the kernels);
- * with correctly rounded vector sqrt and division every width gives the
- * same bits. The baseline has no FMA instruction: its fmaf is libm's, correct
- * and slow, and the CPUs without x86-64-v3 are the old ones. AVX-512 without
- * its word instructions (a plain avx512f clone) narrows fp32 to bf16 at 256
- * bits, which cost the mixed-precision kernels a third of their speed.
+ * The kernels are cloned per vector width (core/clones.h). They fuse a
+ * multiply and an add exactly where ATen's CPU kernels do (explicit fmaf),
+ * and nowhere else (-ffp-contract=off on the kernels); with correctly
+ * rounded vector sqrt and division every width gives the same bits. The
+ * baseline has no FMA instruction: its fmaf is libm's, correct and slow, and
+ * the CPUs without x86-64-v3 are the old ones. AVX-512 without its word
+ * instructions (a plain avx512f clone) narrows fp32 to bf16 at 256 bits,
+ * which cost the mixed-precision kernels a third of their speed.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
-    defined(__GLIBC__) && !defined(ZSH_NO_KERNEL_CLONES)
-#define ZSH_KERNEL_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ZSH_KERNEL_CLONES
-#endif
-
 /* The bf16 kernels update this many elements, then round them into the
  * bf16 parameters while they are still in L1: one loop doing both ran
  * slower than the two, the rounding's integer work competing with the

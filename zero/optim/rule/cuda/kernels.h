@@ -89,11 +89,11 @@ zsh_status_t zsh_cuda_nonfinite(const void *x, zsh_dtype_t dtype, size_t n, int 
 /* @x[i] = @x[i] * @mul, in fp32, rounded back to @dtype to nearest even. */
 zsh_status_t zsh_cuda_scale(void *x, zsh_dtype_t dtype, size_t n, float mul, void *stream);
 
-/* fp32 @src rounded into @dst of @dtype, as zsh_optim_from_float(). */
+/* fp32 @src rounded into @dst of @dtype, as zsh_half_narrow(). */
 zsh_status_t zsh_cuda_from_float(const float *src, void *dst, zsh_dtype_t dtype, size_t n,
                                  void *stream);
 
-/* @src of @dtype widened into fp32 @dst, as zsh_optim_to_float(). */
+/* @src of @dtype widened into fp32 @dst, as zsh_half_widen(). */
 zsh_status_t zsh_cuda_to_float(const void *src, zsh_dtype_t dtype, float *dst, size_t n,
                                void *stream);
 

@@ -2,7 +2,7 @@
  * Vector helpers of the device step: the sum of squares for the gradient
  * norm (norm.c's zsh_optim_sumsq), the non-finite check of fp16 overflow,
  * scaling, and the conversions between fp32 master weights and the model's
- * half precision (apply.c's zsh_optim_from_float and zsh_optim_to_float).
+ * half precision (core/half.c's zsh_half_narrow and zsh_half_widen).
  */
 #include "optim/rule/cuda/common.cuh"
 
