@@ -30,14 +30,12 @@ zsh_status_t zsh_ckpt_reader_open(zsh_ckpt_reader_t *r, const zsh_ckpt_t *ck, co
     if (r->fds == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "no memory to read %s", dir);
     }
+    r->chunk_max = 1;
     for (i = 0; i < zsh_ckpt_nfiles(ck); i++) {
         r->fds[i] = -1;
-    }
-    for (i = 0; i < ZSH_CKPT_CACHE; i++) {
-        r->cache[i].data = malloc(ZSH_CKPT_CHUNK);
-        if (r->cache[i].data == NULL) {
-            zsh_ckpt_reader_close(r);
-            return zsh_error(ZSH_ERR_NO_MEMORY, "no memory to read %s", dir);
+        if (ck->files[i].bytes > r->chunk_max) {
+            r->chunk_max = (ck->files[i].bytes < ZSH_CKPT_CHUNK) ? (size_t)ck->files[i].bytes
+                                                                 : ZSH_CKPT_CHUNK;
         }
     }
     return ZSH_OK;
@@ -162,6 +160,9 @@ static zsh_status_t zsh_ckpt_chunk(zsh_ckpt_reader_t *r, size_t file, size_t c, 
         if (r->cache[i].used < slot->used) {
             slot = &r->cache[i];
         }
+    }
+    if ((slot->data == NULL) && ((slot->data = malloc(r->chunk_max)) == NULL)) {
+        return zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory to read %s", what, r->dir);
     }
     len        = zsh_ckpt_chunk_len(f, c);
     slot->used = 0;

@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Chunks kept: a span of each kind may straddle two chunks. */
+/* Chunks kept: a span of each kind may straddle two chunks. A slot is made
+ * at its first use, as long as the longest chunk of the files (a chunk, or
+ * less in a small checkpoint). */
 #define ZSH_CKPT_CACHE (2 * ZSH_CKPT_KINDS)
 /* Files held open at once: a checkpoint of many shards is read a few
  * files at a time, far below the descriptor limit. */
@@ -32,6 +34,7 @@ typedef struct zsh_ckpt_reader {
     int              *fds;        /* per file; -1 until opened */
     unsigned          nopen;      /* of them open */
     zsh_ckpt_chunk_t  cache[ZSH_CKPT_CACHE];
+    size_t            chunk_max;  /* bytes of each slot */
     uint64_t          tick;
     uint64_t          read_bytes; /* bytes read from the files */
 } zsh_ckpt_reader_t;

@@ -9,11 +9,11 @@ zsh_status_t zsh_ckpt_writer_open(zsh_ckpt_writer_t *w, zsh_aio_t *aio, const ch
 {
     memset(w, 0, sizeof(*w));
     w->aio    = aio;
-    w->buf[0] = zsh_aio_buf_alloc(ZSH_CKPT_WBUF);
-    w->buf[1] = zsh_aio_buf_alloc(ZSH_CKPT_WBUF);
+    w->cap    = ZSH_CKPT_CHUNK;
+    w->buf[0] = zsh_aio_buf_alloc(w->cap);
     w->whole  = XXH3_createState();
     w->piece  = XXH3_createState();
-    if ((w->buf[0] == NULL) || (w->buf[1] == NULL) || (w->whole == NULL) || (w->piece == NULL)) {
+    if ((w->buf[0] == NULL) || (w->whole == NULL) || (w->piece == NULL)) {
         w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s", path);
         zsh_ckpt_writer_abort(w);
         return w->status;
@@ -75,15 +75,40 @@ static zsh_status_t zsh_ckpt_writer_flush(zsh_ckpt_writer_t *w)
     return zsh_ckpt_writer_wait(w, w->cur);
 }
 
+/* Before the first write, a full buffer doubles (its bytes copied) rather
+ * than go out; after it, each buffer has the full size. */
+static zsh_status_t zsh_ckpt_writer_grow(zsh_ckpt_writer_t *w)
+{
+    char *bigger;
+
+    if ((w->written == 0) && (w->cap < ZSH_CKPT_WBUF)) {
+        bigger = zsh_aio_buf_alloc(2 * w->cap);
+        if (bigger == NULL) {
+            return w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s",
+                                         zsh_aio_file_path(w->file));
+        }
+        memcpy(bigger, w->buf[0], w->fill);
+        free(w->buf[0]);
+        w->buf[0] = bigger;
+        w->cap   *= 2;
+        return ZSH_OK;
+    }
+    if ((w->buf[1] == NULL) && ((w->buf[1] = zsh_aio_buf_alloc(w->cap)) == NULL)) {
+        return w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s",
+                                     zsh_aio_file_path(w->file));
+    }
+    return zsh_ckpt_writer_flush(w);
+}
+
 void *zsh_ckpt_writer_room(zsh_ckpt_writer_t *w, size_t *bytes_p)
 {
-    if ((w->status == ZSH_OK) && (w->fill == ZSH_CKPT_WBUF)) {
-        zsh_ckpt_writer_flush(w);
+    if ((w->status == ZSH_OK) && (w->fill == w->cap)) {
+        zsh_ckpt_writer_grow(w);
     }
     if (w->status != ZSH_OK) {
         return NULL;
     }
-    *bytes_p = ZSH_CKPT_WBUF - w->fill;
+    *bytes_p = w->cap - w->fill;
     return w->buf[w->cur] + w->fill;
 }
 

@@ -16,7 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZSH_CKPT_WBUF (4u * ZSH_CKPT_CHUNK) /* bytes per buffer, two of them */
+/* Bytes per buffer, two of them. The first starts at one chunk and doubles
+ * up to this while the file fits in it; the second is made at the first
+ * write. A file of a few kilobytes then costs one chunk, not 8 MiB
+ * (AddressSanitizer poisons and faults in the shadow of every byte
+ * allocated, on each open and close). */
+#define ZSH_CKPT_WBUF (4u * ZSH_CKPT_CHUNK)
 
 typedef struct zsh_ckpt_writer {
     zsh_aio_t       *aio;
@@ -24,6 +29,7 @@ typedef struct zsh_ckpt_writer {
     char            *buf[2];
     zsh_aio_req_t   *req[2];
     int              cur;
+    size_t           cap;       /* bytes of each buffer made */
     size_t           fill;      /* bytes in buf[cur] */
     uint64_t         written;   /* bytes handed to the engine */
     XXH3_state_t    *whole, *piece;

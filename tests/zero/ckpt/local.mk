@@ -4,4 +4,4 @@ ZSH_TEST_CASES += \
 	%reldir%/ckpt_test.c
 # unit tests (tests/zsh_tests only)
 ZSH_TEST_UNITS += \
-	%reldir%/manifest_test.c
+	%reldir%/manifest_test.c %reldir%/writer_test.c
