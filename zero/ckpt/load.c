@@ -175,8 +175,10 @@ zsh_status_t zsh_ckpt_load(zsh_optim_t *opt, const char *dir, const char *own, c
     if (mine == ZSH_OK) {
         mine = zsh_ckpt_reader_open(&rd, &ck, path);
         if (mine == ZSH_OK) {
-            vals    = malloc(ZSH_CKPT_SPAN * sizeof(float));
-            scratch = malloc(ZSH_CKPT_SPAN * info.esize);
+            /* As much as one get or set moves, not the bound: most
+             * optimizers' spans are far smaller. */
+            vals    = malloc((zsh_ckpt_span(&info) + 1) * sizeof(float));
+            scratch = malloc((zsh_ckpt_span(&info) + 1) * info.esize);
             mine    = ((vals == NULL) || (scratch == NULL))
                           ? zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory", fn)
                           : zsh_ckpt_load_pass(opt, &ck, &rd, false, vals, scratch);
