@@ -86,16 +86,28 @@ py_job() { # TAG N WANT ARGS...
     shift 3
     port=$(free_port)
     store_port=$(free_port)
-    for ((r = 0; r < n; r++)); do
-        RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZSH_PYTEST_STORE_PORT=$store_port \
-            PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} timeout "$py_limit" "$python" "$@" \
-            >"$log/out.$tag.$r" 2>&1 &
-        pids+=($!)
-    done
-    for ((r = 0; r < n; r++)); do
-        wait "${pids[r]}"
-        rcs+=($?)
-    done
+    if [ "${ZSH_PYTEST_FORK:-1}" != 0 ]; then
+        # One interpreter imports torch once and forks the ranks
+        # (tests/python/fork_ranks.py); each rank's status in rc.TAG.RANK.
+        MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZSH_PYTEST_STORE_PORT=$store_port \
+            PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} "$python" "$srcdir/tests/python/fork_ranks.py" \
+            "$n" "$tag" "$log" "$py_limit" "$@" >"$log/fork.$tag" 2>&1
+        for ((r = 0; r < n; r++)); do
+            rcs+=("$(cat "$log/rc.$tag.$r" 2>/dev/null || echo 1)")
+        done
+        cat "$log/fork.$tag"
+    else
+        for ((r = 0; r < n; r++)); do
+            RANK=$r WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZSH_PYTEST_STORE_PORT=$store_port \
+                PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} timeout "$py_limit" "$python" "$@" \
+                >"$log/out.$tag.$r" 2>&1 &
+            pids+=($!)
+        done
+        for ((r = 0; r < n; r++)); do
+            wait "${pids[r]}"
+            rcs+=($?)
+        done
+    fi
     results_suite=$suite/$tag
     # The cases, in the order the ranks reported them (rank 0's, then any other's).
     for name in $(cat "$log/out.$tag".* | sed -n 's/^RESULT \([^ ]*\) .*/\1/p' | awk '!seen[$0]++'); do
