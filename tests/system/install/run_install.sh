@@ -15,6 +15,12 @@
 # module unload restoring the environment exactly.
 # Each check prints a GoogleTest-style line; the summary at the end is what
 # tests/run_all.sh counts.
+#
+# With ZSH_INSTALLED_PREFIX set (make installcheck sets it to $(prefix)), the
+# checks run on the tree that make install already laid out there, with
+# make docs in this build tree, instead of configuring and building a tree
+# of their own: make distcheck installs one, and tests/run_all.sh runs this
+# test there rather than build a third time.
 set -u
 srcdir=${abs_top_srcdir:?run through make check}
 builddir=${abs_top_builddir:?run through make check}
@@ -25,7 +31,12 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-prefix=$tmp/prefix
+prefix=${ZSH_INSTALLED_PREFIX:-$tmp/prefix}
+# The build tree whose make install filled the prefix (make docs runs there).
+install_build=$tmp/build
+[ -n "${ZSH_INSTALLED_PREFIX:-}" ] && install_build=$builddir
+# Python writes no __pycache__ into the prefix (make uninstall would leave it).
+export PYTHONDONTWRITEBYTECODE=1
 # shellcheck source=../../harness/results.sh
 . "$srcdir/tests/harness/results.sh"
 # Seventeen checks of the installed tree, and five in each of the two module
@@ -74,6 +85,11 @@ if [ -f "$srcdir/config.status" ]; then
 fi
 
 install_tree() {
+    if [ -n "${ZSH_INSTALLED_PREFIX:-}" ]; then
+        [ -x "$prefix/bin/zsh_info" ] && [ -f "$prefix/lib/pkgconfig/zeroshard.pc" ] ||
+            { echo "ZSH_INSTALLED_PREFIX=$prefix holds no make install of ZeroShard"; return 1; }
+        return 0
+    fi
     mkdir -p "$tmp/build" && cd "$tmp/build" &&
         "$configure_src/configure" --prefix="$prefix" "${configure_args[@]}" >configure.log 2>&1 &&
         $make_cmd -j2 install >install.log 2>&1 ||
@@ -371,9 +387,9 @@ else
     check "install.${readme_names[2]}" mpi_under_zshrun
 fi
 
-if command -v doxygen >/dev/null && grep -q '^DOXYGEN = .' "$tmp/build/Makefile"; then
+if command -v doxygen >/dev/null && grep -q '^DOXYGEN = .' "$install_build/Makefile"; then
     docs() {
-        cd "$tmp/build" && $make_cmd docs >docs.log 2>&1 || { cat docs.log; return 1; }
+        cd "$install_build" && $make_cmd docs >"$tmp/docs.log" 2>&1 || { cat "$tmp/docs.log"; return 1; }
         grep -q zsh_allgather docs/html/zeroshard_8h.html
     }
     check docs.make_docs_builds_html_with_every_public_item_documented docs
