@@ -37,17 +37,22 @@ py_setup() { # SUITE MODULES
         py_skip_all "the package zeroshard is not built: see configure's 'Python' line"
     fi
     # The interpreter the package was built for: $PYTHON (configure's), then
-    # /usr/bin/python3, then python3. The one that imports them says its
-    # version and torch's in the same start (an import of torch is seconds).
+    # /usr/bin/python3, then python3. The one that has them says its version
+    # and torch's in the same start. torch is found, not imported: an import
+    # takes a second of CPU, and the ranks import it anyway.
     python=
     for p in ${PYTHON:-} /usr/bin/python3 python3; do
         [ "$p" = : ] && continue
-        if versions=$(PYTHONPATH=$pkg "$p" -c "import $modules, zeroshard, sys
+        if versions=$(PYTHONPATH=$pkg "$p" -c "import importlib.metadata, importlib.util, sys, zeroshard
+for m in '$modules'.split(','):
+    if m == 'torch':
+        assert importlib.util.find_spec(m) is not None
+    else:
+        importlib.import_module(m)
 try:
-    import torch
-    t = torch.__version__
+    t = importlib.metadata.version('torch')
 except Exception:
-    t = 'not importable'
+    t = 'not installed'
 print('%s), torch: %s' % (sys.version.split()[0], t))" 2>/dev/null); then
             python=$p
             break
