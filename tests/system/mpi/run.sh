@@ -1,6 +1,8 @@
 #!/bin/bash
 # The rank tests as real processes under mpirun, at every rank count of the
-# test strategy. Ranks outnumber the cores here, hence --oversubscribe.
+# test strategy (ZSH_MPI_TEST_SIZES picks others), every test or those of the
+# GoogleTest filter ZSH_MPI_TEST_FILTER. Ranks outnumber the cores here,
+# hence --oversubscribe.
 # Output is rank 0's GoogleTest report per job, which tests/run_all.sh counts.
 set -u
 top_builddir=${top_builddir:-.}
@@ -31,7 +33,8 @@ for np in ${ZSH_MPI_TEST_SIZES:-1 2 3 4 5 8}; do
     fi
     for attempt in 1 2; do
         timeout 600 "$MPIRUN" --oversubscribe -np "$np" "$top_builddir/tests/zsh_mpi_tests" \
-            --gtest_brief=1 --gtest_color=no >"$out/np$np.log" 2>&1
+            --gtest_brief=1 --gtest_color=no ${ZSH_MPI_TEST_FILTER:+"--gtest_filter=$ZSH_MPI_TEST_FILTER"} \
+            >"$out/np$np.log" 2>&1
         rc=$?
         if [ $rc != 0 ] && [ $attempt = 1 ] && lsan_tracer_crashed "$out/np$np.log"; then
             echo "=== np $np: LeakSanitizer's tracer crashed at exit (no leak report, no failed" \
