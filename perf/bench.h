@@ -61,9 +61,14 @@ typedef enum {
     ZSH_BENCH_CUDA
 } zsh_bench_device_t;
 
+/* The most element types one run takes (-T all: every one). */
+#define ZSH_BENCH_MAX_DTYPES 16
+
 typedef struct {
     const zsh_bench_coll_t  *coll;
-    const zsh_bench_dtype_t *dtype;
+    const zsh_bench_dtype_t *dtype;  /* the type being run: dtypes[i] in turn */
+    const zsh_bench_dtype_t *dtypes[ZSH_BENCH_MAX_DTYPES]; /* -T, in order */
+    int          ndtypes;
     size_t       min_size, max_size; /* bytes, -m */
     int          iters, warmup;      /* -i, -x: for sizes up to ZSH_BENCH_LARGE_SIZE */
     int          full;               /* -f */
@@ -112,6 +117,9 @@ void zsh_bench_usage(FILE *out);
 /* ---- bench_dtype.c ---- */
 const zsh_bench_dtype_t *zsh_bench_dtype_find(const char *name);
 const char *zsh_bench_dtype_names(void);
+/* -T's argument: "all", or names separated by commas, into @out (at most
+ * @max); the count, or 0 for an unknown or empty name or too many. */
+int zsh_bench_dtype_list(const char *spec, const zsh_bench_dtype_t **out, int max);
 /* The input value of element @i on rank @r: a small integer, so every sum
  * over ranks is exact in every type and any order. */
 double zsh_bench_value(int r, size_t i);

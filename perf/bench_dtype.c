@@ -39,6 +39,37 @@ const char *zsh_bench_dtype_names(void)
     return "int8, uint8, int32, uint32, int64, uint64, fp16, bf16, fp32, fp64";
 }
 
+int zsh_bench_dtype_list(const char *spec, const zsh_bench_dtype_t **out, int max)
+{
+    char name[16];
+    const char *p = spec, *comma;
+    size_t len, i;
+    int n = 0;
+
+    if (strcmp(spec, "all") == 0) {
+        for (i = 0; (i < ZSH_BENCH_NDTYPES) && (n < max); i++) {
+            out[n++] = &zsh_bench_dtypes[i];
+        }
+        return (i == ZSH_BENCH_NDTYPES) ? n : 0;
+    }
+    for (;;) {
+        comma = strchr(p, ',');
+        len   = (comma != NULL) ? (size_t)(comma - p) : strlen(p);
+        if ((len == 0) || (len >= sizeof(name)) || (n == max)) {
+            return 0;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if ((out[n++] = zsh_bench_dtype_find(name)) == NULL) {
+            return 0;
+        }
+        if (comma == NULL) {
+            return n;
+        }
+        p = comma + 1;
+    }
+}
+
 /* 1..7; a sum over up to 18 ranks stays below 127 (int8) and 256 (bf16's
  * exact integers). */
 double zsh_bench_value(int r, size_t i)

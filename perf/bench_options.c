@@ -35,7 +35,8 @@ void zsh_bench_usage(FILE *out)
             "  -x, --warmup N              untimed iterations first (default 10; 1/%d above %u bytes)\n"
             "  -f, --full                  also Min and Max latency over the ranks, and Iterations\n"
             "  -c, --validation            check every element of the results exactly\n"
-            "  -T, --type T                element type: %s (default fp32)\n"
+            "  -T, --type T[,T...]|all     element types, a table each in turn (default fp32):\n"
+            "                              %s\n"
             "      --baseline mpi          also time the MPI collective on the same buffers (mpirun)\n"
             "      --cold                  rotate through buffers larger than the last-level cache\n"
             "      --device host|cuda      where the buffers are (default host); cuda: device memory\n"
@@ -168,6 +169,8 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
 
     memset(opts, 0, sizeof(*opts));
     opts->dtype    = zsh_bench_dtype_find("fp32");
+    opts->dtypes[0] = opts->dtype;
+    opts->ndtypes   = 1;
     opts->min_size = 1;
     opts->max_size = 32u << 20;
     opts->iters    = 100;
@@ -198,11 +201,13 @@ int zsh_bench_parse(int argc, char **argv, zsh_bench_opts_t *opts, char *err, si
         case 'f': opts->full = 1; break;
         case 'c': opts->check = 1; break;
         case 'T':
-            opts->dtype = zsh_bench_dtype_find(optarg);
-            if (opts->dtype == NULL) {
-                snprintf(err, errlen, "-T '%s': unknown type; one of %s", optarg, zsh_bench_dtype_names());
+            opts->ndtypes = zsh_bench_dtype_list(optarg, opts->dtypes, ZSH_BENCH_MAX_DTYPES);
+            if (opts->ndtypes == 0) {
+                snprintf(err, errlen, "-T '%s': unknown type; one of %s, several separated by commas, "
+                         "or all", optarg, zsh_bench_dtype_names());
                 return -1;
             }
+            opts->dtype = opts->dtypes[0];
             break;
         case 'B':
             if (strcmp(optarg, "mpi") != 0) {

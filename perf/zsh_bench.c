@@ -289,7 +289,7 @@ static int zsh_bench_open_device(zsh_bench_t *bench)
 static int zsh_bench_run(zsh_bench_t *bench)
 {
     size_t s;
-    int    ok = 1, rc;
+    int    ok = 1, rc, t;
 
     if (zsh_bench_world_open(&bench->comm) != ZSH_OK) {
         fprintf(stderr, "zsh_bench: rank %d: creating the communicator failed: %s\n", bench->rank,
@@ -302,25 +302,34 @@ static int zsh_bench_run(zsh_bench_t *bench)
         rc = 2;
         goto out_comm;
     }
-    if (bench->opts.determinism) {
-        rc = zsh_bench_determinism(&bench->opts, bench->comm) ? 0 : 1;
-        goto out_device;
-    }
-    if (!zsh_bench_open_csv(bench)) {
+    if (!bench->opts.determinism && !zsh_bench_open_csv(bench)) {
         rc = 1;
         goto out_device;
     }
-    if (bench->rank == 0) {
-        zsh_bench_header(bench);
-    }
-    if (bench->opts.coll->coll == ZSH_BUSBW_BARRIER) {
-        ok = zsh_bench_size(bench, 0); /* one row: it moves no data */
-    }
-    for (s = bench->opts.min_size; (bench->opts.coll->coll != ZSH_BUSBW_BARRIER) &&
-                                   (s <= bench->opts.max_size); s *= 2) {
-        ok &= zsh_bench_size(bench, s);
-        if (s > SIZE_MAX / 2) {
-            break;
+    /* Each type in turn, a table of its own (one CSV: its rows name it). */
+    for (t = 0; t < bench->opts.ndtypes; t++) {
+        bench->opts.dtype = bench->opts.dtypes[t];
+        bench->baseline   = zsh_bench_on_device(bench) ||
+                            (bench->opts.baseline_mpi && (bench->opts.dtype->mpi != ZSH_BENCH_MPI_NONE));
+        if (bench->opts.determinism) {
+            ok &= zsh_bench_determinism(&bench->opts, bench->comm);
+            continue;
+        }
+        if (bench->rank == 0) {
+            if (t > 0) {
+                printf("\n");
+            }
+            zsh_bench_header(bench);
+        }
+        if (bench->opts.coll->coll == ZSH_BUSBW_BARRIER) {
+            ok &= zsh_bench_size(bench, 0); /* one row: it moves no data */
+        }
+        for (s = bench->opts.min_size; (bench->opts.coll->coll != ZSH_BUSBW_BARRIER) &&
+                                       (s <= bench->opts.max_size); s *= 2) {
+            ok &= zsh_bench_size(bench, s);
+            if (s > SIZE_MAX / 2) {
+                break;
+            }
         }
     }
     rc = ok ? 0 : 1;
@@ -347,10 +356,12 @@ static int zsh_bench_check_job(const zsh_bench_opts_t *o, char *err, size_t errl
                  );
         return -1;
     }
-    if (o->baseline_mpi && (o->max_size / o->dtype->esize > INT_MAX)) {
-        snprintf(err, errlen, "--baseline mpi: %zu bytes of %s is more elements than MPI counts take",
-                 o->max_size, o->dtype->name);
-        return -1;
+    for (int t = 0; t < o->ndtypes; t++) {
+        if (o->baseline_mpi && (o->max_size / o->dtypes[t]->esize > INT_MAX)) {
+            snprintf(err, errlen, "--baseline mpi: %zu bytes of %s is more elements than MPI counts take",
+                     o->max_size, o->dtypes[t]->name);
+            return -1;
+        }
     }
     return 0;
 }
@@ -381,8 +392,6 @@ int main(int argc, char **argv)
     zsh_bench_world_init(&argc, &argv);
     bench.rank = zsh_bench_world_rank();
     bench.size = zsh_bench_world_size();
-    bench.baseline  = zsh_bench_on_device(&bench) ||
-                      (bench.opts.baseline_mpi && (bench.opts.dtype->mpi != ZSH_BENCH_MPI_NONE));
     rc = zsh_bench_run(&bench);
     if ((bench.csv != NULL) && (fclose(bench.csv) != 0)) {
         fprintf(stderr, "zsh_bench: --csv %s: %s\n", bench.opts.csv_path, strerror(errno));

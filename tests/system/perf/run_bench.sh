@@ -15,9 +15,9 @@ CALLS_MPI_INIT=1
 . "$(dirname "$0")/../../harness/mpirun_script.sh"
 
 # Two per collective at 2 and 3 ranks, the MPI baseline of each collective,
-# every element type, --cold, -m, the plot, the barrier, and the 12 bad
+# every element type, --cold, -m, the plot, the barrier, and the 14 bad
 # options below.
-expected=$((2 * 5 * 2 + 5 + 10 + 1 + 1 + 1 + 1 + 12))
+expected=$((2 * 5 * 2 + 5 + 10 + 1 + 1 + 1 + 1 + 14))
 
 # On failure it says so, with the ends of both outputs: the checks that run
 # it pass only when they print nothing, and a bench that dies can leave
@@ -105,11 +105,19 @@ for coll in allgather reduce_scatter allreduce broadcast alltoall; do
     check "baseline_mpi_${coll}_adds_mpi_busbw_and_ratio" baseline_ok $coll
 done
 
-# Every element type validates; MPI has no fp16 or bf16, and says so.
+# Every element type validates, in one job of them all (-T all: a table
+# each, in turn); MPI has no fp16 or bf16, and says so.
+types_why=$(bench 3 "$out/types" allreduce -m 64:4k -i 2 -x 0 -c -T all --baseline mpi)
+types_rc=$?
+# Each table into type.<its Datatype>, without the blank lines between them.
+awk -v out="$out" '/^# OSU-style/ { title = $0; next }
+    title != "" && match($0, /Datatype: [a-z0-9]+/) {
+        file = out "/type." substr($0, RSTART + 10, RLENGTH - 10); print title >file; title = "" }
+    NF > 0 && file != "" { print >file }' "$out/types"
 type_ok() { # DTYPE
     local t=$out/type.$1
-    bench 3 "$t" allreduce -m 64:4k -i 2 -x 0 -c -T $1 --baseline mpi || return 1
-    grep -q "Datatype: $1" "$t" || { echo "no 'Datatype: $1' line"; return 1; }
+    [ $types_rc = 0 ] || { echo "$types_why"; return 1; }
+    [ -f "$t" ] || { echo "no table with 'Datatype: $1' in the -T all job's output"; return 1; }
     case $1 in
     fp16 | bf16)
         grep -q "MPI has no $1 type" "$t" || { echo "no 'MPI has no $1 type' line"; return 1; }
@@ -191,6 +199,8 @@ expected one collective|
 -i '0'|allreduce -i 0
 -x '-1'|allreduce -x -1
 unknown type|allreduce -T fp8
+unknown type|allreduce -T fp32,,bf16
+unknown type|allreduce -T fp32,fp8
 only baseline is 'mpi'|allreduce --baseline nccl
 unknown option|allreduce --bogus
 needs an argument|allreduce -T
