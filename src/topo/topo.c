@@ -10,6 +10,7 @@
 
 #include <hwloc.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@ static int zsh_topo_count(hwloc_topology_t t, hwloc_obj_type_t type)
 }
 
 /* Load hwloc's view of this machine, or of @synthetic. */
+/* Topologies of this machine loaded (tests: once per process). */
+static size_t zsh_topo_loads;
+
 static zsh_status_t zsh_topo_load(const char *synthetic, hwloc_topology_t *t_p)
 {
     hwloc_topology_t t;
@@ -40,8 +44,60 @@ static zsh_status_t zsh_topo_load(const char *synthetic, hwloc_topology_t *t_p)
         hwloc_topology_destroy(t);
         return zsh_error(ZSH_ERR_IO, "hwloc_topology_load failed");
     }
+    if (synthetic == NULL) {
+        __atomic_add_fetch(&zsh_topo_loads, 1, __ATOMIC_RELAXED);
+    }
     *t_p = t;
     return ZSH_OK;
+}
+
+/*
+ * This machine's topology, loaded once per process and kept until exit.
+ * hwloc's discovery reads /sys: 1.3 ms of CPU here, about 70 under
+ * valgrind's memcheck, and every communicator asked for it twice (its
+ * private cache and its place), so a process making many of them (a rank
+ * of each in-process test, torch's process groups) paid it each time: 735
+ * loads in the unit tests that memcheck runs. hwloc allows concurrent
+ * queries of a loaded topology; where this process runs is asked of the
+ * kernel at every call. A synthetic machine is loaded for each call.
+ */
+static hwloc_topology_t zsh_topo_machine_t;
+static pthread_once_t   zsh_topo_machine_once = PTHREAD_ONCE_INIT;
+
+static void zsh_topo_machine_load(void)
+{
+    hwloc_topology_t t = NULL;
+
+    if (zsh_topo_load(NULL, &t) == ZSH_OK) {
+        zsh_topo_machine_t = t;
+    }
+}
+
+/* @synthetic's topology, to be put back with zsh_topo_put(); this
+ * machine's (shared) when NULL. A failed load of this machine is tried
+ * again, so that each caller gets the error. */
+static zsh_status_t zsh_topo_get(const char *synthetic, hwloc_topology_t *t_p)
+{
+    if (synthetic == NULL) {
+        pthread_once(&zsh_topo_machine_once, zsh_topo_machine_load);
+        if (zsh_topo_machine_t != NULL) {
+            *t_p = zsh_topo_machine_t;
+            return ZSH_OK;
+        }
+    }
+    return zsh_topo_load(synthetic, t_p);
+}
+
+static void zsh_topo_put(hwloc_topology_t t)
+{
+    if (t != zsh_topo_machine_t) {
+        hwloc_topology_destroy(t);
+    }
+}
+
+size_t zsh_topo_machine_loads(void)
+{
+    return zsh_topo_loads;
 }
 
 /* The first processor this process may run on (of a synthetic machine: its
@@ -68,7 +124,7 @@ zsh_status_t zsh_topo_private_cache(const char *synthetic, size_t *bytes_p)
     int cores;
 
     *bytes_p = 0;
-    status   = zsh_topo_load(synthetic, &t);
+    status   = zsh_topo_get(synthetic, &t);
     if (status != ZSH_OK) {
         return status;
     }
@@ -89,7 +145,7 @@ zsh_status_t zsh_topo_private_cache(const char *synthetic, size_t *bytes_p)
         }
         *bytes_p = (obj->attr->cache.size > *bytes_p) ? obj->attr->cache.size : *bytes_p;
     }
-    hwloc_topology_destroy(t);
+    zsh_topo_put(t);
     return ZSH_OK;
 }
 
@@ -100,7 +156,7 @@ zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
     char cpus[128] = "unknown";
     zsh_status_t status;
 
-    status = zsh_topo_load(synthetic, &t);
+    status = zsh_topo_get(synthetic, &t);
     if (status != ZSH_OK) {
         return status;
     }
@@ -115,7 +171,7 @@ zsh_status_t zsh_topo_describe(const char *synthetic, char *buf, size_t len)
              zsh_topo_count(t, HWLOC_OBJ_PACKAGE), zsh_topo_count(t, HWLOC_OBJ_NUMANODE),
              zsh_topo_count(t, HWLOC_OBJ_CORE), zsh_topo_count(t, HWLOC_OBJ_PU),
              (synthetic == NULL) ? cpus : "(synthetic)");
-    hwloc_topology_destroy(t);
+    zsh_topo_put(t);
     return ZSH_OK;
 }
 
@@ -157,7 +213,7 @@ zsh_status_t zsh_topo_place(const char *synthetic, const char *cpulist, int *num
     zsh_status_t status;
     int numa = -1, package = -1;
 
-    status = zsh_topo_load(synthetic, &t);
+    status = zsh_topo_get(synthetic, &t);
     if (status != ZSH_OK) {
         return status;
     }
@@ -190,7 +246,7 @@ zsh_status_t zsh_topo_place(const char *synthetic, const char *cpulist, int *num
 out_set:
     hwloc_bitmap_free(set);
 out_topo:
-    hwloc_topology_destroy(t);
+    zsh_topo_put(t);
     return status;
 }
 

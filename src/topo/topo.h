@@ -95,6 +95,11 @@ zsh_status_t zsh_topo_local_id(zsh_topo_id_t *id);
 zsh_status_t zsh_topo_place(const char *synthetic, const char *cpulist, int *numa_p,
                             int *package_p);
 
+/* Times this process loaded this machine's topology: once, whoever asks
+ * (zsh_topo_private_cache(), zsh_topo_describe() and zsh_topo_place() with
+ * a NULL @synthetic share it), unless a load failed. */
+size_t zsh_topo_machine_loads(void);
+
 /* Build the job's rank map from every rank's identity, in job-rank order. */
 zsh_status_t zsh_topo_create(int rank, int size, const zsh_topo_id_t *ids, zsh_topo_t **topo_p);
 

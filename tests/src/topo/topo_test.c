@@ -123,3 +123,27 @@ ZSH_TEST(topo, local_identity_is_the_host_or_zsh_node_name_with_the_boot_id)
     ZSH_EXPECT_EQ(0, strcmp(id.host, "node-7"));
     unsetenv("ZSH_NODE_NAME");
 }
+
+/* Every communicator asks for this machine's private cache and place: the
+ * topology behind them is loaded once per process, not on each call, and
+ * answers alike each time. */
+ZSH_TEST(topo, this_machine_is_loaded_once_per_process_whoever_asks)
+{
+    size_t bytes0 = 0, bytes = 0;
+    int numa0, package0, numa, package, i;
+    char line[256];
+
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache(NULL, &bytes0));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_place(NULL, NULL, &numa0, &package0));
+    for (i = 0; i < 3; i++) {
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_private_cache(NULL, &bytes));
+        ZSH_EXPECT_EQ(bytes0, bytes);
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_place(NULL, NULL, &numa, &package));
+        ZSH_EXPECT_EQ(numa0, numa);
+        ZSH_EXPECT_EQ(package0, package);
+        ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_describe(NULL, line, sizeof(line)));
+    }
+    /* A synthetic machine is its own, and leaves this one's count alone. */
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_topo_describe("pack:2 core:2 pu:1", line, sizeof(line)));
+    ZSH_EXPECT_EQ(1, zsh_topo_machine_loads());
+}
