@@ -90,7 +90,7 @@ def _compute(args, gloo):
         # Zeroed in place, as the other rows keep their gradient buffers
         # (torch.optim's zero_grad() in 1.13, DDP's and ZeRO's buckets):
         # fresh ones each step made backward pay the first touch of every
-        # gradient, 808 MB at dim 2048, and ZeRO came out under compute.
+        # gradient, and ZeRO came out under compute (docs/python.md).
         for p in model.parameters():
             if p.grad is not None:
                 p.grad.zero_()

@@ -60,9 +60,9 @@ stage_done check
 # distcheck's time (docs/testing.md). Its make installcheck runs the install
 # test on the tree it installed (its log in the plain build's tests/, counted
 # as the test's own): run in the plain stage it configured and built a tree
-# of its own, a third build, 94 s of CPU. It builds without debug
-# information (-O2 alone): the pybind11 module's files compile in two thirds
-# of the time, and nothing here reads it. Counted as one test.
+# of its own, a third build. It builds without debug information (-O2
+# alone): the pybind11 module's files compile faster, and nothing here reads
+# it. Counted as one test.
 # ZSH_DISTCHECK=0 leaves it out.
 distcheck_tests="tests/zsh_tests tests/system/build/run_config_page.sh tests/system/build/run_manual.sh
     tests/system/build/run_layers.sh tests/system/python/run_comm.sh"

@@ -24,10 +24,10 @@ static int zsh_topo_count(hwloc_topology_t t, hwloc_obj_type_t type)
     return (n < 0) ? 0 : n;
 }
 
-/* Load hwloc's view of this machine, or of @synthetic. */
 /* Topologies of this machine loaded (tests: once per process). */
 static size_t zsh_topo_loads;
 
+/* Load hwloc's view of this machine, or of @synthetic. */
 static zsh_status_t zsh_topo_load(const char *synthetic, hwloc_topology_t *t_p)
 {
     hwloc_topology_t t;
@@ -53,13 +53,13 @@ static zsh_status_t zsh_topo_load(const char *synthetic, hwloc_topology_t *t_p)
 
 /*
  * This machine's topology, loaded once per process and kept until exit.
- * hwloc's discovery reads /sys: 1.3 ms of CPU here, about 70 under
- * valgrind's memcheck, and every communicator asked for it twice (its
- * private cache and its place), so a process making many of them (a rank
- * of each in-process test, torch's process groups) paid it each time: 735
- * loads in the unit tests that memcheck runs. hwloc allows concurrent
- * queries of a loaded topology; where this process runs is asked of the
- * kernel at every call. A synthetic machine is loaded for each call.
+ * hwloc's discovery reads all of /sys's CPU and cache tree, and every
+ * communicator asks for it twice (its private cache and its place), so a
+ * process making many of them (a rank of each in-process test, torch's
+ * process groups) paid it each time (docs/DECISIONS.md, "The test house's
+ * time"). hwloc allows concurrent queries of a loaded topology; where this
+ * process runs is asked of the kernel at every call. A synthetic machine
+ * is loaded for each call.
  */
 static hwloc_topology_t zsh_topo_machine_t;
 static pthread_once_t   zsh_topo_machine_once = PTHREAD_ONCE_INIT;

@@ -6,14 +6,14 @@ tests/system/python/ranks.sh starts a job's ranks through this: it imports
 torch and numpy once, then forks N children, each of which sets RANK and
 WORLD_SIZE, sends its output to LOGDIR/out.TAG.RANK and runs SCRIPT as its
 __main__, exiting as the interpreter does after a script (atexit handlers
-and all). Importing torch took each rank about a second of CPU, most of a
-small job's; a forked child shares the parent's copy. Nothing else is
-loaded before the fork, and the parent starts no threads of its own.
+and all). Importing torch was most of a small job's CPU, paid by every
+rank; a forked child shares the parent's copy. Nothing else is loaded
+before the fork, and the parent starts no threads of its own.
 
 The parent waits for every child, ends those still running after LIMIT
 seconds with SIGTERM (exit status 124, as timeout(1) reports; SIGKILL 10 s
-later if one stays), and writes
-each child's exit status to LOGDIR/rc.TAG.RANK.
+later if one stays), and writes each child's exit status to
+LOGDIR/rc.TAG.RANK.
 """
 
 import os

@@ -176,7 +176,8 @@ zsh_status_t zsh_ckpt_load(zsh_optim_t *opt, const char *dir, const char *own, c
         mine = zsh_ckpt_reader_open(&rd, &ck, path);
         if (mine == ZSH_OK) {
             /* As much as one get or set moves, not the bound: most
-             * optimizers' spans are far smaller. */
+             * optimizers' spans are far smaller (one more element: no
+             * malloc of 0 for an optimizer with nothing to load). */
             vals    = malloc((zsh_ckpt_span(&info) + 1) * sizeof(float));
             scratch = malloc((zsh_ckpt_span(&info) + 1) * info.esize);
             mine    = ((vals == NULL) || (scratch == NULL))

@@ -2,6 +2,7 @@
 
 #include "core/status.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,25 +80,23 @@ static zsh_status_t zsh_ckpt_writer_flush(zsh_ckpt_writer_t *w)
  * than go out; after it, each buffer has the full size. */
 static zsh_status_t zsh_ckpt_writer_grow(zsh_ckpt_writer_t *w)
 {
-    char *bigger;
+    bool  doubling = (w->written == 0) && (w->cap < ZSH_CKPT_WBUF);
+    char *buf      = NULL;
 
-    if ((w->written == 0) && (w->cap < ZSH_CKPT_WBUF)) {
-        bigger = zsh_aio_buf_alloc(2 * w->cap);
-        if (bigger == NULL) {
-            return w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s",
-                                         zsh_aio_file_path(w->file));
-        }
-        memcpy(bigger, w->buf[0], w->fill);
-        free(w->buf[0]);
-        w->buf[0] = bigger;
-        w->cap   *= 2;
-        return ZSH_OK;
-    }
-    if ((w->buf[1] == NULL) && ((w->buf[1] = zsh_aio_buf_alloc(w->cap)) == NULL)) {
+    if ((doubling || (w->buf[1] == NULL)) &&
+        ((buf = zsh_aio_buf_alloc(doubling ? 2 * w->cap : w->cap)) == NULL)) {
         return w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s",
                                      zsh_aio_file_path(w->file));
     }
-    return zsh_ckpt_writer_flush(w);
+    if (!doubling) {
+        w->buf[1] = (buf != NULL) ? buf : w->buf[1];
+        return zsh_ckpt_writer_flush(w);
+    }
+    memcpy(buf, w->buf[0], w->fill);
+    free(w->buf[0]);
+    w->buf[0] = buf;
+    w->cap   *= 2;
+    return ZSH_OK;
 }
 
 void *zsh_ckpt_writer_room(zsh_ckpt_writer_t *w, size_t *bytes_p)

@@ -38,8 +38,8 @@ py_setup() { # SUITE MODULES
     fi
     # The interpreter the package was built for: $PYTHON (configure's), then
     # /usr/bin/python3, then python3. The one that has them says its version
-    # and torch's in the same start. torch is found, not imported: an import
-    # takes a second of CPU, and the ranks import it anyway.
+    # and torch's in the same start. torch is found, not imported: its import
+    # is the slow part of a start, and the ranks import it anyway.
     python=
     for p in ${PYTHON:-} /usr/bin/python3 python3; do
         [ "$p" = : ] && continue

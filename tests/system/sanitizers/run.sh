@@ -15,7 +15,7 @@
 # Builds with clang (configure --enable-sanitizers), so that
 # tests/system/sanitizers/asan_known_bugs.txt can leave known bugs uninstrumented,
 # and with line tables for debug information: the reports name every frame's
-# file and line, and the build takes a sixth less CPU than with -g.
+# file and line, and the build takes less CPU than with -g.
 # GoogleTest logs land in the build tree's tests/, where tests/run_all.sh
 # counts them; the exit status is make check's.
 set -u
@@ -41,9 +41,9 @@ address)
     # and as processes under mpirun at every count in the plain build: here
     # mpirun runs them once, at 3 ranks (not a power of two).
     export ZSH_MPI_TEST_SIZES=${ZSH_MPI_TEST_SIZES:-3}
-    # Without the checkpoint's tests: 14.5 s of that job's 20 s of tests (the
-    # files each process writes and reads), where they run in process here at
-    # 2 and 3 ranks, and under mpirun at every count in the plain build.
+    # Without the checkpoint's tests, most of that job's time (the files each
+    # process writes and reads): they run in process here at 2 and 3 ranks,
+    # and under mpirun at every count in the plain build.
     export ZSH_MPI_TEST_FILTER=${ZSH_MPI_TEST_FILTER--ckpt.*}
     # In process, the unit tests and the rank tests at 2 and 3 ranks: each
     # rank count runs under one memory checker, not three (1 under valgrind,
@@ -67,8 +67,8 @@ thread)
     # under AddressSanitizer, 4 and 5 in the plain build). The checkpoint's
     # rank tests save and load files through the same threads at 2 ranks as
     # at 8, where they took a quarter of the plain run's 8-rank time; so do
-    # the offload tier's fault tests, whose step-undo case alone took 12.3 s
-    # of this run's 130 at 8 ranks (1.9 s at 2).
+    # the offload tier's fault tests, whose step-undo case was the longest of
+    # this run at 8 ranks (docs/DECISIONS.md, "The test house's time").
     export GTEST_FILTER=${GTEST_FILTER:--*/np1:*/np3:*/np4:*/np5:ckpt.*/np8:optim_offload_fault.*/np8}
     ;;
 *)
