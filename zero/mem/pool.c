@@ -17,8 +17,26 @@ void zsh_pool_init(zsh_pool_t *pool, size_t limit)
     pool->limit  = limit;
     pool->held   = 0;
     pool->peak   = 0;
+    pool->allocs = 0;
     pool->free   = NULL;
     pool->pinned = false;
+    pool->acct   = NULL;
+    pool->kind   = ZSH_MEM_BUFFERS;
+}
+
+/* @bytes more (@more) or fewer held. */
+static void zsh_pool_count(zsh_pool_t *pool, size_t bytes, bool more)
+{
+    if (more) {
+        pool->held += bytes;
+        if (pool->held > pool->peak) {
+            pool->peak = pool->held;
+        }
+        zsh_account_hold(pool->acct, pool->kind, bytes);
+    } else {
+        pool->held -= bytes;
+        zsh_account_unhold(pool->acct, pool->kind, bytes);
+    }
 }
 
 /* A block leaves the pool: unlocked first if the pool locked it. */
@@ -33,8 +51,8 @@ static void zsh_pool_drop(zsh_pool_t *pool, zsh_pool_block_t **link)
 {
     zsh_pool_block_t *blk = *link;
 
-    *link       = blk->next;
-    pool->held -= blk->bytes;
+    *link = blk->next;
+    zsh_pool_count(pool, blk->bytes, false);
     zsh_pool_release(pool, blk->ptr);
     zsh_huge_free(blk->ptr);
     free(blk);
@@ -45,7 +63,7 @@ void zsh_pool_retire(zsh_pool_t *pool, void *ptr, size_t bytes, zsh_comm_t *comm
     if (ptr == NULL) {
         return;
     }
-    pool->held -= bytes;
+    zsh_pool_count(pool, bytes, false);
     zsh_pool_release(pool, ptr);
     if ((comm == NULL) || (zsh_comm_free_buffer(comm, ptr, zsh_huge_free) != ZSH_OK)) {
         zsh_huge_free(ptr);
@@ -59,20 +77,62 @@ void zsh_pool_fini(zsh_pool_t *pool)
     }
 }
 
-void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
+/* Take the kept block at *@link out of the list. */
+static void *zsh_pool_take(zsh_pool_block_t **link, size_t *got_p)
 {
-    zsh_pool_block_t **link;
-    void *ptr;
+    zsh_pool_block_t *blk = *link;
+    void *ptr             = blk->ptr;
+
+    *got_p = blk->bytes;
+    *link  = blk->next;
+    free(blk);
+    return ptr;
+}
+
+/* A kept block of @bytes to at most @most bytes, the smallest. */
+static void *zsh_pool_find(zsh_pool_t *pool, size_t bytes, size_t most, size_t *got_p)
+{
+    zsh_pool_block_t **link, **best = NULL;
 
     for (link = &pool->free; *link != NULL; link = &(*link)->next) {
-        if ((*link)->bytes == bytes) {
-            zsh_pool_block_t *blk = *link;
-
-            ptr   = blk->ptr;
-            *link = blk->next;
-            free(blk);
-            return ptr;
+        if (((*link)->bytes >= bytes) && ((*link)->bytes <= most) &&
+            ((best == NULL) || ((*link)->bytes < (*best)->bytes))) {
+            best = link;
         }
+    }
+    return (best != NULL) ? zsh_pool_take(best, got_p) : NULL;
+}
+
+bool zsh_pool_fits(const zsh_pool_t *pool, size_t bytes)
+{
+    const zsh_pool_block_t *blk;
+
+    for (blk = pool->free; blk != NULL; blk = blk->next) {
+        if ((blk->bytes >= bytes) && (blk->bytes <= bytes + bytes / 2)) {
+            return true;
+        }
+    }
+    return pool->held + bytes <= pool->limit;
+}
+
+void *zsh_pool_get_fit(zsh_pool_t *pool, size_t bytes, size_t *got_p)
+{
+    void *ptr = zsh_pool_find(pool, bytes, bytes + bytes / 2, got_p);
+
+    if (ptr == NULL) {
+        ptr    = zsh_pool_get(pool, bytes);
+        *got_p = bytes;
+    }
+    return ptr;
+}
+
+void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
+{
+    size_t got;
+    void *ptr = zsh_pool_find(pool, bytes, bytes, &got);
+
+    if (ptr != NULL) {
+        return ptr;
     }
     while ((pool->held + bytes > pool->limit) && (pool->free != NULL)) {
         zsh_pool_drop(pool, &pool->free);
@@ -92,10 +152,8 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
         zsh_huge_free(ptr);
         return NULL;
     }
-    pool->held += bytes;
-    if (pool->held > pool->peak) {
-        pool->peak = pool->held;
-    }
+    zsh_pool_count(pool, bytes, true);
+    pool->allocs++;
     return ptr;
 }
 
@@ -109,9 +167,9 @@ void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes)
     blk = malloc(sizeof(*blk));
     if (blk == NULL) {
         /* Cannot keep it: give it back to the system instead. */
-        pool->held -= bytes;
+        zsh_pool_count(pool, bytes, false);
         zsh_pool_release(pool, ptr);
-        free(ptr);
+        zsh_huge_free(ptr);
         return;
     }
     blk->ptr    = ptr;

@@ -6,10 +6,14 @@
  * Blocks are aligned for O_DIRECT and freed ones are kept for a request of
  * the same size, since the step asks for the same sizes again and again.
  * A pinned pool page-locks its blocks for the device (zsh_dev_host_register)
- * once, when it allocates them, so that reuse keeps them locked.
+ * once, when it allocates them, so that reuse keeps them locked. A pool
+ * given an account counts its blocks there, kept ones too, from their
+ * allocation to their release: the memory they hold is reported as held.
  */
 #ifndef ZSH_MEM_POOL_H_
 #define ZSH_MEM_POOL_H_
+
+#include "mem/account.h"
 
 #include <zeroshard.h>
 
@@ -24,8 +28,11 @@ typedef struct zsh_pool {
     size_t            limit;  /* the most bytes held, in use or kept */
     size_t            held;   /* bytes held now */
     size_t            peak;   /* the most held at once */
+    unsigned long     allocs; /* blocks allocated so far (not reuses) */
     zsh_pool_block_t *free;   /* kept blocks */
     bool              pinned; /* blocks are page-locked for device copies */
+    zsh_account_t    *acct;   /* where the held bytes are counted; NULL: nowhere */
+    zsh_mem_kind_t    kind;   /* under which kind */
 } zsh_pool_t;
 
 void zsh_pool_init(zsh_pool_t *pool, size_t limit);
@@ -37,6 +44,15 @@ void zsh_pool_fini(zsh_pool_t *pool);
  * when they do not fit in the limit even after dropping the kept blocks, or
  * the system has no memory (or a pinned pool could not lock them). */
 void *zsh_pool_get(zsh_pool_t *pool, size_t bytes);
+
+/* zsh_pool_get(), or a kept block of at most half as much again, the
+ * smallest (a request of a size seen before finds one more often, and
+ * allocates less); *@got_p: its bytes, which zsh_pool_put() is given. */
+void *zsh_pool_get_fit(zsh_pool_t *pool, size_t bytes, size_t *got_p);
+
+/* Whether zsh_pool_get_fit(@bytes) would allocate nothing beyond the
+ * limit, so drop no kept block: one fits, or the limit has room. */
+bool zsh_pool_fits(const zsh_pool_t *pool, size_t bytes);
 
 /* Give back a block zsh_pool_get() returned for @bytes; NULL is ignored. */
 void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes);

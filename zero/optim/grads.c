@@ -7,8 +7,9 @@
  *   stage 1: reduce-scatter of the full buffer, in place (only this rank's
  *            block is used by the step);
  *   stages 2-3: the bucket is collected in a staging buffer, reduce-scattered
- *            into the gradient shard, and the staging buffer is freed as soon
- *            as the reduction is done: only shards outlive the backward pass.
+ *            into the gradient shard, and the staging buffer goes back as
+ *            soon as the reduction is done: only shards and the buffers kept
+ *            for the next backward (bufs.c) outlive the backward pass.
  *
  * Where a gradient goes and which reduction starts are the stage's (its
  * table's grad_dst and reduce_start, stage/); this file drives the
@@ -143,11 +144,8 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
         }
     }
     if (b->staging != NULL) {
-        zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
-                                zsh_obucket_staging_bytes(opt, b),
-                                (status != ZSH_OK) ? opt->comm : NULL);
+        zsh_optim_staging_put(opt, b, (status != ZSH_OK) ? opt->comm : NULL);
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
-        b->staging = NULL;
     }
 }
 
@@ -180,12 +178,22 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
     return first;
 }
 
+/* Whether staging @bytes more would go past max_live_bytes, or make the
+ * pool of kept buffers drop some for a new one (bufs.c): a reduction in
+ * flight gives one back. */
+static bool zsh_optim_staging_full(const zsh_optim_t *opt, size_t bytes)
+{
+    return (opt->staging_bytes + bytes > opt->cfg.max_live_bytes) ||
+           ((opt->acct.place == ZSH_PLACE_HOST) &&
+            !zsh_pool_fits(&opt->bufs, zsh_pool_round(bytes)));
+}
+
 zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
 {
     zsh_status_t status = ZSH_OK;
     size_t i;
 
-    for (i = opt->nbuckets; (i-- > 0) && (opt->staging_bytes + bytes > opt->cfg.max_live_bytes);) {
+    for (i = opt->nbuckets; (i-- > 0) && zsh_optim_staging_full(opt, bytes);) {
         if (zsh_obucket_reducing(&opt->buckets[i])) {
             status = zsh_obucket_reduction(opt, &opt->buckets[i], true);
             zsh_optim_reduction_done(opt, &opt->buckets[i], status);

@@ -148,6 +148,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
     zsh_status_t status;
 
     status = opt->dev_ops->setup(opt); /* the buckets' communicator and memory */
+    zsh_optim_bufs_init(opt);
     if (status == ZSH_OK) {
         status = zsh_optim_layout_buckets(opt, (capacity == 0) ? 1 : capacity);
     }
@@ -180,6 +181,7 @@ zsh_status_t zsh_optim_layout_build(zsh_optim_t *opt)
         zsh_optim_layout_free(opt);
         return status;
     }
+    zsh_optim_bufs_attach(opt);
     opt->ready = true;
     return ZSH_OK;
 }
@@ -223,6 +225,7 @@ void zsh_optim_layout_free(zsh_optim_t *opt)
     }
     opt->dev_ops->teardown(opt); /* before the tiers: its pinned buffers are theirs */
     zsh_tier_teardown(opt);
+    zsh_optim_bufs_fini(opt); /* after the buckets, whose buffers came back to them */
     free(opt->buckets);
     opt->buckets  = NULL;
     opt->nbuckets = 0;

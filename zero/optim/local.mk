@@ -5,7 +5,7 @@
 # their own
 libzsh_zero_la_SOURCES += \
 	%reldir%/optim_impl.h %reldir%/stage.h %reldir%/optim.c %reldir%/config.c %reldir%/config.h \
-	%reldir%/layout.c %reldir%/grads.c %reldir%/fetch.c %reldir%/bstate.c %reldir%/bstate.h \
+	%reldir%/layout.c %reldir%/grads.c %reldir%/bufs.c %reldir%/fetch.c %reldir%/bstate.c %reldir%/bstate.h \
 	%reldir%/prefetch.c %reldir%/prefetch.h %reldir%/norm.c %reldir%/norm.h %reldir%/step.c %reldir%/update.c \
 	%reldir%/apply.c %reldir%/load.c \
 	%reldir%/state.c %reldir%/state.h %reldir%/state_walk.c %reldir%/state_check.c \

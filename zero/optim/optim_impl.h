@@ -13,6 +13,7 @@
 
 #include "core/sticky.h"
 #include "mem/account.h"
+#include "mem/pool.h"
 #include "optim/bstate.h"
 #include "optim/device_ops.h"
 #include "optim/norm.h"
@@ -44,6 +45,7 @@ typedef struct zsh_obucket {
     void           *grad_full;   /* stages 0-1: T (stage 0) or N * count elements */
     void           *grad_shard;  /* stages 2-3: count elements */
     void           *staging;     /* stages 2-3: N * count elements while collecting */
+    size_t          staging_block; /* staging's block in opt->bufs; 0: a buffer of its own */
     zsh_request_t  *req;         /* the gradient reduction in flight */
     float          *master;      /* mixed precision: fp32 weights of the state region */
     float          *m, *v;       /* optimizer states of the state region (v: Adam only) */
@@ -154,6 +156,8 @@ struct zsh_optim {
     size_t             comm_bytes;      /* since the last step */
     size_t             live_bytes;      /* stage 3: gathered bucket bytes */
     size_t             staging_bytes;   /* stages 2-3: gradient staging bytes */
+    zsh_pool_t         bufs;            /* host bucket buffers kept between uses (bufs.c) */
+    zsh_pool_t         gathers;         /* stage 3: host gathered buckets' buffers, likewise */
     unsigned long      tick;
     zsh_scaler_t       scaler;
     zsh_prefetch_t     prefetch;
@@ -273,9 +277,31 @@ zsh_status_t   zsh_tier_peek(zsh_optim_t *opt, zsh_tkind_t kind, zsh_obucket_t *
 void           zsh_optim_tier_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 
 /* grads.c: keep staging within max_live_bytes: reductions in flight are
- * waited for (the oldest bucket first) until @bytes more fit, or none is
- * left to wait for. */
+ * waited for (the oldest bucket first) until @bytes more fit, in a kept
+ * buffer or a new one within the bound, or none is left to wait for. */
 zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes);
+/* bufs.c: the pools of bucket buffers, set up with the layout once its
+ * place is known, given to the stage 3 buckets' shards once they are
+ * sealed, and freed after the buckets. */
+void         zsh_optim_bufs_init(zsh_optim_t *opt);
+void         zsh_optim_bufs_attach(zsh_optim_t *opt);
+void         zsh_optim_bufs_fini(zsh_optim_t *opt);
+/* @bytes or more of buffer at the account's place (zeroed when new), from
+ * the pool where it fits (*@block_p: the block's bytes), else of its own
+ * (*@block_p: 0); NULL: no memory. */
+void        *zsh_optim_buf_get(zsh_optim_t *opt, size_t bytes, size_t *block_p);
+/* Give back what zsh_optim_buf_get() returned for @bytes as @block; @comm:
+ * a failed collective on it may still write the buffer
+ * (zsh_account_free_buffer()). */
+void         zsh_optim_buf_put(zsh_optim_t *opt, void *ptr, size_t bytes, size_t block,
+                               zsh_comm_t *comm);
+/* bufs.c: a staging buffer for @b (the first of its gradients, @param's, names a
+ * failure), within max_live_bytes; staging_bytes counts it. */
+zsh_status_t zsh_optim_staging_get(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_param_t *param);
+/* bufs.c: @b's staging buffer back, to the pool or the system; @comm: a failed
+ * collective on it may still write the buffer (zsh_account_free_buffer()).
+ * staging_bytes is the caller's to lower. */
+void         zsh_optim_staging_put(zsh_optim_t *opt, zsh_obucket_t *b, zsh_comm_t *comm);
 /* grads.c: NVMe gradients: writes still in flight are completed. */
 zsh_status_t zsh_optim_grad_writes_wait(zsh_optim_t *opt);
 /* Room in the host budget: the reductions in flight are waited for (their

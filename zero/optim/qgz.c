@@ -126,10 +126,7 @@ zsh_status_t zsh_optim_qgz_reduce(zsh_optim_t *opt, zsh_obucket_t *b)
     status = zsh_qreduce_start(b->staging, opt->dev_ops->shard_dst(opt, b), b->count,
                                opt->cfg.precision, &map, opt->cfg.quantize_block,
                                opt->cfg.quantize_grad_bits, &opt->acct, &b->qgz.q);
-    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, b->staging,
-                            zsh_obucket_full_bytes(opt, b),
-                            (status != ZSH_OK) ? opt->comm : NULL);
-    b->staging = NULL;
+    zsh_optim_staging_put(opt, b, (status != ZSH_OK) ? opt->comm : NULL);
     if (status != ZSH_OK) {
         opt->staging_bytes -= zsh_obucket_full_bytes(opt, b);
         return zsh_optim_comm_status(opt, status);

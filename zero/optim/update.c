@@ -191,18 +191,35 @@ void zsh_optim_params_swap(zsh_optim_t *opt, const zsh_swap_view_t *view, bool s
     }
 }
 
+/* Whether @b is one parameter laid out as the all-gather leaves it (no
+ * padding): the step all-gathers it in the framework's buffer itself, where
+ * this rank's updated block already sits at rank * count. */
+static bool zsh_obucket_publish_in_place(const zsh_optim_t *opt, const zsh_obucket_t *b)
+{
+    return (b->nparams == 1) && (b->params[0]->offset == 0) &&
+           (b->params[0]->numel == b->count * (size_t)opt->size);
+}
+
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     size_t bytes = zsh_obucket_full_bytes(opt, b), i, s, e;
     zsh_status_t status = ZSH_OK;
+    size_t block = 0;
     zsh_param_t *param;
     char *full;
 
     /* Offload from the device sent this rank's block up into it already. */
-    full       = b->dev.publish;
+    full           = b->dev.publish;
     b->dev.publish = NULL;
+    if ((full == NULL) && zsh_obucket_publish_in_place(opt, b)) {
+        full = b->params[0]->buf;
+        opt->comm_bytes += bytes;
+        return zsh_optim_comm_status(
+            opt, zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
+                               opt->cfg.precision, opt->comm));
+    }
     if (full == NULL) {
-        full = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, bytes);
+        full = zsh_optim_buf_get(opt, bytes, &block);
         if (full == NULL) {
             return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes", bytes);
         }
@@ -228,7 +245,6 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
                                     param->numel * opt->esize);
     }
     /* After a failure, its transfers may still write it. */
-    zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, full, bytes,
-                            (status != ZSH_OK) ? opt->comm : NULL);
+    zsh_optim_buf_put(opt, full, bytes, block, (status != ZSH_OK) ? opt->comm : NULL);
     return status;
 }

@@ -31,6 +31,8 @@ struct zsh_shard {
     zsh_mem_kind_t local_kind; /* ZSH_MEM_KINDS: no local shard */
     void          *local;      /* count elements */
     void          *full;       /* N * count elements while gathered */
+    zsh_pool_t    *pool;       /* where full comes from in host memory; NULL: acct */
+    size_t         full_block; /* full's block in pool; 0: allocated from acct */
     zsh_request_t *req;        /* the gather in flight, if any */
     void          *qbuf;       /* qwZ: every rank's quantized part, while gathered */
     size_t         qblock;     /* qwZ: the in-flight gather's block size (0: none) */
@@ -140,9 +142,21 @@ static void zsh_shard_free_full(zsh_shard_t *shard, bool failed)
                                 failed ? shard->comm : NULL);
         shard->qbuf = NULL;
     }
-    zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full, zsh_shard_full_bytes(shard),
-                            failed ? shard->comm : NULL);
-    shard->full = NULL;
+    if (shard->full_block == 0) {
+        zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full,
+                                zsh_shard_full_bytes(shard), failed ? shard->comm : NULL);
+    } else if (failed) {
+        zsh_pool_retire(shard->pool, shard->full, shard->full_block, shard->comm);
+    } else {
+        zsh_pool_put(shard->pool, shard->full, shard->full_block);
+    }
+    shard->full       = NULL;
+    shard->full_block = 0;
+}
+
+void zsh_shard_use_pool(zsh_shard_t *shard, zsh_pool_t *pool)
+{
+    shard->pool = pool;
 }
 
 void zsh_shard_destroy(zsh_shard_t *shard)
@@ -229,7 +243,14 @@ static zsh_status_t zsh_shard_full_alloc(zsh_shard_t *shard)
                          "zsh_shard_gather: the tensor of %zu elements is already gathered; "
                          "release it first", shard->numel);
     }
-    shard->full = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_full_bytes(shard));
+    if (shard->pool != NULL) {
+        shard->full = zsh_pool_get_fit(shard->pool, zsh_pool_round(zsh_shard_full_bytes(shard)),
+                                       &shard->full_block);
+    }
+    if (shard->full == NULL) {
+        shard->full_block = 0;
+        shard->full = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_full_bytes(shard));
+    }
     if (shard->full == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
                          zsh_shard_full_bytes(shard));

@@ -7,6 +7,7 @@
 #define ZSH_SHARD_SHARD_IMPL_H_
 
 #include "mem/account.h"
+#include "mem/pool.h"
 #include "quant/cuts.h"
 
 #include <zeroshard/shard.h>
@@ -39,6 +40,13 @@ static inline void zsh_shard_part_range(size_t numel, int nranks, int rank, size
 zsh_status_t zsh_shard_create_counted(zsh_comm_t *comm, size_t numel, zsh_dtype_t dtype,
                                       zsh_account_t *acct, zsh_account_t *local_acct,
                                       zsh_mem_kind_t local_kind, zsh_shard_t **shard_p);
+
+/* Take the gathered buffer from @pool (host memory, counted in the pool's
+ * account, which should be the shard's), where it fits, and give it back
+ * there: a tensor gathered again and again reuses it instead of faulting a
+ * fresh one in each time. NULL: from the account, as created. Not while
+ * gathered. */
+void zsh_shard_use_pool(zsh_shard_t *shard, zsh_pool_t *pool);
 
 /* Where a gather's blocks come from. The zero description is the public
  * zsh_shard_gather_start()'s: each rank's local shard, over the tensor's

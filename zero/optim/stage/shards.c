@@ -4,8 +4,9 @@
  * padded), which is all the step updates, and the norm adds up the ranks'
  * sums of their owned gradients. At stages 2-3 the gradients too: a bucket
  * is collected in a staging buffer (within max_live_bytes), reduce-scattered
- * into the gradient shard, and the staging buffer is freed as soon as the
- * reduction is done (grads.c), so only shards outlive the backward pass.
+ * into the gradient shard, and the staging buffer goes back as soon as the
+ * reduction is done (grads.c): only shards and the staging buffers kept for
+ * the next backward (bufs.c, within max_live_bytes) outlive it.
  */
 #include "optim/stage/shared.h"
 
@@ -79,24 +80,13 @@ void zsh_stage_grads_shard_free(zsh_optim_t *opt, zsh_obucket_t *b, zsh_comm_t *
 zsh_status_t zsh_stage_grad_staging_dst(zsh_optim_t *opt, zsh_obucket_t *b,
                                         const zsh_param_t *param, char **dst_p)
 {
-    const char *fn = "zsh_optim_grad_ready";
-    zsh_status_t status;
+    zsh_status_t status = ZSH_OK;
 
     if (b->staging == NULL) {
-        status = zsh_optim_staging_room(opt, zsh_obucket_full_bytes(opt, b));
-        if (status != ZSH_OK) {
-            return status;
-        }
-        b->staging = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS,
-                                       zsh_obucket_full_bytes(opt, b));
-        if (b->staging == NULL) {
-            return zsh_error(ZSH_ERR_NO_MEMORY, "%s: no memory to stage parameter '%s'", fn,
-                             param->name);
-        }
-        opt->staging_bytes += zsh_obucket_full_bytes(opt, b);
+        status = zsh_optim_staging_get(opt, b, param);
     }
     *dst_p = b->staging;
-    return ZSH_OK;
+    return status;
 }
 
 zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
