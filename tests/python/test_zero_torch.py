@@ -1032,7 +1032,7 @@ def test_stage_3_releases_what_a_forward_that_raised_holds_and_trains_as_stage_0
     as_stage_0(ctx, StoppedInBackward, inputs, "StoppedInBackward")
     torch.manual_seed(5)
     m = StoppedInBackward()
-    zero = ZeRO(m, stage=3, group=ctx.group)
+    zero = ZeRO(m, stage=3, group=ctx.group, keep_after_forward=0)
     try:
         loss = m(*inputs(0)).sum()
         released_all(m, "after a forward in which a unit raised")
@@ -1136,6 +1136,73 @@ def test_stage_3_trains_tied_reused_looped_checkpointed_frozen_and_unused_as_sta
 # ---- the calls a step makes into the layer ---------------------------------------------
 
 @case
+def test_stage_3_keeps_the_last_units_gathered_for_backward_within_keep_after_forward(ctx):
+    """keep_after_forward: the units that ran last in a forward stay gathered
+    until their backward, which gathers only the others; the oldest kept go
+    first, so what stays is within the budget; the step releases them, and
+    the losses are those of releasing every unit, bit for bit. A state dict
+    loaded while they are kept reaches them."""
+    def build():
+        torch.manual_seed(31)
+        return nn.Sequential(*[nn.Linear(16, 16) for _ in range(4)])
+
+    unit_bytes = (16 * 16 + 16) * 4
+    runs = {}
+    for keep in (0, 2 * unit_bytes + 8):
+        m = build()
+        zero = ZeRO(m, stage=3, group=ctx.group, keep_after_forward=keep)
+        gathers = []
+        real_gather = zero.optimizer.gather_storages
+
+        def gather_storages(params, storages, gathers=gathers, real=real_gather):
+            gathers.append(params[0].name.split(".")[0])
+            return real(params, storages)
+
+        zero.optimizer.gather_storages = gather_storages
+        losses = []
+        try:
+            for step in range(4):
+                x = torch.randn(4, 16, generator=torch.Generator().manual_seed(40 + step))
+                loss = m(x).square().mean()
+                live = [name for name, p in m.named_parameters() if p.numel()]
+                del gathers[:]
+                zero.backward(loss)
+                zero.step()
+                zero.zero_grad()
+                losses.append(loss.item())
+                released_all(m, "after a step (keep_after_forward=%d)" % keep)
+                if step == 0:
+                    continue  # the first forward finds reads outside units: it keeps none
+                want_live = ["2.weight", "2.bias", "3.weight", "3.bias"] if keep else []
+                want_gathers = ["1", "0"] if keep else ["3", "2", "1", "0"]
+                if live != want_live or gathers != want_gathers:
+                    raise AssertionError("keep_after_forward=%d, step %d: %s gathered after the "
+                                         "forward, %s gathered in backward; want %s and %s"
+                                         % (keep, step, live, gathers, want_live, want_gathers))
+            # Kept after a forward, then loaded: the next forward reads the loaded values.
+            other = build()
+            with torch.no_grad():
+                for p in other.parameters():
+                    p.mul_(-0.5)
+            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(50))
+            m(x)
+            zero.load_state_dict(other.state_dict())
+            with torch.no_grad():
+                got, want = m(x), other(x)
+            if not torch.equal(got, want):
+                raise AssertionError("keep_after_forward=%d: a forward after load_state_dict "
+                                     "differs from the loaded model's by %.3g"
+                                     % (keep, (got - want).abs().max().item()))
+        finally:
+            zero.close()
+        runs[keep] = losses
+    if len(set(map(tuple, runs.values()))) != 1:
+        raise AssertionError("losses with and without keep_after_forward: %s" % runs)
+    raises(lambda: ZeRO(build(), stage=3, group=ctx.group, keep_after_forward=-1),
+           "keep_after_forward must be a number of bytes >= 0", "a negative keep_after_forward")
+
+
+@case
 def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_prefetches(ctx):
     """Forward gathers the units in module order and backward in reverse, a
     unit's parameters in one call into the layer; every fp32 gradient goes
@@ -1144,7 +1211,7 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
     torch.manual_seed(3)
     m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.LayerNorm(16),
                       nn.Linear(16, 4))
-    zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2)
+    zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2, keep_after_forward=0)
     gathers, grads = [], []
     real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_ready_scaled
 

@@ -30,8 +30,10 @@ precision, loss scaling and clipping; this module only wires it to torch:
   ahead in the order the first step recorded), written into each
   parameter's one storage, and dropped after it (the storage freed, so
   what autograd saved of a weight holds no memory until its backward
-  gathers it again, in place), so code that reads a submodule's weight
-  (nn.MultiheadAttention reads out_proj.weight) finds it whole. ``units=``
+  gathers it again, in place; the units that ran last stay gathered for
+  their backward, up to keep_after_forward bytes), so code that reads a
+  submodule's weight (nn.MultiheadAttention reads out_proj.weight) finds
+  it whole. ``units=``
   picks them: a module class or a set of them (a transformer block), a
   parameter count (FSDP's size-based policy: the smallest subtrees holding
   that many parameters not yet in a unit), or a callable(module) -> bool.
@@ -108,6 +110,9 @@ from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
 from .backend import ProcessGroupZsh
 
 _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+# ZeRO's keep_after_forward by default: ZSH_MAX_LIVE_BYTES's default, the
+# layer's own bound on the buckets it keeps gathered.
+_KEEP_AFTER_FORWARD = 256 << 20
 
 
 class _PreBackward(torch.autograd.Function):
@@ -450,6 +455,14 @@ class ZeRO:
 
 %s
 
+        keep_after_forward: stage 3, bytes of the parameters of the units
+            that ran last in a forward left gathered until their backward
+            (FSDP's reshard_after_forward=False for them, DeepSpeed's
+            max_reuse_distance): their backward then gathers nothing. The
+            oldest kept are released first; a step, or a backward that is
+            done with them, releases them. Default 256 MiB; 0: every unit
+            is released after its forward. Off with quantize_weights (the
+            forward's weights are int8, the backward's exact).
         units: stage 3, which modules are units, gathered whole around their
             forward: a module class or a set of them, a parameter count
             (the smallest subtrees with at least that many parameters not
@@ -465,7 +478,8 @@ class ZeRO:
 
     def __init__(self, module, stage=0, optimizer=None, betas=None, units=None, comm=None,
                  group=None, average_grads=True, broadcast_params=True, mp_policy=None,
-                 offload_policy=None, sharding_policy=None, **settings):
+                 offload_policy=None, sharding_policy=None, keep_after_forward=None,
+                 **settings):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -488,6 +502,12 @@ class ZeRO:
                                                   sharding_policy))
         stream = _device_stream(device, settings)
         policy = _unit_policy(units)
+        if keep_after_forward is None:
+            keep_after_forward = _KEEP_AFTER_FORWARD
+        if isinstance(keep_after_forward, bool) or not isinstance(keep_after_forward, int) \
+                or keep_after_forward < 0:
+            raise ValueError("keep_after_forward must be a number of bytes >= 0, not %r"
+                             % (keep_after_forward,))
 
         self._comm, self._own_comm = _resolve_comm(comm, group)
         self._module = module
@@ -528,11 +548,16 @@ class ZeRO:
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
         self._storages = []     # stage 3: its storage (_untyped), resized in place
         self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
+        self._keep_budget = keep_after_forward
+        self._kept = collections.OrderedDict()  # stage 3: position -> bytes, oldest first
+        self._kept_bytes = 0
         try:
             self._register(named, broadcast_params, policy)
         except BaseException:
             self._opt.close()
             raise
+        if self._stage == 3 and self._opt.stats()["quantize_weights"]:
+            self._keep_budget = 0
 
     # ---- setup ----------------------------------------------------------------------
     def _register(self, named, broadcast_params, policy):
@@ -730,9 +755,36 @@ class ZeRO:
 
     def _drop(self, i):
         if self._fw_refs[i] == 0 and not self._bw_held[i]:
+            if i in self._kept:
+                self._kept_bytes -= self._kept.pop(i)
             self._tensors[i].data = self._released
             self._storages[i].resize_(0)
             self._live[i] = False
+
+    def _keep(self, i):
+        """After a forward: leave position i gathered for its backward, within
+        the budget, releasing the oldest kept first; or drop it."""
+        nbytes = self._nbytes[i]
+        if self._fw_refs[i] or self._bw_held[i] or not self._live[i]:
+            return
+        if nbytes > self._keep_budget:
+            self._drop(i)
+            return
+        if i in self._kept:
+            self._kept_bytes -= self._kept.pop(i)
+        self._kept[i] = nbytes
+        self._kept_bytes += nbytes
+        while self._kept_bytes > self._keep_budget:
+            j, b = self._kept.popitem(last=False)
+            self._kept_bytes -= b
+            self._drop(j)  # one in use again stays, and goes when that use ends
+
+    def _drop_kept(self):
+        """Release every kept position: their values are about to change."""
+        while self._kept:
+            j, b = self._kept.popitem(last=False)
+            self._kept_bytes -= b
+            self._drop(j)
 
     def _pre_forward(self, unit):
         def hook(module, inputs):
@@ -757,7 +809,11 @@ class ZeRO:
                 return None
             held = self._active[top][1]
             out = self._unalias(output, top)
-            self._close_aborted(top)
+            # Kept for backward only once detection is done (a parameter kept
+            # gathered would hide a read outside its unit from it), and not
+            # for a recomputation inside backward, which holds them anyway.
+            self._close_aborted(top, keep=self._keep_budget > 0 and self._detector is None
+                                and not self._end_queued)
             # The root's outputs always: their hook runs first in backward.
             if (held or module is self._module) and torch.is_grad_enabled():
                 through = _through(out, self._pre_backward(held))
@@ -794,6 +850,8 @@ class ZeRO:
             if key in self._learned:
                 return forward(*args, **kwargs)
             self._found_new = False
+            # Parameters kept gathered would hide reads outside their units.
+            self._drop_kept()
             mode = _FindReleased(self)
             mode.__enter__()
             self._detector, self._paused = mode, 0
@@ -852,7 +910,7 @@ class ZeRO:
                 self._bw_held[i] = True
         return hook
 
-    def _close_aborted(self, base):
+    def _close_aborted(self, base, keep=False):
         """Release what the unit forwards above the first @base of _active
         hold: the one ending, and those that raised, so that their
         post-forward never ran (torch 2.x's non-reentrant checkpoint stops
@@ -863,7 +921,10 @@ class ZeRO:
             _, held = self._active.pop()
             for i in held:
                 self._fw_refs[i] -= 1
-                self._drop(i)
+                if keep:
+                    self._keep(i)
+                else:
+                    self._drop(i)
 
     def _end_backward(self):
         self._end_queued = False
@@ -919,6 +980,7 @@ class ZeRO:
                                     device=self._device)
                 self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
         self._ready = [False] * len(self._ready)
+        self._drop_kept()
         return self._opt.step()
 
     def _unused_everywhere(self, missing):
@@ -1016,6 +1078,10 @@ class ZeRO:
                         self._flat(i, self._tensors[i].data).copy_(v)
                         v = self._flat(i, self._tensors[i].data)
                     self._opt.set_param(self._zparams[i], self._to_layer(v))
+                    if self._stage == 3 and self._live[i]:
+                        # Held gathered (kept after a forward, or inside
+                        # gathered()): a copy of the old values.
+                        self._flat(i, self._gathered[i]).copy_(v)
         return missing, unexpected
 
     # ---- checkpoints ------------------------------------------------------------------
