@@ -142,7 +142,9 @@ typedef struct zsh_optim_config {
                                          buckets of stage 3 (fetched, cached or prefetched) and
                                          to gradient staging of stages 2-3 (the oldest reduction
                                          is waited for first); a single bucket may exceed it.
-                                         0 takes ZSH_MAX_LIVE_BYTES. */
+                                         In host memory, buffers given back are kept within the
+                                         same bounds for the next step's buckets (counted in
+                                         buffer_bytes). 0 takes ZSH_MAX_LIVE_BYTES. */
     int              prefetch;      /**< Stage 3: buckets to prefetch ahead of use (at most 16
                                          are used); -1 takes ZSH_PREFETCH (default -1). */
     /* The offload tiers. A caller built before these fields existed passes

@@ -11,7 +11,8 @@ static const zsh_config_field_t zsh_zero_config_fields[] = {
      ZSH_ZERO_OFF(bucket_size), ZSH_CONFIG_SIZE, NULL, "1k", "4g"},
     {"MAX_LIVE_BYTES", NULL, "256m",
      "Bytes of gathered parameter buckets kept live at stage 3 (fetched, cached, prefetched), "
-     "and separately of gradient staging buffers at stages 2-3",
+     "and separately of gradient staging buffers at stages 2-3; each bound also holds the "
+     "host buffers kept for the next step",
      ZSH_ZERO_OFF(max_live_bytes), ZSH_CONFIG_SIZE, NULL, "1k", "1024g"},
     {"PREFETCH", NULL, "2",
      "ZeRO stage 3: buckets gathered ahead of use in the recorded fetch order "
