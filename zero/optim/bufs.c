@@ -16,6 +16,8 @@
 
 #include "core/status.h"
 
+#include <string.h>
+
 void zsh_optim_bufs_init(zsh_optim_t *opt)
 {
     zsh_pool_t *pools[2] = {&opt->bufs, &opt->gathers};
@@ -91,6 +93,13 @@ zsh_status_t zsh_optim_staging_get(zsh_optim_t *opt, zsh_obucket_t *b, const zsh
     if (b->staging == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_grad_ready: no memory to stage "
                          "parameter '%s'", param->name);
+    }
+    if (b->staging_block != 0) {
+        /* A kept buffer holds what its last bucket left: the padding after
+         * the parameters, which no gradient writes, is reduced into the
+         * shard's padding, and must add nothing there (qgZ's blocks
+         * quantize it with the last parameter's tail). */
+        memset((char *)b->staging + b->numel * opt->esize, 0, bytes - b->numel * opt->esize);
     }
     opt->staging_bytes += bytes;
     return ZSH_OK;

@@ -6,13 +6,16 @@
  * bucket in all, not one per bucket each step; a parameter
  * alone in its bucket and unpadded is all-gathered in its own buffer, with
  * no bucket buffer at all. The parameters are SGD's exactly either way
- * (dyadic values: every sum and product here is exact).
+ * (dyadic values: every sum and product here is exact), and the gradient
+ * norm is theirs: a kept buffer that another bucket takes brings nothing
+ * into its padding, whose reduced shard stays zero.
  */
 #include "harness/zsh_test.h"
 #include "optim/optim_impl.h"
 
 #include <zeroshard/optim.h>
 
+#include <math.h>
 #include <stdlib.h>
 
 #define ZSH_BB_STEPS 5
@@ -48,6 +51,28 @@ static void zsh_bb_done(zsh_bb_t *bb)
     }
 }
 
+/* Stages 2-3: the padding of each reduced gradient shard is zero. */
+static void zsh_bb_expect_zero_padding(const zsh_optim_t *opt)
+{
+    const zsh_obucket_t *b;
+    size_t i, j;
+
+    if (opt->cfg.stage < 2) {
+        return;
+    }
+    for (i = 0; i < opt->nbuckets; i++) {
+        b = &opt->buckets[i];
+        for (j = (b->hi > b->lo) ? b->hi - b->lo : 0; j < b->count; j++) {
+            if (((const float *)b->grad_shard)[j] != 0.0f) {
+                zsh_test_fail(__FILE__, __LINE__, "bucket %zu: padding element %zu of the "
+                              "gradient shard holds %g", i, j,
+                              (double)((const float *)b->grad_shard)[j]);
+                return;
+            }
+        }
+    }
+}
+
 /* Train @nparams parameters of @sizes for ZSH_BB_STEPS steps of SGD at
  * @stage; each rank hands over the same gradients, so the update is n times
  * theirs. Expects the exact result; @bb: the optimizer, still alive. */
@@ -58,15 +83,19 @@ static void zsh_bb_train(zsh_comm_t *comm, int stage, size_t bucket_size, const 
     zsh_optim_config_t cfg;
     zsh_param_t *params[ZSH_BB_MAXPARAMS];
     float *grads[ZSH_BB_MAXPARAMS] = {NULL}, *data;
+    zsh_optim_stats_t stats;
     zsh_optim_t *opt;
     size_t p, i;
     bool exact = true;
+    double norm = 0.0, g;
 
     zsh_optim_config_init(&cfg);
     cfg.stage       = stage;
     cfg.kind        = ZSH_OPTIM_SGD;
     cfg.lr          = ZSH_BB_LR;
     cfg.bucket_size = bucket_size;
+    /* Far above the norm: nothing is clipped, but the step computes it. */
+    cfg.max_grad_norm = 1e6f;
     ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
     bb->opt     = opt;
     bb->nparams = nparams;
@@ -80,7 +109,12 @@ static void zsh_bb_train(zsh_comm_t *comm, int stage, size_t bucket_size, const 
         }
         ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_register(opt, "w", sizes[p], ZSH_FLOAT32,
                                                      bb->bufs[p], &params[p]));
+        for (i = 0; i < sizes[p]; i++) {
+            g = (double)n * (double)grads[p][i];
+            norm += g * g;
+        }
     }
+    norm = sqrt(norm);
     for (step = 1; step <= ZSH_BB_STEPS; step++) {
         for (p = 0; p < nparams; p++) { /* forward: stage 3 gathers */
             ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_fetch(opt, params[p], (void **)&data));
@@ -91,6 +125,12 @@ static void zsh_bb_train(zsh_comm_t *comm, int stage, size_t bucket_size, const 
         }
         ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_step(opt, &applied));
         ZSH_EXPECT_EQ(1, applied);
+        /* A kept buffer taken by another bucket must not bring what it held
+         * into that bucket's padding: the norm counts only the gradients
+         * (squares of multiples of 2^-6 add up exactly in any order). */
+        ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_stats(opt, &stats));
+        ZSH_EXPECT_TRUE(stats.last_grad_norm == norm);
+        zsh_bb_expect_zero_padding(opt);
         if (step == 1) {
             bb->allocs = opt->bufs.allocs;
         }
