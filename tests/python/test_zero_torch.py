@@ -1032,7 +1032,7 @@ def test_stage_3_releases_what_a_forward_that_raised_holds_and_trains_as_stage_0
     as_stage_0(ctx, StoppedInBackward, inputs, "StoppedInBackward")
     torch.manual_seed(5)
     m = StoppedInBackward()
-    zero = ZeRO(m, stage=3, group=ctx.group, keep_after_forward=0)
+    zero = ZeRO(m, stage=3, group=ctx.group)
     try:
         loss = m(*inputs(0)).sum()
         released_all(m, "after a forward in which a unit raised")
@@ -1211,7 +1211,7 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
     torch.manual_seed(3)
     m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.LayerNorm(16),
                       nn.Linear(16, 4))
-    zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2, keep_after_forward=0)
+    zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2)
     gathers, grads = [], []
     real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_ready_scaled
 

@@ -30,8 +30,8 @@ precision, loss scaling and clipping; this module only wires it to torch:
   ahead in the order the first step recorded), written into each
   parameter's one storage, and dropped after it (the storage freed, so
   what autograd saved of a weight holds no memory until its backward
-  gathers it again, in place; the units that ran last stay gathered for
-  their backward, up to keep_after_forward bytes), so code that reads a
+  gathers it again, in place; with keep_after_forward, the units that ran
+  last stay gathered for their backward), so code that reads a
   submodule's weight (nn.MultiheadAttention reads out_proj.weight) finds
   it whole. ``units=``
   picks them: a module class or a set of them (a transformer block), a
@@ -110,9 +110,9 @@ from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
 from .backend import ProcessGroupZsh
 
 _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
-# ZeRO's keep_after_forward by default: ZSH_MAX_LIVE_BYTES's default, the
-# layer's own bound on the buckets it keeps gathered.
-_KEEP_AFTER_FORWARD = 256 << 20
+# ZeRO's keep_after_forward by default: off. On the 2-core build machine
+# keeping the last units did not make a step faster (docs/python.md).
+_KEEP_AFTER_FORWARD = 0
 
 
 class _PreBackward(torch.autograd.Function):
@@ -460,8 +460,8 @@ class ZeRO:
             (FSDP's reshard_after_forward=False for them, DeepSpeed's
             max_reuse_distance): their backward then gathers nothing. The
             oldest kept are released first; a step, or a backward that is
-            done with them, releases them. Default 256 MiB; 0: every unit
-            is released after its forward. Off with quantize_weights (the
+            done with them, releases them. 0 (the default): every unit is
+            released after its forward. Off with quantize_weights (the
             forward's weights are int8, the backward's exact).
         units: stage 3, which modules are units, gathered whole around their
             forward: a module class or a set of them, a parameter count
