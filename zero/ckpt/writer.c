@@ -8,6 +8,8 @@
 
 zsh_status_t zsh_ckpt_writer_open(zsh_ckpt_writer_t *w, zsh_aio_t *aio, const char *path)
 {
+    zsh_status_t status;
+
     memset(w, 0, sizeof(*w));
     w->aio    = aio;
     w->cap    = ZSH_CKPT_CHUNK;
@@ -15,17 +17,19 @@ zsh_status_t zsh_ckpt_writer_open(zsh_ckpt_writer_t *w, zsh_aio_t *aio, const ch
     w->whole  = XXH3_createState();
     w->piece  = XXH3_createState();
     if ((w->buf[0] == NULL) || (w->whole == NULL) || (w->piece == NULL)) {
-        w->status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s", path);
-        zsh_ckpt_writer_abort(w);
-        return w->status;
+        status = zsh_error(ZSH_ERR_NO_MEMORY, "no memory for the buffers of %s", path);
+    } else {
+        XXH3_64bits_reset(w->whole);
+        XXH3_64bits_reset(w->piece);
+        status = zsh_aio_open_path(aio, path, 1, &w->file);
     }
-    XXH3_64bits_reset(w->whole);
-    XXH3_64bits_reset(w->piece);
-    w->status = zsh_aio_open_path(aio, path, 1, &w->file);
-    if (w->status != ZSH_OK) {
+    if (status != ZSH_OK) {
+        /* Abort clears the writer, its status too: the failure is returned
+         * from here, and kept in the cleared writer for any later call. */
         zsh_ckpt_writer_abort(w);
+        w->status = status;
     }
-    return w->status;
+    return status;
 }
 
 static zsh_status_t zsh_ckpt_writer_wait(zsh_ckpt_writer_t *w, int i)

@@ -4,7 +4,8 @@
  * buffer, across each doubling, past both full buffers, holding no more
  * buffer than the file needs. The file holds
  * the bytes committed then zeros to the next page, and its manifest entry
- * the bytes, the whole file's checksum and every chunk's.
+ * the bytes, the whole file's checksum and every chunk's. A file it cannot
+ * create fails the open, and every call after it.
  */
 #include "harness/zsh_test.h"
 #include "aio/aio.h"
@@ -110,6 +111,40 @@ ZSH_TEST(ckpt_writer, a_file_of_any_size_holds_its_bytes_and_every_chunks_checks
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         writer_case(aio, dir, sizes[i]);
     }
+    zsh_aio_destroy(aio);
+    rmdir(dir);
+}
+
+ZSH_TEST(ckpt_writer, a_file_that_cannot_be_created_fails_the_open_and_every_call_after_it)
+{
+    zsh_aio_params_t params = {0};
+    char dir[] = "/var/tmp/zsh-writer-test-XXXXXX", path[128];
+    zsh_ckpt_writer_t w;
+    zsh_aio_t *aio = NULL;
+    zsh_status_t status;
+    size_t room = 0;
+    FILE *f;
+
+    ZSH_ASSERT_TRUE(mkdtemp(dir) != NULL);
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_aio_create(&params, &aio));
+    /* Its directory gone (a snapshot's temporary directory swept by
+     * another rank), and a file already there (created exclusively). */
+    snprintf(path, sizeof(path), "%s/gone/w", dir);
+    status = zsh_ckpt_writer_open(&w, aio, path);
+    ZSH_EXPECT_TRUE(status != ZSH_OK);
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), path);
+    ZSH_EXPECT_TRUE(zsh_ckpt_writer_room(&w, &room) == NULL);
+    ZSH_EXPECT_EQ(status, w.status);
+    zsh_ckpt_writer_abort(&w); /* holds nothing: a second abort is harmless */
+    snprintf(path, sizeof(path), "%s/there", dir);
+    f = fopen(path, "w");
+    ZSH_ASSERT_TRUE(f != NULL);
+    fclose(f);
+    status = zsh_ckpt_writer_open(&w, aio, path);
+    ZSH_EXPECT_TRUE(status != ZSH_OK);
+    ZSH_EXPECT_TRUE(zsh_ckpt_writer_room(&w, &room) == NULL);
+    zsh_ckpt_writer_abort(&w);
+    unlink(path);
     zsh_aio_destroy(aio);
     rmdir(dir);
 }
