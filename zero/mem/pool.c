@@ -103,37 +103,29 @@ static void *zsh_pool_find(zsh_pool_t *pool, size_t bytes, size_t most, size_t *
     return (best != NULL) ? zsh_pool_take(best, got_p) : NULL;
 }
 
+/* The most bytes a kept block may have to serve a fit of @bytes. */
+static size_t zsh_pool_fit_most(size_t bytes)
+{
+    return bytes + bytes / 2;
+}
+
 bool zsh_pool_fits(const zsh_pool_t *pool, size_t bytes)
 {
     const zsh_pool_block_t *blk;
 
     for (blk = pool->free; blk != NULL; blk = blk->next) {
-        if ((blk->bytes >= bytes) && (blk->bytes <= bytes + bytes / 2)) {
+        if ((blk->bytes >= bytes) && (blk->bytes <= zsh_pool_fit_most(bytes))) {
             return true;
         }
     }
     return pool->held + bytes <= pool->limit;
 }
 
-void *zsh_pool_get_fit(zsh_pool_t *pool, size_t bytes, size_t *got_p)
+/* A new block, kept ones dropped for it where the limit needs. */
+static void *zsh_pool_new(zsh_pool_t *pool, size_t bytes)
 {
-    void *ptr = zsh_pool_find(pool, bytes, bytes + bytes / 2, got_p);
+    void *ptr;
 
-    if (ptr == NULL) {
-        ptr    = zsh_pool_get(pool, bytes);
-        *got_p = bytes;
-    }
-    return ptr;
-}
-
-void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
-{
-    size_t got;
-    void *ptr = zsh_pool_find(pool, bytes, bytes, &got);
-
-    if (ptr != NULL) {
-        return ptr;
-    }
     while ((pool->held + bytes > pool->limit) && (pool->free != NULL)) {
         zsh_pool_drop(pool, &pool->free);
     }
@@ -157,6 +149,25 @@ void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
     return ptr;
 }
 
+void *zsh_pool_get_fit(zsh_pool_t *pool, size_t bytes, size_t *got_p)
+{
+    void *ptr = zsh_pool_find(pool, bytes, zsh_pool_fit_most(bytes), got_p);
+
+    if (ptr == NULL) {
+        ptr    = zsh_pool_new(pool, bytes);
+        *got_p = bytes;
+    }
+    return ptr;
+}
+
+void *zsh_pool_get(zsh_pool_t *pool, size_t bytes)
+{
+    size_t got;
+    void *ptr = zsh_pool_find(pool, bytes, bytes, &got);
+
+    return (ptr != NULL) ? ptr : zsh_pool_new(pool, bytes);
+}
+
 void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes)
 {
     zsh_pool_block_t *blk;
@@ -176,4 +187,28 @@ void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes)
     blk->bytes  = bytes;
     blk->next   = pool->free;
     pool->free  = blk;
+}
+
+void *zsh_pool_get_or_alloc(zsh_pool_t *pool, zsh_account_t *acct, size_t bytes,
+                            size_t *block_p)
+{
+    void *ptr = (pool != NULL) ? zsh_pool_get_fit(pool, zsh_pool_round(bytes), block_p) : NULL;
+
+    if (ptr == NULL) {
+        *block_p = 0;
+        ptr      = zsh_account_alloc(acct, ZSH_MEM_BUFFERS, bytes);
+    }
+    return ptr;
+}
+
+void zsh_pool_put_or_free(zsh_pool_t *pool, zsh_account_t *acct, void *ptr, size_t bytes,
+                          size_t block, zsh_comm_t *comm)
+{
+    if (block == 0) {
+        zsh_account_free_buffer(acct, ZSH_MEM_BUFFERS, ptr, bytes, comm);
+    } else if (comm == NULL) {
+        zsh_pool_put(pool, ptr, block);
+    } else {
+        zsh_pool_retire(pool, ptr, block, comm);
+    }
 }

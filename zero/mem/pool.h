@@ -54,6 +54,18 @@ void *zsh_pool_get_fit(zsh_pool_t *pool, size_t bytes, size_t *got_p);
  * limit, so drop no kept block: one fits, or the limit has room. */
 bool zsh_pool_fits(const zsh_pool_t *pool, size_t bytes);
 
+/* A buffer of @bytes or more (zeroed when new): a block of @pool where one
+ * fits (*@block_p: its bytes; @pool NULL: never), else @bytes of its own
+ * from @acct as ZSH_MEM_BUFFERS (*@block_p: 0); NULL: no memory. */
+void *zsh_pool_get_or_alloc(zsh_pool_t *pool, zsh_account_t *acct, size_t bytes,
+                            size_t *block_p);
+
+/* Give back what zsh_pool_get_or_alloc() returned for @bytes as @block: to
+ * the pool, or to the system; @comm: a failed collective on it may still
+ * write it (zsh_pool_retire(), zsh_account_free_buffer()). */
+void zsh_pool_put_or_free(zsh_pool_t *pool, zsh_account_t *acct, void *ptr, size_t bytes,
+                          size_t block, zsh_comm_t *comm);
+
 /* Give back a block zsh_pool_get() returned for @bytes; NULL is ignored. */
 void zsh_pool_put(zsh_pool_t *pool, void *ptr, size_t bytes);
 

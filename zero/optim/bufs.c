@@ -50,34 +50,21 @@ void zsh_optim_bufs_fini(zsh_optim_t *opt)
     zsh_pool_fini(&opt->gathers);
 }
 
+/* The pool of staging and publishing buffers: in host memory only. */
+static zsh_pool_t *zsh_optim_host_bufs(zsh_optim_t *opt)
+{
+    return (opt->acct.place == ZSH_PLACE_HOST) ? &opt->bufs : NULL;
+}
+
 void *zsh_optim_buf_get(zsh_optim_t *opt, size_t bytes, size_t *block_p)
 {
-    void *ptr = NULL;
-
-    *block_p = 0;
-    if (opt->acct.place == ZSH_PLACE_HOST) {
-        ptr = zsh_pool_get_fit(&opt->bufs, zsh_pool_round(bytes), block_p);
-    }
-    if (ptr == NULL) {
-        *block_p = 0;
-        /* Beyond the pool's bound (buckets still collecting gradients hold
-         * the rest, or one bucket is larger than max_live_bytes), or on the
-         * device: one of its own. */
-        ptr = zsh_account_alloc(&opt->acct, ZSH_MEM_BUFFERS, bytes);
-    }
-    return ptr;
+    return zsh_pool_get_or_alloc(zsh_optim_host_bufs(opt), &opt->acct, bytes, block_p);
 }
 
 void zsh_optim_buf_put(zsh_optim_t *opt, void *ptr, size_t bytes, size_t block,
                        zsh_comm_t *comm)
 {
-    if (block == 0) {
-        zsh_account_free_buffer(&opt->acct, ZSH_MEM_BUFFERS, ptr, bytes, comm);
-    } else if (comm == NULL) {
-        zsh_pool_put(&opt->bufs, ptr, block);
-    } else {
-        zsh_pool_retire(&opt->bufs, ptr, block, comm);
-    }
+    zsh_pool_put_or_free(&opt->bufs, &opt->acct, ptr, bytes, block, comm);
 }
 
 zsh_status_t zsh_optim_staging_get(zsh_optim_t *opt, zsh_obucket_t *b, const zsh_param_t *param)

@@ -206,19 +206,16 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     zsh_status_t status = ZSH_OK;
     size_t block = 0;
     zsh_param_t *param;
+    bool in_place;
     char *full;
 
     /* Offload from the device sent this rank's block up into it already. */
     full           = b->dev.publish;
     b->dev.publish = NULL;
-    if ((full == NULL) && zsh_obucket_publish_in_place(opt, b)) {
+    in_place       = (full == NULL) && zsh_obucket_publish_in_place(opt, b);
+    if (in_place) {
         full = b->params[0]->buf;
-        opt->comm_bytes += bytes;
-        return zsh_optim_comm_status(
-            opt, zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
-                               opt->cfg.precision, opt->comm));
-    }
-    if (full == NULL) {
+    } else if (full == NULL) {
         full = zsh_optim_buf_get(opt, bytes, &block);
         if (full == NULL) {
             return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes", bytes);
@@ -238,6 +235,9 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
             opt, zsh_allgather(full + (size_t)opt->rank * b->count * opt->esize, full, b->count,
                                opt->cfg.precision, opt->comm));
         opt->comm_bytes += bytes;
+    }
+    if (in_place) {
+        return status;
     }
     for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
         param  = b->params[i];

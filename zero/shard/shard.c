@@ -142,14 +142,8 @@ static void zsh_shard_free_full(zsh_shard_t *shard, bool failed)
                                 failed ? shard->comm : NULL);
         shard->qbuf = NULL;
     }
-    if (shard->full_block == 0) {
-        zsh_account_free_buffer(shard->acct, ZSH_MEM_BUFFERS, shard->full,
-                                zsh_shard_full_bytes(shard), failed ? shard->comm : NULL);
-    } else if (failed) {
-        zsh_pool_retire(shard->pool, shard->full, shard->full_block, shard->comm);
-    } else {
-        zsh_pool_put(shard->pool, shard->full, shard->full_block);
-    }
+    zsh_pool_put_or_free(shard->pool, shard->acct, shard->full, zsh_shard_full_bytes(shard),
+                         shard->full_block, failed ? shard->comm : NULL);
     shard->full       = NULL;
     shard->full_block = 0;
 }
@@ -243,14 +237,8 @@ static zsh_status_t zsh_shard_full_alloc(zsh_shard_t *shard)
                          "zsh_shard_gather: the tensor of %zu elements is already gathered; "
                          "release it first", shard->numel);
     }
-    if (shard->pool != NULL) {
-        shard->full = zsh_pool_get_fit(shard->pool, zsh_pool_round(zsh_shard_full_bytes(shard)),
-                                       &shard->full_block);
-    }
-    if (shard->full == NULL) {
-        shard->full_block = 0;
-        shard->full = zsh_account_alloc(shard->acct, ZSH_MEM_BUFFERS, zsh_shard_full_bytes(shard));
-    }
+    shard->full = zsh_pool_get_or_alloc(shard->pool, shard->acct, zsh_shard_full_bytes(shard),
+                                        &shard->full_block);
     if (shard->full == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_shard_gather: no memory for %zu bytes",
                          zsh_shard_full_bytes(shard));

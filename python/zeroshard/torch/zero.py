@@ -771,20 +771,22 @@ class ZeRO:
             self._drop(i)
             return
         if i in self._kept:
-            self._kept_bytes -= self._kept.pop(i)
-        self._kept[i] = nbytes
-        self._kept_bytes += nbytes
+            self._kept.move_to_end(i)
+        else:
+            self._kept[i] = nbytes
+            self._kept_bytes += nbytes
         while self._kept_bytes > self._keep_budget:
-            j, b = self._kept.popitem(last=False)
-            self._kept_bytes -= b
-            self._drop(j)  # one in use again stays, and goes when that use ends
+            self._release_oldest_kept()
+
+    def _release_oldest_kept(self):
+        j, b = self._kept.popitem(last=False)
+        self._kept_bytes -= b
+        self._drop(j)  # one in use again stays, and goes when that use ends
 
     def _drop_kept(self):
         """Release every kept position: their values are about to change."""
         while self._kept:
-            j, b = self._kept.popitem(last=False)
-            self._kept_bytes -= b
-            self._drop(j)
+            self._release_oldest_kept()
 
     def _pre_forward(self, unit):
         def hook(module, inputs):
