@@ -4,6 +4,7 @@ for a copy outside the default paths). The package metadata is in
 pyproject.toml; setup.py exists because the extension's flags and the
 version come from pkg-config."""
 
+import os
 import shlex
 import subprocess
 
@@ -45,4 +46,33 @@ ext = Pybind11Extension(
     cxx_std=17,
 )
 
-setup(version=pkg_config("--modversion"), ext_modules=[ext])
+
+
+def torch_ext():
+    """zeroshard._zeroshard_torch where the build sees torch (pip's
+    --no-build-isolation, or torch in the build environment): stage 3 lends
+    its gathered buckets to torch storages. It is built against that
+    torch's headers, C++ ABI and libc10, and used under that version only
+    (zeroshard/torch/storage.py); without it stage 3 copies each gather."""
+    try:
+        import torch
+    except ImportError:
+        return []
+    root = torch.__path__[0]
+    inc, lib = os.path.join(root, "include"), os.path.join(root, "lib")
+    if not os.path.isfile(os.path.join(inc, "c10", "core", "StorageImpl.h")):
+        return []
+    return [Pybind11Extension(
+        "zeroshard._zeroshard_torch",
+        sources=["src/torch_storage.cc"],
+        extra_compile_args=["-isystem", inc],
+        define_macros=[("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
+                       ("ZSH_TORCH_VERSION", '"%s"' % torch.__version__)],
+        library_dirs=[lib],
+        libraries=["c10"],
+        runtime_library_dirs=[lib],
+        cxx_std=17,
+    )]
+
+
+setup(version=pkg_config("--modversion"), ext_modules=[ext] + torch_ext())

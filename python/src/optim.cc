@@ -263,6 +263,39 @@ void zsh_py_bind_optim(py::module_ &m)
         return py::make_tuple(st, done);
     });
     m.def("optim_release", [](handle_t h, handle_t p) { return static_cast<int>(zsh_optim_release(opt(h), param(p))); });
+    // zsh_optim_fetch of each, in order, as one call: (status, the values'
+    // addresses). A failure releases those fetched before it, so either all
+    // are fetched or none is.
+    m.def("optim_fetch_many", [](handle_t h, const std::vector<handle_t> &params) {
+        std::vector<handle_t> ptrs;
+        ptrs.reserve(params.size());
+        int st = nogil([&] {
+            for (handle_t p : params) {
+                void *data = nullptr;
+                zsh_status_t s = zsh_optim_fetch(opt(h), param(p), &data);
+                if (s != ZSH_OK) {
+                    for (std::size_t k = 0; k < ptrs.size(); k++)
+                        (void)zsh_optim_release(opt(h), param(params[k]));
+                    return s;
+                }
+                ptrs.push_back(handle(data));
+            }
+            return ZSH_OK;
+        });
+        return py::make_tuple(st, ptrs);
+    });
+    // zsh_optim_release of each; all are released, the first failure returned.
+    m.def("optim_release_many", [](handle_t h, const std::vector<handle_t> &params) {
+        return nogil([&] {
+            zsh_status_t first = ZSH_OK;
+            for (handle_t p : params) {
+                zsh_status_t s = zsh_optim_release(opt(h), param(p));
+                if (first == ZSH_OK)
+                    first = s;
+            }
+            return first;
+        });
+    });
     m.def("optim_grad_none", [](handle_t h, handle_t p) {
         return nogil([&] { return zsh_optim_grad_none(opt(h), param(p)); });
     });

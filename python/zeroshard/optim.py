@@ -327,6 +327,34 @@ class Optimizer:
             if status != OK:
                 raise error(status)
 
+    def fetch_many(self, params):
+        """Fetch parameters in host memory, in order, as one call (collective
+        at stage 3, as zsh_optim_fetch): the address of each one's values,
+        numel elements of the optimizer's precision, which stay valid and
+        unchanged until release_many() of it. Stage 3 gathers each bucket
+        once and holds it while any of its parameters is fetched; nothing is
+        copied. Read only: the layer may serve the same values to a later
+        fetch. A failure fetches none. Every fetch needs its release before
+        the step, set_param(), load() and a read of that parameter."""
+        if self._device != "cpu":
+            raise ValueError("fetch_many takes parameters in host memory; the optimizer's "
+                             "are on %s: use gather_many()" % self._device)
+        handles = [self._param(p) for p in params]
+        with self._lock:
+            status, ptrs = _z.optim_fetch_many(self._live(), handles)
+            if status != OK:
+                raise error(status)
+        return ptrs
+
+    def release_many(self, params):
+        """End the fetches of fetch_many(); their addresses become invalid.
+        Every one is released; the first failure is raised after."""
+        handles = [self._param(p) for p in params]
+        with self._lock:
+            status = _z.optim_release_many(self._live(), handles)
+            if status != OK:
+                raise error(status)
+
     def step(self):
         """Finish the reductions and update (collective). False if the step
         was skipped because the gradients overflowed."""

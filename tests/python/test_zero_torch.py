@@ -76,6 +76,23 @@ def raises(fn, text, what):
 
 # ---- train_gpt.py against DDP(gloo) + AdamW ------------------------------------------
 
+def spy_gathers(zero, record):
+    """Call record(params) at each of stage 3's gathers into the layer, lent
+    (fetch_many) or copied (gather_storages)."""
+    opt = zero.optimizer
+    real_fetch, real_copy = opt.fetch_many, opt.gather_storages
+
+    def fetch_many(params):
+        record(params)
+        return real_fetch(params)
+
+    def gather_storages(params, storages):
+        record(params)
+        return real_copy(params, storages)
+
+    opt.fetch_many, opt.gather_storages = fetch_many, gather_storages
+
+
 def _gpt_case(stage):
     def fn(ctx):
         r = gpt(stage)
@@ -1152,13 +1169,8 @@ def test_stage_3_keeps_the_last_units_gathered_for_backward_within_keep_after_fo
         m = build()
         zero = ZeRO(m, stage=3, group=ctx.group, keep_after_forward=keep)
         gathers = []
-        real_gather = zero.optimizer.gather_storages
-
-        def gather_storages(params, storages, gathers=gathers, real=real_gather):
-            gathers.append(params[0].name.split(".")[0])
-            return real(params, storages)
-
-        zero.optimizer.gather_storages = gather_storages
+        spy_gathers(zero, lambda params, gathers=gathers:
+                    gathers.append(params[0].name.split(".")[0]))
         losses = []
         try:
             for step in range(4):
@@ -1202,6 +1214,127 @@ def test_stage_3_keeps_the_last_units_gathered_for_backward_within_keep_after_fo
            "keep_after_forward must be a number of bytes >= 0", "a negative keep_after_forward")
 
 
+class _Probe(nn.Linear):
+    """A Linear that records, at each forward, where its weight and bias are."""
+    seen = []
+
+    def forward(self, x):
+        _Probe.seen.append((self.weight.data_ptr(), self.bias.data_ptr(), self.weight.numel()))
+        return super().forward(x)
+
+
+def _probe_run(ctx, lend, steps=3):
+    """Three _Probes at stage 3, three steps: (losses, parameters after,
+    whether every forward found its bias right after its weight in memory)."""
+    storage = zeroshard.torch.storage
+    real = storage.available
+    if not lend:
+        storage.available = lambda: False
+    try:
+        torch.manual_seed(41)
+        m = nn.Sequential(_Probe(16, 16), nn.ReLU(), _Probe(16, 16), _Probe(16, 4))
+        zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=4096)
+    finally:
+        storage.available = real
+    losses = []
+    del _Probe.seen[:]
+    try:
+        for step in range(steps):
+            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(60 + step))
+            loss = m(x).square().mean()
+            losses.append(loss.item())
+            zero.backward(loss)
+            zero.step()
+            zero.zero_grad()
+        adjacent = [b == w + n * 4 for w, b, n in _Probe.seen]
+        return losses, [t.clone() for t in zero.state_dict().values()], adjacent, zero, m
+    except BaseException:
+        zero.close()
+        raise
+
+
+@case
+def test_stage_3_lends_the_gathered_bucket_to_the_parameters_without_a_copy(ctx):
+    """In host memory a unit's parameters are its gathered bucket itself (a
+    weight and its bias side by side, which no two allocations of torch's
+    are), and train bit for bit as when each gather is copied into memory
+    of torch's; a step, a state dict and a load while a parameter is held
+    gathered give it memory of its own first."""
+    if not zeroshard.torch.storage.available():
+        raise Skip(zeroshard.torch.storage.why_not)
+    copied = _probe_run(ctx, lend=False)
+    copied[3].close()
+    losses, params, adjacent, zero, m = _probe_run(ctx, lend=True)
+    try:
+        if any(copied[2]):
+            raise AssertionError("a copied gather put a bias right after its weight: the "
+                                 "check below would not tell lent from copied")
+        if not adjacent or not all(adjacent):
+            raise AssertionError("forwards that found the bias after its weight: %s" % adjacent)
+        if losses != copied[0]:
+            raise AssertionError("losses lent %s, copied %s" % (losses, copied[0]))
+        for k, (a, b) in enumerate(zip(params, copied[1])):
+            if not torch.equal(a, b):
+                raise AssertionError("parameter %d after 3 steps differs lent and copied" % k)
+        w = m[0].weight
+        with zero.gathered(w):
+            held = w.detach().clone()
+            state = zero.state_dict()
+            if not torch.equal(state["0.weight"], held):
+                raise AssertionError("the state dict inside gathered() differs from the held weight")
+            new = {k: v + 1 for k, v in state.items()}
+            zero.load_state_dict(new)
+            if not torch.equal(w.detach(), held + 1):
+                raise AssertionError("a load inside gathered() did not reach the held weight")
+            zero.step()  # no gradients: zeros; the weight held stays readable
+            if w.numel() != 256:
+                raise AssertionError("the held weight has %d elements after a step" % w.numel())
+        if w.numel() != 0:
+            raise AssertionError("the weight is still gathered after gathered() ended")
+        x = torch.randn(4, 16, generator=torch.Generator().manual_seed(99))
+        zero.backward(m(x).square().mean())
+        zero.step()
+    finally:
+        zero.close()
+
+
+@case
+def test_a_storage_is_lent_only_empty_and_only_under_the_torch_it_was_built_for(ctx):
+    """zeroshard.torch.storage.lend refuses a storage that holds bytes and
+    changes nothing; a module built for another torch version is not used,
+    and says so."""
+    import importlib
+    storage = zeroshard.torch.storage
+    if not storage.available():
+        raise Skip(storage.why_not)
+    del ctx
+    full = torch.arange(4, dtype=torch.float32)
+    empty = torch.zeros(4)
+    s_empty = storage.storage_of(empty)
+    s_empty.resize_(0)
+    raises(lambda: storage.lend([s_empty, storage.storage_of(full)], [full.data_ptr()] * 2,
+                                [16, 16]),
+           "item 1: the storage holds 16 bytes; attach empties only", "a storage holding bytes")
+    if s_empty.nbytes() != 0 or not torch.equal(full, torch.arange(4, dtype=torch.float32)):
+        raise AssertionError("a refused lend changed a storage")
+    storage.lend([s_empty], [full.data_ptr()], [16])
+    if not torch.equal(empty, full) or empty.data_ptr() != full.data_ptr():
+        raise AssertionError("the lent storage does not read the lender's memory")
+    s_empty.resize_(0)
+    module = storage._zt
+    real = module.torch_version
+    try:
+        module.torch_version = "0.0.1"
+        importlib.reload(storage)
+        if storage.available() or "built for torch 0.0.1" not in storage.why_not:
+            raise AssertionError("a module built for torch 0.0.1 is used: %s" % storage.why_not)
+    finally:
+        module.torch_version = real
+        importlib.reload(storage)
+    if not storage.available():
+        raise AssertionError("not available again after the version is restored")
+
+
 @case
 def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_prefetches(ctx):
     """Forward gathers the units in module order and backward in reverse, a
@@ -1214,17 +1347,13 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
     zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2)
     gathers, grads = [], []
     real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_ready_scaled
-
-    def gather_storages(params, storages):
-        gathers.append([p.name for p in params])
-        return real_gather(params, storages)
+    spy_gathers(zero, lambda params: gathers.append([p.name for p in params]))
 
     def grad_ready_scaled(param, grad, mul):
         before = grad.clone()
         real_grad(param, grad, mul)
         grads.append((param.name, torch.equal(grad, before.mul(mul)), mul))
 
-    zero.optimizer.gather_storages = gather_storages
     zero.optimizer.grad_ready_scaled = grad_ready_scaled
     try:
         units = zero.units

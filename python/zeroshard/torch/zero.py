@@ -107,6 +107,7 @@ import zeroshard
 from zeroshard import settings as _settings
 from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
 
+from . import storage as _storage
 from .backend import ProcessGroupZsh
 
 _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -195,11 +196,8 @@ _NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
 
 # A tensor's storage as an UntypedStorage, sized in bytes: resize_(nbytes)
 # gives it nbytes in place (0 frees its memory), and every tensor sharing
-# it, views autograd saved included, sees the change. torch 1.13 has it as
-# _storage() (its storage() is a TypedStorage, sized in elements, built
-# anew in Python at each call).
-_untyped = torch.Tensor.untyped_storage if hasattr(torch.Tensor, "untyped_storage") \
-    else torch.Tensor._storage
+# it, views autograd saved included, sees the change.
+_untyped = _storage.storage_of
 
 
 def _map_tensors(obj, fn):
@@ -547,6 +545,7 @@ class ZeRO:
         self._released = torch.empty(0, dtype=dtype, device=device)
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
         self._storages = []     # stage 3: its storage (_untyped), resized in place
+        self._lent = []         # stage 3: its storage holds the layer's fetched values
         self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
         self._keep_budget = keep_after_forward
         self._kept = collections.OrderedDict()  # stage 3: position -> bytes, oldest first
@@ -556,8 +555,19 @@ class ZeRO:
         except BaseException:
             self._opt.close()
             raise
-        if self._stage == 3 and self._opt.stats()["quantize_weights"]:
+        qwz = self._stage == 3 and self._opt.stats()["quantize_weights"]
+        if qwz:
             self._keep_budget = 0
+        # [Note: lent storages] At stage 3 in host memory a gather points each
+        # storage at its values in the layer's gathered bucket, held fetched
+        # until the storage is emptied: no copy, and no fresh pages from
+        # torch's allocator at every gather. Not under qwZ, whose forward
+        # buckets (int8 values) must be released before backward gathers
+        # them exact. Anything that needs the parameters unfetched (the step,
+        # reads and writes of the layer's values) first gives each lent
+        # storage a copy of its own (_own_lent).
+        self._lend = (self._stage == 3 and self._stream is None and not qwz and
+                      _storage.available())
 
     # ---- setup ----------------------------------------------------------------------
     def _register(self, named, broadcast_params, policy):
@@ -595,6 +605,7 @@ class ZeRO:
                 storage.resize_(0)
                 self._gathered.append(full)
                 self._storages.append(storage)
+                self._lent.append(False)
                 p.data = self._released
             self._units = self._plan_units(policy)
             unhooked = {id(d) for m in self._module.modules() if isinstance(m, _UNHOOKED)
@@ -739,7 +750,18 @@ class ZeRO:
         todo = [i for i in positions if not live[i]]
         if not todo:
             return
-        if self._stream is None:
+        if self._lend:
+            zparams = [self._zparams[i] for i in todo]
+            ptrs = self._opt.fetch_many(zparams)
+            try:
+                _storage.lend([self._storages[i] for i in todo], ptrs,
+                              [self._nbytes[i] for i in todo])
+            except BaseException:
+                self._opt.release_many(zparams)
+                raise
+            for i in todo:
+                self._lent[i] = True
+        elif self._stream is None:
             self._opt.gather_storages([self._zparams[i] for i in todo],
                                       [self._storages[i] for i in todo])
         else:
@@ -760,6 +782,22 @@ class ZeRO:
             self._tensors[i].data = self._released
             self._storages[i].resize_(0)
             self._live[i] = False
+            if self._lent[i]:
+                self._lent[i] = False
+                self._opt.release_many([self._zparams[i]])
+
+    def _own_lent(self):
+        """Give every lent storage a copy of its values in memory of its own
+        (resize_ to its size copies them) and release its fetch in the layer,
+        so that the layer may update, read or replace the parameters while
+        they stay gathered ([Note: lent storages])."""
+        lent = [i for i, on in enumerate(self._lent) if on]
+        if not lent:
+            return
+        for i in lent:
+            self._storages[i].resize_(self._nbytes[i])
+            self._lent[i] = False
+        self._opt.release_many([self._zparams[i] for i in lent])
 
     def _keep(self, i):
         """After a forward: leave position i gathered for its backward, within
@@ -983,6 +1021,7 @@ class ZeRO:
                 self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
         self._ready = [False] * len(self._ready)
         self._drop_kept()
+        self._own_lent()
         return self._opt.step()
 
     def _unused_everywhere(self, missing):
@@ -1034,6 +1073,8 @@ class ZeRO:
         3: collective). Optimizer states are not in it."""
         out = collections.OrderedDict()
         done = {}
+        if self._stage == 3:
+            self._own_lent()
         for key, t in self._module.state_dict(keep_vars=True).items():
             i = self._index.get(id(t))
             if i is None:
@@ -1069,6 +1110,8 @@ class ZeRO:
                                    "has shape %s, the model %s" % (key, tuple(v.shape), shape))
             plan.append((i, t, v))
         done = set()
+        if self._stage == 3:
+            self._own_lent()
         with torch.no_grad():
             for i, t, v in plan:
                 if i is None:
@@ -1095,6 +1138,8 @@ class ZeRO:
                                      "layer's checkpoints of device parameters are not supported "
                                      "yet; state_dict() gives the module's parameters"
                                      % (what, self._device))
+        if self._stage == 3:
+            self._own_lent()
         return self._opt
 
     def save(self, dir):
@@ -1164,6 +1209,7 @@ class ZeRO:
             return
         try:
             if self._stage == 3:
+                self._own_lent()
                 for i, p in enumerate(self._tensors):
                     p.data = self._full(i)
                     self._live[i] = True

@@ -97,6 +97,21 @@ print(os.path.dirname(zeroshard.__file__), zeroshard.__version__, *libs)' 2>&1) 
 }
 result_check module_loads_the_installed_libzeroshard loaded
 
+# Where the venv sees torch, pip built zeroshard._zeroshard_torch against it:
+# stage 3 lends its buckets to torch storages (zeroshard/torch/storage.py).
+lends() {
+    local out
+    out=$(cd "$tmp" && env -u PYTHONPATH "$venv/bin/python" -c '
+import zeroshard.torch.storage as s
+print(s.available(), s.why_not)' 2>&1) || { echo "$out" | tail -3; return 1; }
+    [ "$out" = "True None" ] || echo "zeroshard.torch.storage: '$out'; expected 'True None'"
+}
+if (cd "$tmp" && "$venv/bin/python" -c 'import torch' >/dev/null 2>&1); then
+    result_check pip_built_the_torch_storage_module_against_the_venvs_torch lends
+else
+    result_skip pip_built_the_torch_storage_module_against_the_venvs_torch "torch is not importable in the venv"
+fi
+
 # python -m zeroshard.info against the installed zsh_info, all sections but -e
 # (about zsh_info's own directories), then two of them.
 same_info() { # ZSH_INFO_OPTIONS [PYTHON_OPTIONS]
