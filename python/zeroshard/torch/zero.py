@@ -27,8 +27,10 @@ precision, loss scaling and clipping; this module only wires it to torch:
   units, as FSDP has them: a unit is a module subtree, and its parameters
   (its subtree's, less those of units nested in it) are gathered before its
   forward (one call into the layer per unit; the layer gathers buckets
-  ahead in the order the first step recorded), written into each
-  parameter's one storage, and dropped after it (the storage freed, so
+  ahead in the order the first step recorded), into each parameter's one
+  storage (in host memory the storage is lent the values inside the
+  layer's gathered bucket: see storage.py), and dropped after it (the
+  storage emptied, so
   what autograd saved of a weight holds no memory until its backward
   gathers it again, in place; with keep_after_forward, the units that ran
   last stay gathered for their backward), so code that reads a
@@ -733,8 +735,9 @@ class ZeRO:
     # [Note: one storage per parameter] Each position has one full tensor
     # (_gathered) for the whole run. A release frees its storage (resized to
     # 0 bytes) and points the parameter at _released; a gather gives the
-    # storage its bytes back, fills it in place (the layer writes into it)
-    # and points the parameter at it again. What autograd saved of a
+    # storage its bytes back (its own, filled by the layer, or the layer's
+    # bucket lent: [Note: lent storages]) and points the parameter at it
+    # again. What autograd saved of a
     # parameter in a forward (F.linear saves weight.t(), a view) shares that
     # storage: between the forward and the backward it holds no memory, so
     # stage 3 holds one unit's weights at a time, not the whole model's; and
@@ -744,8 +747,9 @@ class ZeRO:
     # recomputation included.
     def _hold(self, positions):
         """Gather the released parameters among positions (distinct), in that
-        order, in one call into the layer, each into its own storage (in host
-        memory the storages are resized in that call too)."""
+        order, in one call into the layer, each into its own storage: lent
+        the layer's fetched values, or resized and filled (in host memory in
+        that call too)."""
         live = self._live
         todo = [i for i in positions if not live[i]]
         if not todo:
