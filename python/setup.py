@@ -72,6 +72,7 @@ def torch_ext():
         libraries=["c10"],
         runtime_library_dirs=[lib],
         cxx_std=17,
+        optional=True,  # another torch's c10 may not build it: stage 3 then copies
     )]
 
 

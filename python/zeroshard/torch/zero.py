@@ -107,10 +107,12 @@ import torch.distributed as dist
 
 import zeroshard
 from zeroshard import settings as _settings
-from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
 
 from . import storage as _storage
 from .backend import ProcessGroupZsh
+from .state import _State
+from .units import (_FAST, _UNHOOKED, _FindReleased, _Unit, _WHOLE, _around_forward,
+                    _map_tensors, _through, _unit_policy)
 
 _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # ZeRO's keep_after_forward by default: off. On the 2-core build machine
@@ -118,108 +120,10 @@ _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp
 _KEEP_AFTER_FORWARD = 0
 
 
-class _PreBackward(torch.autograd.Function):
-    """Identity in forward; in backward, runs a callback before the gradient
-    flows on into the module whose outputs went through it. The outputs are
-    detached aliases, not views, so later in-place ops on them are allowed."""
-
-    @staticmethod
-    def forward(ctx, callback, *tensors):
-        ctx.callback = callback
-        ctx.set_materialize_grads(False)
-        return tuple(t.detach() for t in tensors)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        ctx.callback()
-        return (None,) + grads
-
-
-def _through(obj, callback):
-    """obj with the tensors that need a gradient (in tensors, tuples, lists and
-    dicts) passed through one _PreBackward; None when there are none, or when
-    the structure cannot be rebuilt (then every such tensor gets a hook)."""
-    if isinstance(obj, torch.Tensor):  # most modules' output: one tensor
-        return _PreBackward.apply(callback, obj)[0] if obj.requires_grad else None
-    found = []
-
-    def collect(o):
-        if isinstance(o, torch.Tensor):
-            if o.requires_grad:
-                found.append(o)
-        elif isinstance(o, (tuple, list)):
-            for x in o:
-                collect(x)
-        elif isinstance(o, dict):
-            for x in o.values():
-                collect(x)
-
-    collect(obj)
-    if not found:
-        return None
-    out = iter(_PreBackward.apply(callback, *found))
-
-    def rebuild(o):
-        if isinstance(o, torch.Tensor):
-            return next(out) if o.requires_grad else o
-        if isinstance(o, tuple) and type(o) is not tuple:  # a namedtuple
-            return type(o)(*[rebuild(x) for x in o])
-        if isinstance(o, (tuple, list)):
-            return type(o)(rebuild(x) for x in o)
-        if isinstance(o, dict):
-            return type(o)((k, rebuild(v)) for k, v in o.items())
-        return o
-
-    return rebuild(obj)
-
-
-# torch's modules whose code reads their children's parameters without
-# calling the children, also on fast paths that run only when no
-# __torch_function__ is active, so detection never sees them: never split
-# into several units, and units of their own by default.
-_WHOLE = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer)
-
-# torch's modules whose forward takes a fast path only when no
-# __torch_function__ is active (has_torch_function() is true under any mode):
-# detection pauses inside them, so the forward that detects computes what
-# every later one does. Their code reads parameters of their own subtree
-# alone, which a unit around them or within them holds already.
-_FAST = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer,
-         torch.nn.TransformerEncoder)
-
-# torch's modules whose fast path is refused where any module of their
-# subtree has forward hooks (torch >= 2.1): around those modules' forwards
-# ZeRO wraps the forward itself instead of hooking the module.
-_UNHOOKED = (torch.nn.TransformerEncoderLayer,)
-
-# Containers without a forward of their own: their hooks would never run.
-_NO_FORWARD = (torch.nn.ModuleList, torch.nn.ModuleDict)
-
-
 # A tensor's storage as an UntypedStorage, sized in bytes: resize_(nbytes)
 # gives it nbytes in place (0 frees its memory), and every tensor sharing
 # it, views autograd saved included, sees the change.
 _untyped = _storage.storage_of
-
-
-def _map_tensors(obj, fn):
-    """obj with fn(t) in place of each tensor t in it (in tensors, tuples,
-    lists and dicts); obj itself where fn changes none."""
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, (tuple, list)):
-        items = [_map_tensors(x, fn) for x in obj]
-        if all(a is b for a, b in zip(items, obj)):
-            return obj
-        if isinstance(obj, tuple) and type(obj) is not tuple:  # a namedtuple
-            return type(obj)(*items)
-        return type(obj)(items)
-    if isinstance(obj, dict):
-        items = [(k, _map_tensors(v, fn)) for k, v in obj.items()]
-        if all(v is obj[k] for k, v in items):
-            return obj
-        return type(obj)(items)
-    return obj
 
 
 def _memory_order(t):
@@ -231,99 +135,6 @@ def _memory_order(t):
         return None
     order = tuple(sorted(range(t.dim()), key=lambda d: (-t.stride(d), d)))
     return order if t.permute(order).is_contiguous() else False
-
-
-def _unit_policy(units):
-    """units= as a function (module, parameters its unit would hold, whether
-    it holds parameters itself) -> whether the module is a unit."""
-    if units is None:
-        return lambda m, numel, own: own or isinstance(m, _WHOLE)
-    if isinstance(units, int) and not isinstance(units, bool):
-        if units < 1:
-            raise ValueError("units=%d: a parameter count must be at least 1" % units)
-        return lambda m, numel, own: numel >= units and not isinstance(m, _NO_FORWARD)
-    classes = (units,) if isinstance(units, type) else units
-    if isinstance(classes, (set, frozenset, tuple, list)):
-        classes = tuple(classes)
-        bad = [c for c in classes if not (isinstance(c, type) and issubclass(c, torch.nn.Module))]
-        if bad or not classes:
-            raise TypeError("units: %r is not a torch.nn.Module subclass"
-                            % (bad[0] if bad else classes,))
-        return lambda m, numel, own: isinstance(m, classes)
-    if callable(units):
-        return lambda m, numel, own: bool(units(m))
-    raise TypeError("units must be None, a module class or a set of them, a parameter count "
-                    "or a callable(module) -> bool, not %s" % type(units).__name__)
-
-
-class _Wrapped:
-    """pre(module, args) and post(module, args, output) around module's forward
-    as an instance attribute, so that the module holds no hooks; remove()
-    puts back what was there (wrappers of one module come off newest first)."""
-
-    def __init__(self, module, pre, post):
-        self._module = module
-        self._had = module.__dict__.get("forward")
-        inner = module.forward
-
-        def forward(*args, **kwargs):
-            pre(module, args)
-            out = inner(*args, **kwargs)
-            res = post(module, args, out)
-            return out if res is None else res
-        module.forward = forward
-
-    def remove(self):
-        if self._had is None:
-            del self._module.forward
-        else:
-            self._module.forward = self._had
-
-
-class _Hooked:
-    """pre and post as the module's forward pre-hook and forward hook."""
-
-    def __init__(self, module, pre, post):
-        self._handles = (module.register_forward_pre_hook(pre), module.register_forward_hook(post))
-
-    def remove(self):
-        for h in reversed(self._handles):
-            h.remove()
-
-
-def _around_forward(module, wrap, pre, post):
-    """pre and post around module's forward: a _Wrapped where @wrap, else
-    _Hooked. Either has remove()."""
-    return (_Wrapped if wrap else _Hooked)(module, pre, post)
-
-
-class _Unit:
-    """A module subtree whose parameters are gathered together around its
-    forward. params (positions in ZeRO's registration order) grows when
-    detection finds the unit's code reading a parameter it does not hold."""
-
-    __slots__ = ("module", "params", "known")
-
-    def __init__(self, module, params):
-        self.module = module
-        self.params = params
-        self.known = set(params)
-
-
-class _FindReleased(torch.overrides.TorchFunctionMode):
-    """Hands every Parameter among a torch call's arguments to ZeRO._claim
-    before the call runs (calls made inside the handler are not seen again)."""
-
-    def __init__(self, zero):
-        super().__init__()
-        self._zero = zero
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        self._zero._claim(args)
-        if kwargs:
-            self._zero._claim(kwargs.values())
-        return func(*args, **kwargs)
 
 
 # What weight_decay is with AdamW when not given: torch.optim.AdamW's default.
@@ -427,7 +238,7 @@ def _resolve_comm(comm, group):
     return zeroshard.Comm(), True
 
 
-class ZeRO:
+class ZeRO(_State):
     """ZeRO for a torch module; the settings are zsh_optim_config_t's.
 
     Args:
@@ -1063,147 +874,6 @@ class ZeRO:
     def optimizer(self):
         """The underlying zeroshard.Optimizer."""
         return self._opt
-
-    # ---- state ----------------------------------------------------------------------
-    def _full(self, i):
-        if self._stage < 3:
-            return self._tensors[i].detach().clone()
-        full = self._empty(i)
-        self._opt.gather(self._zparams[i], self._flat(i, full))
-        return full
-
-    def state_dict(self):
-        """The module's state_dict with every parameter whole (gathered at stage
-        3: collective). Optimizer states are not in it."""
-        out = collections.OrderedDict()
-        done = {}
-        if self._stage == 3:
-            self._own_lent()
-        for key, t in self._module.state_dict(keep_vars=True).items():
-            i = self._index.get(id(t))
-            if i is None:
-                out[key] = t.detach().clone()
-            else:
-                if i not in done:
-                    done[i] = self._full(i)
-                out[key] = done[i]
-        return out
-
-    def load_state_dict(self, state_dict, strict=True):
-        """Load parameters and buffers into the module and every copy the layer
-        keeps (master weights, shards), on every rank with the same values.
-        Everything is checked before anything changes."""
-        own = self._module.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        if strict and (missing or unexpected):
-            raise RuntimeError("ZeRO.load_state_dict: missing keys %s, unexpected keys %s"
-                               % (missing, unexpected))
-        plan = []
-        for key, t in own.items():
-            if key not in state_dict:
-                continue
-            v = state_dict[key]
-            if not isinstance(v, torch.Tensor):
-                raise TypeError("ZeRO.load_state_dict: %s is %s, not a tensor"
-                                % (key, type(v).__name__))
-            i = self._index.get(id(t))
-            shape = self._shapes[i] if i is not None else tuple(t.shape)
-            if tuple(v.shape) != shape:
-                raise RuntimeError("ZeRO.load_state_dict: size mismatch for %s: the checkpoint "
-                                   "has shape %s, the model %s" % (key, tuple(v.shape), shape))
-            plan.append((i, t, v))
-        done = set()
-        if self._stage == 3:
-            self._own_lent()
-        with torch.no_grad():
-            for i, t, v in plan:
-                if i is None:
-                    t.copy_(v)
-                elif i not in done:
-                    done.add(i)
-                    v = self._flat(i, self._empty(i).copy_(v.detach()))
-                    if self._stage < 3:
-                        self._flat(i, self._tensors[i].data).copy_(v)
-                        v = self._flat(i, self._tensors[i].data)
-                    self._opt.set_param(self._zparams[i], self._to_layer(v))
-                    if self._stage == 3 and self._live[i]:
-                        # Held gathered (kept after a forward, or inside
-                        # gathered()): a copy of the old values.
-                        self._flat(i, self._gathered[i]).copy_(v)
-        return missing, unexpected
-
-    # ---- checkpoints ------------------------------------------------------------------
-    def _live_opt(self, what):
-        if self._opt is None:
-            raise zeroshard.ZshError(ERR_INVALID_ARG, "this ZeRO was closed")
-        if self._stream is not None:
-            raise zeroshard.ZshError(ERR_UNSUPPORTED, "%s: the parameters are on %s, and the "
-                                     "layer's checkpoints of device parameters are not supported "
-                                     "yet; state_dict() gives the module's parameters"
-                                     % (what, self._device))
-        if self._stage == 3:
-            self._own_lent()
-        return self._opt
-
-    def save(self, dir):
-        """Save the training state to the checkpoint directory dir (collective:
-        every rank passes the same directory): the parameters (fp32 master
-        weights in mixed precision), the optimizer states, the step counters,
-        the loss scaler and the hyperparameters, each rank writing its own
-        part; dir/latest then names the new dir/step-<steps>. Between steps:
-        after step() or zero_grad(), not between backward() and step().
-        Returns the checkpoint's path. Buffers of the module (not parameters)
-        are not in it: keep them with the module's own state_dict if it has
-        any that matter."""
-        return self._live_opt("ZeRO.save").save(dir)
-
-    def load(self, dir):
-        """Restore what save() wrote (collective), at any number of ranks and
-        any stage: dir is a checkpoint directory (its latest) or one
-        checkpoint. The module must have the same trainable parameters, names,
-        sizes and dtype. Afterwards the module's parameters hold the loaded
-        values (at stage 3, each gather from now on reads them; a parameter
-        held gathered now is gathered again), and the optimizer states, step
-        counters, loss scaler and hyperparameters are the saved ones, so
-        training continues as if it had not stopped. Raises ZshError
-        (ZSH_ERR_IO for a missing, truncated or corrupted file,
-        ZSH_ERR_INVALID_ARG for another model or a gradient pending) and
-        then leaves the module and the optimizer as they were."""
-        self._reload("ZeRO.load", lambda opt: opt.load(dir))
-
-    def snapshot(self):
-        """Snapshot the training state into node memory (collective): what save()
-        writes, into the directory ZSH_SNAPSHOT_DIR names (zshrun gives each
-        job one in /dev/shm and removes it at the end). Call it every K steps:
-        a job that zshrun --max-restarts started again after a rank died calls
-        restore() and goes on from there, having lost at most K steps, without
-        reading the disk. Only the newest complete snapshot is kept; a
-        snapshot a death interrupted is never the one restored. On several
-        nodes each rank's part is also copied to a rank of the next node.
-        Between steps, as save()."""
-        self._live_opt("ZeRO.snapshot").snapshot()
-
-    def restore(self):
-        """Restore the newest complete snapshot() (collective), at any number of
-        ranks and any stage, as load() does. Raises ZshError (ZSH_ERR_IO when
-        there is none, ZSH_ERR_INVALID_ARG without ZSH_SNAPSHOT_DIR) and then
-        leaves the module and the optimizer as they were."""
-        self._reload("ZeRO.restore", lambda opt: opt.restore())
-
-    def _reload(self, what, read):
-        opt = self._live_opt(what)
-        if any(self._ready):
-            raise zeroshard.ZshError(ERR_INVALID_ARG, what + ": gradients were handed over "
-                                     "since the last step; call step() or zero_grad() first")
-        read(opt)
-        if self._stage == 3:
-            # A parameter held gathered (inside gathered() or a forward) is a
-            # copy of the old values: gather the loaded ones into it, in
-            # registration order, which every rank holds alike.
-            for i in range(len(self._tensors)):
-                if self._live[i]:
-                    opt.gather(self._zparams[i], self._flat(i, self._gathered[i]))
 
     # ---- lifetime -------------------------------------------------------------------
     def close(self):

@@ -1,0 +1,155 @@
+"""ZeRO's state: the module's state dict with every parameter whole, loads
+into every copy the layer keeps, and the layer's checkpoints and snapshots
+(zero.py's ZeRO has these methods through _State)."""
+import collections
+
+import torch
+
+import zeroshard
+from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
+
+
+class _State:
+    """State dicts, checkpoints and snapshots of a ZeRO (its attributes are
+    zero.py's)."""
+
+    # ---- state ----------------------------------------------------------------------
+    def _full(self, i):
+        if self._stage < 3:
+            return self._tensors[i].detach().clone()
+        full = self._empty(i)
+        self._opt.gather(self._zparams[i], self._flat(i, full))
+        return full
+
+    def state_dict(self):
+        """The module's state_dict with every parameter whole (gathered at stage
+        3: collective). Optimizer states are not in it."""
+        out = collections.OrderedDict()
+        done = {}
+        if self._stage == 3:
+            self._own_lent()
+        for key, t in self._module.state_dict(keep_vars=True).items():
+            i = self._index.get(id(t))
+            if i is None:
+                out[key] = t.detach().clone()
+            else:
+                if i not in done:
+                    done[i] = self._full(i)
+                out[key] = done[i]
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Load parameters and buffers into the module and every copy the layer
+        keeps (master weights, shards), on every rank with the same values.
+        Everything is checked before anything changes."""
+        own = self._module.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError("ZeRO.load_state_dict: missing keys %s, unexpected keys %s"
+                               % (missing, unexpected))
+        plan = []
+        for key, t in own.items():
+            if key not in state_dict:
+                continue
+            v = state_dict[key]
+            if not isinstance(v, torch.Tensor):
+                raise TypeError("ZeRO.load_state_dict: %s is %s, not a tensor"
+                                % (key, type(v).__name__))
+            i = self._index.get(id(t))
+            shape = self._shapes[i] if i is not None else tuple(t.shape)
+            if tuple(v.shape) != shape:
+                raise RuntimeError("ZeRO.load_state_dict: size mismatch for %s: the checkpoint "
+                                   "has shape %s, the model %s" % (key, tuple(v.shape), shape))
+            plan.append((i, t, v))
+        done = set()
+        if self._stage == 3:
+            self._own_lent()
+        with torch.no_grad():
+            for i, t, v in plan:
+                if i is None:
+                    t.copy_(v)
+                elif i not in done:
+                    done.add(i)
+                    v = self._flat(i, self._empty(i).copy_(v.detach()))
+                    if self._stage < 3:
+                        self._flat(i, self._tensors[i].data).copy_(v)
+                        v = self._flat(i, self._tensors[i].data)
+                    self._opt.set_param(self._zparams[i], self._to_layer(v))
+                    if self._stage == 3 and self._live[i]:
+                        # Held gathered (kept after a forward, or inside
+                        # gathered()): a copy of the old values.
+                        self._flat(i, self._gathered[i]).copy_(v)
+        return missing, unexpected
+
+    # ---- checkpoints ------------------------------------------------------------------
+    def _live_opt(self, what):
+        if self._opt is None:
+            raise zeroshard.ZshError(ERR_INVALID_ARG, "this ZeRO was closed")
+        if self._stream is not None:
+            raise zeroshard.ZshError(ERR_UNSUPPORTED, "%s: the parameters are on %s, and the "
+                                     "layer's checkpoints of device parameters are not supported "
+                                     "yet; state_dict() gives the module's parameters"
+                                     % (what, self._device))
+        if self._stage == 3:
+            self._own_lent()
+        return self._opt
+
+    def save(self, dir):
+        """Save the training state to the checkpoint directory dir (collective:
+        every rank passes the same directory): the parameters (fp32 master
+        weights in mixed precision), the optimizer states, the step counters,
+        the loss scaler and the hyperparameters, each rank writing its own
+        part; dir/latest then names the new dir/step-<steps>. Between steps:
+        after step() or zero_grad(), not between backward() and step().
+        Returns the checkpoint's path. Buffers of the module (not parameters)
+        are not in it: keep them with the module's own state_dict if it has
+        any that matter."""
+        return self._live_opt("ZeRO.save").save(dir)
+
+    def load(self, dir):
+        """Restore what save() wrote (collective), at any number of ranks and
+        any stage: dir is a checkpoint directory (its latest) or one
+        checkpoint. The module must have the same trainable parameters, names,
+        sizes and dtype. Afterwards the module's parameters hold the loaded
+        values (at stage 3, each gather from now on reads them; a parameter
+        held gathered now is gathered again), and the optimizer states, step
+        counters, loss scaler and hyperparameters are the saved ones, so
+        training continues as if it had not stopped. Raises ZshError
+        (ZSH_ERR_IO for a missing, truncated or corrupted file,
+        ZSH_ERR_INVALID_ARG for another model or a gradient pending) and
+        then leaves the module and the optimizer as they were."""
+        self._reload("ZeRO.load", lambda opt: opt.load(dir))
+
+    def snapshot(self):
+        """Snapshot the training state into node memory (collective): what save()
+        writes, into the directory ZSH_SNAPSHOT_DIR names (zshrun gives each
+        job one in /dev/shm and removes it at the end). Call it every K steps:
+        a job that zshrun --max-restarts started again after a rank died calls
+        restore() and goes on from there, having lost at most K steps, without
+        reading the disk. Only the newest complete snapshot is kept; a
+        snapshot a death interrupted is never the one restored. On several
+        nodes each rank's part is also copied to a rank of the next node.
+        Between steps, as save()."""
+        self._live_opt("ZeRO.snapshot").snapshot()
+
+    def restore(self):
+        """Restore the newest complete snapshot() (collective), at any number of
+        ranks and any stage, as load() does. Raises ZshError (ZSH_ERR_IO when
+        there is none, ZSH_ERR_INVALID_ARG without ZSH_SNAPSHOT_DIR) and then
+        leaves the module and the optimizer as they were."""
+        self._reload("ZeRO.restore", lambda opt: opt.restore())
+
+    def _reload(self, what, read):
+        opt = self._live_opt(what)
+        if any(self._ready):
+            raise zeroshard.ZshError(ERR_INVALID_ARG, what + ": gradients were handed over "
+                                     "since the last step; call step() or zero_grad() first")
+        read(opt)
+        if self._stage == 3:
+            # A parameter held gathered (inside gathered() or a forward) is a
+            # copy of the old values: gather the loaded ones into it, in
+            # registration order, which every rank holds alike.
+            for i in range(len(self._tensors)):
+                if self._live[i]:
+                    opt.gather(self._zparams[i], self._flat(i, self._gathered[i]))
