@@ -1299,6 +1299,47 @@ def test_stage_3_lends_the_gathered_bucket_to_the_parameters_without_a_copy(ctx)
 
 
 @case
+def test_stage_3_lending_budgets_its_largest_unit_beside_the_layers_room(ctx):
+    """Where neither the caller nor ZSH_MAX_LIVE_BYTES sets max_live_bytes, a
+    stage 3 that lends its buckets gives the layer its largest unit's bytes
+    beside the room it had (a unit in use stays fetched in the layer);
+    anything set is kept, and stages 0-2 and copies change nothing."""
+    import zeroshard.torch.zero as zmod
+    storage = zeroshard.torch.storage
+    if not storage.available():
+        raise Skip(storage.why_not)
+    torch.manual_seed(5)
+    m = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 32))
+    largest = (16 * 32 + 32) * 4
+
+    def budget(**kw):
+        zero = ZeRO(m, group=ctx.group, **kw)
+        try:
+            return zero.optimizer.config["max_live_bytes"]
+        finally:
+            zero.close()
+
+    real_room, real_available = zmod._LIVE_ROOM, storage.available
+    zmod._LIVE_ROOM = 4096
+    try:
+        got = {"stage 3": budget(stage=3), "given": budget(stage=3, max_live_bytes=12345),
+               "stage 2": budget(stage=2)}
+        os.environ["ZSH_MAX_LIVE_BYTES"] = "64k"
+        try:
+            got["ZSH_MAX_LIVE_BYTES"] = budget(stage=3)
+        finally:
+            del os.environ["ZSH_MAX_LIVE_BYTES"]
+        storage.available = lambda: False
+        got["copies"] = budget(stage=3)
+    finally:
+        zmod._LIVE_ROOM, storage.available = real_room, real_available
+    want = {"stage 3": 4096 + largest, "given": 12345, "stage 2": 0, "ZSH_MAX_LIVE_BYTES": 0,
+            "copies": 0}
+    if got != want:
+        raise AssertionError("max_live_bytes passed to the layer: %s; want %s" % (got, want))
+
+
+@case
 def test_a_storage_is_lent_only_empty_and_only_under_the_torch_it_was_built_for(ctx):
     """zeroshard.torch.storage.lend refuses a storage that holds bytes and
     changes nothing; a module built for another torch version is not used,

@@ -197,3 +197,30 @@ class _FindReleased(torch.overrides.TorchFunctionMode):
         if kwargs:
             self._zero._claim(kwargs.values())
         return func(*args, **kwargs)
+
+
+def plan_units(root, policy, index, numel):
+    """The units of root's tree, children before parents; root is the last.
+    index maps id(parameter) to its position, numel(position) its elements;
+    a module is a unit where policy(module, the elements its unit would
+    hold, whether it holds parameters itself) says so."""
+    units = []
+    seen = set()
+
+    def visit(m, inside_whole):
+        # The positions of the parameters m's subtree holds outside units.
+        seen.add(m)
+        own = [index[id(p)] for p in m.parameters(recurse=False) if id(p) in index]
+        free = list(own)
+        for c in m.children():
+            if c not in seen:
+                free += visit(c, inside_whole or isinstance(m, _WHOLE))
+        free = list(dict.fromkeys(free))
+        if m is root or (free and not inside_whole and
+                         policy(m, sum(numel(i) for i in free), bool(own))):
+            units.append(_Unit(m, free))
+            return []
+        return free
+
+    visit(root, False)
+    return units

@@ -101,6 +101,7 @@ zeroshard.checkpoint.load_consolidated() reads the one file that
 """
 import collections
 import contextlib
+import os
 
 import torch
 import torch.distributed as dist
@@ -111,10 +112,15 @@ from zeroshard import settings as _settings
 from . import storage as _storage
 from .backend import ProcessGroupZsh
 from .state import _State
-from .units import (_FAST, _UNHOOKED, _FindReleased, _Unit, _WHOLE, _around_forward,
-                    _map_tensors, _through, _unit_policy)
+from .units import (_FAST, _UNHOOKED, _FindReleased, _around_forward, _map_tensors,
+                    _through, _unit_policy, plan_units)
 
 _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+# What a stage 3 that lends its buckets has for the layer's cache and
+# prefetch beside the largest unit, where neither the caller nor
+# ZSH_MAX_LIVE_BYTES sets max_live_bytes (_live_budget): the layer's own
+# default, beside which the copies of a unit used to sit.
+_LIVE_ROOM = 256 << 20
 # ZeRO's keep_after_forward by default: off. On the 2-core build machine
 # keeping the last units did not make a step faster (docs/python.md).
 _KEEP_AFTER_FORWARD = 0
@@ -170,6 +176,24 @@ def _zero_settings(stage, optimizer, betas, precision, settings):
             (kind is None or _settings.to_c("kind", kind) == _settings.to_c("kind", "adamw")):
         out["weight_decay"] = ADAMW_WEIGHT_DECAY
     return out
+
+
+def _live_budget(module, named, policy, settings, on_host):
+    """At stage 3 with lent storages (storage.py) a unit in use stays fetched
+    in the layer, inside max_live_bytes with its cache and prefetch, where
+    its copy used to be torch's memory. Where neither the caller nor
+    ZSH_MAX_LIVE_BYTES sets the bound, it is the largest unit's bytes plus
+    _LIVE_ROOM: the peak the copies had, and room to gather ahead while a
+    unit is in use (a 201 MB block of the dim-2048 GPT left the layer's
+    256 MiB default 55 MB for it)."""
+    if settings.get("stage") != 3 or not on_host or not _storage.available() or \
+            settings.get("max_live_bytes") is not None or "ZSH_MAX_LIVE_BYTES" in os.environ:
+        return
+    index = {id(p): k for k, (_, p) in enumerate(named)}
+    units = plan_units(module, policy, index, lambda i: named[i][1].numel())
+    largest = max(sum(named[i][1].numel() * named[i][1].element_size() for i in u.params)
+                  for u in units)
+    settings["max_live_bytes"] = _LIVE_ROOM + largest
 
 
 def _names(names, most=4):
@@ -313,6 +337,7 @@ class ZeRO(_State):
                                                   sharding_policy))
         stream = _device_stream(device, settings)
         policy = _unit_policy(units)
+        _live_budget(module, named, policy, settings, stream is None)
         if keep_after_forward is None:
             keep_after_forward = _KEEP_AFTER_FORWARD
         if isinstance(keep_after_forward, bool) or not isinstance(keep_after_forward, int) \
@@ -437,27 +462,7 @@ class ZeRO(_State):
 
     def _plan_units(self, policy):
         """The units, children before parents; the root is the last."""
-        units = []
-        seen = set()
-
-        def visit(m, inside_whole):
-            # The positions of the parameters m's subtree holds outside units.
-            seen.add(m)
-            own = [self._index[id(p)] for p in m.parameters(recurse=False) if id(p) in self._index]
-            free = list(own)
-            for c in m.children():
-                if c not in seen:
-                    free += visit(c, inside_whole or isinstance(m, _WHOLE))
-            free = list(dict.fromkeys(free))
-            if m is self._module or (free and not inside_whole and
-                                     policy(m, sum(self._zparams[i].numel for i in free),
-                                            bool(own))):
-                units.append(_Unit(m, free))
-                return []
-            return free
-
-        visit(self._module, False)
-        return units
+        return plan_units(self._module, policy, self._index, lambda i: self._zparams[i].numel)
 
     def _broadcast(self, flat):
         """Rank 0's values into flat; zeroshard.Comm moves host memory, so a
