@@ -129,12 +129,16 @@ for dtype in int8 uint8 int32 uint32 int64 uint64 fp16 bf16 fp32 fp64; do
     check "type_${dtype}_allreduce_validates" type_ok $dtype
 done
 
+# Two sizes: each gets twice the last-level cache in buffers, up to 1 GiB a
+# rank, filled before its calls. On a host reporting a 508 MB L3, five sizes
+# took 28 s of an idle machine under AddressSanitizer, and over the timeout
+# with the sanitizer stage's other tests beside them.
 cold_ok() {
     local t=$out/cold
-    bench 2 "$t" reduce_scatter -m 4k:64k -i 3 -x 1 -c --cold || return 1
+    bench 2 "$t" reduce_scatter -m 4k:8k -i 3 -x 1 -c --cold || return 1
     grep -q '^# Cold: calls rotate through [0-9]* MiB' "$t" ||
         { echo "no '# Cold: calls rotate through N MiB' line"; return 1; }
-    osu_table_ok "$t" 5 5 Validation
+    osu_table_ok "$t" 5 2 Validation
 }
 check cold_rotates_through_buffers_and_validates cold_ok
 
