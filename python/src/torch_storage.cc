@@ -1,8 +1,8 @@
 // zeroshard._zeroshard_torch: point a torch CPU storage at memory it does not
 // own, so stage 3 hands torch the gathered bucket itself instead of a copy in
-// a storage torch's allocator gives fresh pages at every gather (the kernel
-// zeroes each page on its first touch: a forward of a 200M-parameter model
-// faulted in 445 huge pages per rank). Built against the headers of the
+// a storage torch's allocator gives fresh pages at every gather, which the
+// kernel zeroes on first touch (docs/DECISIONS.md, "Stage 3 lends its
+// gathered buckets to torch"). Built against the headers of the
 // torch found at configure time: a StorageImpl's layout is that version's
 // own, so zeroshard.torch uses this module only under the same torch version
 // (torch_version below) and copies otherwise.

@@ -4,8 +4,8 @@ A stage 3 gather hands torch the gathered bucket itself: each parameter's
 storage is pointed at its values inside the bucket, which the layer holds
 fetched until the storage is emptied again. Without this, every gather
 copies into a storage that torch's CPU allocator has just given fresh
-pages, which the kernel zeroes on first touch: for a 200M-parameter model
-that is more time than the copy itself, at every forward and backward.
+pages, which the kernel zeroes on first touch, at every forward and
+backward (docs/DECISIONS.md, "Stage 3 lends its gathered buckets to torch").
 
 Pointing a storage elsewhere needs torch's C++ StorageImpl, whose layout is
 the torch version's own: the extension zeroshard._zeroshard_torch is built

@@ -126,12 +126,6 @@ _LIVE_ROOM = 256 << 20
 _KEEP_AFTER_FORWARD = 0
 
 
-# A tensor's storage as an UntypedStorage, sized in bytes: resize_(nbytes)
-# gives it nbytes in place (0 frees its memory), and every tensor sharing
-# it, views autograd saved included, sees the change.
-_untyped = _storage.storage_of
-
-
 def _memory_order(t):
     """None for a contiguous t; the order of its dimensions from outer to
     inner in memory when it is dense in another (channels_last: the layer
@@ -184,8 +178,8 @@ def _live_budget(module, named, policy, settings, on_host):
     its copy used to be torch's memory. Where neither the caller nor
     ZSH_MAX_LIVE_BYTES sets the bound, it is the largest unit's bytes plus
     _LIVE_ROOM: the peak the copies had, and room to gather ahead while a
-    unit is in use (a 201 MB block of the dim-2048 GPT left the layer's
-    256 MiB default 55 MB for it)."""
+    unit is in use (docs/DECISIONS.md, "Stage 3 lends its gathered buckets
+    to torch")."""
     if settings.get("stage") != 3 or not on_host or not _storage.available() or \
             settings.get("max_live_bytes") is not None or "ZSH_MAX_LIVE_BYTES" in os.environ:
         return
@@ -382,7 +376,7 @@ class ZeRO(_State):
         # What a released parameter holds: one empty tensor, shared.
         self._released = torch.empty(0, dtype=dtype, device=device)
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
-        self._storages = []     # stage 3: its storage (_untyped), resized in place
+        self._storages = []     # stage 3: its storage (storage_of), resized in place
         self._lent = []         # stage 3: its storage holds the layer's fetched values
         self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
         self._keep_budget = keep_after_forward
@@ -438,7 +432,7 @@ class ZeRO(_State):
         if self._stage == 3:
             for i, p in enumerate(self._tensors):
                 full = self._empty(i)
-                storage = _untyped(full)
+                storage = _storage.storage_of(full)
                 self._nbytes.append(storage.nbytes())
                 storage.resize_(0)
                 self._gathered.append(full)
@@ -692,7 +686,8 @@ class ZeRO(_State):
         ptrs.discard(0)
         if not ptrs:
             return output
-        return _map_tensors(output, lambda t: t.clone() if _untyped(t).data_ptr() in ptrs else t)
+        return _map_tensors(output, lambda t: t.clone()
+                            if _storage.storage_of(t).data_ptr() in ptrs else t)
 
     # ---- stage 3: finding parameters read outside their unit's forward ------------
     def _detecting(self, forward):
