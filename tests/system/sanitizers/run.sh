@@ -41,6 +41,16 @@ address)
     # and as processes under mpirun at every count in the plain build: here
     # mpirun runs them once, at 3 ranks (not a power of two).
     export ZSH_MPI_TEST_SIZES=${ZSH_MPI_TEST_SIZES:-3}
+    # The same for zsh_bench's per-collective cases, and mpirun's launches
+    # on the simulated cluster left to the plain build (their MPI_Init
+    # unwinds in full, above). Trials that repeat one case at random moments
+    # (a rank killed mid-checkpoint, a link cut mid-collective) run in full
+    # in the plain build; here two and three, enough to cover each path
+    # (both tiers of the crash, both cluster shapes) under the sanitizer.
+    export ZSH_BENCH_TEST_SIZES=${ZSH_BENCH_TEST_SIZES:-3}
+    export ZSH_CLUSTER_MPIRUN=${ZSH_CLUSTER_MPIRUN:-0}
+    export ZSH_CKPT_CRASH_TRIALS=${ZSH_CKPT_CRASH_TRIALS:-2}
+    export LINK_FAULT_TRIALS=${LINK_FAULT_TRIALS:-2} LINK_FAULT_TRIALS_3=${LINK_FAULT_TRIALS_3:-1}
     # Without the checkpoint's tests, most of that job's time (the files each
     # process writes and reads): they run in process here at 2 and 3 ranks,
     # and under mpirun at every count in the plain build.
