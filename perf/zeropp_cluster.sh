@@ -18,8 +18,9 @@
 # (hpZ with one of them); the ratio printed is the first's step time over
 # the second's. Defaults: -s hpz,quant, --rate 1gbit, 3 rounds of 8 steps,
 # the first 2 left out, and zsh_train --hidden 2048 --layers 4 --batch 4
-# --bucket-size 16m --max-live 1 (13M parameters, one sequence a rank: the
-# link's time is most of hpZ's step, as in ZeRO++'s setting; see
+# --bucket-size 16m --max-live 20m (13M parameters, one sequence a rank: the
+# link's time is most of hpZ's step, as in ZeRO++'s setting; a live budget
+# of one bucket, whose buffer the next gather reuses; see
 # docs/DECISIONS.md, "Speed on an idle host"); options after them are
 # zsh_train's (they replace those defaults), e.g.
 #   perf/zeropp_cluster.sh -- --hidden 512 --layers 2 --bucket-size 1m --max-live 1
@@ -29,7 +30,7 @@ build=$here/../build
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 build=$(cd "$build" && pwd)
 rate=1gbit rounds=3 steps=8 skip=2 only=hpz,quant
-model=(--hidden 2048 --layers 4 --batch 4 --bucket-size 16m --max-live 1)
+model=(--hidden 2048 --layers 4 --batch 4 --bucket-size 16m --max-live 20m)
 while [ $# -gt 0 ]; do
     case $1 in
     --rate) rate=$2; shift 2 ;;
