@@ -58,9 +58,9 @@ stage_done check
 # package. The whole suite ran in the plain build above, and running it again
 # here took most of distcheck's time (docs/testing.md); so did building the
 # test programs and running the unit tests at 1 rank, which the plain build
-# (out of tree too, from the same files) and make valgrind run (check_PROGRAMS
-# left empty: about 110 of distcheck's 530 core-seconds on the slowest host
-# seen). Its make installcheck runs the install
+# (out of tree too, from the same files) and make valgrind run, so
+# check_PROGRAMS is left empty (docs/DECISIONS.md, "The test house's time").
+# Its make installcheck runs the install
 # test on the tree it installed (its log in the plain build's tests/, counted
 # as the test's own): run in the plain stage it configured and built a tree
 # of its own, a third build. It builds without debug information (-O2
