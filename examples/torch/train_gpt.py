@@ -140,6 +140,10 @@ def parse_args(argv=None):
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.95), metavar=("B1", "B2"),
+                   help="AdamW's betas (default 0.9 0.95, GPT's: with torch's 0.999 a constant "
+                        "learning rate leaves the loss on a plateau for a number of steps that "
+                        "any small change moves)")
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--max-grad-norm", type=float, default=0.0)
     p.add_argument("--bucket-size", type=int, default=0, help="bytes; 0 takes ZSH_BUCKET_SIZE")
@@ -195,6 +199,7 @@ def train(args, log=print):
     model = build(args, dtype)
     nparams = sum(p.numel() for p in model.parameters())  # a tied parameter counts once
     zero = zeroshard.torch.ZeRO(model, stage=args.stage, optimizer="adamw", lr=args.lr,
+                                betas=tuple(args.betas),
                                 weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm,
                                 bucket_size=args.bucket_size,
                                 offload_optimizer=args.offload_optimizer,
@@ -206,7 +211,8 @@ def train(args, log=print):
     if args.compare_ddp:
         gloo = dist.new_group(backend="gloo")
         ref = torch.nn.parallel.DistributedDataParallel(build(args, dtype), process_group=gloo)
-        ref_opt = torch.optim.AdamW(ref.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+        ref_opt = torch.optim.AdamW(ref.parameters(), lr=args.lr, betas=tuple(args.betas),
+                                      weight_decay=args.weight_decay)
 
     losses, ref_losses, times = [], [], []
     for step in range(args.steps):

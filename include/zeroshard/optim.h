@@ -658,6 +658,31 @@ zsh_status_t zsh_optim_zero_grad(zsh_optim_t *opt);
 /** @brief The loss scale to multiply the loss by (1 unless loss scaling is on). */
 float zsh_optim_loss_scale(const zsh_optim_t *opt);
 
+/**
+ * @brief Set the learning rate of the steps that follow, as a schedule does
+ *        between steps (warmup, decay; torch's param_groups' "lr").
+ *
+ * Not collective, but every rank sets the same rate before the same step, as
+ * every rank configured the same one: a part updated at another rate leaves
+ * the ranks' replicas apart. The rate in effect is saved with a checkpoint
+ * and is the rate after zsh_optim_load() or zsh_optim_restore(). AdamW's
+ * decay (1 - lr * weight_decay) follows it, as torch.optim's does.
+ * @param opt The optimizer.
+ * @param lr  The rate: finite and >= 0.
+ * @return ZSH_ERR_INVALID_ARG if @p lr is negative, NaN or infinite; the
+ *         rate is unchanged then.
+ */
+zsh_status_t zsh_optim_set_lr(zsh_optim_t *opt, double lr);
+
+/**
+ * @brief The learning rate the next step uses: the configured one, the last
+ *        zsh_optim_set_lr(), or a loaded checkpoint's.
+ * @param opt The optimizer.
+ * @param[out] lr_p The rate.
+ * @return ZSH_ERR_INVALID_ARG if an argument is NULL.
+ */
+zsh_status_t zsh_optim_get_lr(const zsh_optim_t *opt, double *lr_p);
+
 /** @brief Bytes held and moved, and step counters. */
 zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 

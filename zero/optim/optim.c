@@ -12,6 +12,7 @@
 #include "optim/config.h"
 #include "optim/rule/hyper.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,6 +458,30 @@ zsh_status_t zsh_optim_setup(zsh_optim_t *opt)
 float zsh_optim_loss_scale(const zsh_optim_t *opt)
 {
     return opt->scaler.scale;
+}
+
+zsh_status_t zsh_optim_set_lr(zsh_optim_t *opt, double lr)
+{
+    if (opt == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_set_lr: opt is NULL");
+    }
+    /* NaN fails the comparison. */
+    if (!(lr >= 0.0) || !isfinite(lr)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_optim_set_lr: lr=%g is out of range (finite and >= 0)", lr);
+    }
+    opt->cfg.lr = lr;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_get_lr(const zsh_optim_t *opt, double *lr_p)
+{
+    if ((opt == NULL) || (lr_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_get_lr: %s is NULL",
+                         (opt == NULL) ? "opt" : "lr_p");
+    }
+    *lr_p = opt->cfg.lr;
+    return ZSH_OK;
 }
 
 static void zsh_optim_fill_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats)
