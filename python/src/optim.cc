@@ -344,6 +344,14 @@ void zsh_py_bind_optim(py::module_ &m)
         return nogil([&] { return zsh_optim_restore(opt(h)); });
     });
     m.def("optim_loss_scale", [](handle_t h) { return zsh_optim_loss_scale(opt(h)); });
+    m.def("optim_set_lr", [](handle_t h, double lr) {
+        return static_cast<int>(zsh_optim_set_lr(opt(h), lr));
+    });
+    m.def("optim_get_lr", [](handle_t h) {
+        double lr = 0.0;
+        int st = static_cast<int>(zsh_optim_get_lr(opt(h), &lr));
+        return py::make_tuple(st, lr);
+    });
     m.def("optim_stats", [](handle_t h) {
         zsh_optim_stats_t s{};
         int st = static_cast<int>(zsh_optim_get_stats(opt(h), &s));

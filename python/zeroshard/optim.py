@@ -39,6 +39,7 @@ closes the optimizers on it first) destroys it; garbage collection does not,
 since a destroy waits for reductions that need the other ranks.
 """
 
+import numbers
 import os
 
 from . import _zeroshard as _z
@@ -445,6 +446,28 @@ class Optimizer:
         """The factor to multiply the loss by (1 without loss scaling)."""
         with self._lock:
             return _z.optim_loss_scale(self._live())
+
+    @property
+    def lr(self):
+        """The learning rate the next step uses: the configured one, the last
+        set, or a loaded checkpoint's."""
+        with self._lock:
+            status, lr = _z.optim_get_lr(self._live())
+            if status != OK:
+                raise error(status)
+            return lr
+
+    @lr.setter
+    def lr(self, lr):
+        """Set the rate of the steps that follow, as a schedule does between
+        steps (every rank the same): finite and >= 0, else ZshError
+        (ZSH_ERR_INVALID_ARG) and the rate is unchanged."""
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real):
+            raise TypeError("lr must be a number, not %s" % type(lr).__name__)
+        with self._lock:
+            status = _z.optim_set_lr(self._live(), float(lr))
+            if status != OK:
+                raise error(status)
 
     def stats(self):
         """zsh_optim_stats_t as a dict: bytes held and moved, step counters,

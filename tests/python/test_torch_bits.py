@@ -197,13 +197,14 @@ def evaluate(model, batch, rank):
 
 
 def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy, evaluated=False,
-               bucket_size=4096, ddp_kw=None):
+               bucket_size=4096, ddp_kw=None, schedule=None):
     """make()'s model trained by ZeRO at stages 0-3 against DDP over gloo with
     the same torch.optim rule: the same losses bit for bit every step, the
     same parameters and buffers at the end and, when evaluated, the same
     outputs in eval mode. Buffers are each rank's own on both sides
     (broadcast_buffers=False): ZeRO leaves each rank its own running
-    statistics."""
+    statistics. schedule(optimizer) makes a learning-rate schedule (its
+    step() called after each update) on both sides."""
     name, cls, kw, settings = rule
 
     def fn(ctx):
@@ -211,11 +212,14 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
         torch.manual_seed(11)
         ref = DDP(make(), process_group=ctx.gloo, broadcast_buffers=False, **(ddp_kw or {}))
         opt = cls([p for p in ref.parameters() if p.requires_grad], **kw)
+        ref_sched = schedule(opt) if schedule else None
 
         def ddp_update(loss):
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if ref_sched:
+                ref_sched.step()
 
         want = train(ref, ddp_update, batch, loss_fn, ctx.rank, steps)
         want_out = evaluate(ref.module, batch, ctx.rank) if evaluated else None
@@ -223,11 +227,14 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
             torch.manual_seed(11)
             model = make()
             zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size, **settings)
+            sched = schedule(zero) if schedule else None
             try:
                 def zero_update(loss):
                     zero.backward(loss)
                     zero.step()
                     zero.zero_grad()
+                    if sched:
+                        sched.step()
 
                 got = train(model, zero_update, batch, loss_fn, ctx.rank, steps)
                 if got != want:
@@ -295,6 +302,32 @@ class SmallResNet(nn.Module):
 
 for _rule in (RULES[0], RULES[3], RULES[7]):
     model_case("resnet_with_batchnorm", SmallResNet, _rule, steps=6)
+
+
+class WrittenSchedule:
+    """A schedule as code written for torch keeps one: param_groups' "lr"
+    written before each step (warmup, then halving)."""
+
+    def __init__(self, opt, base):
+        self.opt, self.base, self.n = opt, base, 0
+        self.step()
+
+    def step(self):
+        self.n += 1
+        for group in self.opt.param_groups:
+            group["lr"] = self.base * min(self.n / 3, 1.0) * 0.5 ** max(self.n - 3, 0)
+
+
+# torch.optim.lr_scheduler's schedules and written ones drive ZeRO's rate:
+# each step at the schedule's rate, torch.optim's bits.
+model_case("resnet_with_batchnorm_under_warmup_and_cosine", SmallResNet, RULES[0], steps=6,
+           schedule=lambda opt: torch.optim.lr_scheduler.SequentialLR(opt, [
+               torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=2),
+               torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)], milestones=[2]))
+model_case("resnet_with_batchnorm_under_step_lr", SmallResNet, RULES[6], steps=6,
+           schedule=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.3))
+model_case("resnet_with_batchnorm_under_a_written_schedule", SmallResNet, RULES[3], steps=6,
+           schedule=lambda opt: WrittenSchedule(opt, RULES[3][2]["lr"]))
 
 
 def channels_last_net():

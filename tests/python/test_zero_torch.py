@@ -821,6 +821,51 @@ def test_bad_modules_and_groups_are_refused_with_the_reason(ctx):
 
 
 @case
+def test_param_groups_lr_reaches_the_layer_and_other_changes_are_refused_by_name(ctx):
+    torch.manual_seed(3)
+    m = nn.Linear(4, 3)
+    x = torch.randn(5, 4)
+    zero = ZeRO(m, stage=3, group=ctx.group, lr=0.01, betas=(0.9, 0.95), weight_decay=0.1)
+    tmp = [tempfile.mkdtemp(prefix="zsh-pytest-lr-", dir="/var/tmp") if ctx.rank == 0 else None]
+    dist.broadcast_object_list(tmp, src=0, group=ctx.gloo)
+    try:
+        assert isinstance(zero, torch.optim.Optimizer)
+        group, = zero.param_groups
+        assert (group["lr"], group["betas"], group["weight_decay"]) == (0.01, (0.9, 0.95), 0.1), \
+            group
+        assert group["params"] == list(m.parameters())
+        raises(lambda: zero.add_param_group({"params": [nn.Parameter(torch.zeros(1))]}),
+               "one parameter group", "a second group")
+        raises(lambda: zero.step(lambda: 0.0), "takes no closure", "a closure")
+        m(x).sum().backward()
+        group["betas"] = (0.8, 0.95)
+        raises(zero.step, "param_groups[0]['betas'] is (0.8, 0.95)", "changed betas")
+        group["betas"] = (0.9, 0.95)
+        group["lr"] = float("nan")
+        raises(zero.step, "lr=nan", "a NaN rate")
+        assert zero.optimizer.lr == 0.01, "a refused rate changed the layer's"
+        group["lr"] = 0.002
+        assert zero.step() is True  # the gradients waited through both refusals
+        assert zero.optimizer.lr == 0.002
+        zero.zero_grad()
+        zero.save(tmp[0])
+        torch.manual_seed(3)
+        again = ZeRO(nn.Linear(4, 3), stage=1, group=ctx.group, lr=0.05, betas=(0.9, 0.95),
+                     weight_decay=0.1)
+        try:
+            again.load(tmp[0])
+            assert again.param_groups[0]["lr"] == 0.002 == again.optimizer.lr, \
+                "a checkpoint carried no rate: %r" % again.param_groups[0]["lr"]
+        finally:
+            again.close()
+    finally:
+        zero.close()
+        dist.barrier(group=ctx.gloo)
+        if ctx.rank == 0:
+            shutil.rmtree(tmp[0], ignore_errors=True)
+
+
+@case
 def test_stage_3_finds_a_parameter_read_outside_its_module_and_trains_as_plain_torch(ctx):
     # Awkward's forward reads block[0].bias outside block[0]'s forward; without
     # gathered() the first forwards find it and the root unit holds it after.

@@ -146,6 +146,7 @@ class _State:
             raise zeroshard.ZshError(ERR_INVALID_ARG, what + ": gradients were handed over "
                                      "since the last step; call step() or zero_grad() first")
         read(opt)
+        self._groups_from_layer()
         if self._stage == 3:
             # A parameter held gathered (inside gathered() or a forward) is a
             # copy of the old values: gather the loaded ones into it, in

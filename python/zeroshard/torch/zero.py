@@ -82,6 +82,15 @@ load_state_dict() work there; save(), load(), snapshot() and restore() are
 refused with ZSH_ERR_UNSUPPORTED: the layer does not checkpoint device
 parameters yet.
 
+ZeRO is a torch.optim.Optimizer with one parameter group, every trainable
+parameter of the module: torch.optim.lr_scheduler's schedules drive it, and
+so does code that writes ``zero.param_groups[0]["lr"]``; step() hands the
+rate to the layer (zsh_optim_set_lr, bit for bit torch.optim's update at
+that rate). The group's other entries are the layer's settings, fixed when
+it is made: step() refuses a change to one (OneCycleLR's cycle_momentum, say),
+naming it. A checkpoint carries the rate in effect, and load() sets the
+group's "lr" to it.
+
 One backward per step: a parameter whose gradient comes twice before
 step() is refused. A parameter that got no gradient in a step on any rank
 (a branch not taken, a module not called) is left as torch.optim leaves
@@ -111,6 +120,7 @@ from zeroshard import settings as _settings
 
 from . import storage as _storage
 from .backend import ProcessGroupZsh
+from .groups import _Groups
 from .state import _State
 from .units import (_FAST, _UNHOOKED, _FindReleased, _around_forward, _map_tensors,
                     _through, _unit_policy, plan_units)
@@ -256,7 +266,7 @@ def _resolve_comm(comm, group):
     return zeroshard.Comm(), True
 
 
-class ZeRO(_State):
+class ZeRO(_State, _Groups):
     """ZeRO for a torch module; the settings are zsh_optim_config_t's.
 
     Args:
@@ -400,6 +410,7 @@ class ZeRO(_State):
         # storage a copy of its own (_own_lent).
         self._lend = (self._stage == 3 and self._stream is None and not qwz and
                       _storage.available())
+        self._init_groups()
 
     # ---- setup ----------------------------------------------------------------------
     def _register(self, named, broadcast_params, policy):
@@ -822,9 +833,13 @@ class ZeRO(_State):
         scale = self._opt.loss_scale
         (loss * scale if scale != 1.0 else loss).backward()
 
-    def step(self):
-        """Reduce the gradients, clip, update the parameters (collective).
-        False if the step was skipped because the gradients overflowed."""
+    def step(self, closure=None):
+        """Reduce the gradients, clip, update the parameters (collective), at
+        param_groups[0]["lr"]. False if the step was skipped because the
+        gradients overflowed."""
+        if closure is not None:
+            raise TypeError("ZeRO.step() takes no closure: call backward() before step()")
+        self._sync_groups("ZeRO.step")
         missing = [i for i, ready in enumerate(self._ready) if not ready]
         unused = self._unused_everywhere(missing)
         for i in missing:
