@@ -15,6 +15,10 @@ DistributedDataParallel over a gloo group and torch.optim.AdamW, on the same
 batches, and prints both losses and their largest relative difference.
 --json FILE writes the losses and bytes (rank 0) for scripts.
 
+--warmup N and --schedule cosine set the learning rate each step through
+torch.optim.lr_scheduler.LambdaLR on the ZeRO itself (a torch.optim
+optimizer with one parameter group), as on the DDP twin's AdamW.
+
 --offload-optimizer and --offload-params move the optimizer states (with the
 master weights and, at stages 2-3, the gradient shards) and the stage 3
 parameter shards to host memory (cpu) or to files under --nvme-dir (nvme),
@@ -25,7 +29,6 @@ and written.
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
@@ -145,6 +148,12 @@ def parse_args(argv=None):
                         "learning rate leaves the loss on a plateau for a number of steps that "
                         "any small change moves)")
     p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--schedule", choices=["constant", "cosine"], default="constant",
+                   help="the learning rate after the warmup: constant, or a cosine decay to "
+                        "a tenth of --lr at the last step (torch.optim.lr_scheduler's, on "
+                        "ZeRO as on the DDP twin)")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="steps of linear warmup from --lr / (warmup + 1) to --lr")
     p.add_argument("--max-grad-norm", type=float, default=0.0)
     p.add_argument("--bucket-size", type=int, default=0, help="bytes; 0 takes ZSH_BUCKET_SIZE")
     p.add_argument("--offload-optimizer", choices=TIERS, default=None,
@@ -172,9 +181,27 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.dim % args.heads:
         p.error("--dim %d is not a multiple of --heads %d" % (args.dim, args.heads))
+    if args.warmup < 0:
+        p.error("--warmup %d is negative" % args.warmup)
     if args.compare_ddp and args.precision != "fp32":
         p.error("--compare-ddp compares fp32 training")
     return args
+
+
+def schedule(args, optimizer):
+    """--schedule and --warmup as a torch.optim.lr_scheduler of optimizer
+    (a ZeRO is one); None for a constant rate."""
+    if args.schedule == "constant" and args.warmup == 0:
+        return None
+
+    def factor(step):
+        if step < args.warmup:
+            return (step + 1) / (args.warmup + 1)
+        if args.schedule == "constant":
+            return 1.0
+        done = (step - args.warmup) / max(args.steps - 1 - args.warmup, 1)
+        return 0.1 + 0.45 * (1 + math.cos(math.pi * min(done, 1.0)))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def build(args, dtype):
@@ -207,12 +234,13 @@ def train(args, log=print):
                                 host_mem_limit=args.host_mem_limit,
                                 sub_group_size=args.sub_group_size,
                                 deterministic=args.deterministic)
-    ref = None
+    sched, ref = schedule(args, zero), None
     if args.compare_ddp:
         gloo = dist.new_group(backend="gloo")
         ref = torch.nn.parallel.DistributedDataParallel(build(args, dtype), process_group=gloo)
         ref_opt = torch.optim.AdamW(ref.parameters(), lr=args.lr, betas=tuple(args.betas),
                                       weight_decay=args.weight_decay)
+        ref_sched = schedule(args, ref_opt)
 
     losses, ref_losses, times = [], [], []
     for step in range(args.steps):
@@ -222,6 +250,8 @@ def train(args, log=print):
         zero.backward(loss)
         zero.step()
         zero.zero_grad()
+        if sched is not None:
+            sched.step()
         times.append(time.perf_counter() - start)
         losses.append(mean_over_ranks(loss.item()))
         line = "step %3d loss %.6f step_ms %.1f" % (step, losses[-1], times[-1] * 1e3)
@@ -232,6 +262,8 @@ def train(args, log=print):
             if args.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(ref.parameters(), args.max_grad_norm)
             ref_opt.step()
+            if ref_sched is not None:
+                ref_sched.step()
             ref_losses.append(mean_over_ranks(rl.item()))
             line += " ddp_loss %.6f" % ref_losses[-1]
         if rank == 0:

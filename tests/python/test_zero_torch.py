@@ -111,6 +111,19 @@ for _s in STAGES:
 
 
 @case
+def test_train_gpt_under_warmup_and_cosine_decay_matches_ddp_with_the_same_schedule(ctx):
+    args = train_gpt.parse_args(GPT_ARGS + ["--stage", "3", "--compare-ddp", "--warmup", "5",
+                                            "--schedule", "cosine"])
+    r = train_gpt.train(args, log=lambda line: None)
+    if not r["max_rel_diff"] <= 1e-5:
+        raise AssertionError("losses differ from DDP by %.3g: %s vs %s"
+                             % (r["max_rel_diff"], r["losses"], r["ddp_losses"]))
+    # The schedule moved the rate: the constant-rate run's losses are others.
+    if r["losses"][2:] == gpt(3)["losses"][2:]:
+        raise AssertionError("the schedule changed nothing: %s" % r["losses"])
+
+
+@case
 def test_stage_3_holds_a_world_size_share_of_the_parameter_bytes_of_stage_0(ctx):
     s0, s3, s2 = gpt(0), gpt(3), gpt(2)
     share = s3["param_bytes"] / s0["param_bytes"]
