@@ -259,5 +259,25 @@ def test_zero_takes_the_policies_and_keywords_alike(ctx):
                         prefetch=1), TypeError, "prefetch", "sharding_policy")
 
 
+
+@case
+def test_lr_reads_and_sets_the_rate_and_refuses_a_bad_one_unchanged(ctx):
+    opt = new_optimizer(ctx, lr=3e-4)
+    try:
+        assert opt.lr == 3e-4, opt.lr
+        opt.lr = 1e-2
+        assert opt.lr == 1e-2, opt.lr
+        raises(lambda: setattr(opt, "lr", -1.0), ctx.zsh.ZshError, "zsh_optim_set_lr",
+               "lr=-1")
+        raises(lambda: setattr(opt, "lr", float("inf")), ctx.zsh.ZshError, "lr=inf")
+        raises(lambda: setattr(opt, "lr", True), TypeError, "lr must be a number")
+        raises(lambda: setattr(opt, "lr", "1e-3"), TypeError, "lr must be a number")
+        assert opt.lr == 1e-2, "a refused rate changed it: %r" % opt.lr
+        opt.lr = 0
+        assert opt.lr == 0.0
+    finally:
+        opt.close()
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
