@@ -9,7 +9,7 @@
 # so one run per setting cannot show a 1% effect: the means over seeds can.
 #
 #   perf/zeropp_quality.sh [BUILD_DIR] [--seeds "1234 2 3 4 5"] [--steps N]
-#                          [-s "off qwz quant"] [--] [train_gpt.py options...]
+#                          [-s "off qwz quant"] [--out DIR] [--] [train_gpt.py options...]
 #
 # Settings: off, qwz (qwZ alone), qgz (qgZ alone), quant (both), and nudged:
 # unquantized with the learning rate times 1.01 (of train_gpt.py's default,
@@ -19,19 +19,23 @@
 # Prints, for each setting, each seed's mean loss over the last 25 steps and
 # its difference from the unquantized run of that seed, then the mean of those
 # differences over the seeds with its standard error, and the curves (every 25
-# steps) averaged over the seeds. Runs in turn, never side by side.
+# steps) averaged over the seeds. Runs in turn, never side by side. --out
+# keeps each run's train_gpt.py --json there (SETTING.SEED.json), to compare
+# across invocations; a run whose file is there already is not run again.
+# ZSH_QUANTIZE_BLOCK and the other ZSH_* settings pass through to the runs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../build
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then build=$1; shift; fi
 build=$(cd "$build" && pwd)
-seeds="1234 2 3 4 5" steps=300 settings="off qwz quant"
+seeds="1234 2 3 4 5" steps=300 settings="off qwz quant" keep=
 model=()
 while [ $# -gt 0 ]; do
     case $1 in
     --seeds) seeds=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     -s) settings=$2; shift 2 ;;
+    --out) keep=$2; shift 2 ;;
     --) shift; model=("$@"); break ;;
     *) echo "zeropp_quality.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
@@ -42,8 +46,13 @@ for py in ${PYTHON:-} /usr/bin/python3 python3; do
 done
 [ -n "$python" ] || { echo "zeropp_quality.sh: no interpreter imports torch" >&2; exit 1; }
 log=$(mktemp -d)
-out=$(mktemp -d)
-trap 'rm -rf "$log" "$out"' EXIT
+if [ -n "$keep" ]; then
+    mkdir -p "$keep" && out=$(cd "$keep" && pwd) || exit 1
+    trap 'rm -rf "$log"' EXIT
+else
+    out=$(mktemp -d)
+    trap 'rm -rf "$log" "$out"' EXIT
+fi
 # shellcheck source=../tests/harness/fake_nodes.sh
 . "$here/../tests/harness/fake_nodes.sh"
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
@@ -59,6 +68,7 @@ for seed in $seeds; do
         esac
         nudge=
         [ "$s" = nudged ] && nudge=1
+        [ -n "$keep" ] && [ -s "$out/$s.$seed.json" ] && continue
         t0=$SECONDS
         ZSH_QUANTIZE_WEIGHTS=$qw ZSH_QUANTIZE_GRADS=$qg \
             fake_nodes_job ab 3600 "$python" "$here/../examples/torch/train_gpt.py" \
