@@ -24,7 +24,6 @@ class _Groups(torch.optim.Optimizer):
         else:
             names = {"betas": (cfg["beta1"], cfg["beta2"]), "eps": cfg["eps"]}
         defaults = dict(lr=self._opt.lr, weight_decay=cfg["weight_decay"], **names)
-        self._group_set = dict(defaults)  # what the layer has, to tell a change
         torch.optim.Optimizer.__init__(self, list(self._tensors), defaults)
 
     def add_param_group(self, param_group):
@@ -41,17 +40,14 @@ class _Groups(torch.optim.Optimizer):
             raise ValueError("%s: ZeRO has one parameter group, not %d"
                              % (what, len(self.param_groups)))
         group = self.param_groups[0]
-        for key, was in self._group_set.items():
+        for key, was in self.defaults.items():  # the layer's settings, as made
             now = group.get(key)
             if key != "lr" and now != was:
                 raise ValueError("%s: param_groups[0][%r] is %r, set to %r when the ZeRO was "
                                  "made; only 'lr' changes between steps" % (what, key, now, was))
-        if group.get("lr") != self._group_set["lr"]:
+        if group.get("lr") != self._opt.lr:
             self._opt.lr = group["lr"]  # a bad rate raises, and nothing changes
-            self._group_set["lr"] = group["lr"]
 
     def _groups_from_layer(self):
         """After a load: the group's "lr" is the one the checkpoint carried."""
-        lr = self._opt.lr
-        self.param_groups[0]["lr"] = lr
-        self._group_set["lr"] = lr
+        self.param_groups[0]["lr"] = self._opt.lr
