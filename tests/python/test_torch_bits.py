@@ -328,6 +328,13 @@ model_case("resnet_with_batchnorm_under_step_lr", SmallResNet, RULES[6], steps=6
            schedule=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.3))
 model_case("resnet_with_batchnorm_under_a_written_schedule", SmallResNet, RULES[3], steps=6,
            schedule=lambda opt: WrittenSchedule(opt, RULES[3][2]["lr"]))
+# torchvision's ViT under OneCycleLR (which cycles betas too unless told not to).
+model_case("torchvision_vit_under_one_cycle", lambda: torchvision_models().vision_transformer
+           .VisionTransformer(image_size=16, patch_size=8, num_layers=2, num_heads=2,
+                              hidden_dim=16, mlp_dim=32, num_classes=10), RULES[0], steps=6,
+           batch=images(side=16),
+           schedule=lambda opt: torch.optim.lr_scheduler.OneCycleLR(
+               opt, max_lr=4e-3, total_steps=6, cycle_momentum=False))
 
 
 def channels_last_net():
