@@ -17,13 +17,14 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
   Swin, ConvNeXt, DenseNet, MobileNetV3-Small and SqueezeNet (small where
   they take sizes); nn.Transformer with masks, batch first and not; LSTM
   and GRU; a tied embedding, a layer called twice and in a loop;
-  torch.utils.checkpoint in both modes; frozen and unused parameters.
-  Dropout and stochastic depth draw the same masks on both sides. Every
+  torch.utils.checkpoint in both modes; frozen and unused parameters;
+  micro-batches accumulated under each side's no_sync(). Dropout and stochastic depth draw the same masks on both sides. Every
   rank trains on its own batch, so at 2 ranks the averaged gradient is a
   real average: (a + b) / 2 is exact in any order, so both sides see the
   same gradient bits.
 """
 
+import contextlib
 import os
 import sys
 
@@ -174,15 +175,25 @@ def cross_entropy(out, y):
     return F.cross_entropy(out, y)
 
 
-def train(model, update, batch, loss_fn, rank, steps):
+def train(model, side, batch, loss_fn, rank, steps, micro=1):
+    """side: (backward(loss), step(), no_sync()). Each step runs micro
+    micro-batches, all but the last under no_sync(), each loss divided by
+    micro; a step's loss is the sum of its micro-batches' own."""
+    backward, step, no_sync = side
     losses = []
-    for step in range(steps):
-        x, y = batch(rank, step)
-        # Dropout and stochastic depth draw the same masks on both sides.
-        torch.manual_seed(7 + 1000 * rank + step)
-        loss = loss_fn(model(*x), y)
-        update(loss)
-        losses.append(loss.item())
+    for s in range(steps):
+        total = 0.0
+        for m in range(micro):
+            k = s * micro + m
+            x, y = batch(rank, k)
+            # Dropout and stochastic depth draw the same masks on both sides.
+            torch.manual_seed(7 + 1000 * rank + k)
+            with no_sync() if m < micro - 1 else contextlib.nullcontext():
+                loss = loss_fn(model(*x), y)
+                backward(loss / micro if micro > 1 else loss)
+            total += loss.item()
+        step()
+        losses.append(total)
     return losses
 
 
@@ -197,14 +208,15 @@ def evaluate(model, batch, rank):
 
 
 def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy, evaluated=False,
-               bucket_size=4096, ddp_kw=None, schedule=None):
+               bucket_size=4096, ddp_kw=None, schedule=None, micro=1):
     """make()'s model trained by ZeRO at stages 0-3 against DDP over gloo with
     the same torch.optim rule: the same losses bit for bit every step, the
     same parameters and buffers at the end and, when evaluated, the same
     outputs in eval mode. Buffers are each rank's own on both sides
     (broadcast_buffers=False): ZeRO leaves each rank its own running
     statistics. schedule(optimizer) makes a learning-rate schedule (its
-    step() called after each update) on both sides."""
+    step() called after each update) on both sides. micro > 1 accumulates
+    that many micro-batches a step under each side's no_sync()."""
     name, cls, kw, settings = rule
 
     def fn(ctx):
@@ -214,14 +226,14 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
         opt = cls([p for p in ref.parameters() if p.requires_grad], **kw)
         ref_sched = schedule(opt) if schedule else None
 
-        def ddp_update(loss):
-            opt.zero_grad()
-            loss.backward()
+        def ddp_step():
             opt.step()
+            opt.zero_grad()
             if ref_sched:
                 ref_sched.step()
 
-        want = train(ref, ddp_update, batch, loss_fn, ctx.rank, steps)
+        want = train(ref, (lambda loss: loss.backward(), ddp_step, ref.no_sync), batch,
+                     loss_fn, ctx.rank, steps, micro)
         want_out = evaluate(ref.module, batch, ctx.rank) if evaluated else None
         for stage in STAGES:
             torch.manual_seed(11)
@@ -229,14 +241,14 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
             zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size, **settings)
             sched = schedule(zero) if schedule else None
             try:
-                def zero_update(loss):
-                    zero.backward(loss)
+                def zero_step():
                     zero.step()
                     zero.zero_grad()
                     if sched:
                         sched.step()
 
-                got = train(model, zero_update, batch, loss_fn, ctx.rank, steps)
+                got = train(model, (zero.backward, zero_step, zero.no_sync), batch, loss_fn,
+                            ctx.rank, steps, micro)
                 if got != want:
                     raise AssertionError("%s stage %d: losses %s, DDP's %s"
                                          % (name, stage, [float.hex(v) for v in got],
@@ -335,6 +347,18 @@ model_case("torchvision_vit_under_one_cycle", lambda: torchvision_models().visio
            batch=images(side=16),
            schedule=lambda opt: torch.optim.lr_scheduler.OneCycleLR(
                opt, max_lr=4e-3, total_steps=6, cycle_momentum=False))
+
+
+# Gradient accumulation: micro-batches under no_sync(), then one reduction
+# of the sums, as DDP's no_sync() (at stage 3 the full gradients wait in
+# p.grad between micro-batches, the parameters released around them).
+model_case("resnet_with_batchnorm_over_3_micro_batches", SmallResNet, RULES[0], steps=4,
+           micro=3)
+model_case("torchvision_vit_over_2_micro_batches", lambda: torchvision_models()
+           .vision_transformer.VisionTransformer(image_size=16, patch_size=8, num_layers=2,
+                                                 num_heads=2, hidden_dim=16, mlp_dim=32,
+                                                 dropout=0.1, num_classes=10),
+           RULES[6], steps=3, batch=images(side=16), micro=2)
 
 
 def channels_last_net():

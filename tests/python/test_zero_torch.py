@@ -22,6 +22,7 @@ in-memory run, inside its host buffer budget, its files gone after close);
 and the refusals.
 """
 
+import contextlib
 import os
 import shutil
 import sys
@@ -401,6 +402,52 @@ def test_a_branch_taken_on_some_steps_trains_as_torch_optim_adamw_bit_for_bit(ct
         for step in range(6):
             x, y = branchy_batch(step)
             zero.backward(F.cross_entropy(m(x, step), y))
+            zero.step()
+            zero.zero_grad()
+        got = zero.state_dict()
+        zero.close()
+        for k, v in want.items():
+            if ctx.size & (ctx.size - 1):
+                near(got[k], v, 1e-5, "stage %d %s" % (stage, k))
+            elif not torch.equal(got[k], v):
+                raise AssertionError("stage %d: %s differs from torch.optim.AdamW's by up to %.3g"
+                                     % (stage, k, (got[k] - v).abs().max().item()))
+        for k in ("never.weight", "never.bias"):
+            if not torch.equal(got[k], init[k]):
+                raise AssertionError("stage %d: %s moved from its initial values" % (stage, k))
+
+
+@case
+def test_micro_batches_under_no_sync_train_as_torch_optim_accumulating_bit_for_bit(ctx):
+    """Two micro-batches a step, the first under no_sync(): the branch runs in
+    the first only, so its gradient waits in p.grad and step() hands it
+    over; the module never called stays as it was. Against torch.optim.AdamW
+    accumulating the same micro-batches in one process (every rank trains on
+    the same batch): its bits at every stage where the ranks are a power of
+    two, within 1e-5 elsewhere."""
+    opt = dict(lr=1e-2, weight_decay=0.1)
+    torch.manual_seed(3)
+    ref = Branchy()
+    init = {k: v.clone() for k, v in ref.state_dict().items()}
+    o = torch.optim.AdamW(ref.parameters(), **opt)
+    for step in range(4):
+        o.zero_grad(set_to_none=True)
+        for k in (2 * step, 2 * step + 1):
+            x, y = branchy_batch(k)
+            (F.cross_entropy(ref(x, k + 1), y) / 2).backward()
+        o.step()
+    want = ref.state_dict()
+    for stage in STAGES:
+        torch.manual_seed(3)
+        m = Branchy()
+        zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
+        for step in range(4):
+            for k in (2 * step, 2 * step + 1):
+                x, y = branchy_batch(k)
+                with zero.no_sync() if k % 2 == 0 else contextlib.nullcontext():
+                    zero.backward(F.cross_entropy(m(x, k + 1), y) / 2)
+                if k % 2 == 0 and m.extra.weight.grad is None:
+                    raise AssertionError("stage %d: no_sync() left no gradient in p.grad" % stage)
             zero.step()
             zero.zero_grad()
         got = zero.state_dict()
@@ -802,13 +849,18 @@ def test_fp16_scales_the_loss_and_trains(ctx):
 # ---- refusals and the contract -------------------------------------------------------
 
 @case
-def test_a_second_backward_before_step_is_refused(ctx):
+def test_a_second_backward_before_step_is_refused_naming_no_sync(ctx):
     m = awkward()
     zero = ZeRO(m, stage=1, group=ctx.group)
     x, y = batch(0)
     F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward()
     raises(lambda: F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward(),
-           "second gradient before step()", "a second backward")
+           "accumulate micro-batches under `with zero.no_sync():`", "a second backward")
+    zero.zero_grad()
+    F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward()
+    with zero.no_sync():  # the step's gradients are handed over already
+        raises(lambda: F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward(),
+               "second gradient before step()", "a backward under no_sync() after one outside")
     zero.zero_grad()
     F.cross_entropy(m(x).view(-1, 11), y.view(-1)).backward()
     zero.step()

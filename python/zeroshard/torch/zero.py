@@ -91,14 +91,17 @@ it is made: step() refuses a change to one (OneCycleLR's cycle_momentum, say),
 naming it. A checkpoint carries the rate in effect, and load() sets the
 group's "lr" to it.
 
-One backward per step: a parameter whose gradient comes twice before
-step() is refused. A parameter that got no gradient in a step on any rank
-(a branch not taken, a module not called) is left as torch.optim leaves
-one whose gradient is None: no weight decay, no change to its optimizer
-states, and its own step count (Adam's bias correction) stays; step()
-agrees on which these are with one all-reduce of a byte per parameter.
+One backward per step hands the gradients over: a parameter whose
+gradient comes twice before step() is refused. Micro-batches accumulate as
+with DDP: the backward passes inside ``with zero.no_sync():`` add up their
+gradients in p.grad, and the first one outside hands over the sums (the
+same bits as DDP's no_sync()). A parameter that got no gradient in a step
+on any rank (a branch not taken, a module not called) is left as
+torch.optim leaves one whose gradient is None: no weight decay, no change
+to its optimizer states, and its own step count (Adam's bias correction)
+stays; step() agrees on which these are with one all-reduce of a byte per
+parameter.
 One that some rank used gets zeros from the others, as DDP sums it.
-Gradient accumulation over micro-batches belongs in the loss.
 
 state_dict() and load_state_dict() carry the module's full parameters and
 buffers (gathered at stage 3); optimizer states stay in the layer. save(dir)
@@ -364,6 +367,7 @@ class ZeRO(_State, _Groups):
         self._orders = []       # the dims from outer to inner in memory; None: contiguous
         self._index = {}        # id(parameter) -> position
         self._ready = []        # gradient handed over this step
+        self._sync = True       # hand gradients over as they come (False: no_sync())
         self._fw_refs = []      # stage 3: forward uses holding the parameter
         self._bw_held = []      # stage 3: held for this backward
         self._live = []         # stage 3: gathered now
@@ -521,36 +525,58 @@ class ZeRO(_State, _Groups):
     def _grad_hook(self, i):
         # What the hook reads of position i, looked up once: it runs for
         # every parameter in every backward.
-        p, zp, strides, order = self._tensors[i], self._zparams[i], self._strides[i], \
-            self._orders[i]
+        p, zp = self._tensors[i], self._zparams[i]
 
         def hook(*_):
-            g = p.grad
-            if g is None:
+            if p.grad is None:
                 return
             if self._ready[i]:
                 raise RuntimeError("ZeRO: parameter %s got a second gradient before step(); "
-                                   "each parameter's gradient is handed over once per step"
-                                   % zp.name)
-            laid_out = g.stride() == strides or (order is None and g.is_contiguous())
-            if self._scale_in_place and g._base is None and laid_out and not g.requires_grad:
-                # p.grad is ours to change (autograd made it, p.grad is
-                # cleared below): scaled in place and handed over in one call
-                # (a contiguous one as it is: its elements are in order).
-                self._opt.grad_ready_scaled(zp, g if order is None else self._flat(i, g),
-                                            self._grad_mul)
-            else:
-                if self._grad_mul != 1.0:
-                    g = g.mul(self._grad_mul)
-                if not laid_out:
-                    g = self._empty(i).copy_(g)
-                self._opt.grad_ready(self._zparams[i], self._to_layer(self._flat(i, g)))
-            self._ready[i] = True
-            p.grad = None
+                                   "each parameter's gradient is handed over once per step: "
+                                   "accumulate micro-batches under `with zero.no_sync():`, "
+                                   "as with DDP" % zp.name)
+            if self._sync:
+                self._hand_over(i)
             if self._bw_held[i]:
                 self._bw_held[i] = False
                 self._drop(i)
         return hook
+
+    def _hand_over(self, i):
+        """Give the layer p.grad of position i (averaged over the ranks) and
+        clear it: the layer has it."""
+        p, g = self._tensors[i], self._tensors[i].grad
+        order = self._orders[i]
+        laid_out = g.stride() == self._strides[i] or (order is None and g.is_contiguous())
+        if self._scale_in_place and g._base is None and laid_out and not g.requires_grad:
+            # p.grad is ours to change (autograd made it, p.grad is cleared
+            # below): scaled in place and handed over in one call (a
+            # contiguous one as it is: its elements are in order).
+            self._opt.grad_ready_scaled(self._zparams[i],
+                                        g if order is None else self._flat(i, g),
+                                        self._grad_mul)
+        else:
+            if self._grad_mul != 1.0:
+                g = g.mul(self._grad_mul)
+            if not laid_out:
+                g = self._empty(i).copy_(g)
+            self._opt.grad_ready(self._zparams[i], self._to_layer(self._flat(i, g)))
+        self._ready[i] = True
+        p.grad = None
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Accumulate gradients without handing them to the layer, as DDP's
+        and FSDP's no_sync(): inside, each backward's gradients add up in
+        p.grad (at stage 3 the full gradients, as FSDP's no_sync holds them);
+        the first backward outside hands over the sums, reduced as they come,
+        and step() hands over any left (a parameter that the last backward
+        did not reach). Not collective: the ranks need not agree on it."""
+        before, self._sync = self._sync, False
+        try:
+            yield
+        finally:
+            self._sync = before
 
     # ---- stage 3: gathering around each use -----------------------------------------
     # [Note: one storage per parameter] Each position has one full tensor
@@ -840,6 +866,11 @@ class ZeRO(_State, _Groups):
         if closure is not None:
             raise TypeError("ZeRO.step() takes no closure: call backward() before step()")
         self._sync_groups("ZeRO.step")
+        # Gradients accumulated under no_sync() that no backward outside it
+        # handed over (the last one did not reach their parameter).
+        for i, ready in enumerate(self._ready):
+            if not ready and self._tensors[i].grad is not None:
+                self._hand_over(i)
         missing = [i for i, ready in enumerate(self._ready) if not ready]
         unused = self._unused_everywhere(missing)
         for i in missing:
