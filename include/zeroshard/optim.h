@@ -515,6 +515,32 @@ zsh_status_t zsh_optim_grad_none(zsh_optim_t *opt, zsh_param_t *param);
 zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p);
 
 /**
+ * @brief The global L2 norm of this step's gradients, and clip them to
+ *        @p max_norm at this step, as torch.nn.utils.clip_grad_norm_ between
+ *        backward and the optimizer's step (collective).
+ *
+ * Finishes the gradient reductions and computes the norm of the reduced
+ * (averaged, unscaled by the loss scale) gradients now, as the step would;
+ * the step uses that norm and multiplies the gradients by
+ * max_norm / (norm + 1e-6) where that is below 1, torch's factor, before the
+ * update. It applies to the coming step only, beside
+ * zsh_optim_config_t::max_grad_norm: the lower of the two clips. Called again
+ * in the same step, it returns the norm as the earlier call left the
+ * gradients, and the lowest @p max_norm applies. Every rank calls it in the
+ * same step, after every parameter has its gradient (zsh_optim_grad_ready()
+ * or zsh_optim_grad_none()).
+ * @param opt      The optimizer.
+ * @param max_norm Finite and > 0.
+ * @param[out] norm_p The norm before this call's clipping (inf or NaN if a
+ *                    gradient is; the step then skips under dynamic loss
+ *                    scaling, and otherwise updates with them, as torch does).
+ * @return ZSH_ERR_INVALID_ARG if @p max_norm is out of range, or naming a
+ *         parameter without a gradient or still fetched, as zsh_optim_step();
+ *         nothing is changed then.
+ */
+zsh_status_t zsh_optim_clip_grad_norm(zsh_optim_t *opt, double max_norm, double *norm_p);
+
+/**
  * @brief Replace a parameter's values, as when loading a checkpoint (not
  *        collective once the layout is built; builds it first if not).
  *

@@ -352,6 +352,11 @@ void zsh_py_bind_optim(py::module_ &m)
         int st = static_cast<int>(zsh_optim_get_lr(opt(h), &lr));
         return py::make_tuple(st, lr);
     });
+    m.def("optim_clip_grad_norm", [](handle_t h, double max_norm) {
+        double norm = 0.0;
+        int st = nogil([&] { return zsh_optim_clip_grad_norm(opt(h), max_norm, &norm); });
+        return py::make_tuple(st, norm);
+    });
     m.def("optim_stats", [](handle_t h) {
         zsh_optim_stats_t s{};
         int st = static_cast<int>(zsh_optim_get_stats(opt(h), &s));

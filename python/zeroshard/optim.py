@@ -366,6 +366,20 @@ class Optimizer:
         self._ready = True
         return bool(applied)
 
+    def clip_grad_norm(self, max_norm):
+        """The global L2 norm of this step's gradients (reduced, unscaled),
+        and clip them to max_norm at the coming step, as
+        torch.nn.utils.clip_grad_norm_ (collective; every parameter's
+        gradient handed over first). max_norm: finite and > 0, else ZshError
+        (ZSH_ERR_INVALID_ARG) and nothing changes."""
+        if isinstance(max_norm, bool) or not isinstance(max_norm, numbers.Real):
+            raise TypeError("max_norm must be a number, not %s" % type(max_norm).__name__)
+        with self._lock:
+            status, norm = _z.optim_clip_grad_norm(self._live(), float(max_norm))
+            if status != OK:
+                raise error(status)
+        return norm
+
     def zero_grad(self):
         """Drop the gradients handed over this step."""
         with self._lock:

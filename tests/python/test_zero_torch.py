@@ -353,6 +353,59 @@ def test_tied_reused_and_in_place_modules_train_as_plain_torch_at_every_stage(ct
         near(m.emb.weight, ref.emb.weight, 1e-4, "stage %d close() gives the module back" % stage)
 
 
+@case
+def test_clip_grad_norm_returns_torchs_norm_and_clips_the_step_as_torch_does(ctx):
+    """zero.clip_grad_norm_() between backward and step, as FSDP's: the norm
+    torch.nn.utils.clip_grad_norm_ returns for the same gradients, and the
+    step clipped as torch clips them (within rounding: ATen adds up each
+    parameter's squares in its own order). A bound above every norm changes
+    no bit of the unclipped run; a norm other than L2 is refused."""
+    opt, max_norm, steps = dict(lr=1e-2, weight_decay=0.05), 0.5, 6
+    ref = awkward()
+    o = torch.optim.AdamW(ref.parameters(), **opt)
+    want, want_norms = [], []
+    for step in range(steps):
+        x, y = batch(step)
+        o.zero_grad()
+        loss = F.cross_entropy(ref(x).view(-1, 11), y.view(-1))
+        loss.backward()
+        want_norms.append(torch.nn.utils.clip_grad_norm_(ref.parameters(), max_norm).item())
+        o.step()
+        want.append(loss.item())
+    if min(want_norms) <= max_norm:
+        raise AssertionError("the bound clips no step: norms %s" % want_norms)
+    for stage in STAGES:
+        runs = {}
+        for bound in (max_norm, 1e6, None):
+            m = awkward()
+            zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
+            losses, norms = [], []
+            for step in range(steps):
+                x, y = batch(step)
+                loss = F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1))
+                zero.backward(loss)
+                if bound is not None:
+                    norm = zero.clip_grad_norm_(bound)
+                    if norm.dtype != torch.float32 or norm.dim() != 0:
+                        raise AssertionError("the norm is %s of shape %s"
+                                             % (norm.dtype, tuple(norm.shape)))
+                    norms.append(norm.item())
+                zero.step()
+                zero.zero_grad()
+                losses.append(loss.item())
+            if bound == max_norm:
+                raises(lambda: zero.clip_grad_norm_(1.0, norm_type=1), "norm_type=1",
+                       "an L1 norm")
+            zero.close()
+            runs[bound] = losses, norms
+        near(torch.tensor(runs[max_norm][1]), torch.tensor(want_norms), 1e-5,
+             "stage %d norms" % stage)
+        near(torch.tensor(runs[max_norm][0]), torch.tensor(want), 1e-5, "stage %d losses" % stage)
+        if runs[1e6][0] != runs[None][0]:
+            raise AssertionError("stage %d: a bound above every norm changed the losses: %s, "
+                                 "unclipped %s" % (stage, runs[1e6][0], runs[None][0]))
+
+
 class Branchy(nn.Module):
     """A branch taken on odd steps only, and a module never called."""
 

@@ -410,6 +410,7 @@ void zsh_optim_grads_reset(zsh_optim_t *opt)
         opt->buckets[i].pending = opt->buckets[i].nparams;
     }
     opt->grads_begun = false;
+    memset(&opt->clip, 0, sizeof(opt->clip));
 }
 
 zsh_status_t zsh_optim_zero_grad(zsh_optim_t *opt)

@@ -173,6 +173,11 @@ struct zsh_optim {
     size_t             quant_bytes;     /* of comm_bytes, sent quantized (qwZ, qgZ) */
     bool               grads_begun;     /* backward has begun this step: the caller said so
                                            (zsh_optim_backward_begin) or a gradient came */
+    struct {                            /* zsh_optim_clip_grad_norm() this step */
+        bool           known;           /* sumsq holds this step's sum of squares */
+        double         sumsq;           /* scaled by the loss scale, as the step's own */
+        double         max_norm;        /* the smallest asked for; 0: none */
+    } clip;
     struct {                            /* qgZ, set up where cfg.quantize_grads is on */
         zsh_comm_t    *node, *rail;     /* this rank's node group and rail group */
         int           *owner;           /* owner[node * L + local]: the rank there */

@@ -50,11 +50,41 @@ static void zsh_optim_step_close(zsh_optim_t *opt)
     opt->quant_bytes = 0;
 }
 
+/* The sum of squares of this step's gradients (scaled by the loss scale),
+ * once a step: zsh_optim_clip_grad_norm() may have taken it already. */
+static zsh_status_t zsh_optim_step_sumsq(zsh_optim_t *opt, double *sumsq_p)
+{
+    zsh_status_t status;
+
+    if (!opt->clip.known) {
+        status = zsh_optim_grad_sumsq(opt, &opt->clip.sumsq);
+        if (status != ZSH_OK) {
+            return status;
+        }
+        opt->clip.known = true;
+    }
+    *sumsq_p = opt->clip.sumsq;
+    return ZSH_OK;
+}
+
+/* The norm to clip to this step: the configured one, or the smallest that
+ * zsh_optim_clip_grad_norm() asked for if lower; 0: none. */
+static double zsh_optim_max_norm(const zsh_optim_t *opt)
+{
+    double cfg = opt->cfg.max_grad_norm;
+
+    if (opt->clip.max_norm > 0.0 && (cfg <= 0.0 || opt->clip.max_norm < cfg)) {
+        return opt->clip.max_norm;
+    }
+    return cfg > 0.0 ? cfg : 0.0;
+}
+
 /* The factor the gradients are multiplied by, or a skip for overflow. */
 static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *skip_p)
 {
     float inv_scale = 1.0f / opt->scaler.scale;
-    bool need_norm  = opt->scaler.dynamic || (opt->cfg.max_grad_norm > 0.0f);
+    double max_norm = zsh_optim_max_norm(opt);
+    bool need_norm  = opt->scaler.dynamic || (max_norm > 0.0);
     double sumsq, norm, clip;
     zsh_status_t status;
 
@@ -63,7 +93,7 @@ static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *
     if (!need_norm) {
         return ZSH_OK;
     }
-    status = zsh_optim_grad_sumsq(opt, &sumsq);
+    status = zsh_optim_step_sumsq(opt, &sumsq);
     if (status != ZSH_OK) {
         return status;
     }
@@ -73,10 +103,80 @@ static zsh_status_t zsh_optim_grad_factor(zsh_optim_t *opt, float *mul_p, bool *
     /* As torch.nn.utils.clip_grad_norm_: the factor max_norm / (norm + 1e-6)
      * applies whenever it is below 1, which includes norms up to 1e-6 under
      * max_norm; testing norm > max_norm instead would leave those unclipped. */
-    clip = opt->cfg.max_grad_norm / (norm + 1e-6);
-    if (!*skip_p && (opt->cfg.max_grad_norm > 0.0f) && (clip < 1.0)) {
+    clip = max_norm / (norm + 1e-6);
+    if (!*skip_p && (max_norm > 0.0) && (clip < 1.0)) {
         *mul_p = (float)(inv_scale * clip);
     }
+    return ZSH_OK;
+}
+
+/* The checks a step or a clip makes before anything changes: the message
+ * is the check's, and nothing needs undoing. */
+static zsh_status_t zsh_optim_step_refuse(zsh_optim_t *opt, const char *fn)
+{
+    zsh_status_t status = zsh_optim_setup(opt);
+
+    if (status == ZSH_OK) {
+        status = zsh_optim_comm_check(opt, fn);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_step_check(opt);
+    }
+    return status;
+}
+
+/* The gradients complete: the reductions and the tiers' writes finished,
+ * the offloaded shards copied down. A failed write of a gradient is the
+ * tier's failure, which every rank learns at the agreement the caller makes
+ * next (zsh_tier_agree()): a rank returning early here would leave the
+ * others waiting in it. */
+static zsh_status_t zsh_optim_grads_complete(zsh_optim_t *opt)
+{
+    zsh_status_t status = zsh_optim_grads_wait(opt);
+
+    zsh_optim_grad_writes_wait(opt);
+    if (status == ZSH_OK) {
+        /* offload: the shards copied down */
+        status = opt->dev_ops->failed(opt, opt->dev_ops->copies_wait(opt));
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_clip_grad_norm(zsh_optim_t *opt, double max_norm, double *norm_p)
+{
+    zsh_status_t status;
+    double sumsq, norm, before;
+
+    if ((opt == NULL) || (norm_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_clip_grad_norm: %s is NULL",
+                         (opt == NULL) ? "opt" : "norm_p");
+    }
+    if (!(max_norm > 0.0) || !isfinite(max_norm)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_optim_clip_grad_norm: max_norm=%g is out of range (finite and > 0)",
+                         max_norm);
+    }
+    status = zsh_optim_step_refuse(opt, "zsh_optim_clip_grad_norm");
+    if (status == ZSH_OK) {
+        status = zsh_optim_grads_complete(opt);
+        status = (status == ZSH_OK) ? zsh_tier_agree(opt, "zsh_optim_clip_grad_norm") : status;
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_step_sumsq(opt, &sumsq);
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    /* The norm of the gradients as an earlier call this step left them. */
+    norm   = sqrt(sumsq) / opt->scaler.scale;
+    before = zsh_optim_max_norm(opt);
+    if (opt->clip.max_norm > 0.0 && before / (norm + 1e-6) < 1.0) {
+        norm *= before / (norm + 1e-6);
+    }
+    if (opt->clip.max_norm <= 0.0 || max_norm < opt->clip.max_norm) {
+        opt->clip.max_norm = max_norm;
+    }
+    *norm_p = norm;
     return ZSH_OK;
 }
 
@@ -150,26 +250,12 @@ zsh_status_t zsh_optim_step(zsh_optim_t *opt, int *applied_p)
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_step: opt is NULL");
     }
     /* Refused before it starts: nothing to undo, and the message is the check's. */
-    status = zsh_optim_setup(opt);
-    if (status == ZSH_OK) {
-        status = zsh_optim_comm_check(opt, "zsh_optim_step");
-    }
-    if (status == ZSH_OK) {
-        status = zsh_optim_step_check(opt);
-    }
+    status = zsh_optim_step_refuse(opt, "zsh_optim_step");
     if (status != ZSH_OK) {
         return status;
     }
     opt->tiers.updated = 0; /* what a failure of this step puts back */
-    /* A failed write of a gradient is the tier's failure, which every rank
-     * learns at the agreement below: a rank returning early here would leave
-     * the others waiting in it. */
-    status = zsh_optim_grads_wait(opt);
-    zsh_optim_grad_writes_wait(opt);
-    if (status == ZSH_OK) {
-        /* offload: the shards copied down */
-        status = opt->dev_ops->failed(opt, opt->dev_ops->copies_wait(opt));
-    }
+    status = zsh_optim_grads_complete(opt);
     if (status == ZSH_OK) {
         status = opt->stage_ops->step_begin(opt); /* stage 3: what the update makes stale */
     }

@@ -368,6 +368,7 @@ class ZeRO(_State, _Groups):
         self._index = {}        # id(parameter) -> position
         self._ready = []        # gradient handed over this step
         self._sync = True       # hand gradients over as they come (False: no_sync())
+        self._finished = False  # every gradient handed over for this step (_finish_grads)
         self._fw_refs = []      # stage 3: forward uses holding the parameter
         self._bw_held = []      # stage 3: held for this backward
         self._live = []         # stage 3: gathered now
@@ -866,6 +867,37 @@ class ZeRO(_State, _Groups):
         if closure is not None:
             raise TypeError("ZeRO.step() takes no closure: call backward() before step()")
         self._sync_groups("ZeRO.step")
+        if not self._finished:  # clip_grad_norm_() may have
+            self._finish_grads()
+        self._finished = False
+        self._ready = [False] * len(self._ready)
+        self._drop_kept()
+        self._own_lent()
+        return self._opt.step()
+
+    def clip_grad_norm_(self, max_norm, norm_type=2.0):
+        """Between backward and step(), as FSDP's clip_grad_norm_: the global
+        L2 norm of the step's gradients (averaged over the ranks, the loss
+        scale taken out) as a float32 tensor, and the step clips them to
+        max_norm with torch.nn.utils.clip_grad_norm_'s factor
+        max_norm / (norm + 1e-6) (collective: finishes the reductions).
+        torch.nn.utils.clip_grad_norm_ on the module's parameters would see
+        no gradient: the layer holds them, not p.grad. The layer sums the
+        squares exactly (in double, or in fixed point in the deterministic
+        mode), so the norm is within rounding of torch's, which depends on
+        how ATen adds up each parameter's squares."""
+        if float(norm_type) != 2.0:
+            raise ValueError("ZeRO.clip_grad_norm_: norm_type=%r; the layer clips to the L2 "
+                             "norm (2.0)" % (norm_type,))
+        if isinstance(max_norm, torch.Tensor):
+            max_norm = max_norm.item()
+        self._finish_grads()
+        return torch.tensor(self._opt.clip_grad_norm(max_norm), dtype=torch.float32)
+
+    def _finish_grads(self):
+        """Hand every parameter's gradient over for the step: those that
+        no_sync() left in p.grad, zeros where another rank has one, none
+        where no rank does (collective above one rank)."""
         # Gradients accumulated under no_sync() that no backward outside it
         # handed over (the last one did not reach their parameter).
         for i, ready in enumerate(self._ready):
@@ -880,10 +912,8 @@ class ZeRO(_State, _Groups):
                 zeros = torch.zeros(self._zparams[i].numel, dtype=self._dtype,
                                     device=self._device)
                 self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
-        self._ready = [False] * len(self._ready)
-        self._drop_kept()
-        self._own_lent()
-        return self._opt.step()
+            self._ready[i] = True
+        self._finished = True
 
     def _unused_everywhere(self, missing):
         """Of the positions in missing (no gradient here this step), those that
@@ -903,6 +933,7 @@ class ZeRO(_State, _Groups):
         del set_to_none  # gradients live in the layer; p.grad is always None after
         self._opt.zero_grad()
         self._ready = [False] * len(self._ready)
+        self._finished = False
         for p in self._tensors:
             p.grad = None
 
