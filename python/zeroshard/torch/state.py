@@ -38,6 +38,71 @@ class _State:
                 out[key] = done[i]
         return out
 
+    def _hook_module_state(self):
+        """Stage 3: the module's own state_dict() and load_state_dict() reach
+        the layer, as FSDP's full state dict does, so a training loop's
+        checkpoint code works unmodified: state_dict() gives each parameter
+        whole (gathered: collective, every rank calls it), not the empty
+        tensor a released parameter holds, and load_state_dict() writes a
+        parameter's values into the layer (every rank with the same values).
+        Hooks on each module with parameters of its own, so a submodule's
+        calls reach them too. Returns the hooks' handles."""
+        handles = []
+        for m in self._module.modules():
+            own = [(name, self._index[id(p)]) for name, p in m._parameters.items()
+                   if p is not None and id(p) in self._index]
+            if own:
+                handles.append(m._register_state_dict_hook(self._state_hook(own)))
+                handles.append(m._register_load_state_dict_pre_hook(self._load_hook(own)))
+        return handles
+
+    def _state_hook(self, own):
+        def hook(module, destination, prefix, local_metadata):
+            for name, i in own:
+                key = prefix + name
+                # keep_vars=True (ZeRO's own calls among them) asks for the
+                # parameters themselves, as they are.
+                if key in destination and destination[key] is not self._tensors[i]:
+                    if self._lent[i]:
+                        self._own_lent()
+                    destination[key] = self._full(i)
+            return destination
+        return hook
+
+    def _load_hook(self, own):
+        def hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs):
+            for name, i in own:
+                key = prefix + name
+                v = state_dict.get(key)
+                if not isinstance(v, torch.Tensor):
+                    continue  # torch's own load reports it
+                if tuple(v.shape) != self._shapes[i]:
+                    error_msgs.append("size mismatch for %s: copying a param with shape %s "
+                                      "from checkpoint, the shape in current model is %s."
+                                      % (key, v.shape, torch.Size(self._shapes[i])))
+                else:
+                    self._load_param(i, v)
+                # What torch's own load copies then: the released parameter
+                # into itself, nothing.
+                state_dict[key] = self._tensors[i].detach()
+        return hook
+
+    def _load_param(self, i, v):
+        """Parameter i's values v (its shape) into every copy the layer keeps."""
+        with torch.no_grad():
+            v = self._flat(i, self._empty(i).copy_(v.detach()))
+            if self._stage < 3:
+                self._flat(i, self._tensors[i].data).copy_(v)
+                v = self._flat(i, self._tensors[i].data)
+            elif self._lent[i]:
+                self._own_lent()
+            self._opt.set_param(self._zparams[i], self._to_layer(v))
+            if self._stage == 3 and self._live[i]:
+                # Held gathered (kept after a forward, or inside gathered()):
+                # a copy of the old values.
+                self._flat(i, self._gathered[i]).copy_(v)
+
     def load_state_dict(self, state_dict, strict=True):
         """Load parameters and buffers into the module and every copy the layer
         keeps (master weights, shards), on every rank with the same values.
@@ -65,21 +130,13 @@ class _State:
         done = set()
         if self._stage == 3:
             self._own_lent()
-        with torch.no_grad():
-            for i, t, v in plan:
-                if i is None:
+        for i, t, v in plan:
+            if i is None:
+                with torch.no_grad():
                     t.copy_(v)
-                elif i not in done:
-                    done.add(i)
-                    v = self._flat(i, self._empty(i).copy_(v.detach()))
-                    if self._stage < 3:
-                        self._flat(i, self._tensors[i].data).copy_(v)
-                        v = self._flat(i, self._tensors[i].data)
-                    self._opt.set_param(self._zparams[i], self._to_layer(v))
-                    if self._stage == 3 and self._live[i]:
-                        # Held gathered (kept after a forward, or inside
-                        # gathered()): a copy of the old values.
-                        self._flat(i, self._gathered[i]).copy_(v)
+            elif i not in done:
+                done.add(i)
+                self._load_param(i, v)
         return missing, unexpected
 
     # ---- checkpoints ------------------------------------------------------------------

@@ -104,7 +104,10 @@ parameter.
 One that some rank used gets zeros from the others, as DDP sums it.
 
 state_dict() and load_state_dict() carry the module's full parameters and
-buffers (gathered at stage 3); optimizer states stay in the layer. save(dir)
+buffers (gathered at stage 3); optimizer states stay in the layer. At stage
+3 the module's own state_dict() and load_state_dict() do the same through
+hooks (collective, as FSDP's full state dict), so a released parameter never
+reaches a checkpoint as an empty tensor. save(dir)
 and load(dir) checkpoint the whole training state (parameters, optimizer
 states, step counters, loss scaler, hyperparameters), each rank writing and
 reading only its own part, and load at any number of ranks and any stage;
@@ -466,6 +469,7 @@ class ZeRO(_State, _Groups):
                     self._hooks.append(_around_forward(m, id(m) in unhooked,
                                                        self._pause_detection,
                                                        self._resume_detection))
+            self._hooks += self._hook_module_state()
             root = self._module
             self._forward = root.__dict__.get("forward")
             root.forward = self._detecting(root.forward)
