@@ -709,6 +709,26 @@ zsh_status_t zsh_optim_set_lr(zsh_optim_t *opt, double lr);
  */
 zsh_status_t zsh_optim_get_lr(const zsh_optim_t *opt, double *lr_p);
 
+/**
+ * @brief Give one parameter a weight decay of its own, in place of
+ *        zsh_optim_config_t::weight_decay, as a torch.optim parameter group
+ *        does (commonly 0 for biases and norms' weights).
+ *
+ * Not collective, but every rank sets the same decay for the same
+ * parameter. It applies from the next step on, in the rule's own way (L2 for
+ * SGD and Adam, decoupled (1 - lr * weight_decay) for AdamW), with
+ * torch.optim's bits for that group. It is a setting, not state: a
+ * checkpoint does not carry it, and the caller sets it again after a
+ * restart, as it builds its groups again.
+ * @param opt          The optimizer.
+ * @param param        A parameter of @p opt (or one tile of a tiled parameter).
+ * @param weight_decay Finite and >= 0.
+ * @return ZSH_ERR_INVALID_ARG if @p weight_decay is negative, NaN or
+ *         infinite; nothing changes then.
+ */
+zsh_status_t zsh_optim_set_weight_decay(zsh_optim_t *opt, zsh_param_t *param,
+                                        double weight_decay);
+
 /** @brief Bytes held and moved, and step counters. */
 zsh_status_t zsh_optim_get_stats(const zsh_optim_t *opt, zsh_optim_stats_t *stats);
 

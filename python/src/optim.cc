@@ -352,6 +352,9 @@ void zsh_py_bind_optim(py::module_ &m)
         int st = static_cast<int>(zsh_optim_get_lr(opt(h), &lr));
         return py::make_tuple(st, lr);
     });
+    m.def("optim_set_weight_decay", [](handle_t h, handle_t p, double wd) {
+        return static_cast<int>(zsh_optim_set_weight_decay(opt(h), param(p), wd));
+    });
     m.def("optim_clip_grad_norm", [](handle_t h, double max_norm) {
         double norm = 0.0;
         int st = nogil([&] { return zsh_optim_clip_grad_norm(opt(h), max_norm, &norm); });

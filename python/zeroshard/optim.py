@@ -366,6 +366,19 @@ class Optimizer:
         self._ready = True
         return bool(applied)
 
+    def set_weight_decay(self, param, weight_decay):
+        """Give param a weight decay of its own in place of the configured
+        one, as a torch.optim parameter group does (0 for biases and norms,
+        commonly), from the next step on; every rank the same. Not saved in
+        a checkpoint. finite and >= 0, else ZshError (ZSH_ERR_INVALID_ARG)."""
+        h = self._param(param)
+        if isinstance(weight_decay, bool) or not isinstance(weight_decay, numbers.Real):
+            raise TypeError("weight_decay must be a number, not %s" % type(weight_decay).__name__)
+        with self._lock:
+            status = _z.optim_set_weight_decay(self._live(), h, float(weight_decay))
+            if status != OK:
+                raise error(status)
+
     def clip_grad_norm(self, max_norm):
         """The global L2 norm of this step's gradients (reduced, unscaled),
         and clip them to max_norm at the coming step, as

@@ -208,7 +208,7 @@ def evaluate(model, batch, rank):
 
 
 def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy, evaluated=False,
-               bucket_size=4096, ddp_kw=None, schedule=None, micro=1):
+               bucket_size=4096, ddp_kw=None, schedule=None, micro=1, groups=None):
     """make()'s model trained by ZeRO at stages 0-3 against DDP over gloo with
     the same torch.optim rule: the same losses bit for bit every step, the
     same parameters and buffers at the end and, when evaluated, the same
@@ -216,14 +216,16 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
     (broadcast_buffers=False): ZeRO leaves each rank its own running
     statistics. schedule(optimizer) makes a learning-rate schedule (its
     step() called after each update) on both sides. micro > 1 accumulates
-    that many micro-batches a step under each side's no_sync()."""
+    that many micro-batches a step under each side's no_sync(). groups(model)
+    makes torch.optim's parameter groups of a model, given to both sides."""
     name, cls, kw, settings = rule
 
     def fn(ctx):
         need_torch_1_13()
         torch.manual_seed(11)
         ref = DDP(make(), process_group=ctx.gloo, broadcast_buffers=False, **(ddp_kw or {}))
-        opt = cls([p for p in ref.parameters() if p.requires_grad], **kw)
+        opt = cls(groups(ref.module) if groups else
+                  [p for p in ref.parameters() if p.requires_grad], **kw)
         ref_sched = schedule(opt) if schedule else None
 
         def ddp_step():
@@ -238,7 +240,8 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
         for stage in STAGES:
             torch.manual_seed(11)
             model = make()
-            zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size, **settings)
+            zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size,
+                        param_groups=groups(model) if groups else None, **settings)
             sched = schedule(zero) if schedule else None
             try:
                 def zero_step():
@@ -347,6 +350,28 @@ model_case("torchvision_vit_under_one_cycle", lambda: torchvision_models().visio
            batch=images(side=16),
            schedule=lambda opt: torch.optim.lr_scheduler.OneCycleLR(
                opt, max_lr=4e-3, total_steps=6, cycle_momentum=False))
+
+
+def no_decay_groups(model):
+    """nanoGPT's and Hugging Face's groups: weight decay for the matrices and
+    convolutions, none for biases, norms' weights and other vectors."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in params if p.dim() >= 2]},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+
+
+# Parameter groups with their own weight decay: decoupled (AdamW, under a
+# schedule that sets both groups' rate) and L2 (Adam, SGD).
+model_case("torchvision_vit_with_no_decay_groups_under_warmup", lambda: torchvision_models()
+           .vision_transformer.VisionTransformer(image_size=16, patch_size=8, num_layers=2,
+                                                 num_heads=2, hidden_dim=16, mlp_dim=32,
+                                                 num_classes=10),
+           RULES[1], steps=4, batch=images(side=16), groups=no_decay_groups,
+           schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda n: (n + 1) / 4))
+model_case("resnet_with_batchnorm_and_no_decay_groups", SmallResNet, RULES[3], steps=4,
+           groups=no_decay_groups)
+model_case("resnet_with_batchnorm_and_no_decay_groups", SmallResNet, RULES[7], steps=4,
+           groups=no_decay_groups)
 
 
 # Gradient accumulation: micro-batches under no_sync(), then one reduction

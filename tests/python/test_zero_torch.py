@@ -971,6 +971,49 @@ def test_a_second_backward_before_step_is_refused_naming_no_sync(ctx):
 
 
 @case
+def test_param_groups_are_checked_before_training_and_their_settings_fixed_after(ctx):
+    """torch.optim's groups of the module's parameters: each group's own
+    weight_decay reaches the layer; a parameter left out, in two groups or
+    not the module's, a group with another layer setting, a schedule that
+    gives the groups different rates, and a changed weight decay are refused,
+    naming what."""
+    torch.manual_seed(3)
+    m = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 2))
+    mats = [p for p in m.parameters() if p.dim() == 2]
+    vecs = [p for p in m.parameters() if p.dim() == 1]
+    bad = [
+        ([{"params": mats}], "leave out 4 trainable parameters (0.bias, 1.weight, 1.bias, 2.bias)"),
+        ([{"params": mats}, {"params": vecs + mats[:1]}], "is in param_groups[0] and [1]"),
+        ([{"params": mats + vecs + [nn.Parameter(torch.zeros(2))]}],
+         "holds a tensor of shape (2,), not a trainable parameter"),
+        ([{"params": mats}, {"params": vecs, "lr": 0.5}], "param_groups[1]['lr'] is 0.5"),
+        ([{"params": mats}, {"params": vecs, "weight_decay": -1.0}], "weight_decay=-1"),
+        ({"params": mats}, "must be a list of dicts"),
+    ]
+    for groups, text in bad:
+        raises(lambda: ZeRO(m, stage=3, group=ctx.group, param_groups=groups), text, text)
+    zero = ZeRO(m, stage=3, group=ctx.group, lr=0.01, weight_decay=0.1,
+                param_groups=[{"params": mats},
+                              {"params": iter(vecs), "weight_decay": 0.0, "betas": [0.9, 0.999]}])
+    try:
+        assert [g["weight_decay"] for g in zero.param_groups] == [0.1, 0.0], zero.param_groups
+        x = torch.randn(3, 4)
+        zero.backward(m(x).sum())
+        zero.param_groups[1]["lr"] = 0.02
+        raises(zero.step, "the parameter groups' 'lr' differ (0.01, 0.02)", "two rates")
+        zero.param_groups[1]["lr"] = 0.01
+        zero.param_groups[1]["weight_decay"] = 0.1
+        raises(zero.step, "param_groups[1]['weight_decay'] is 0.1, set to 0.0", "a new decay")
+        zero.param_groups[1]["weight_decay"] = 0.0
+        sched = torch.optim.lr_scheduler.LambdaLR(zero, lambda n: 0.5)
+        assert zero.step() is True
+        sched.step()
+        assert zero.optimizer.lr == 0.005, zero.optimizer.lr
+    finally:
+        zero.close()
+
+
+@case
 def test_bad_modules_and_groups_are_refused_with_the_reason(ctx):
     mixed = nn.Linear(2, 2)
     mixed.bias.data = mixed.bias.data.double()
@@ -1003,7 +1046,7 @@ def test_param_groups_lr_reaches_the_layer_and_other_changes_are_refused_by_name
             group
         assert group["params"] == list(m.parameters())
         raises(lambda: zero.add_param_group({"params": [nn.Parameter(torch.zeros(1))]}),
-               "one parameter group", "a second group")
+               "made with it (param_groups=)", "a second group")
         raises(lambda: zero.step(lambda: 0.0), "takes no closure", "a closure")
         m(x).sum().backward()
         group["betas"] = (0.8, 0.95)

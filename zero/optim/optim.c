@@ -474,6 +474,23 @@ zsh_status_t zsh_optim_set_lr(zsh_optim_t *opt, double lr)
     return ZSH_OK;
 }
 
+zsh_status_t zsh_optim_set_weight_decay(zsh_optim_t *opt, zsh_param_t *param,
+                                        double weight_decay)
+{
+    if ((opt == NULL) || (param == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_set_weight_decay: %s is NULL",
+                         (opt == NULL) ? "opt" : "param");
+    }
+    if (!(weight_decay >= 0.0) || !isfinite(weight_decay)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG,
+                         "zsh_optim_set_weight_decay: parameter '%s': weight_decay=%g is out of "
+                         "range (finite and >= 0)", param->name, weight_decay);
+    }
+    param->own_decay    = true;
+    param->weight_decay = weight_decay;
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_optim_get_lr(const zsh_optim_t *opt, double *lr_p)
 {
     if ((opt == NULL) || (lr_p == NULL)) {

@@ -97,6 +97,8 @@ struct zsh_param {
                           the step leaves it, its states and its count as they are */
     unsigned long updates; /* updates applied to it: Adam's t for its bias correction,
                               behind the optimizer's where steps left it out */
+    bool    own_decay; /* weight_decay is its own (zsh_optim_set_weight_decay), not cfg's */
+    double  weight_decay;
 };
 
 /* The sizes of zsh_optim_config_t and zsh_optim_stats_t before the offload

@@ -54,7 +54,8 @@ bool zsh_obucket_uniform(const zsh_optim_t *opt, const zsh_obucket_t *b)
     size_t i;
 
     for (i = 0; i < b->nparams; i++) {
-        if (b->params[i]->no_grad || (b->params[i]->updates != opt->updates)) {
+        if (b->params[i]->no_grad || (b->params[i]->updates != opt->updates) ||
+            b->params[i]->own_decay) {
             return false;
         }
     }
@@ -82,9 +83,15 @@ zsh_status_t zsh_optim_update_run(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_
         }
         return ZSH_OK;
     }
-    if (param->updates != opt->updates) {
-        /* Steps left it out: its bias correction is its own count's. */
-        own = zsh_update_make(&opt->cfg, param->updates, u->grad_mul);
+    if ((param->updates != opt->updates) || param->own_decay) {
+        /* Steps left it out: its bias correction is its own count's; or its
+         * decay is its own, as a torch.optim parameter group's. */
+        zsh_optim_config_t c = opt->cfg;
+
+        if (param->own_decay) {
+            c.weight_decay = param->weight_decay;
+        }
+        own = zsh_update_make(&c, param->updates, u->grad_mul);
         u   = &own;
     }
     /* On the device, or on the host (where it cannot fail). */

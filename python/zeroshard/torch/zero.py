@@ -82,14 +82,16 @@ load_state_dict() work there; save(), load(), snapshot() and restore() are
 refused with ZSH_ERR_UNSUPPORTED: the layer does not checkpoint device
 parameters yet.
 
-ZeRO is a torch.optim.Optimizer with one parameter group, every trainable
-parameter of the module: torch.optim.lr_scheduler's schedules drive it, and
-so does code that writes ``zero.param_groups[0]["lr"]``; step() hands the
-rate to the layer (zsh_optim_set_lr, bit for bit torch.optim's update at
-that rate). The group's other entries are the layer's settings, fixed when
-it is made: step() refuses a change to one (OneCycleLR's cycle_momentum, say),
-naming it. A checkpoint carries the rate in effect, and load() sets the
-group's "lr" to it.
+ZeRO is a torch.optim.Optimizer whose groups hold every trainable parameter
+of the module (one group, or param_groups= with a weight decay of its own
+each, zsh_optim_set_weight_decay): torch.optim.lr_scheduler's schedules
+drive it, and so does code that writes ``zero.param_groups[0]["lr"]``;
+step() hands the rate, the same in every group, to the layer
+(zsh_optim_set_lr, bit for bit torch.optim's update at that rate). The
+groups' other entries are the layer's settings, fixed when it is made:
+step() refuses a change to one (OneCycleLR's cycle_momentum, say), naming
+it. A checkpoint carries the rate in effect, and load() sets the groups'
+"lr" to it.
 
 One backward per step hands the gradients over: a parameter whose
 gradient comes twice before step() is refused. Micro-batches accumulate as
@@ -283,6 +285,13 @@ class ZeRO(_State, _Groups):
         stage: 0-3.
         optimizer: "adamw" (the default), "adam" or "sgd": the setting kind.
         betas: (beta1, beta2), as torch.optim.AdamW / Adam.
+        param_groups: torch.optim's groups of the module's trainable
+            parameters, a list of dicts with "params" and, for a group of its
+            own decay, "weight_decay" (nanoGPT's and Hugging Face's 0 for
+            biases and norms): every trainable parameter in exactly one
+            group. A group's other keys must be the layer's one setting
+            (lr, betas, eps, momentum), else it is refused by name. None:
+            one group of every trainable parameter.
         mp_policy, offload_policy, sharding_policy: the policies of
             zeroshard.settings, each grouping some of the settings below.
             The precision is the parameters' dtype; one given must match it.
@@ -324,7 +333,7 @@ class ZeRO(_State, _Groups):
     def __init__(self, module, stage=0, optimizer=None, betas=None, units=None, comm=None,
                  group=None, average_grads=True, broadcast_params=True, mp_policy=None,
                  offload_policy=None, sharding_policy=None, keep_after_forward=None,
-                 **settings):
+                 param_groups=None, **settings):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -418,7 +427,11 @@ class ZeRO(_State, _Groups):
         # storage a copy of its own (_own_lent).
         self._lend = (self._stage == 3 and self._stream is None and not qwz and
                       _storage.available())
-        self._init_groups()
+        try:
+            self._init_groups(param_groups)
+        except BaseException:
+            self.close()
+            raise
 
     # ---- setup ----------------------------------------------------------------------
     def _register(self, named, broadcast_params, policy):
