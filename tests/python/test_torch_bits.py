@@ -15,13 +15,15 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
   outputs in eval mode, where torch's fast paths run. The models: a small
   ResNet-style network with BatchNorm; torchvision's own ResNet-18, ViT,
   Swin, ConvNeXt, DenseNet, MobileNetV3-Small and SqueezeNet (small where
-  they take sizes); nn.Transformer with masks, batch first and not; LSTM
-  and GRU; a tied embedding, a layer called twice and in a loop;
-  torch.utils.checkpoint in both modes; frozen and unused parameters;
-  micro-batches accumulated under each side's no_sync(). Dropout and stochastic depth draw the same masks on both sides. Every
-  rank trains on its own batch, so at 2 ranks the averaged gradient is a
-  real average: (a + b) / 2 is exact in any order, so both sides see the
-  same gradient bits.
+  they take sizes); nn.Transformer with masks, batch first and not; LSTM and
+  GRU; torch.nn's weight and spectral norms, an orthogonal parametrization
+  and other modules (TorchNnMix); a tied embedding, a layer called twice and
+  in a loop; torch.utils.checkpoint in both modes; frozen and unused
+  parameters; micro-batches accumulated under each side's no_sync(). Dropout
+  and stochastic depth draw the same masks on both sides. Every rank trains
+  on its own batch, so at 2 ranks the averaged gradient is a real average:
+  (a + b) / 2 is exact in any order, so both sides see the same gradient
+  bits.
 """
 
 import contextlib
@@ -510,6 +512,41 @@ class FrozenAndUnused(nn.Module):
         return self.b(torch.tanh(self.a(torch.tanh(self.frozen(x)))))
 
 
+class TorchNnMix(nn.Module):
+    """torch.nn's own modules that reach their weights another way: weight
+    normalization (a forward pre-hook), an orthogonal parametrization and
+    spectral normalization (a power iteration in a buffer), a plain RNN, an
+    LSTM with projections, a bilinear map, PReLU, a bag of embeddings,
+    group and instance norms, attention with other key and value widths, and
+    a transposed convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.wn = nn.utils.weight_norm(nn.Linear(16, 16))
+        self.orth = nn.utils.parametrizations.orthogonal(nn.Linear(16, 16))
+        self.sn = nn.utils.spectral_norm(nn.Linear(16, 16))
+        self.prelu = nn.PReLU()
+        self.rnn = nn.RNN(16, 16, batch_first=True)
+        self.lstm = nn.LSTM(16, 16, proj_size=8, batch_first=True)
+        self.bilinear = nn.Bilinear(8, 8, 16)
+        self.attn = nn.MultiheadAttention(16, 2, kdim=8, vdim=8, batch_first=True)
+        self.bag = nn.EmbeddingBag(20, 16, mode="mean")
+        self.conv = nn.Conv1d(4, 4, 3, padding=1)
+        self.gn = nn.GroupNorm(2, 4)
+        self.inorm = nn.InstanceNorm1d(4, affine=True)
+        self.up = nn.ConvTranspose1d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        h = self.prelu(self.wn(x))
+        h = torch.tanh(self.orth(h)) + self.sn(h)
+        z = self.lstm(self.rnn(h)[0])[0]
+        a = self.attn(self.bilinear(z, z), z, z)[0]
+        idx = (x.abs().sum(-1) * 3).long() % 20
+        q = self.conv(a.reshape(a.shape[0], 4, -1))
+        q = self.up(self.inorm(self.gn(q))).reshape(a.shape)
+        return q + self.bag(idx.view(-1, 5)).mean(0)
+
+
 def mse(out, y):
     return F.mse_loss(out, y)
 
@@ -520,6 +557,8 @@ model_case("transformer_batch_first_with_masks", lambda: Seq2Seq(True), RULES[2]
 model_case("transformer_sequence_first_with_masks", lambda: Seq2Seq(False), RULES[6],
            batch=sequences((5, 2, 16), (4, 2, 16)), loss_fn=mse, evaluated=True)
 model_case("lstm_and_gru", Recurrent, RULES[2], batch=sequences(SEQ), loss_fn=mse)
+model_case("torch_nn_parametrizations_hooks_and_other_modules", TorchNnMix, RULES[0],
+           batch=sequences(SEQ), loss_fn=mse)
 model_case("tied_embedding_layer_called_twice_and_in_a_loop", Shared, RULES[0], batch=tokens)
 model_case("reentrant_checkpoint", lambda: Checkpointed(True), RULES[0], batch=sequences(SEQ),
            loss_fn=mse)
