@@ -169,8 +169,8 @@ zsh_status_t zsh_optim_clip_grad_norm(zsh_optim_t *opt, double max_norm, double 
     }
     /* The norm of the gradients as an earlier call this step left them. */
     norm   = sqrt(sumsq) / opt->scaler.scale;
-    before = zsh_optim_max_norm(opt);
-    if (opt->clip.max_norm > 0.0 && before / (norm + 1e-6) < 1.0) {
+    before = opt->clip.max_norm;
+    if (before > 0.0 && before / (norm + 1e-6) < 1.0) {
         norm *= before / (norm + 1e-6);
     }
     if (opt->clip.max_norm <= 0.0 || max_norm < opt->clip.max_norm) {
