@@ -834,7 +834,9 @@ def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every
     released parameter holds), the same bits as zero.state_dict(), and a
     plain torch model loaded from it computes what the trained one does;
     model.load_state_dict() (and a submodule's) writes into the layer, and a
-    wrong shape is reported with the model's real one."""
+    wrong shape is reported with the model's real one. At stage 3 the calls
+    are collective, and ranks calling them for different modules are told
+    so."""
     for stage in STAGES:
         m = awkward()
         zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2)
@@ -873,6 +875,12 @@ def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every
                "size mismatch for norm.weight: copying a param with shape torch.Size([3]) "
                "from checkpoint, the shape in current model is torch.Size([6])",
                "stage %d: a wrong shape" % stage)
+        if stage == 3 and ctx.size > 1:
+            # Collective there: ranks at different modules are told so, and
+            # stay in step (each made the one agreement).
+            raises(lambda: (m if ctx.rank == 0 else m.block).state_dict(),
+                   "state_dict() at stage 3 is collective", "ranks at different modules")
+            zero_run(zero, m, 1)
         zero.close()
 
 

@@ -9,6 +9,11 @@ import zeroshard
 from zeroshard.errors import ERR_INVALID_ARG, ERR_UNSUPPORTED
 
 
+# What a state hook's agreement carries beside the module's first parameter:
+# a rank in another all-reduce of three int64 differs here.
+_STATE_CALL = 0x5A5348
+
+
 class _State:
     """State dicts, checkpoints and snapshots of a ZeRO (its attributes are
     zero.py's)."""
@@ -56,8 +61,27 @@ class _State:
                 handles.append(m._register_load_state_dict_pre_hook(self._load_hook(own)))
         return handles
 
+    def _agree(self, what, own):
+        """Stage 3, before a module's state hook gathers or writes: every rank
+        is at the same module (collective: one all-reduce of three numbers).
+        A call on some ranks only would otherwise pair its gathers with
+        whatever collectives the others run next, or leave their shards as
+        they were; this raises instead, naming the call."""
+        if self._comm.size == 1:
+            return
+        first = own[0][1]
+        t = torch.tensor([first, -first, _STATE_CALL], dtype=torch.int64)
+        self._comm.all_reduce(t, op="max")
+        if t.tolist() != [first, -first, _STATE_CALL]:
+            raise RuntimeError("%s at stage 3 is collective: every rank calls it for the same "
+                               "module, and the ranks reached it for different ones (this rank "
+                               "at parameter %s)" % (what, self._zparams[first].name))
+
     def _state_hook(self, own):
         def hook(module, destination, prefix, local_metadata):
+            if any(prefix + name in destination and
+                   destination[prefix + name] is not self._tensors[i] for name, i in own):
+                self._agree("state_dict()", own)
             for name, i in own:
                 key = prefix + name
                 # keep_vars=True (ZeRO's own calls among them) asks for the
@@ -72,6 +96,7 @@ class _State:
     def _load_hook(self, own):
         def hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs):
+            self._agree("load_state_dict()", own)
             for name, i in own:
                 key = prefix + name
                 v = state_dict.get(key)
