@@ -279,5 +279,31 @@ def test_lr_reads_and_sets_the_rate_and_refuses_a_bad_one_unchanged(ctx):
         opt.close()
 
 
+@case
+def test_set_weight_decay_and_clip_grad_norm_take_numbers_and_refuse_the_rest_by_name(ctx):
+    import numpy as np
+    n = ctx.comm.size
+    opt = new_optimizer(ctx, kind="sgd", lr=1.0)
+    try:
+        buf = np.zeros(4, dtype=np.float32)
+        p = opt.register("bias", buf)
+        raises(lambda: opt.set_weight_decay(p, True), TypeError, "weight_decay must be a number")
+        raises(lambda: opt.set_weight_decay(p, -1.0), ctx.zsh.ZshError,
+               "parameter 'bias': weight_decay=-1")
+        raises(lambda: opt.set_weight_decay("bias", 0.0), ValueError, "not a parameter")
+        opt.set_weight_decay(p, 0.0)
+        opt.setup()
+        opt.grad_ready(p, np.full(4, 3.0, dtype=np.float32))  # summed: 3n each, norm 6n
+        raises(lambda: opt.clip_grad_norm("1"), TypeError, "max_norm must be a number")
+        raises(lambda: opt.clip_grad_norm(0.0), ctx.zsh.ZshError, "max_norm=0")
+        norm = opt.clip_grad_norm(1.0)
+        assert abs(norm - 6.0 * n) < 1e-9, norm
+        opt.step()
+        want = -3.0 * n / (6.0 * n + 1e-6)  # SGD at lr 1 from 0: minus the clipped gradient
+        assert np.allclose(buf, want, rtol=1e-6), (buf, want)
+    finally:
+        opt.close()
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
