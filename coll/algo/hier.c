@@ -81,7 +81,9 @@ static zsh_status_t zsh_hier_progress(zsh_task_t *task)
  * out, which lets its receives go as soon as the call's own (comm/xfer.h),
  * so the call fails at its deadline, not a few liveness periods later;
  * after anything else it is aborted (as a mismatch it would revoke the
- * child and name a rank that saw none). The error the call failed with is
+ * child and name a rank that saw none), with the call's message, which the
+ * step's peers get as the cause: a peer still in the step would otherwise
+ * report only that this one left it. The error the call failed with is
  * kept, not the step's. */
 static void zsh_hier_cleanup(zsh_task_t *task, zsh_status_t status)
 {

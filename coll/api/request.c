@@ -68,6 +68,9 @@ void zsh_request_free(zsh_request_t *req)
     if ((req == NULL) || (zsh_request_check("zsh_request_free", req) != ZSH_OK)) {
         return;
     }
+    if (req->run.status == ZSH_INPROGRESS) {
+        zsh_error(ZSH_ERR_ABORTED, "request freed before it completed");
+    }
     zsh_task_cancel(req, ZSH_ERR_ABORTED);
     zsh_task_put(req);
 }

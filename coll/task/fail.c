@@ -184,9 +184,6 @@ void zsh_task_fail(zsh_task_t *task, zsh_status_t status)
 void zsh_task_cancel(zsh_task_t *task, zsh_status_t status)
 {
     if (task->run.status == ZSH_INPROGRESS) {
-        if (status == ZSH_ERR_ABORTED) {
-            zsh_error(ZSH_ERR_ABORTED, "request freed before it completed");
-        }
         zsh_task_complete(task, status);
     }
 }

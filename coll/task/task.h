@@ -142,10 +142,11 @@ void         zsh_task_fail(zsh_task_t *task, zsh_status_t status);
  * and the first failure that breaks the communicator. */
 void         zsh_task_dump_trace(zsh_task_t *task, zsh_status_t status);
 
-/* Settle a task still in progress with @status, cancelling its operations:
- * ZSH_ERR_ABORTED for a request freed early; a call's own failure for a
- * step it started, whose message stays the thread's last error and whose
- * status decides how long a receive may drain (comm/xfer.h). */
+/* Settle a task still in progress with @status, cancelling its operations,
+ * with the thread's last error as its message: ZSH_ERR_ABORTED for a request
+ * freed early (the caller says so first); for a step of a call that failed,
+ * that call's message, which the step's peers then get as its cause, and
+ * its status, which decides how long a receive may drain (comm/xfer.h). */
 void         zsh_task_cancel(zsh_task_t *task, zsh_status_t status);
 
 /* A message of the wrong length said the ranks disagree: ZSH_INPROGRESS
