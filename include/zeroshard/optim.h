@@ -582,6 +582,78 @@ zsh_status_t zsh_optim_set_param(zsh_optim_t *opt, zsh_param_t *param, const voi
  */
 zsh_status_t zsh_optim_get_param(zsh_optim_t *opt, zsh_param_t *param, void *values);
 
+/** A per-element optimizer state of a parameter, as torch.optim names it. */
+typedef enum {
+    ZSH_OPTIM_EXP_AVG    = 1, /**< Adam's and AdamW's "exp_avg", SGD's "momentum_buffer". */
+    ZSH_OPTIM_EXP_AVG_SQ = 2  /**< Adam's and AdamW's "exp_avg_sq". */
+} zsh_optim_state_t;
+
+/**
+ * @brief Copy one optimizer state of a parameter out, whole, on every rank
+ *        (collective).
+ *
+ * Each rank contributes its part, read wherever the tiers keep it (memory,
+ * the NVMe tier's files), and every rank gets every element's exact bits
+ * (-0.0 and NaN payloads included), as torch.optim's state dict holds them
+ * in fp32. What a torch-format optimizer state dict is built from, with
+ * zsh_optim_get_updates(); zsh_optim_save() is the sharded checkpoint.
+ * Every rank calls it for the same parameters and states in the same
+ * order; ranks asking for different ones are told so (ZSH_ERR_MISMATCH).
+ * @param opt   The optimizer; its layout is built first if it was not.
+ * @param param A parameter of @p opt (or one tile of a tiled parameter).
+ * @param kind  A state the rule keeps: both for Adam and AdamW, the first
+ *              for SGD with momentum, none for SGD without.
+ * @param[out] values numel fp32 values in host memory.
+ * @return ZSH_ERR_INVALID_ARG, on every rank, if a rank's arguments are
+ *         wrong (another optimizer's parameter, a state the rule does not
+ *         keep, a gradient pending) or ZSH_ERR_UNSUPPORTED for device
+ *         parameters; the rank's own message where it failed, elsewhere
+ *         naming that rank.
+ */
+zsh_status_t zsh_optim_get_state(zsh_optim_t *opt, zsh_param_t *param, zsh_optim_state_t kind,
+                                 float *values);
+
+/**
+ * @brief Replace one optimizer state of a parameter (not collective: each
+ *        rank writes its own part from the whole).
+ *
+ * Every rank passes the same @p values, as for zsh_optim_set_param(); the
+ * next step continues from them. Between steps: a gradient pending is
+ * refused.
+ * @param opt    The optimizer; its layout is built first if it was not.
+ * @param param  A parameter of @p opt.
+ * @param kind   A state the rule keeps (see zsh_optim_get_state()).
+ * @param values numel fp32 values in host memory.
+ * @return ZSH_ERR_INVALID_ARG as zsh_optim_get_state(); nothing changes then.
+ */
+zsh_status_t zsh_optim_set_state(zsh_optim_t *opt, zsh_param_t *param, zsh_optim_state_t kind,
+                                 const float *values);
+
+/**
+ * @brief The updates applied to a parameter: Adam's t for its bias
+ *        correction, torch.optim's "step"; behind the optimizer's steps
+ *        where they left the parameter out (zsh_optim_grad_none()).
+ * @param opt       The optimizer.
+ * @param param     A parameter of @p opt.
+ * @param[out] updates_p The count.
+ * @return ZSH_ERR_INVALID_ARG if an argument is NULL.
+ */
+zsh_status_t zsh_optim_get_updates(const zsh_optim_t *opt, const zsh_param_t *param,
+                                   unsigned long *updates_p);
+
+/**
+ * @brief Set a parameter's count of updates, as a loaded optimizer state
+ *        dict gives it (not collective; every rank sets the same).
+ *
+ * The next update of the parameter is its @p updates + 1st.
+ * @param opt     The optimizer.
+ * @param param   A parameter of @p opt.
+ * @param updates The count.
+ * @return ZSH_ERR_INVALID_ARG for another optimizer's parameter or a
+ *         gradient pending; nothing changes then.
+ */
+zsh_status_t zsh_optim_set_updates(zsh_optim_t *opt, zsh_param_t *param, unsigned long updates);
+
 /**
  * @brief Save everything needed to continue training exactly: the fp32
  *        weights (master weights in mixed precision), the optimizer states,
