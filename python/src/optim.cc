@@ -355,6 +355,26 @@ void zsh_py_bind_optim(py::module_ &m)
     m.def("optim_set_weight_decay", [](handle_t h, handle_t p, double wd) {
         return static_cast<int>(zsh_optim_set_weight_decay(opt(h), param(p), wd));
     });
+    m.def("optim_get_state", [](handle_t h, handle_t p, int kind, handle_t out) {
+        return nogil([&] {
+            return zsh_optim_get_state(opt(h), param(p), static_cast<zsh_optim_state_t>(kind),
+                                       static_cast<float *>(buf(out)));
+        });
+    });
+    m.def("optim_set_state", [](handle_t h, handle_t p, int kind, handle_t values) {
+        return nogil([&] {
+            return zsh_optim_set_state(opt(h), param(p), static_cast<zsh_optim_state_t>(kind),
+                                       static_cast<const float *>(buf(values)));
+        });
+    });
+    m.def("optim_get_updates", [](handle_t h, handle_t p) {
+        unsigned long n = 0;
+        int st = static_cast<int>(zsh_optim_get_updates(opt(h), param(p), &n));
+        return py::make_tuple(st, n);
+    });
+    m.def("optim_set_updates", [](handle_t h, handle_t p, unsigned long n) {
+        return static_cast<int>(zsh_optim_set_updates(opt(h), param(p), n));
+    });
     m.def("optim_clip_grad_norm", [](handle_t h, double max_norm) {
         double norm = 0.0;
         int st = nogil([&] { return zsh_optim_clip_grad_norm(opt(h), max_norm, &norm); });

@@ -51,6 +51,9 @@ __doc__ %= _settings.describe()
 
 _PRECISION_NAMES = _settings.PRECISION_NAMES
 
+# torch.optim's names of the states (zsh_optim_state_t).
+_STATES = {"exp_avg": 1, "momentum_buffer": 1, "exp_avg_sq": 2}
+
 
 def config_defaults():
     """zsh_optim_config_init()'s settings, by field name: kind, precision,
@@ -392,6 +395,65 @@ class Optimizer:
             if status != OK:
                 raise error(status)
         return norm
+
+    # ---- optimizer states ------------------------------------------------------------
+    def _state_buffer(self, param, name, obj, writable):
+        """param's handle, the state's number and obj as its fp32 host buffer."""
+        h = self._param(param)
+        kind = _STATES.get(name)
+        if kind is None:
+            raise ValueError("%r is not an optimizer state; the states are %s"
+                             % (name, ", ".join(sorted(_STATES))))
+        b = Buffer(obj, name, writable)
+        if b.dtype != FLOAT32 or b.count != param.numel:
+            raise ValueError("%s for parameter %r is %d elements of %s; it takes %d of fp32"
+                             % (name, param.name, b.count, b.dtype_name, param.numel))
+        return h, kind, b
+
+    def get_state(self, param, name, out):
+        """Copy the optimizer state name of param into out, whole, on every
+        rank (collective: every rank reads the same states in the same
+        order): "exp_avg" and "exp_avg_sq" under Adam and AdamW, "exp_avg"
+        or "momentum_buffer" under SGD with momentum, in torch.optim's names;
+        out is numel fp32 values in host memory (a numpy array or a CPU
+        tensor), given the exact bits. A state the rule does not keep is
+        ZshError (ZSH_ERR_INVALID_ARG) on every rank."""
+        h, kind, b = self._state_buffer(param, name, out, True)
+        with self._lock:
+            status = _z.optim_get_state(self._live(), h, kind, b.ptr)
+            if status != OK:
+                raise error(status)
+
+    def set_state(self, param, name, values):
+        """Replace the optimizer state name of param (not collective: every
+        rank passes the same values and writes its own part), between
+        steps; the next step continues from it."""
+        h, kind, b = self._state_buffer(param, name, values, False)
+        with self._lock:
+            status = _z.optim_set_state(self._live(), h, kind, b.ptr)
+            if status != OK:
+                raise error(status)
+
+    def updates(self, param):
+        """The updates applied to param: Adam's t, torch.optim's "step"
+        (behind the optimizer's steps where param had no gradient)."""
+        h = self._param(param)
+        with self._lock:
+            status, n = _z.optim_get_updates(self._live(), h)
+            if status != OK:
+                raise error(status)
+        return n
+
+    def set_updates(self, param, n):
+        """Set param's count of updates (every rank the same), as a loaded
+        state dict gives it: its next update is the n + 1st."""
+        h = self._param(param)
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError("the count of updates must be an integer >= 0, not %r" % (n,))
+        with self._lock:
+            status = _z.optim_set_updates(self._live(), h, int(n))
+            if status != OK:
+                raise error(status)
 
     def zero_grad(self):
         """Drop the gradients handed over this step."""

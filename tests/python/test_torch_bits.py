@@ -27,6 +27,7 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
 """
 
 import contextlib
+import copy
 import os
 import sys
 
@@ -177,13 +178,14 @@ def cross_entropy(out, y):
     return F.cross_entropy(out, y)
 
 
-def train(model, side, batch, loss_fn, rank, steps, micro=1):
+def train(model, side, batch, loss_fn, rank, steps, micro=1, start=0):
     """side: (backward(loss), step(), no_sync()). Each step runs micro
     micro-batches, all but the last under no_sync(), each loss divided by
-    micro; a step's loss is the sum of its micro-batches' own."""
+    micro; a step's loss is the sum of its micro-batches' own. start: the
+    first step's number (its batches)."""
     backward, step, no_sync = side
     losses = []
-    for s in range(steps):
+    for s in range(start, start + steps):
         total = 0.0
         for m in range(micro):
             k = s * micro + m
@@ -209,8 +211,32 @@ def evaluate(model, batch, rank):
     return out[0] if isinstance(out, tuple) else out
 
 
+def same_optim_state(got, want, what):
+    """got, ZeRO's, like torch.optim's want: the same entries, every
+    tensor's bits, the groups' numbering and entries."""
+    if sorted(got["state"]) != sorted(want["state"]):
+        raise AssertionError("%s: state for parameters %s, torch.optim's for %s"
+                             % (what, sorted(got["state"]), sorted(want["state"])))
+    for n, entry in want["state"].items():
+        if sorted(got["state"][n]) != sorted(entry):
+            raise AssertionError("%s: parameter %d's state has %s, torch.optim's %s"
+                                 % (what, n, sorted(got["state"][n]), sorted(entry)))
+        for k, v in entry.items():
+            g = got["state"][n][k]
+            diff = ("" if g is None else "None, not a tensor") if v is None else \
+                first_difference(g, v) if g.shape == v.shape else "shape %s" % (tuple(g.shape),)
+            if diff:
+                raise AssertionError("%s: parameter %d's %s: %s" % (what, n, k, diff))
+    # torch.optim's groups carry its other options too (amsgrad, foreach...).
+    if len(got["param_groups"]) != len(want["param_groups"]) or any(
+            any(k not in w or w[k] != v for k, v in g.items())
+            for g, w in zip(got["param_groups"], want["param_groups"])):
+        raise AssertionError("%s: groups %s, torch.optim's %s"
+                             % (what, got["param_groups"], want["param_groups"]))
+
+
 def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy, evaluated=False,
-               bucket_size=4096, ddp_kw=None, schedule=None, micro=1, groups=None):
+               bucket_size=4096, ddp_kw=None, schedule=None, micro=1, groups=None, resume=0):
     """make()'s model trained by ZeRO at stages 0-3 against DDP over gloo with
     the same torch.optim rule: the same losses bit for bit every step, the
     same parameters and buffers at the end and, when evaluated, the same
@@ -219,7 +245,11 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
     statistics. schedule(optimizer) makes a learning-rate schedule (its
     step() called after each update) on both sides. micro > 1 accumulates
     that many micro-batches a step under each side's no_sync(). groups(model)
-    makes torch.optim's parameter groups of a model, given to both sides."""
+    makes torch.optim's parameter groups of a model, given to both sides.
+    resume > 0: zero.optim_state_dict() is torch.optim's state_dict() after
+    the steps, bit for bit, and a new ZeRO at the next stage, given the
+    module's state and torch.optim's state dict, trains resume more steps to
+    DDP's losses."""
     name, cls, kw, settings = rule
 
     def fn(ctx):
@@ -238,6 +268,11 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
 
         want = train(ref, (lambda loss: loss.backward(), ddp_step, ref.no_sync), batch,
                      loss_fn, ctx.rank, steps, micro)
+        if resume:
+            want_state = copy.deepcopy(opt.state_dict())
+            want_module = copy.deepcopy(ref.module.state_dict())
+            want_more = train(ref, (lambda loss: loss.backward(), ddp_step, ref.no_sync), batch,
+                              loss_fn, ctx.rank, resume, micro, start=steps)
         want_out = evaluate(ref.module, batch, ctx.rank) if evaluated else None
         for stage in STAGES:
             torch.manual_seed(11)
@@ -258,6 +293,24 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
                     raise AssertionError("%s stage %d: losses %s, DDP's %s"
                                          % (name, stage, [float.hex(v) for v in got],
                                             [float.hex(v) for v in want]))
+                if resume:
+                    same_optim_state(zero.optim_state_dict(), want_state,
+                                     "%s stage %d" % (name, stage))
+                    zero.close()
+                    model = make()
+                    model.load_state_dict(want_module)
+                    zero = ZeRO(model, stage=(stage + 1) % 4, group=ctx.group,
+                                bucket_size=bucket_size,
+                                param_groups=groups(model) if groups else None, **settings)
+                    zero.load_optim_state_dict(want_state)
+                    got = train(model, (zero.backward, zero_step, zero.no_sync), batch, loss_fn,
+                                ctx.rank, resume, micro, start=steps)
+                    if got != want_more:
+                        raise AssertionError("%s stage %d, resumed at stage %d from torch.optim's "
+                                             "state dict: losses %s, DDP's %s"
+                                             % (name, stage, (stage + 1) % 4,
+                                                [float.hex(v) for v in got],
+                                                [float.hex(v) for v in want_more]))
                 if evaluated:
                     diff = first_difference(evaluate(model, batch, ctx.rank), want_out)
                     if diff:
@@ -570,6 +623,20 @@ model_case("frozen_and_unused_parameters", FrozenAndUnused, RULES[1], batch=sequ
            loss_fn=mse, ddp_kw=dict(find_unused_parameters=True))
 model_case("frozen_parameters", lambda: FrozenAndUnused(unused=False), RULES[0],
            batch=sequences(SEQ), loss_fn=mse)
+
+# The optimizer's state in torch.optim's format, read at each stage and
+# loaded from torch.optim's own dict into a ZeRO at another stage: across
+# parameter groups (Adam L2), SGD's momentum buffers and its None without
+# momentum, parameters never updated (no entry).
+model_case("resnet_with_batchnorm_state_dict_in_groups_resumed_from_torch_optims", SmallResNet,
+           RULES[3], groups=no_decay_groups, resume=2)
+model_case("resnet_with_batchnorm_state_dict_resumed_from_torch_optims", SmallResNet, RULES[6],
+           resume=2)
+model_case("resnet_with_batchnorm_state_dict_without_momentum_resumed_from_torch_optims",
+           SmallResNet, RULES[4], steps=2, resume=1)
+model_case("frozen_and_unused_parameters_state_dict_resumed_from_torch_optims", FrozenAndUnused,
+           RULES[0], batch=sequences(SEQ), loss_fn=mse, ddp_kw=dict(find_unused_parameters=True),
+           resume=2)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ and the refusals.
 """
 
 import contextlib
+import copy
 import io
 import os
 import shutil
@@ -882,6 +883,58 @@ def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every
                    "state_dict() at stage 3 is collective", "ranks at different modules")
             zero_run(zero, m, 1)
         zero.close()
+
+
+@case
+def test_a_bad_optimizer_state_dict_is_refused_by_name_and_changes_nothing(ctx):
+    """load_optim_state_dict() checks all of a torch.optim state dict first:
+    another number of groups or parameters, a state of another shape or
+    rule, amsgrad, other betas, a gradient pending are refused, naming what,
+    and the states stay as they were; a good one, with another rate, loads
+    and training goes on."""
+    m = awkward()
+    zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, lr=1e-2)
+    zero_run(zero, m, 2)
+    good = zero.optim_state_dict()
+    first = next(iter(good["state"]))
+
+    def changed(edit):
+        d = copy.deepcopy(good)
+        edit(d)
+        return d
+
+    bad = [
+        ({"state": {}}, "has 'state' and 'param_groups'"),
+        (changed(lambda d: d["param_groups"].append(dict(d["param_groups"][0]))),
+         "2 parameter groups, this ZeRO 1"),
+        (changed(lambda d: d["param_groups"][0]["params"].pop()), "parameters in the state dict"),
+        (changed(lambda d: d["state"][first].update(exp_avg=torch.zeros(2))),
+         "exp_avg of parameter %d is (2,)" % first),
+        (changed(lambda d: d["state"][first].update(max_exp_avg_sq=torch.zeros(2))),
+         "adamw here keeps"),
+        (changed(lambda d: d["param_groups"][0].update(amsgrad=True)), "'amsgrad'"),
+        (changed(lambda d: d["param_groups"][0].update(betas=(0.8, 0.9))), "'betas'"),
+        (changed(lambda d: d["state"].update({99: good["state"][first]})),
+         "parameter 99, which no group holds"),
+    ]
+    for d, text in bad:
+        raises(lambda: zero.load_optim_state_dict(d), text, text)
+    x, y = batch(0)
+    zero.backward(F.cross_entropy(m(x, zero).view(-1, 11), y.view(-1)))
+    raises(lambda: zero.load_optim_state_dict(good), "gradients were handed over",
+           "a gradient pending")
+    raises(lambda: zero.optim_state_dict(), "gradients were handed over", "a gradient pending")
+    zero.zero_grad()
+    after = zero.optim_state_dict()
+    for n, entry in good["state"].items():
+        for k, v in entry.items():
+            if not torch.equal(after["state"][n][k], v):
+                raise AssertionError("a refused load changed parameter %d's %s" % (n, k))
+    zero.load_optim_state_dict(changed(lambda d: d["param_groups"][0].update(lr=5e-3)))
+    if zero.param_groups[0]["lr"] != 5e-3:
+        raise AssertionError("the loaded rate is %r" % zero.param_groups[0]["lr"])
+    zero_run(zero, m, 1)
+    zero.close()
 
 
 @case

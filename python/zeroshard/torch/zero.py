@@ -129,6 +129,7 @@ from zeroshard import settings as _settings
 from . import storage as _storage
 from .backend import ProcessGroupZsh
 from .groups import _Groups
+from .optim_state import _OptimState
 from .state import _State
 from .units import (_FAST, _UNHOOKED, _FindReleased, _around_forward, _map_tensors,
                     _through, _unit_policy, plan_units)
@@ -274,7 +275,7 @@ def _resolve_comm(comm, group):
     return zeroshard.Comm(), True
 
 
-class ZeRO(_State, _Groups):
+class ZeRO(_State, _OptimState, _Groups):
     """ZeRO for a torch module; the settings are zsh_optim_config_t's.
 
     Args:

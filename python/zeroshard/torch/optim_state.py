@@ -1,0 +1,172 @@
+"""ZeRO's optimizer state in torch.optim's format (zero.py's ZeRO has these
+methods through _OptimState): what torch.optim.AdamW's, Adam's or SGD's
+state_dict() holds for the same training, so a loop or a framework that
+keeps the optimizer's state as torch's dict keeps the moments, and such a
+dict, from torch.optim or from a ZeRO at any stage or number of ranks,
+continues training where it left off. The states are read whole from the
+ranks' parts (zsh_optim_get_state: collective) and written back into each
+rank's own (zsh_optim_set_state); save() and load() are the sharded
+checkpoint, which also carries the fp32 master weights of mixed
+precision."""
+import copy
+
+import torch
+
+import zeroshard
+from zeroshard import settings as _settings
+from zeroshard.errors import ERR_INVALID_ARG
+from .groups import _same
+
+_RULES = {v: k for k, v in _settings.KINDS.items()}
+# torch.optim's options of rules the layer does not have, refused when set.
+_OTHER_RULES = ("amsgrad", "maximize", "dampening", "differentiable")
+
+
+class _OptimState:
+    """optim_state_dict() and load_optim_state_dict() (attributes: zero.py's)."""
+
+    def _state_names(self):
+        """The per-element states torch.optim keeps under this rule, and
+        whether it keeps "step"."""
+        cfg = self._opt.config
+        if cfg["kind"] == _settings.KINDS["sgd"]:
+            return (["momentum_buffer"] if cfg["momentum"] != 0.0 else []), False
+        return ["exp_avg", "exp_avg_sq"], True
+
+    def _group_positions(self):
+        """torch.optim's numbering: the groups' parameters in order, as
+        positions in the layer."""
+        return [self._index[id(p)] for g in self.param_groups for p in g["params"]]
+
+    def _states_at_rest(self, what):
+        opt = self._live_opt(what)
+        if any(self._ready):
+            raise zeroshard.ZshError(ERR_INVALID_ARG, what + ": gradients were handed over "
+                                     "since the last step; call step() or zero_grad() first")
+        return opt
+
+    def optim_state_dict(self):
+        """The optimizer's state as torch.optim's state_dict() gives it
+        (collective: every rank calls it, and gets all of it): {"state":
+        {n: {"step": tensor, "exp_avg": tensor, "exp_avg_sq": tensor}},
+        "param_groups": [...]} for Adam and AdamW, {"momentum_buffer":
+        tensor} (None without momentum) for SGD, numbered as torch numbers
+        the groups' parameters; a parameter never updated has no entry. The
+        states are fp32 tensors of the parameter's shape, with the exact
+        bits, at any stage. Between steps."""
+        opt = self._states_at_rest("ZeRO.optim_state_dict")
+        names, has_step = self._state_names()
+        state = {}
+        for n, i in enumerate(self._group_positions()):
+            zp = self._zparams[i]
+            updates = opt.updates(zp)
+            if updates == 0:
+                continue
+            entry = {}
+            if has_step:
+                entry["step"] = torch.tensor(float(updates))
+            for name in names:
+                t = torch.empty(self._shapes[i], dtype=torch.float32)
+                opt.get_state(zp, name, t.view(-1))
+                entry[name] = t
+            if not names and not has_step:
+                entry["momentum_buffer"] = None
+            state[n] = entry
+        groups, n = [], 0
+        for g in self.param_groups:
+            out = {k: copy.deepcopy(v) for k, v in g.items() if k != "params"}
+            out["params"] = list(range(n, n + len(g["params"])))
+            n += len(g["params"])
+            groups.append(out)
+        return {"state": state, "param_groups": groups}
+
+    def _checked_optim_state(self, state_dict, what):
+        """What load_optim_state_dict() writes, per position: (updates,
+        {name: fp32 tensor}), after checking all of state_dict; and the
+        groups' loaded entries."""
+        if not isinstance(state_dict, dict) or set(state_dict) != {"state", "param_groups"}:
+            raise ValueError("%s: a torch.optim state dict has 'state' and 'param_groups'"
+                             % what)
+        saved = state_dict["param_groups"]
+        if len(saved) != len(self.param_groups):
+            raise ValueError("%s: the state dict has %d parameter groups, this ZeRO %d"
+                             % (what, len(saved), len(self.param_groups)))
+        numbers = []
+        for k, (g, s) in enumerate(zip(self.param_groups, saved)):
+            if len(s.get("params", ())) != len(g["params"]):
+                raise ValueError("%s: param_groups[%d] has %d parameters in the state dict, "
+                                 "%d here" % (what, k, len(s.get("params", ())),
+                                              len(g["params"])))
+            numbers += list(s["params"])
+        positions = dict(zip(numbers, self._group_positions()))
+        names, has_step = self._state_names()
+        plan = {}
+        for n, entry in state_dict["state"].items():
+            if n not in positions:
+                raise ValueError("%s: the state dict has state for parameter %r, which no "
+                                 "group holds" % (what, n))
+            i = positions[n]
+            want = names + (["step"] if has_step else [])
+            got = [k for k in entry if entry[k] is not None]
+            if sorted(got) != sorted(want):
+                raise ValueError("%s: the state of parameter %r has %s; %s here keeps %s"
+                                 % (what, n, sorted(got), _RULES[self._opt.config["kind"]],
+                                    sorted(want) or "none"))
+            values = {}
+            for name in names:
+                t = entry[name]
+                if not isinstance(t, torch.Tensor) or tuple(t.shape) != tuple(self._shapes[i]):
+                    raise ValueError("%s: the state dict's %s of parameter %r is %s; the "
+                                     "parameter has shape %s" % (what, name, n, tuple(t.shape)
+                                                                 if isinstance(t, torch.Tensor)
+                                                                 else type(t).__name__,
+                                                                 tuple(self._shapes[i])))
+                values[name] = t.detach().to("cpu", torch.float32).contiguous().view(-1)
+            step = int(float(entry["step"])) if has_step else 1
+            if step < 0:
+                raise ValueError("%s: parameter %r's step is %r" % (what, n, entry["step"]))
+            plan[i] = (step, values)
+        return plan
+
+    def load_optim_state_dict(self, state_dict):
+        """Load a state dict in torch.optim's format (optim_state_dict()'s,
+        or torch.optim.AdamW's, Adam's or SGD's of the same module's
+        parameters in the same groups): every rank the same dict. Each
+        parameter's states and count of updates are replaced (one without an
+        entry starts afresh, as torch's load leaves it), and the groups'
+        "lr" (one for every group) and entries other than the layer's
+        settings are taken; a group's betas, eps, momentum or weight decay
+        must be this ZeRO's. Everything is checked before anything changes.
+        Between steps."""
+        what = "ZeRO.load_optim_state_dict"
+        opt = self._states_at_rest(what)
+        plan = self._checked_optim_state(state_dict, what)
+        saved = state_dict["param_groups"]
+        rates = {g.get("lr") for g in saved}
+        if len(rates) != 1:
+            raise ValueError("%s: the state dict's groups have different rates %s; ZeRO's layer "
+                             "has one" % (what, sorted(rates)))
+        for k, (g, s) in enumerate(zip(self.param_groups, saved)):
+            for key in _OTHER_RULES:
+                if s.get(key):
+                    raise ValueError("%s: param_groups[%d][%r] is %r in the state dict; ZeRO's "
+                                     "rules have no %s" % (what, k, key, s[key], key))
+            for key, v in g.items():
+                if key not in ("params", "lr") and key in s and \
+                        _same(s[key]) != _same(v):
+                    raise ValueError("%s: param_groups[%d][%r] is %r in the state dict and %r "
+                                     "here; only 'lr' is loaded" % (what, k, key, s[key], v))
+        names, _ = self._state_names()
+        zeros = {}
+        for i in range(len(self._tensors)):
+            step, values = plan.get(i, (0, None))
+            for name in names:
+                v = values[name] if values is not None else zeros.setdefault(
+                    self._zparams[i].numel, torch.zeros(self._zparams[i].numel))
+                opt.set_state(self._zparams[i], name, v)
+            opt.set_updates(self._zparams[i], step)
+        for g, s in zip(self.param_groups, saved):
+            for key, v in s.items():
+                if key != "params" and key not in g:
+                    g[key] = copy.deepcopy(v)  # a schedule's initial_lr
+            g["lr"] = s["lr"]
