@@ -197,7 +197,7 @@ def load_consolidated(path, module=None):
     frozen parameters are not in a checkpoint). A mismatch raises ValueError
     naming the parameters. Pass a module that holds its parameters: one
     trained by ZeRO at stage 3 holds none outside a forward, so use a fresh
-    instance (or ZeRO.state_dict()).
+    instance (or the module's state_dict() while its ZeRO is open).
     """
     import torch
 

@@ -305,5 +305,37 @@ def test_set_weight_decay_and_clip_grad_norm_take_numbers_and_refuse_the_rest_by
         opt.close()
 
 
+
+@case
+def test_optimizer_states_take_torchs_names_and_fp32_and_give_the_exact_bits(ctx):
+    import numpy as np
+    opt = new_optimizer(ctx, kind="sgd", lr=1.0, momentum=0.5)
+    try:
+        buf = np.zeros(5, dtype=np.float32)
+        p = opt.register("w", buf)
+        opt.setup()
+        m = np.array([-0.0, 1.5, -2.0, 3.25, 0.0], dtype=np.float32)
+        raises(lambda: opt.set_state(p, "exp_avg_sq", m), ctx.zsh.ZshError,
+               "SGD keeps no exp_avg_sq")
+        raises(lambda: opt.set_state(p, "momentum", m), ValueError, "not an optimizer state")
+        raises(lambda: opt.set_state(p, "momentum_buffer", m.astype(np.float64)), ValueError,
+               "it takes 5 of fp32")
+        raises(lambda: opt.set_updates(p, -1), ValueError, "integer >= 0")
+        raises(lambda: opt.set_updates(p, True), ValueError, "integer >= 0")
+        opt.set_state(p, "momentum_buffer", m)
+        opt.set_updates(p, 3)
+        got = np.full(5, 7.0, dtype=np.float32)
+        opt.get_state(p, "momentum_buffer", got)
+        assert got.tobytes() == m.tobytes(), (got, m)
+        assert opt.updates(p) == 3, opt.updates(p)
+        opt.grad_ready(p, np.ones(5, dtype=np.float32))  # summed: n each
+        opt.step()
+        # torch.optim.SGD from a buffer: buf = 0.5 * buf + g, w -= lr * buf.
+        want = -(0.5 * m + np.float32(ctx.comm.size))
+        assert np.array_equal(buf, want), (buf, want)
+        assert opt.updates(p) == 4, opt.updates(p)
+    finally:
+        opt.close()
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

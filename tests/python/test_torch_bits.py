@@ -315,7 +315,7 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
                     diff = first_difference(evaluate(model, batch, ctx.rank), want_out)
                     if diff:
                         raise AssertionError("%s stage %d, eval outputs: %s" % (name, stage, diff))
-                sd = zero.state_dict()
+                sd = model.state_dict()
             finally:
                 zero.close()
             for k, v in ref.module.state_dict().items():

@@ -345,7 +345,7 @@ def test_tied_reused_and_in_place_modules_train_as_plain_torch_at_every_stage(ct
         zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, **opt)
         losses = zero_run(zero, m, 6)
         near(torch.tensor(losses), torch.tensor(ref_losses), 1e-5, "stage %d losses" % stage)
-        sd = zero.state_dict()
+        sd = m.state_dict()
         for k, v in ref.state_dict().items():
             # The unused module too: left as torch.optim leaves it.
             near(sd[k], v, 1e-4, "stage %d %s" % (stage, k))
@@ -430,11 +430,11 @@ def branchy_batch(step):
     return torch.randn(4, 6, generator=g), torch.randint(0, 3, (4,), generator=g)
 
 
-def branchy_check(ctx, zero, stage, want, init):
+def branchy_check(ctx, zero, m, stage, want, init):
     """Closes zero after comparing its module with torch's state dict want:
     bit for bit where the ranks are a power of two, within 1e-5 elsewhere; the
     module never called at its initial values init."""
-    got = zero.state_dict()
+    got = m.state_dict()
     zero.close()
     for k, v in want.items():
         if ctx.size & (ctx.size - 1):
@@ -476,7 +476,7 @@ def test_a_branch_taken_on_some_steps_trains_as_torch_optim_adamw_bit_for_bit(ct
             zero.backward(F.cross_entropy(m(x, step), y))
             zero.step()
             zero.zero_grad()
-        branchy_check(ctx, zero, stage, want, init)
+        branchy_check(ctx, zero, m, stage, want, init)
 
 
 @case
@@ -512,7 +512,7 @@ def test_micro_batches_under_no_sync_train_as_torch_optim_accumulating_bit_for_b
                     raise AssertionError("stage %d: no_sync() left no gradient in p.grad" % stage)
             zero.step()
             zero.zero_grad()
-        branchy_check(ctx, zero, stage, want, init)
+        branchy_check(ctx, zero, m, stage, want, init)
 
 
 @case
@@ -524,7 +524,7 @@ def test_adamw_left_to_its_defaults_trains_as_torch_optim_adamw_left_to_its_own(
         zero = ZeRO(m, stage=stage, group=ctx.group, lr=1e-2)
         losses = zero_run(zero, m, 4)
         near(torch.tensor(losses), torch.tensor(ref_losses), 1e-6, "stage %d losses" % stage)
-        near(zero.state_dict()["emb.weight"], ref.state_dict()["emb.weight"], 1e-5,
+        near(m.state_dict()["emb.weight"], ref.state_dict()["emb.weight"], 1e-5,
              "stage %d emb.weight" % stage)
         zero.close()
 
@@ -537,7 +537,7 @@ def test_sgd_sees_gradients_averaged_over_the_ranks_as_ddp_does(ctx):
         m = awkward()
         zero = ZeRO(m, stage=stage, group=ctx.group, optimizer="sgd", lr=0.1, momentum=0.9)
         zero_run(zero, m, 4)
-        sd = zero.state_dict()
+        sd = m.state_dict()
         near(sd["emb.weight"], ref.state_dict()["emb.weight"], 1e-4, "stage %d" % stage)
         zero.close()
 
@@ -778,7 +778,7 @@ def test_stage_3_with_qwz_reads_out_the_exact_weights(ctx):
         dicts, outs = [], []
         for _ in range(2):
             if read:
-                dicts.append(zero.state_dict())
+                dicts.append(m.state_dict())
                 z = zero.optimizer.params[0]
                 dicts.append({"gather": zero.optimizer.gather(z, torch.empty(z.numel))})
             x, c = torch.randn(4, 64, generator=g), torch.randn(4, 48, generator=g)
@@ -787,7 +787,7 @@ def test_stage_3_with_qwz_reads_out_the_exact_weights(ctx):
             zero.backward((out * c).sum())
             zero.step()
             zero.zero_grad()
-        dicts.append(zero.state_dict())
+        dicts.append(m.state_dict())
         zero.close()
         dicts.append({"closed." + n: p.detach().clone() for n, p in m.named_parameters()})
         return dicts, outs
@@ -814,14 +814,14 @@ def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
             m = awkward(dtype)
             zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2,
                         weight_decay=0.0)
-            zero.load_state_dict({k: v.to(dtype) for k, v in want.items()})
-            got = zero.state_dict()
+            m.load_state_dict({k: v.to(dtype) for k, v in want.items()})
+            got = m.state_dict()
             for k, v in want.items():
                 near(got[k].float(), v.to(dtype).float(), 0, "stage %d %s %s" % (stage, dtype, k))
             # A step from the loaded values with zero gradients and no decay
             # keeps them: the masters were loaded too (else it would jump back).
             zero.step()
-            after = zero.state_dict()
+            after = m.state_dict()
             for k, v in want.items():
                 near(after[k].float(), v.to(dtype).float(), 0,
                      "stage %d %s %s after a step" % (stage, dtype, k))
@@ -832,7 +832,7 @@ def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
 def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every_stage(ctx):
     """A training loop's checkpoint code, unmodified: model.state_dict() gives
     every parameter whole (at stage 3 gathered, not the empty tensor a
-    released parameter holds), the same bits as zero.state_dict(), and a
+    released parameter holds), the bits the parameters hold gathered, and a
     plain torch model loaded from it computes what the trained one does;
     model.load_state_dict() (and a submodule's) writes into the layer, and a
     wrong shape is reported with the model's real one. At stage 3 the calls
@@ -843,11 +843,12 @@ def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every
         zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2)
         zero_run(zero, m, 2)
         sd = m.state_dict()
-        want = zero.state_dict()
+        with zero.gathered(*m.parameters()):
+            want = {k: v.detach().clone() for k, v in m.state_dict(keep_vars=True).items()}
         for k, v in want.items():
             if not torch.equal(sd[k], v):
                 raise AssertionError("stage %d: model.state_dict()[%r] has shape %s, "
-                                     "zero.state_dict()'s %s" % (stage, k, tuple(sd[k].shape),
+                                     "the gathered one %s" % (stage, k, tuple(sd[k].shape),
                                                                  tuple(v.shape)))
         saved = io.BytesIO()
         torch.save(sd, saved)
@@ -865,7 +866,7 @@ def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every
         m.block[0].load_state_dict({"weight": new["block.0.weight"] + 1,
                                     "bias": new["block.0.bias"]})
         new["block.0.weight"] = new["block.0.weight"] + 1
-        after = zero.state_dict()
+        after = m.state_dict()
         for k, v in new.items():
             if not torch.equal(after[k], v):
                 raise AssertionError("stage %d: model.load_state_dict() left %s at other values"
@@ -939,16 +940,22 @@ def test_a_bad_optimizer_state_dict_is_refused_by_name_and_changes_nothing(ctx):
 
 @case
 def test_load_state_dict_with_a_wrong_shape_changes_nothing(ctx):
+    """The module's load_state_dict() checks every parameter below the module
+    called before it writes any (torch's own would write the modules before
+    the one at fault); ZeRO's load_state_dict() is the optimizer's, and a
+    module's state dict given to it is refused, naming model.load_state_dict."""
     m = awkward()
     zero = ZeRO(m, stage=3, group=ctx.group)
-    before = zero.state_dict()
+    before = m.state_dict()
     bad = dict(before)
+    bad["scale"] = torch.zeros(6)  # loaded first: torch's own load would write it
     bad["emb.weight"] = torch.zeros(11, 6)
     bad["norm.weight"] = torch.zeros(7)
-    raises(lambda: zero.load_state_dict(bad), "size mismatch for norm.weight", "a wrong shape")
-    raises(lambda: zero.load_state_dict({"emb.weight": before["emb.weight"]}), "missing keys",
+    raises(lambda: m.load_state_dict(bad), "size mismatch for norm.weight", "a wrong shape")
+    raises(lambda: zero.load_state_dict(bad), "not a module's (scale, emb.weight", "a module's dict")
+    raises(lambda: m.load_state_dict({"emb.weight": before["emb.weight"]}), "Missing key(s)",
            "a partial state dict")
-    after = zero.state_dict()
+    after = m.state_dict()
     for k, v in before.items():
         near(after[k], v, 0, k)
     zero.close()
@@ -1512,7 +1519,7 @@ def test_stage_3_keeps_the_last_units_gathered_for_backward_within_keep_after_fo
                     p.mul_(-0.5)
             x = torch.randn(4, 16, generator=torch.Generator().manual_seed(50))
             m(x)
-            zero.load_state_dict(other.state_dict())
+            m.load_state_dict(other.state_dict())
             with torch.no_grad():
                 got, want = m(x), other(x)
             if not torch.equal(got, want):
@@ -1561,7 +1568,7 @@ def _probe_run(ctx, lend, steps=3):
             zero.step()
             zero.zero_grad()
         adjacent = [b == w + n * 4 for w, b, n in _Probe.seen]
-        return losses, [t.clone() for t in zero.state_dict().values()], adjacent, zero, m
+        return losses, [t.clone() for t in m.state_dict().values()], adjacent, zero, m
     except BaseException:
         zero.close()
         raise
@@ -1593,11 +1600,11 @@ def test_stage_3_lends_the_gathered_bucket_to_the_parameters_without_a_copy(ctx)
         w = m[0].weight
         with zero.gathered(w):
             held = w.detach().clone()
-            state = zero.state_dict()
+            state = m.state_dict()
             if not torch.equal(state["0.weight"], held):
                 raise AssertionError("the state dict inside gathered() differs from the held weight")
             new = {k: v + 1 for k, v in state.items()}
-            zero.load_state_dict(new)
+            m.load_state_dict(new)
             if not torch.equal(w.detach(), held + 1):
                 raise AssertionError("a load inside gathered() did not reach the held weight")
             zero.step()  # no gradients: zeros; the weight held stays readable

@@ -190,8 +190,8 @@ def test_state_dict_round_trips_on_cuda_and_checkpoints_are_refused_by_name(ctx)
             zero.backward(loss)
             zero.step()
             zero.zero_grad()
-            zero.load_state_dict(other.state_dict())
-            got = zero.state_dict()
+            model.load_state_dict(other.state_dict())
+            got = model.state_dict()
             for k, v in other.state_dict().items():
                 if got[k].device != dev or not torch.equal(got[k].cpu(), v):
                     raise AssertionError("stage %d: %s is %s on %s after load_state_dict, not the "

@@ -23,7 +23,9 @@ _OTHER_RULES = ("amsgrad", "maximize", "dampening", "differentiable")
 
 
 class _OptimState:
-    """optim_state_dict() and load_optim_state_dict() (attributes: zero.py's)."""
+    """state_dict() and load_state_dict() as torch.optim's, also named
+    optim_state_dict() and load_optim_state_dict() as FSDP's (attributes:
+    zero.py's)."""
 
     def _state_names(self):
         """The per-element states torch.optim keeps under this rule, and
@@ -79,6 +81,22 @@ class _OptimState:
             n += len(g["params"])
             groups.append(out)
         return {"state": state, "param_groups": groups}
+
+    def state_dict(self):
+        """torch.optim's state_dict(): optim_state_dict(). The module's
+        parameters are model.state_dict()'s."""
+        return self.optim_state_dict()
+
+    def load_state_dict(self, state_dict):
+        """torch.optim's load_state_dict(): load_optim_state_dict(). A
+        module's state dict is refused, naming model.load_state_dict()."""
+        if isinstance(state_dict, dict) and "state" not in state_dict and \
+                "param_groups" not in state_dict:
+            raise ValueError("ZeRO.load_state_dict takes the optimizer's state dict, as "
+                             "torch.optim's ({'state', 'param_groups'}), not a module's (%s); "
+                             "the module's goes to model.load_state_dict(), which reaches "
+                             "the layer" % ", ".join(list(state_dict)[:3]))
+        self.load_optim_state_dict(state_dict)
 
     def _checked_optim_state(self, state_dict, what):
         """What load_optim_state_dict() writes, per position: (updates,

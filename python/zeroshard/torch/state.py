@@ -1,8 +1,7 @@
-"""ZeRO's state: the module's state dict with every parameter whole, loads
-into every copy the layer keeps, and the layer's checkpoints and snapshots
-(zero.py's ZeRO has these methods through _State)."""
-import collections
-
+"""ZeRO's state: the module's own state_dict() and load_state_dict() through
+the layer (every parameter whole, loads into every copy the layer keeps), and
+the layer's checkpoints and snapshots (zero.py's ZeRO has these methods
+through _State; the optimizer's state dict is optim_state.py's)."""
 import torch
 
 import zeroshard
@@ -26,40 +25,53 @@ class _State:
         self._opt.gather(self._zparams[i], self._flat(i, full))
         return full
 
-    def state_dict(self):
-        """The module's state_dict with every parameter whole (gathered at stage
-        3: collective). Optimizer states are not in it."""
-        out = collections.OrderedDict()
-        done = {}
-        if self._stage == 3:
-            self._own_lent()
-        for key, t in self._module.state_dict(keep_vars=True).items():
-            i = self._index.get(id(t))
-            if i is None:
-                out[key] = t.detach().clone()
-            else:
-                if i not in done:
-                    done[i] = self._full(i)
-                out[key] = done[i]
-        return out
-
     def _hook_module_state(self):
-        """Stage 3: the module's own state_dict() and load_state_dict() reach
-        the layer, as FSDP's full state dict does, so a training loop's
-        checkpoint code works unmodified: state_dict() gives each parameter
-        whole (gathered: collective, every rank calls it), not the empty
-        tensor a released parameter holds, and load_state_dict() writes a
-        parameter's values into the layer (every rank with the same values).
-        Hooks on each module with parameters of its own, so a submodule's
-        calls reach them too. Returns the hooks' handles."""
+        """The module's own state_dict() and load_state_dict() reach the layer,
+        as FSDP's full state dict does, so a training loop's checkpoint code
+        works unmodified: at stage 3 state_dict() gives each parameter whole
+        (gathered: collective, every rank calls it), not the empty tensor a
+        released parameter holds; at every stage load_state_dict() writes a
+        parameter's values into every copy the layer keeps (the stage 3 shard,
+        the fp32 master weights of mixed precision), every rank with the same
+        values. Hooks on each module with parameters of its own, so a
+        submodule's calls reach them too. Returns the hooks' handles."""
         handles = []
         for m in self._module.modules():
             own = [(name, self._index[id(p)]) for name, p in m._parameters.items()
                    if p is not None and id(p) in self._index]
+            below = [(sub + ("." if sub else "") + name, self._index[id(p)])
+                     for sub, s in m.named_modules() for name, p in s._parameters.items()
+                     if p is not None and id(p) in self._index]
+            if below:
+                handles.append(m._register_load_state_dict_pre_hook(self._check_hook(m, below)))
             if own:
-                handles.append(m._register_state_dict_hook(self._state_hook(own)))
+                if self._stage == 3:
+                    handles.append(m._register_state_dict_hook(self._state_hook(own)))
                 handles.append(m._register_load_state_dict_pre_hook(self._load_hook(own)))
         return handles
+
+    def _check_hook(self, module, below):
+        """Before a load writes anything: the parameters below the module
+        called are all there (strict) and of their shapes, else it raises in
+        torch's words and nothing is loaded (torch's own load would have
+        written the modules before the one at fault)."""
+        def hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs):
+            missing, errors = [], []
+            for name, i in below:
+                v = state_dict.get(prefix + name)
+                if v is None:
+                    missing.append('"%s"' % (prefix + name))
+                elif isinstance(v, torch.Tensor) and tuple(v.shape) != self._shapes[i]:
+                    errors.append("size mismatch for %s: copying a param with shape %s from "
+                                  "checkpoint, the shape in current model is %s."
+                                  % (prefix + name, v.shape, torch.Size(self._shapes[i])))
+            if strict and missing:
+                errors.insert(0, "Missing key(s) in state_dict: %s." % ", ".join(missing))
+            if errors:
+                raise RuntimeError("Error(s) in loading state_dict for %s:\n\t%s\nNothing "
+                                   "was loaded." % (type(module).__name__, "\n\t".join(errors)))
+        return hook
 
     def _agree(self, what, own):
         """Stage 3, before a module's state hook gathers or writes: every rank
@@ -96,7 +108,10 @@ class _State:
     def _load_hook(self, own):
         def hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs):
-            self._agree("load_state_dict()", own)
+            if self._stage == 3:
+                self._agree("load_state_dict()", own)
+                # A lent bucket may hold these beside others: all released first.
+                self._own_lent()
             for name, i in own:
                 key = prefix + name
                 v = state_dict.get(key)
@@ -128,42 +143,6 @@ class _State:
                 # a copy of the old values.
                 self._flat(i, self._gathered[i]).copy_(v)
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Load parameters and buffers into the module and every copy the layer
-        keeps (master weights, shards), on every rank with the same values.
-        Everything is checked before anything changes."""
-        own = self._module.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        if strict and (missing or unexpected):
-            raise RuntimeError("ZeRO.load_state_dict: missing keys %s, unexpected keys %s"
-                               % (missing, unexpected))
-        plan = []
-        for key, t in own.items():
-            if key not in state_dict:
-                continue
-            v = state_dict[key]
-            if not isinstance(v, torch.Tensor):
-                raise TypeError("ZeRO.load_state_dict: %s is %s, not a tensor"
-                                % (key, type(v).__name__))
-            i = self._index.get(id(t))
-            shape = self._shapes[i] if i is not None else tuple(t.shape)
-            if tuple(v.shape) != shape:
-                raise RuntimeError("ZeRO.load_state_dict: size mismatch for %s: the checkpoint "
-                                   "has shape %s, the model %s" % (key, tuple(v.shape), shape))
-            plan.append((i, t, v))
-        done = set()
-        if self._stage == 3:
-            self._own_lent()
-        for i, t, v in plan:
-            if i is None:
-                with torch.no_grad():
-                    t.copy_(v)
-            elif i not in done:
-                done.add(i)
-                self._load_param(i, v)
-        return missing, unexpected
-
     # ---- checkpoints ------------------------------------------------------------------
     def _live_opt(self, what):
         if self._opt is None:
@@ -171,7 +150,7 @@ class _State:
         if self._stream is not None:
             raise zeroshard.ZshError(ERR_UNSUPPORTED, "%s: the parameters are on %s, and the "
                                      "layer's checkpoints of device parameters are not supported "
-                                     "yet; state_dict() gives the module's parameters"
+                                     "yet; model.state_dict() gives the module's parameters"
                                      % (what, self._device))
         if self._stage == 3:
             self._own_lent()

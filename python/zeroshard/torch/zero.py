@@ -77,10 +77,10 @@ memory or files from there, as zeroshard.Optimizer does. The layer's work
 is enqueued on stream= (default: torch's current stream on the device when
 ZeRO is made); a gradient or value handed over from another stream is
 waited for there. What ZeRO makes (gathered parameters at stage 3, the
-zero gradients of step()) is made on the device. state_dict() and
-load_state_dict() work there; save(), load(), snapshot() and restore() are
-refused with ZSH_ERR_UNSUPPORTED: the layer does not checkpoint device
-parameters yet.
+zero gradients of step()) is made on the device. The module's own
+state_dict() and load_state_dict() work there; ZeRO's state_dict(), save(),
+load(), snapshot() and restore() are refused with ZSH_ERR_UNSUPPORTED: the
+layer does not checkpoint device parameters' optimizer states yet.
 
 ZeRO is a torch.optim.Optimizer whose groups hold every trainable parameter
 of the module (one group, or param_groups= with a weight decay of its own
@@ -105,11 +105,15 @@ stays; step() agrees on which these are with one all-reduce of a byte per
 parameter.
 One that some rank used gets zeros from the others, as DDP sums it.
 
-state_dict() and load_state_dict() carry the module's full parameters and
-buffers (gathered at stage 3); optimizer states stay in the layer. At stage
-3 the module's own state_dict() and load_state_dict() do the same through
-hooks (collective, as FSDP's full state dict), so a released parameter never
-reaches a checkpoint as an empty tensor. save(dir)
+state_dict() and load_state_dict() are torch.optim's: the optimizer's
+states in torch.optim's format, torch.optim's own bits at 1 and 2 ranks in
+fp32, and such a dict (torch.optim's own too) loads at any stage
+(optim_state_dict() and load_optim_state_dict(), as FSDP names them). The
+module's own state_dict() and load_state_dict() reach the layer through
+hooks: at stage 3 they gather every parameter whole (collective, as FSDP's
+full state dict), so a released parameter never reaches a checkpoint as an
+empty tensor, and a load writes every copy the layer keeps (the fp32 master
+weights of mixed precision at every stage). save(dir)
 and load(dir) checkpoint the whole training state (parameters, optimizer
 states, step counters, loss scaler, hyperparameters), each rank writing and
 reading only its own part, and load at any number of ranks and any stage;
@@ -462,6 +466,7 @@ class ZeRO(_State, _OptimState, _Groups):
                 acc = p.expand_as(p).grad_fn.next_functions[0][0]
                 self._hooks.append(acc.register_hook(self._grad_hook(i)))
                 self._accs.append(acc)
+        self._hooks += self._hook_module_state()
         if self._stage == 3:
             for i, p in enumerate(self._tensors):
                 full = self._empty(i)
@@ -483,7 +488,6 @@ class ZeRO(_State, _OptimState, _Groups):
                     self._hooks.append(_around_forward(m, id(m) in unhooked,
                                                        self._pause_detection,
                                                        self._resume_detection))
-            self._hooks += self._hook_module_state()
             root = self._module
             self._forward = root.__dict__.get("forward")
             root.forward = self._detecting(root.forward)

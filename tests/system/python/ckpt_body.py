@@ -127,6 +127,15 @@ def same_tensors(got, want, what):
                                     diff))
 
 
+def training_state(zero, m):
+    """The module's state dict and the optimizer's states, flat: what a
+    checkpoint must give back."""
+    out = {k: v.clone() for k, v in m.state_dict().items()}
+    for n, entry in zero.state_dict()["state"].items():
+        out.update(("optim.%d.%s" % (n, k), v) for k, v in entry.items() if v is not None)
+    return out
+
+
 def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-30)
 
@@ -150,7 +159,8 @@ def resume(ctx, key, stage, dtype=torch.float32, load_stage=None, load_settings=
     zero = ZeRO(m, stage=stage, group=ctx.group, **settings)
     scales = []
     losses = train(zero, m, HALF, 0, ctx.rank, dtype, scales)
-    saved = zero.state_dict()
+    state = training_state(zero, m)
+    saved = {k: v.clone() for k, v in m.state_dict().items()}
     SAVED[key] = saved
     path = zero.save(os.path.join(DIR, key))
     want = os.path.join(DIR, key, "step-%08d" % HALF)
@@ -162,7 +172,9 @@ def resume(ctx, key, stage, dtype=torch.float32, load_stage=None, load_settings=
     zero2 = ZeRO(m2, stage=ls, group=ctx.group, **(settings if load_settings is None
                                                      else load_settings))
     zero2.load(os.path.join(DIR, key))
-    loaded = zero2.state_dict()
+    loaded = {k: v.clone() for k, v in m2.state_dict().items()}
+    same_tensors(training_state(zero2, m2), state, "the parameters and optimizer states after "
+                 "load at stage %d" % ls)
     if ls < 3:
         # The module's own tensors, not a gathered copy, hold the values.
         direct = {n: p.detach().clone() for n, p in m2.named_parameters()}
@@ -283,10 +295,10 @@ def test_stage_3_restore_goes_back_to_the_newest_snapshot_and_repeats_its_steps_
         kept = sorted(d for d in os.listdir(snap) if d.startswith("step-"))
         if kept != ["step-00000004"]:
             raise AssertionError("snapshots kept: %s, only the newest expected" % kept)
-        at4 = zero.state_dict()
+        at4 = training_state(zero, m)
         after = train(zero, m, 3, 4, ctx.rank)
         zero.restore()
-        same_tensors(zero.state_dict(), at4, "state_dict() right after restore")
+        same_tensors(training_state(zero, m), at4, "the training state right after restore")
         same_bits(train(zero, m, 3, 4, ctx.rank), after,
                   "losses of the 3 steps after the snapshot, again after restore")
     finally:
@@ -323,16 +335,19 @@ def _corrupt_case(stage):
         if ctx.rank == 0:
             flip_a_byte(path)
         dist.barrier()
-        before = zero.state_dict()
+        before = training_state(zero, m)
         e = raises_zsh(lambda: zero.load(root), ERR_IO, "a load of a corrupted shard")
-        same_tensors(zero.state_dict(), before, "the module after a refused load (%s)" % e)
+        same_tensors(training_state(zero, m), before, "the training state after a refused load "
+                     "(%s)" % e)
         raises_zsh(lambda: zero.load(os.path.join(DIR, "no-such-checkpoint")), ERR_IO,
                    "a load of a missing directory")
-        other = ZeRO(model(0, widths=(8, 16, 4)), stage=stage, group=ctx.group, **SETTINGS)
-        before_other = other.state_dict()
+        om = model(0, widths=(8, 16, 4))
+        other = ZeRO(om, stage=stage, group=ctx.group, **SETTINGS)
+        before_other = training_state(other, om)
         raises_zsh(lambda: other.load(os.path.join(DIR, "stage%d" % stage)), ERR_INVALID_ARG,
                    "a load of another model's checkpoint")
-        same_tensors(other.state_dict(), before_other, "another model after a refused load")
+        same_tensors(training_state(other, om), before_other,
+                     "another model after a refused load")
         other.close()
         # The optimizer states, step counters and parameters are untouched:
         # the run continues exactly as the straight one.
