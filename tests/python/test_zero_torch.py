@@ -825,6 +825,19 @@ def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
             for k, v in want.items():
                 near(after[k].float(), v.to(dtype).float(), 0,
                      "stage %d %s %s after a step" % (stage, dtype, k))
+            # A step with gradients updates the masters: from the loaded
+            # values, as on a module that held them when its ZeRO was made.
+            zero_run(zero, m, 1)
+            fresh = awkward(dtype)
+            fresh.load_state_dict({k: v.to(dtype) for k, v in want.items()})
+            zero2 = ZeRO(fresh, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2,
+                         weight_decay=0.0)
+            zero_run(zero2, fresh, 1)
+            got, expect = m.state_dict(), fresh.state_dict()
+            for k, v in expect.items():
+                near(got[k].float(), v.float(), 0, "stage %d %s %s after a trained step"
+                     % (stage, dtype, k))
+            zero2.close()
             zero.close()
 
 
