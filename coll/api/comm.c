@@ -20,6 +20,7 @@
 #include "select/select.h"
 #include "task/task.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,7 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     zsh_status_t status;
     zsh_comm_t *comm;
     zsh_ctx_t *ctx;
+    bool created;
     char *why;
 
     if (comm_p == NULL) {
@@ -83,8 +85,20 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     if (status != ZSH_OK) {
         return status;
     }
-    status = zsh_comm_create(ctx, ZSH_COMM_ID_WORLD, ZSH_COMM_ID_WORLD, ctx->rank, ctx->size,
-                             ctx->job->ctx_ranks, &comm);
+    status  = zsh_comm_create(ctx, ZSH_COMM_ID_WORLD, ZSH_COMM_ID_WORLD, ctx->rank, ctx->size,
+                              ctx->job->ctx_ranks, &comm);
+    created = (status == ZSH_OK);
+    /* A rank that failed keeps its transport until every rank knows. */
+    status  = zsh_oob_agree(oob, cfg->timeout, status);
+    if ((status != ZSH_OK) && created) {
+        why = strdup(zsh_last_error());
+        zsh_comm_destroy(comm);
+        if (why != NULL) {
+            zsh_error_set_quiet(why);
+            free(why);
+        }
+        return status;
+    }
     if (status != ZSH_OK) {
         ctx->refs++;
         zsh_ctx_release(ctx);

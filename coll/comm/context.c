@@ -55,6 +55,8 @@ static zsh_status_t zsh_ctx_connect(zsh_ctx_t *ctx, const zsh_oob_t *oob)
         goto out;
     }
     status = ctx->tl->connect(ctx->tl_ctx, ctx->rank, ctx->size, addrs, max_len);
+    /* A rank that failed keeps its transport until every rank knows. */
+    status = zsh_oob_agree(oob, ctx->cfg.timeout, status);
     if (status != ZSH_OK) {
         goto out;
     }

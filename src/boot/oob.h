@@ -1,5 +1,6 @@
 /*
- * Driving a caller-supplied out-of-band allgather to completion.
+ * Driving a caller-supplied out-of-band allgather to completion, and the
+ * agreement on a step of creation that every rank runs over it.
  */
 #ifndef ZSH_BOOT_OOB_H_
 #define ZSH_BOOT_OOB_H_
@@ -14,5 +15,14 @@ zsh_status_t zsh_oob_check(const zsh_oob_t *oob, unsigned max_size);
  * @timeout seconds, sleeping between tests. */
 zsh_status_t zsh_oob_allgather(const zsh_oob_t *oob, const void *send, void *recv, size_t len,
                                double timeout);
+
+/* Collective over @oob, with every rank's outcome @mine of the same step:
+ * ZSH_OK when every rank's is. Otherwise every rank fails, with its own
+ * error, or where it had none the lowest failing rank's, naming it (the
+ * messages travel only on a failure). A rank that failed calls it before
+ * tearing anything down, so that the others, which may still be reaching
+ * it (connecting to its transport), fail for the cause, not for its
+ * absence. */
+zsh_status_t zsh_oob_agree(const zsh_oob_t *oob, double timeout, zsh_status_t mine);
 
 #endif
