@@ -62,6 +62,22 @@ static zsh_status_t zsh_comm_world_hier(zsh_comm_t *comm)
     return zsh_comm_hier_create(comm, (uint32_t)node_id, (uint32_t)rail_id);
 }
 
+/* Destroy the world communicator that creation failed after, returning
+ * @status with the failure's message: the destroy's teardown fence fails
+ * too where the other ranks went on, and the reason to report is the
+ * first. */
+static zsh_status_t zsh_comm_init_undo(zsh_comm_t *comm, zsh_status_t status)
+{
+    char *why = strdup(zsh_last_error());
+
+    zsh_comm_destroy(comm);
+    if (why != NULL) {
+        zsh_error_set_quiet(why);
+        free(why);
+    }
+    return status;
+}
+
 zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *cfg,
                                 const zsh_tl_ops_t *tl, const void *tl_options,
                                 zsh_comm_t **comm_p)
@@ -70,7 +86,6 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     zsh_comm_t *comm;
     zsh_ctx_t *ctx;
     bool created;
-    char *why;
 
     if (comm_p == NULL) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_comm_init: comm_p is NULL");
@@ -91,13 +106,7 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     /* A rank that failed keeps its transport until every rank knows. */
     status  = zsh_oob_agree(oob, cfg->timeout, status);
     if ((status != ZSH_OK) && created) {
-        why = strdup(zsh_last_error());
-        zsh_comm_destroy(comm);
-        if (why != NULL) {
-            zsh_error_set_quiet(why);
-            free(why);
-        }
-        return status;
+        return zsh_comm_init_undo(comm, status);
     }
     if (status != ZSH_OK) {
         ctx->refs++;
@@ -106,15 +115,7 @@ zsh_status_t zsh_comm_init_with(const zsh_oob_t *oob, const zsh_coll_config_t *c
     }
     status = zsh_comm_world_hier(comm);
     if (status != ZSH_OK) {
-        /* The destroy's teardown fence fails too where the other ranks went
-         * on: the reason to report is the children's. */
-        why = strdup(zsh_last_error());
-        zsh_comm_destroy(comm);
-        if (why != NULL) {
-            zsh_error_set_quiet(why);
-            free(why);
-        }
-        return status;
+        return zsh_comm_init_undo(comm, status);
     }
     *comm_p = comm;
     return ZSH_OK;
