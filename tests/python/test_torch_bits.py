@@ -634,6 +634,8 @@ model_case("resnet_with_batchnorm_state_dict_resumed_from_torch_optims", SmallRe
            resume=2)
 model_case("resnet_with_batchnorm_state_dict_without_momentum_resumed_from_torch_optims",
            SmallResNet, RULES[4], steps=2, resume=1)
+model_case("channels_last_network_state_dict_resumed_from_torch_optims", channels_last_net,
+           RULES[0], batch=images(side=2, memory_format=torch.channels_last), resume=2)
 model_case("frozen_and_unused_parameters_state_dict_resumed_from_torch_optims", FrozenAndUnused,
            RULES[0], batch=sequences(SEQ), loss_fn=mse, ddp_kw=dict(find_unused_parameters=True),
            resume=2)

@@ -35,6 +35,12 @@ class _OptimState:
             return (["momentum_buffer"] if cfg["momentum"] != 0.0 else []), False
         return ["exp_avg", "exp_avg_sq"], True
 
+    def _fp32_like(self, i):
+        """An fp32 host tensor laid out as parameter i (a channels_last
+        weight's states are too, as torch.optim's zeros_like makes them): the
+        layer's flat order is its memory order."""
+        return torch.empty_strided(self._shapes[i], self._strides[i], dtype=torch.float32)
+
     def _group_positions(self):
         """torch.optim's numbering: the groups' parameters in order, as
         positions in the layer."""
@@ -68,8 +74,8 @@ class _OptimState:
             if has_step:
                 entry["step"] = torch.tensor(float(updates))
             for name in names:
-                t = torch.empty(self._shapes[i], dtype=torch.float32)
-                opt.get_state(zp, name, t.view(-1))
+                t = self._fp32_like(i)
+                opt.get_state(zp, name, self._flat(i, t))
                 entry[name] = t
             if not names and not has_step:
                 entry["momentum_buffer"] = None
@@ -139,7 +145,7 @@ class _OptimState:
                                                                  if isinstance(t, torch.Tensor)
                                                                  else type(t).__name__,
                                                                  tuple(self._shapes[i])))
-                values[name] = t.detach().to("cpu", torch.float32).contiguous().view(-1)
+                values[name] = self._flat(i, self._fp32_like(i).copy_(t.detach()))
             step = int(float(entry["step"])) if has_step else 1
             if step < 0:
                 raise ValueError("%s: parameter %r's step is %r" % (what, n, entry["step"]))
