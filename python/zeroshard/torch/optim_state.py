@@ -106,8 +106,8 @@ class _OptimState:
 
     def _checked_optim_state(self, state_dict, what):
         """What load_optim_state_dict() writes, per position: (updates,
-        {name: fp32 tensor}), after checking all of state_dict; and the
-        groups' loaded entries."""
+        {name: the state flat in the layer's order}), after checking all of
+        state_dict, its groups too."""
         if not isinstance(state_dict, dict) or set(state_dict) != {"state", "param_groups"}:
             raise ValueError("%s: a torch.optim state dict has 'state' and 'param_groups'"
                              % what)
@@ -122,6 +122,18 @@ class _OptimState:
                                  "%d here" % (what, k, len(s.get("params", ())),
                                               len(g["params"])))
             numbers += list(s["params"])
+            for key in _OTHER_RULES:
+                if s.get(key):
+                    raise ValueError("%s: param_groups[%d][%r] is %r in the state dict; ZeRO's "
+                                     "rules have no %s" % (what, k, key, s[key], key))
+            for key, v in g.items():
+                if key not in ("params", "lr") and key in s and _same(s[key]) != _same(v):
+                    raise ValueError("%s: param_groups[%d][%r] is %r in the state dict and %r "
+                                     "here; only 'lr' is loaded" % (what, k, key, s[key], v))
+        rates = {g.get("lr") for g in saved}
+        if len(rates) != 1:
+            raise ValueError("%s: the state dict's groups have different rates %s; ZeRO's layer "
+                             "has one" % (what, sorted(rates)))
         positions = dict(zip(numbers, self._group_positions()))
         names, has_step = self._state_names()
         plan = {}
@@ -166,27 +178,11 @@ class _OptimState:
         opt = self._states_at_rest(what)
         plan = self._checked_optim_state(state_dict, what)
         saved = state_dict["param_groups"]
-        rates = {g.get("lr") for g in saved}
-        if len(rates) != 1:
-            raise ValueError("%s: the state dict's groups have different rates %s; ZeRO's layer "
-                             "has one" % (what, sorted(rates)))
-        for k, (g, s) in enumerate(zip(self.param_groups, saved)):
-            for key in _OTHER_RULES:
-                if s.get(key):
-                    raise ValueError("%s: param_groups[%d][%r] is %r in the state dict; ZeRO's "
-                                     "rules have no %s" % (what, k, key, s[key], key))
-            for key, v in g.items():
-                if key not in ("params", "lr") and key in s and \
-                        _same(s[key]) != _same(v):
-                    raise ValueError("%s: param_groups[%d][%r] is %r in the state dict and %r "
-                                     "here; only 'lr' is loaded" % (what, k, key, s[key], v))
         names, _ = self._state_names()
-        zeros = {}
         for i in range(len(self._tensors)):
             step, values = plan.get(i, (0, None))
             for name in names:
-                v = values[name] if values is not None else zeros.setdefault(
-                    self._zparams[i].numel, torch.zeros(self._zparams[i].numel))
+                v = values[name] if values is not None else torch.zeros(self._zparams[i].numel)
                 opt.set_state(self._zparams[i], name, v)
             opt.set_updates(self._zparams[i], step)
         for g, s in zip(self.param_groups, saved):
