@@ -634,6 +634,11 @@ model_case("resnet_with_batchnorm_state_dict_resumed_from_torch_optims", SmallRe
            resume=2)
 model_case("resnet_with_batchnorm_state_dict_without_momentum_resumed_from_torch_optims",
            SmallResNet, RULES[4], steps=2, resume=1)
+model_case("torchvision_vit_state_dict_resumed_from_torch_optims", lambda: torchvision_models()
+           .vision_transformer.VisionTransformer(image_size=16, patch_size=8, num_layers=2,
+                                                 num_heads=2, hidden_dim=16, mlp_dim=32,
+                                                 num_classes=10), RULES[0],
+           batch=images(side=16), resume=2)
 model_case("channels_last_network_state_dict_resumed_from_torch_optims", channels_last_net,
            RULES[0], batch=images(side=2, memory_format=torch.channels_last), resume=2)
 model_case("frozen_and_unused_parameters_state_dict_resumed_from_torch_optims", FrozenAndUnused,
