@@ -17,7 +17,8 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
   Swin, ConvNeXt, DenseNet, MobileNetV3-Small and SqueezeNet (small where
   they take sizes); nn.Transformer with masks, batch first and not; LSTM and
   GRU; torch.nn's weight and spectral norms, an orthogonal parametrization
-  and other modules (TorchNnMix); a tied embedding, a layer called twice and
+  and other modules (TorchNnMix); torch.nn's adaptive softmax with a cluster
+  left out of a step; a tied embedding, a layer called twice and
   in a loop; torch.utils.checkpoint in both modes; frozen and unused
   parameters; micro-batches accumulated under each side's no_sync(). Dropout
   and stochastic depth draw the same masks on both sides. Every rank trains
@@ -565,6 +566,30 @@ class FrozenAndUnused(nn.Module):
         return self.b(torch.tanh(self.a(torch.tanh(self.frozen(x)))))
 
 
+class AdaptiveSoftmax(nn.Module):
+    """torch.nn's adaptive softmax: a tail cluster's projections take part
+    only in a step whose targets fall in it."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.asm = nn.AdaptiveLogSoftmaxWithLoss(16, 40, cutoffs=[10, 20], div_value=2.0)
+
+    def forward(self, x, y):
+        return self.asm(self.lin(x), y).loss
+
+
+def cluster_targets(rank, step):
+    """Every rank's targets reach the first tail cluster (10-19) in steps 0
+    and 1, not in step 2: its parameters then have no gradient anywhere."""
+    g = torch.Generator().manual_seed(1000 * rank + step)
+    y = torch.cat([torch.randint(0, 10, (3,), generator=g),
+                   torch.randint(20, 40, (3,), generator=g),
+                   torch.randint(10, 20, (2,), generator=g) if step < 2 else
+                   torch.randint(0, 10, (2,), generator=g)])
+    return (torch.randn(8, 16, generator=g), y), None
+
+
 class TorchNnMix(nn.Module):
     """torch.nn's own modules that reach their weights another way: weight
     normalization (a forward pre-hook), an orthogonal parametrization and
@@ -623,6 +648,12 @@ model_case("frozen_and_unused_parameters", FrozenAndUnused, RULES[1], batch=sequ
            loss_fn=mse, ddp_kw=dict(find_unused_parameters=True))
 model_case("frozen_parameters", lambda: FrozenAndUnused(unused=False), RULES[0],
            batch=sequences(SEQ), loss_fn=mse)
+# A parameter with a gradient in earlier steps and none now: zero_grad()
+# left torch.optim a zero gradient (torch 1.x's default), and torch.optim
+# steps it (decay, moments); from torch 2.0 it left None, and it is skipped.
+model_case("adaptive_softmax_cluster_left_out_of_a_step", AdaptiveSoftmax, RULES[0],
+           batch=cluster_targets, loss_fn=lambda loss, _: loss,
+           ddp_kw=dict(find_unused_parameters=True))
 
 # The optimizer's state in torch.optim's format, read at each stage and
 # loaded from torch.optim's own dict into a ZeRO at another stage: across

@@ -122,6 +122,7 @@ zeroshard.checkpoint.load_consolidated() reads the one file that
 """
 import collections
 import contextlib
+import inspect
 import os
 
 import torch
@@ -139,6 +140,9 @@ from .units import (_FAST, _UNHOOKED, _FindReleased, _around_forward, _map_tenso
                     _through, _unit_policy, plan_units)
 
 _PRECISIONS = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+# torch.optim's zero_grad() zeroes p.grad in torch 1.x and drops it from 2.0.
+_SET_TO_NONE = inspect.signature(torch.optim.Optimizer.zero_grad).parameters[
+    "set_to_none"].default
 # What a stage 3 that lends its buckets has for the layer's cache and
 # prefetch beside the largest unit, where neither the caller nor
 # ZSH_MAX_LIVE_BYTES sets max_live_bytes (_live_budget): the layer's own
@@ -384,6 +388,7 @@ class ZeRO(_State, _OptimState, _Groups):
         self._orders = []       # the dims from outer to inner in memory; None: contiguous
         self._index = {}        # id(parameter) -> position
         self._ready = []        # gradient handed over this step
+        self._zeroed = []       # p.grad would be zeros, not None, in torch (zero_grad)
         self._sync = True       # hand gradients over as they come (False: no_sync())
         self._finished = False  # every gradient handed over for this step (_finish_grads)
         self._fw_refs = []      # stage 3: forward uses holding the parameter
@@ -457,6 +462,7 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._zparams.append(self._opt.register(name, flat))
         n = len(self._tensors)
         self._ready = [False] * n
+        self._zeroed = [False] * n
         self._fw_refs = [0] * n
         self._bw_held = [False] * n
         self._live = [False] * n
@@ -928,7 +934,10 @@ class ZeRO(_State, _OptimState, _Groups):
         missing = [i for i, ready in enumerate(self._ready) if not ready]
         unused = self._unused_everywhere(missing)
         for i in missing:
-            if i in unused:
+            # zero_grad(set_to_none=False) leaves torch a zero gradient, and
+            # torch.optim steps a parameter that has one (decay, moments);
+            # _zeroed is the same on every rank, set from the agreed outcome.
+            if i in unused and not self._zeroed[i]:
                 self._opt.grad_none(self._zparams[i])
             else:
                 zeros = torch.zeros(self._zparams[i].numel, dtype=self._dtype,
@@ -936,6 +945,7 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
             self._ready[i] = True
         self._finished = True
+        self._zeroed = [z or i not in unused for i, z in enumerate(self._zeroed)]
 
     def _unused_everywhere(self, missing):
         """Of the positions in missing (no gradient here this step), those that
@@ -950,9 +960,17 @@ class ZeRO(_State, _OptimState, _Groups):
         self._comm.all_reduce(used, op="max")
         return {i for i in missing if not used[i]}
 
-    def zero_grad(self, set_to_none=True):
-        """Drop the gradients handed over since the last step; p.grad is cleared."""
-        del set_to_none  # gradients live in the layer; p.grad is always None after
+    def zero_grad(self, set_to_none=None):
+        """Drop the gradients handed over since the last step; p.grad is cleared
+        (the gradients live in the layer). set_to_none takes torch.optim's
+        default when None (False in torch 1.x, True from 2.0): with False a
+        parameter that had a gradient and gets none in a later step is still
+        updated, with a zero gradient, as torch.optim updates one whose p.grad
+        was zeroed; with True it is left as it is until it has one again."""
+        if set_to_none is None:
+            set_to_none = _SET_TO_NONE
+        if set_to_none:
+            self._zeroed = [False] * len(self._zeroed)
         self._opt.zero_grad()
         self._ready = [False] * len(self._ready)
         self._finished = False
