@@ -237,7 +237,8 @@ def same_optim_state(got, want, what):
 
 
 def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy, evaluated=False,
-               bucket_size=4096, ddp_kw=None, schedule=None, micro=1, groups=None, resume=0):
+               bucket_size=4096, ddp_kw=None, schedule=None, micro=1, groups=None, resume=0,
+               zero_kw=None):
     """make()'s model trained by ZeRO at stages 0-3 against DDP over gloo with
     the same torch.optim rule: the same losses bit for bit every step, the
     same parameters and buffers at the end and, when evaluated, the same
@@ -250,7 +251,7 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
     resume > 0: zero.optim_state_dict() is torch.optim's state_dict() after
     the steps, bit for bit, and a new ZeRO at the next stage, given the
     module's state and torch.optim's state dict, trains resume more steps to
-    DDP's losses."""
+    DDP's losses. zero_kw: ZeRO's own other arguments."""
     name, cls, kw, settings = rule
 
     def fn(ctx):
@@ -279,7 +280,8 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
             torch.manual_seed(11)
             model = make()
             zero = ZeRO(model, stage=stage, group=ctx.group, bucket_size=bucket_size,
-                        param_groups=groups(model) if groups else None, **settings)
+                        param_groups=groups(model) if groups else None, **settings,
+                        **(zero_kw or {}))
             sched = schedule(zero) if schedule else None
             try:
                 def zero_step():
@@ -302,7 +304,8 @@ def model_case(what, make, rule, steps=3, batch=images(), loss_fn=cross_entropy,
                     model.load_state_dict(want_module)
                     zero = ZeRO(model, stage=(stage + 1) % 4, group=ctx.group,
                                 bucket_size=bucket_size,
-                                param_groups=groups(model) if groups else None, **settings)
+                                param_groups=groups(model) if groups else None, **settings,
+                                **(zero_kw or {}))
                     zero.load_optim_state_dict(want_state)
                     got = train(model, (zero.backward, zero_step, zero.no_sync), batch, loss_fn,
                                 ctx.rank, resume, micro, start=steps)
@@ -590,6 +593,21 @@ def cluster_targets(rank, step):
     return (torch.randn(8, 16, generator=g), y), None
 
 
+def cluster_targets_by_rank(rank, step):
+    """The first tail cluster (10-19) reached by rank 0 only in step 0, by
+    every rank in step 1, by rank 1 only in step 2, the second (20-39) by
+    rank 1 only in step 3, and by rank 0 only in step 4."""
+    g = torch.Generator().manual_seed(1000 * rank + step)
+    first = (step == 0 and rank == 0) or step == 1 or (step == 2 and rank == 1)
+    second = step < 3 or (step == 3 and rank == 1) or (step == 4 and rank == 0)
+    y = torch.cat([torch.randint(0, 10, (4,), generator=g),
+                   torch.randint(10, 20, (2,), generator=g) if first else
+                   torch.randint(0, 10, (2,), generator=g),
+                   torch.randint(20, 40, (2,), generator=g) if second else
+                   torch.randint(0, 10, (2,), generator=g)])
+    return (torch.randn(8, 16, generator=g), y), None
+
+
 class TorchNnMix(nn.Module):
     """torch.nn's own modules that reach their weights another way: weight
     normalization (a forward pre-hook), an orthogonal parametrization and
@@ -654,6 +672,12 @@ model_case("frozen_parameters", lambda: FrozenAndUnused(unused=False), RULES[0],
 model_case("adaptive_softmax_cluster_left_out_of_a_step", AdaptiveSoftmax, RULES[0],
            batch=cluster_targets, loss_fn=lambda loss, _: loss,
            ddp_kw=dict(find_unused_parameters=True))
+# Ranks taking different branches: a cluster's parameters with a gradient on
+# one rank and not on the other, as DDP's find_unused_parameters allows.
+model_case("adaptive_softmax_clusters_reached_by_some_ranks_with_find_unused_parameters",
+           AdaptiveSoftmax, RULES[0], steps=5, batch=cluster_targets_by_rank,
+           loss_fn=lambda loss, _: loss, ddp_kw=dict(find_unused_parameters=True),
+           zero_kw=dict(find_unused_parameters=True))
 
 # The optimizer's state in torch.optim's format, read at each stage and
 # loaded from torch.optim's own dict into a ZeRO at another stage: across

@@ -1107,6 +1107,8 @@ def test_bad_modules_and_groups_are_refused_with_the_reason(ctx):
            "on 2 devices: 0.weight, 0.bias on cpu; 1.weight, 1.bias on meta", "two devices")
     raises(lambda: ZeRO(nn.Linear(2, 2, device="meta"), group=ctx.group),
            "dense CPU or CUDA parameters", "a module on meta")
+    raises(lambda: ZeRO(nn.Linear(2, 2), group=ctx.group, find_unused_parameters="yes"),
+           "find_unused_parameters must be True or False", "find_unused_parameters='yes'")
 
 
 @case

@@ -335,6 +335,16 @@ class ZeRO(_State, _OptimState, _Groups):
             by default the default process group (it must be zsh), else a
             Comm from the environment that ZeRO owns.
         average_grads: divide gradients by the number of ranks, as DDP.
+        find_unused_parameters: as DDP's, for a model whose ranks take
+            different branches (a parameter with a gradient on some ranks
+            and not on others in a step), at stages 0-2 and at stage 3
+            where every rank runs the same units: after each training
+            forward of the root the ranks agree (one all-reduce of a byte
+            per parameter) on which parameters the outputs reach on some
+            ranks but not all; their gradients are handed over in step(),
+            in one order on every rank, the others' as zeros. Without it
+            such a step fails, the ranks' reductions out of step
+            (ZshMismatchError).
         broadcast_params: start every rank from rank 0's parameters.
     """
     __doc__ %= _settings.describe(" " * 12)
@@ -342,7 +352,7 @@ class ZeRO(_State, _OptimState, _Groups):
     def __init__(self, module, stage=0, optimizer=None, betas=None, units=None, comm=None,
                  group=None, average_grads=True, broadcast_params=True, mp_policy=None,
                  offload_policy=None, sharding_policy=None, keep_after_forward=None,
-                 param_groups=None, **settings):
+                 param_groups=None, find_unused_parameters=False, **settings):
         if not isinstance(module, torch.nn.Module):
             raise TypeError("module must be a torch.nn.Module, not %s" % type(module).__name__)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -373,6 +383,9 @@ class ZeRO(_State, _OptimState, _Groups):
             raise ValueError("keep_after_forward must be a number of bytes >= 0, not %r"
                              % (keep_after_forward,))
 
+        if not isinstance(find_unused_parameters, bool):
+            raise TypeError("find_unused_parameters must be True or False, not %r"
+                            % (find_unused_parameters,))
         self._comm, self._own_comm = _resolve_comm(comm, group)
         self._module = module
         self._dtype = dtype
@@ -389,6 +402,8 @@ class ZeRO(_State, _OptimState, _Groups):
         self._index = {}        # id(parameter) -> position
         self._ready = []        # gradient handed over this step
         self._zeroed = []       # p.grad would be zeros, not None, in torch (zero_grad)
+        self._find_unused = find_unused_parameters
+        self._deferred = set()  # reached on some ranks only: handed over in step()
         self._sync = True       # hand gradients over as they come (False: no_sync())
         self._finished = False  # every gradient handed over for this step (_finish_grads)
         self._fw_refs = []      # stage 3: forward uses holding the parameter
@@ -473,6 +488,8 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._hooks.append(acc.register_hook(self._grad_hook(i)))
                 self._accs.append(acc)
         self._hooks += self._hook_module_state()
+        if self._find_unused and self._comm.size > 1:
+            self._hooks.append(self._module.register_forward_hook(self._find_unused_hook))
         if self._stage == 3:
             for i, p in enumerate(self._tensors):
                 full = self._empty(i)
@@ -564,7 +581,7 @@ class ZeRO(_State, _OptimState, _Groups):
                                    "each parameter's gradient is handed over once per step: "
                                    "accumulate micro-batches under `with zero.no_sync():`, "
                                    "as with DDP" % zp.name)
-            if self._sync:
+            if self._sync and i not in self._deferred:
                 self._hand_over(i)
             if self._bw_held[i]:
                 self._bw_held[i] = False
@@ -926,14 +943,18 @@ class ZeRO(_State, _OptimState, _Groups):
         """Hand every parameter's gradient over for the step: those that
         no_sync() left in p.grad, zeros where another rank has one, none
         where no rank does (collective above one rank)."""
-        # Gradients accumulated under no_sync() that no backward outside it
-        # handed over (the last one did not reach their parameter).
-        for i, ready in enumerate(self._ready):
-            if not ready and self._tensors[i].grad is not None:
+        # Left for now: gradients accumulated under no_sync() that no
+        # backward outside it handed over (the last one did not reach their
+        # parameter), those find_unused_parameters deferred, and none. The
+        # ranks agree on the last before any is handed over, then hand them
+        # over in one order, so their buckets' reductions start in one order
+        # on every rank.
+        pending = [i for i, ready in enumerate(self._ready) if not ready]
+        unused = self._unused_everywhere([i for i in pending if self._tensors[i].grad is None])
+        for i in pending:
+            if self._tensors[i].grad is not None:
                 self._hand_over(i)
-        missing = [i for i, ready in enumerate(self._ready) if not ready]
-        unused = self._unused_everywhere(missing)
-        for i in missing:
+                continue
             # zero_grad(set_to_none=False) leaves torch a zero gradient, and
             # torch.optim steps a parameter that has one (decay, moments);
             # _zeroed is the same on every rank, set from the agreed outcome.
@@ -945,7 +966,40 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
             self._ready[i] = True
         self._finished = True
+        self._deferred = set()
         self._zeroed = [z or i not in unused for i, z in enumerate(self._zeroed)]
+
+    def _find_unused_hook(self, module, inputs, output):
+        """find_unused_parameters: after a training forward of the root, the
+        parameters its outputs reach on some ranks but not on all, deferred to
+        step() (collective: an all-reduce of a byte per parameter)."""
+        del module, inputs
+        if not (self._module.training and torch.is_grad_enabled()):
+            return
+        index = self._index
+        reached = torch.zeros(len(self._tensors), dtype=torch.int32)
+        seen, todo = set(), []
+
+        def root(t):
+            if t.requires_grad:
+                if t.grad_fn is not None:
+                    todo.append(t.grad_fn)
+                elif id(t) in index:
+                    reached[index[id(t)]] = 1
+            return t
+        _map_tensors(output, root)
+        while todo:
+            fn = todo.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            var = getattr(fn, "variable", None)  # AccumulateGrad
+            if var is not None and id(var) in index:
+                reached[index[id(var)]] = 1
+            todo.extend(f for f, _ in fn.next_functions if f is not None)
+        self._comm.all_reduce(reached, op="sum")
+        size = self._comm.size
+        self._deferred.update(i for i, n in enumerate(reached.tolist()) if 0 < n < size)
 
     def _unused_everywhere(self, missing):
         """Of the positions in missing (no gradient here this step), those that
