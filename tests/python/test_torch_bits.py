@@ -18,7 +18,7 @@ group (tests/system/python/run_bits.sh starts the ranks, at 1 and 2).
   they take sizes); nn.Transformer with masks, batch first and not; LSTM and
   GRU; torch.nn's weight and spectral norms, an orthogonal parametrization
   and other modules (TorchNnMix); torch.nn's adaptive softmax with a cluster
-  left out of a step; a tied embedding, a layer called twice and
+  left out of a step; an embedding with max_norm; a tied embedding, a layer called twice and
   in a loop; torch.utils.checkpoint in both modes; frozen and unused
   parameters; micro-batches accumulated under each side's no_sync(). Dropout
   and stochastic depth draw the same masks on both sides. Every rank trains
@@ -608,6 +608,27 @@ def cluster_targets_by_rank(rank, step):
     return (torch.randn(8, 16, generator=g), y), None
 
 
+class RenormedEmbedding(nn.Module):
+    """nn.Embedding(max_norm=...) renormalizes the rows it looks up in place,
+    inside its forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 16, max_norm=1.0)
+        self.out = nn.Linear(16, 20)
+
+    def forward(self, idx):
+        return self.out(self.emb(idx)).view(-1, 20)
+
+
+def shared_tokens(rank, step):
+    """tokens(), the inputs the same on every rank: each DDP replica then
+    renormalizes the same rows (DDP keeps no replica's in-place change from
+    the others)."""
+    x, y = tokens(rank, step)
+    return tokens(0, step)[0], y
+
+
 class TorchNnMix(nn.Module):
     """torch.nn's own modules that reach their weights another way: weight
     normalization (a forward pre-hook), an orthogonal parametrization and
@@ -666,6 +687,10 @@ model_case("frozen_and_unused_parameters", FrozenAndUnused, RULES[1], batch=sequ
            loss_fn=mse, ddp_kw=dict(find_unused_parameters=True))
 model_case("frozen_parameters", lambda: FrozenAndUnused(unused=False), RULES[0],
            batch=sequences(SEQ), loss_fn=mse)
+# A parameter changed in place in a forward: at stage 3 written back to the
+# shard before the gathered copy goes.
+model_case("embedding_renormalized_in_its_forward", RenormedEmbedding, RULES[0],
+           batch=shared_tokens)
 # A parameter with a gradient in earlier steps and none now: zero_grad()
 # left torch.optim a zero gradient (torch 1.x's default), and torch.optim
 # steps it (decay, moments); from torch 2.0 it left None, and it is skipped.

@@ -475,7 +475,7 @@ def test_a_branch_taken_on_some_steps_trains_as_torch_optim_adamw_bit_for_bit(ct
             x, y = branchy_batch(step)
             zero.backward(F.cross_entropy(m(x, step), y))
             zero.step()
-            zero.zero_grad()
+            zero.zero_grad(set_to_none=True)
         branchy_check(ctx, zero, m, stage, want, init)
 
 
@@ -511,7 +511,7 @@ def test_micro_batches_under_no_sync_train_as_torch_optim_accumulating_bit_for_b
                 if k % 2 == 0 and m.extra.weight.grad is None:
                     raise AssertionError("stage %d: no_sync() left no gradient in p.grad" % stage)
             zero.step()
-            zero.zero_grad()
+            zero.zero_grad(set_to_none=True)
         branchy_check(ctx, zero, m, stage, want, init)
 
 
@@ -1487,6 +1487,45 @@ def test_stage_3_trains_tied_reused_looped_checkpointed_frozen_and_unused_as_sta
 
 
 # ---- the calls a step makes into the layer ---------------------------------------------
+
+@case
+def test_changes_made_in_place_inside_gathered_are_kept_at_every_stage(ctx):
+    """Weight clipping between steps (WGAN's) inside zero.gathered(): at
+    stage 3 each rank writes its part of the shard back, so the next forward
+    and the state dict see the clipped weights, as at stage 0, where the
+    parameters are the layer's own buffers."""
+    runs = {}
+    for stage in range(4):
+        torch.manual_seed(3)
+        m = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+        zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=1024)
+        try:
+            losses = []
+            for s in range(3):
+                x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100 * ctx.rank + s))
+                loss = m(x).square().mean()
+                zero.backward(loss)
+                zero.step()
+                zero.zero_grad()
+                with zero.gathered(*m.parameters()), torch.no_grad():
+                    for p in m.parameters():
+                        p.clamp_(-0.05, 0.05)
+                losses.append(loss.item())
+            sd = {k: v.clone() for k, v in m.state_dict().items()}
+        finally:
+            zero.close()
+        worst = max(v.abs().max().item() for v in sd.values())
+        if worst > torch.tensor(0.05).item():  # 0.05 in float32
+            raise AssertionError("stage %d: a weight of %.4g after clipping to 0.05" % (stage, worst))
+        runs[stage] = (losses, sd)
+    for stage in (1, 2, 3):
+        if runs[stage][0] != runs[0][0]:
+            raise AssertionError("stage %d losses %s, stage 0's %s" % (stage, runs[stage][0],
+                                                                     runs[0][0]))
+        for k, v in runs[0][1].items():
+            if not torch.equal(runs[stage][1][k], v):
+                raise AssertionError("stage %d: %s differs from stage 0's" % (stage, k))
+
 
 @case
 def test_stage_3_keeps_the_last_units_gathered_for_backward_within_keep_after_forward(ctx):

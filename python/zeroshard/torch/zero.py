@@ -430,6 +430,7 @@ class ZeRO(_State, _OptimState, _Groups):
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
         self._storages = []     # stage 3: its storage (storage_of), resized in place
         self._lent = []         # stage 3: its storage holds the layer's fetched values
+        self._versions = []     # stage 3: the parameter's _version when gathered
         self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
         self._keep_budget = keep_after_forward
         self._kept = collections.OrderedDict()  # stage 3: position -> bytes, oldest first
@@ -499,6 +500,7 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._gathered.append(full)
                 self._storages.append(storage)
                 self._lent.append(False)
+                self._versions.append(0)
                 p.data = self._released
             self._units = self._plan_units(policy)
             unhooked = {id(d) for m in self._module.modules() if isinstance(m, _UNHOOKED)
@@ -667,10 +669,12 @@ class ZeRO(_State, _OptimState, _Groups):
             self._opt.gather_many([self._zparams[i] for i in todo],
                                   [self._flat(i, self._gathered[i]) for i in todo])
         tensors, gathered = self._tensors, self._gathered
+        versions = self._versions
         for i in todo:
             # Live first: detection sees the assignment below and must let it be.
             live[i] = True
             tensors[i].data = gathered[i]
+            versions[i] = tensors[i]._version
 
     def _drop(self, i):
         if self._fw_refs[i] == 0 and not self._bw_held[i]:
@@ -857,6 +861,7 @@ class ZeRO(_State, _OptimState, _Groups):
         parameters would keep their values of before the next step."""
         while len(self._active) > base:
             _, held = self._active.pop()
+            self._write_back(held)
             for i in held:
                 self._fw_refs[i] -= 1
                 if keep:
@@ -875,7 +880,10 @@ class ZeRO(_State, _OptimState, _Groups):
     @contextlib.contextmanager
     def gathered(self, *params):
         """Hold parameters gathered (stage 3) for code that uses them outside
-        their module's forward; a no-op at stages 0-2. Collective."""
+        their module's forward; a no-op at stages 0-2. Collective. What the
+        code changes in place is kept (FSDP's summon_full_params with
+        writeback): each rank writes its part of the shard from its own
+        values, so every rank makes the same change."""
         idx = []
         for p in params:
             if id(p) not in self._index:
@@ -890,9 +898,24 @@ class ZeRO(_State, _OptimState, _Groups):
             yield
         finally:
             if self._stage == 3:
+                self._write_back(idx)
                 for i in idx:
                     self._fw_refs[i] -= 1
                     self._drop(i)
+
+    def _write_back(self, positions):
+        """Stage 3: a gathered parameter changed in place while held (a
+        forward's nn.Embedding(max_norm=...) renormalizing rows, code inside
+        gathered() clamping weights) has its values written to this rank's
+        part of the shard, as FSDP's summon_full_params(writeback=True):
+        released unwritten, the change would be lost, where DDP keeps it.
+        torch counts in-place changes on the parameter itself (_version),
+        not the layer's writes into the storage."""
+        tensors, versions, live = self._tensors, self._versions, self._live
+        for i in positions:
+            if live[i] and tensors[i]._version != versions[i]:
+                self._load_param(i, tensors[i].detach())
+                versions[i] = tensors[i]._version
 
     # ---- the step -------------------------------------------------------------------
     @property
