@@ -479,6 +479,52 @@ def test_a_branch_taken_on_some_steps_trains_as_torch_optim_adamw_bit_for_bit(ct
         branchy_check(ctx, zero, m, stage, want, init)
 
 
+class OneRanksBranch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x, take):
+        h = torch.tanh(self.a(x))
+        return self.b(h) if take else h
+
+
+@case
+def test_ranks_taking_different_branches_are_told_to_pass_find_unused_parameters(ctx):
+    """Rank 0 alone runs a layer: without find_unused_parameters its buckets'
+    reductions leave step with the others', and every rank's error says
+    what to pass; with it the same steps train."""
+    if ctx.size < 2:
+        raise Skip("needs 2 ranks")
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(ctx.rank))
+    for stage in (0, 2):
+        # A communicator of its own: the mismatch leaves it unusable.
+        comm = ctx.comm.split(0, ctx.rank)
+        torch.manual_seed(3)
+        m = OneRanksBranch()
+        zero = ZeRO(m, stage=stage, comm=comm, bucket_size=64)
+
+        def step():
+            zero.backward(m(x, ctx.rank == 0).square().mean())
+            zero.step()
+        try:
+            raises(step, "pass find_unused_parameters=True to ZeRO",
+                   "stage %d, rank %d without find_unused_parameters" % (stage, ctx.rank))
+        finally:
+            zero.close()
+            comm.close()
+        torch.manual_seed(3)
+        m = OneRanksBranch()
+        zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=64, find_unused_parameters=True)
+        try:
+            for _ in range(2):
+                step()
+                zero.zero_grad()
+        finally:
+            zero.close()
+
+
 @case
 def test_micro_batches_under_no_sync_train_as_torch_optim_accumulating_bit_for_bit(ctx):
     """Two micro-batches a step, the first under no_sync(): the branch runs in

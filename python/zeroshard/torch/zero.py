@@ -584,7 +584,10 @@ class ZeRO(_State, _OptimState, _Groups):
                                    "accumulate micro-batches under `with zero.no_sync():`, "
                                    "as with DDP" % zp.name)
             if self._sync and i not in self._deferred:
-                self._hand_over(i)
+                try:
+                    self._hand_over(i)
+                except zeroshard.ZshMismatchError as e:
+                    raise self._branch_hint(e) from e
             if self._bw_held[i]:
                 self._bw_held[i] = False
                 self._drop(i)
@@ -935,13 +938,26 @@ class ZeRO(_State, _OptimState, _Groups):
         if closure is not None:
             raise TypeError("ZeRO.step() takes no closure: call backward() before step()")
         self._sync_groups("ZeRO.step")
-        if not self._finished:  # clip_grad_norm_() may have
-            self._finish_grads()
-        self._finished = False
-        self._ready = [False] * len(self._ready)
-        self._drop_kept()
-        self._own_lent()
-        return self._opt.step()
+        try:
+            if not self._finished:  # clip_grad_norm_() may have
+                self._finish_grads()
+            self._finished = False
+            self._ready = [False] * len(self._ready)
+            self._drop_kept()
+            self._own_lent()
+            return self._opt.step()
+        except zeroshard.ZshMismatchError as e:
+            raise self._branch_hint(e) from e
+
+    def _branch_hint(self, e):
+        """A mismatch in the step's reductions, with the likeliest cause where
+        find_unused_parameters is off: ranks whose outputs reached different
+        parameters start their buckets' reductions in different orders."""
+        if self._find_unused or self._comm.size == 1 or "find_unused_parameters" in e.message:
+            return e
+        return type(e)(e.status, "%s; if the ranks' outputs reached different parameters in "
+                       "this step (a branch taken on some ranks only), pass "
+                       "find_unused_parameters=True to ZeRO, as to DDP" % e.message)
 
     def clip_grad_norm_(self, max_norm, norm_type=2.0):
         """Between backward and step(), as FSDP's clip_grad_norm_: the global
@@ -959,7 +975,10 @@ class ZeRO(_State, _OptimState, _Groups):
                              "norm (2.0)" % (norm_type,))
         if isinstance(max_norm, torch.Tensor):
             max_norm = max_norm.item()
-        self._finish_grads()
+        try:
+            self._finish_grads()
+        except zeroshard.ZshMismatchError as e:
+            raise self._branch_hint(e) from e
         return torch.tensor(self._opt.clip_grad_norm(max_norm), dtype=torch.float32)
 
     def _finish_grads(self):
