@@ -346,6 +346,23 @@ def test_a_group_of_all_ranks_after_a_group_of_some_bootstraps(ctx):
         dist.destroy_process_group(some)
 
 
+@case
+def test_a_group_made_after_destroying_one_stays_open_when_the_old_one_dies(ctx):
+    """group = new_group(); destroy_process_group(group); group = new_group():
+    the old group dies as the name moves to the new one, which
+    torch.distributed still has, so it stays open (it used to close with the
+    old one: "the communicator was closed")."""
+    group = dist.new_group(backend="zsh")
+    dist.all_reduce(torch.ones(1), group=group)
+    dist.destroy_process_group(group)
+    group = dist.new_group(backend="zsh")
+    gc.collect()
+    t = torch.ones(2)
+    dist.all_reduce(t, group=group)
+    expect_equal(t, torch.full((2,), float(ctx.size)), "all_reduce on the group made after")
+    dist.destroy_process_group(group)
+
+
 P2P_DTYPES = REDUCIBLE + [torch.int16, torch.bool, torch.complex64]
 
 

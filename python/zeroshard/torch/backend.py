@@ -52,6 +52,7 @@ gather, scatter and all-to-all in unequal blocks on CUDA tensors are refused
 by name; barrier and monitored_barrier run on the host path and do not wait
 for any stream.
 """
+import functools
 import inspect
 import weakref
 
@@ -221,24 +222,59 @@ class _DevicePath:
                 pass  # aborted, or a peer failed: it is torn down anyway
 
 
-# The finalizers of this process's open groups, in the order the groups were
-# made. Closing a group fences its ranks, so ranks that close two groups in
-# different orders wait in each other's fence until the timeout; and when a
-# group closes is up to the garbage collector (destroy_process_group drops
-# torch's references, but an exception's frames can keep a group alive on
-# one rank only). Every rank makes its groups in one order (torch's
-# new_group rule), so closing a group first closes every group made after
-# it, the newest first, as interpreter exit does: the same order on every
-# rank, whoever holds what.
+# This process's open groups, in the order the groups were made, each
+# [token, its teardown, a weak reference to it, dead]. Closing a group fences
+# its ranks, so ranks that close two groups in different orders wait in each
+# other's fence until the timeout; and when a group dies is up to the garbage
+# collector (destroy_process_group drops torch's references, but an
+# exception's frames can keep a group alive on one rank only). Every rank
+# makes its groups in one order (torch's new_group rule), so they close
+# newest first, as interpreter exit does: a group that dies closes with
+# every group made after it that torch.distributed no longer has (destroyed,
+# whoever still holds it), the newest first. One made after it that
+# torch.distributed still has is in use: the dead group waits for it, and
+# closes when it does (before, it closed that one too, and a group made
+# after destroy_process_group(old) died with old's last reference).
 _open_groups = []
 
 
-def _close(token, progress, device, comm):
-    at = next((i for i, (t, _) in enumerate(_open_groups) if t is token), None)
-    if at is not None:
-        for _, later in reversed(_open_groups[at + 1:]):
-            later()  # runs _close for it, once
-        del _open_groups[at:]
+def _registered(pg):
+    """Whether torch.distributed still has pg (not destroyed): its map of
+    groups holds it, or (torch 2.x) a ProcessGroup of it as a backend."""
+    if pg is None:
+        return False
+    try:
+        c10d = dist.distributed_c10d
+        world = getattr(c10d, "_world", None)
+        groups = world.pg_map if world is not None else c10d._pg_map
+        if pg in groups:
+            return True
+        cpu = torch.device("cpu")
+        return any(getattr(g, "_get_backend", None) is not None and g._get_backend(cpu) is pg
+                   for g in groups)
+    except Exception:  # torch torn down at exit, or another layout: closed as before
+        return False
+
+
+def _close(token):
+    at = next((i for i, e in enumerate(_open_groups) if e[0] is token), None)
+    if at is None:
+        return
+    _open_groups[at][3] = True
+    cut, j = None, len(_open_groups) - 1
+    while j >= 0 and (_open_groups[j][3] or not _registered(_open_groups[j][2]())):
+        if _open_groups[j][3]:
+            cut = j
+        j -= 1
+    if cut is None:
+        return
+    closing = _open_groups[cut:]
+    del _open_groups[cut:]
+    for entry in reversed(closing):
+        entry[1]()
+
+
+def _teardown(progress, device, comm):
     progress.stop()
     device.close()
     try:
@@ -258,9 +294,10 @@ class ProcessGroupZsh(ProcessGroup):
         self._progress = _Progress()
         self._device = _DevicePath()
         token = object()
-        self._finalizer = weakref.finalize(self, _close, token, self._progress, self._device,
-                                           comm)
-        _open_groups.append((token, self._finalizer))
+        self._finalizer = weakref.finalize(self, _close, token)
+        # The teardown holds what it closes, not the group: the group must die.
+        _open_groups.append([token, functools.partial(_teardown, self._progress, self._device,
+                                                      comm), weakref.ref(self), False])
 
     @property
     def comm(self):
