@@ -339,12 +339,12 @@ class ZeRO(_State, _OptimState, _Groups):
             different branches (a parameter with a gradient on some ranks
             and not on others in a step), at stages 0-2 and at stage 3
             where every rank runs the same units: after each training
-            forward of the root the ranks agree (one all-reduce of a byte
-            per parameter) on which parameters the outputs reach on some
+            forward of the root the ranks agree (one all-reduce of 4 bytes
+            a parameter) on which parameters the outputs reach on some
             ranks but not all; their gradients are handed over in step(),
             in one order on every rank, the others' as zeros. Without it
             such a step fails, the ranks' reductions out of step
-            (ZshMismatchError).
+            (ZshMismatchError, saying to pass it).
         broadcast_params: start every rank from rank 0's parameters.
     """
     __doc__ %= _settings.describe(" " * 12)
