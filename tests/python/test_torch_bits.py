@@ -625,8 +625,7 @@ def shared_tokens(rank, step):
     """tokens(), the inputs the same on every rank: each DDP replica then
     renormalizes the same rows (DDP keeps no replica's in-place change from
     the others)."""
-    x, y = tokens(rank, step)
-    return tokens(0, step)[0], y
+    return tokens(0, step)[0], tokens(rank, step)[1]
 
 
 class TorchNnMix(nn.Module):

@@ -222,8 +222,8 @@ class _DevicePath:
                 pass  # aborted, or a peer failed: it is torn down anyway
 
 
-# This process's open groups, in the order the groups were made, each
-# [token, its teardown, a weak reference to it, dead]. Closing a group fences
+# This process's open groups (_OpenGroup), in the order the groups were made.
+# Closing a group fences
 # its ranks, so ranks that close two groups in different orders wait in each
 # other's fence until the timeout; and when a group dies is up to the garbage
 # collector (destroy_process_group drops torch's references, but an
@@ -236,6 +236,18 @@ class _DevicePath:
 # closes when it does (before, it closed that one too, and a group made
 # after destroy_process_group(old) died with old's last reference).
 _open_groups = []
+
+
+class _OpenGroup:
+    """A group's entry: its teardown (which holds what it closes, not the
+    group, so that the group can die), a weak reference to it, and whether it
+    died (at exit a finalizer runs with the group still alive)."""
+    __slots__ = ("teardown", "group", "dead")
+
+    def __init__(self, teardown, group):
+        self.teardown = teardown
+        self.group = group
+        self.dead = False
 
 
 def _registered(pg):
@@ -256,22 +268,21 @@ def _registered(pg):
         return False
 
 
-def _close(token):
-    at = next((i for i, e in enumerate(_open_groups) if e[0] is token), None)
-    if at is None:
+def _close(entry):
+    if entry not in _open_groups:
         return
-    _open_groups[at][3] = True
+    entry.dead = True
     cut, j = None, len(_open_groups) - 1
-    while j >= 0 and (_open_groups[j][3] or not _registered(_open_groups[j][2]())):
-        if _open_groups[j][3]:
+    while j >= 0 and (_open_groups[j].dead or not _registered(_open_groups[j].group())):
+        if _open_groups[j].dead:
             cut = j
         j -= 1
     if cut is None:
         return
     closing = _open_groups[cut:]
     del _open_groups[cut:]
-    for entry in reversed(closing):
-        entry[1]()
+    for e in reversed(closing):
+        e.teardown()
 
 
 def _teardown(progress, device, comm):
@@ -293,11 +304,10 @@ class ProcessGroupZsh(ProcessGroup):
         self._size = size
         self._progress = _Progress()
         self._device = _DevicePath()
-        token = object()
-        self._finalizer = weakref.finalize(self, _close, token)
-        # The teardown holds what it closes, not the group: the group must die.
-        _open_groups.append([token, functools.partial(_teardown, self._progress, self._device,
-                                                      comm), weakref.ref(self), False])
+        entry = _OpenGroup(functools.partial(_teardown, self._progress, self._device, comm),
+                           weakref.ref(self))
+        _open_groups.append(entry)
+        self._finalizer = weakref.finalize(self, _close, entry)
 
     @property
     def comm(self):
