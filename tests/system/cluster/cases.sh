@@ -20,6 +20,30 @@ cases_begin() {
     trap 'exit 143' TERM
 }
 
+# restart_stop TAG: after a kill, the step the restart of job TAG trains
+# to, in $stop and in $log/TAG.stop, where the restart's shell waits for it:
+# $steps, or past the last step the job printed, however late the kill came
+# (the survivors cannot train beyond the step in flight: every step needs
+# every rank). Its last_step TAG gives that step.
+restart_stop() {
+    stop=$(($(last_step "$1") + every))
+    [ "$stop" -ge "$steps" ] || stop=$steps
+    echo "$stop" >"$log/$1.stop.tmp" && mv "$log/$1.stop.tmp" "$log/$1.stop"
+}
+
+# snapshot_line NAME: the shell line the snapshot scripts' ranks start
+# under zshrun. Rank 0 marks each start; at the first restart each node's
+# first rank copies its node's snapshot directory to "$SNAP.NAME" for the
+# job by hand (NAME, such as '$(hostname)', expanded by the rank's shell); a
+# restart waits for restart_stop's file ($STOP), resumes and trains to it.
+snapshot_line() {
+    # shellcheck disable=SC2016 # the ranks' shell expands it
+    printf '%s\n' '[ "$RANK" = 0 ] && echo "start $ZSH_RESTART_COUNT $WORLD_SIZE"' \
+        '[ "$ZSH_RESTART_COUNT" = 1 ] && [ "$LOCAL_RANK" = 0 ] && cp -a "$ZSH_SNAPSHOT_DIR" "$SNAP.'"$1"'"' \
+        '[ "$ZSH_RESTART_COUNT" = 0 ] || until [ -e "$STOP" ]; do sleep 0.05; done' \
+        'exec "$0" "$@" $([ "$ZSH_RESTART_COUNT" != 0 ] && echo --resume --steps "$(cat "$STOP")")'
+}
+
 # launch_env NODES...: one rank per argument (its node), torchrun-style,
 # running "${run[@]}" under `timeout ${launch_timeout:-120}` with the
 # variables in "${launch_vars[@]}" besides the launcher's; output of rank r

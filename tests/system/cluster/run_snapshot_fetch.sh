@@ -11,7 +11,8 @@
 # In both at most 5 steps are lost, and the losses after the restart equal,
 # bit for bit, a job started by hand in the same placement from a copy of the
 # snapshot directories taken as the restart began (it fetches too, and takes
-# no snapshot of its own, so that the fetched files can be counted).
+# no snapshot of its own, so that the fetched files can be counted), both
+# trained to step 20 or, where the kill came later, a few steps past it.
 # - the middle and last nodes lost at once, with checkpoints on disk: the
 #   first node alone lacks the middle node's parts (their copies were on the
 #   last), says which, and resumes from the disk.
@@ -46,17 +47,15 @@ model=(--stage 3 --hidden 64 --layers 2 --batch 24 --loss-bits)
 steps=20
 every=5
 export ZSH_TIMEOUT=60
-# Rank 0 marks each start; at the first restart each node's first rank
-# copies its node's snapshot directory, named by the node's host name, for
-# the job by hand. No rank fetches before every rank has entered the
-# restore, so the copies are of what the nodes held.
-# The first start runs far past any step the test kills at (--steps 1000),
-# so that the job cannot end before its kill however late the kill comes;
-# the restart, like the job by hand, stops at $steps.
-# shellcheck disable=SC2016
-line='[ "$RANK" = 0 ] && echo "start $ZSH_RESTART_COUNT $WORLD_SIZE"
-[ "$ZSH_RESTART_COUNT" = 1 ] && [ "$LOCAL_RANK" = 0 ] && cp -a "$ZSH_SNAPSHOT_DIR" "$SNAP.$(hostname)"
-exec "$0" "$@" $([ "$ZSH_RESTART_COUNT" != 0 ] && echo --resume --steps "$STEPS")'
+# At the first restart each node's first rank copies its node's snapshot
+# directory, named by the node's host name, for the job by hand. No rank
+# fetches before every rank has entered the restore, so the copies are of
+# what the nodes held. The first start runs far past any step the test kills
+# at (--steps 1000), so that it cannot end before its kill however late the
+# kill comes; the restart, like the job by hand, stops at restart_stop's
+# step, past the kill's.
+# shellcheck disable=SC2016 # the ranks' shell expands it
+line=$(snapshot_line '$(hostname)')
 
 last_step() { awk '$2 == "step" && $4 == "loss" { s = $3 } END { print s + 0 }' "$log/$1.0.out"; }
 started() { # TAG I: start I of job TAG has trained a step
@@ -73,7 +72,7 @@ job() {
     for i in 0 1 2; do
         (
             # shellcheck disable=SC2016 # the node's shell expands it
-            cluster_exec $i env SNAP="$log/$tag.snap" STEPS=$steps sh -c 'echo $$ >"$0"; exec "$@"' \
+            cluster_exec $i env SNAP="$log/$tag.snap" STOP="$log/$tag.stop" sh -c 'echo $$ >"$0"; exec "$@"' \
                 "$log/$tag.$i.pid" timeout 120 "$zshrun" -n 2 --nnodes 3 --node-rank $i \
                 --master-addr "${CLUSTER_ADDRS[0]}" --master-port $port --max-restarts 1 \
                 --min-ranks 2 --join-timeout 3 --grace 2 \
@@ -108,6 +107,7 @@ elastic() {
     left=$(last_step "$tag")
     t0=$(now_ms)
     kill -9 "${victims[@]}"
+    restart_stop "$tag"
     # What the killed zshruns cannot remove; the survivors never read it.
     for z in "${zs[@]}"; do rm -rf /dev/shm/zshrun-"$z"-*; done
     # A job that ended instead is reported at once.
@@ -158,7 +158,7 @@ by_hand() {
     done
     # shellcheck disable=SC2016 # the node's shell expands it
     run=(sh -c 'ZSH_SNAPSHOT_DIR=$0.$(hostname) exec "$@"' "$log/$tag.snap" "$train" "${model[@]}"
-        --steps "$steps" --snapshot-every 1000 --resume)
+        --steps "$stop" --snapshot-every 1000 --resume)
     rm -f "$log"/rc.*
     launch_env "$@"
     [ "$(cat "$log/rc.0")" = 0 ] || { echo "the job by hand exited $(cat "$log/rc.0"): $(tail -3 "$log/out.0")"; return; }

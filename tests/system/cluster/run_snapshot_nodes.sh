@@ -40,16 +40,14 @@ model=(--stage 3 --hidden 64 --layers 2 --batch 24 --loss-bits)
 steps=40
 every=5
 export ZSH_TIMEOUT=60
-# Rank 0 marks each start; at the first restart each node's first rank
-# copies its node's snapshot directory, before any rank can train (and so
-# snapshot) again, for the job by hand.
-# The first start runs far past any step the test kills at (--steps 1000),
-# so that the job cannot end before its kill however late the kill comes;
-# the restart, like the job by hand, stops at $steps.
-# shellcheck disable=SC2016
-line='[ "$RANK" = 0 ] && echo "start $ZSH_RESTART_COUNT $WORLD_SIZE"
-[ "$ZSH_RESTART_COUNT" = 1 ] && [ "$LOCAL_RANK" = 0 ] && cp -a "$ZSH_SNAPSHOT_DIR" "$SNAP.$GROUP_RANK"
-exec "$0" "$@" $([ "$ZSH_RESTART_COUNT" != 0 ] && echo --resume --steps "$STEPS")'
+# At the first restart each node's first rank copies its node's snapshot
+# directory, before any rank can train (and so snapshot) again, for the job
+# by hand. The first start runs far past any step the test kills at
+# (--steps 1000), so that it cannot end before its kill however late the
+# kill comes; the restart, like the job by hand, stops at restart_stop's
+# step, past the kill's.
+# shellcheck disable=SC2016 # the ranks' shell expands it
+line=$(snapshot_line '$GROUP_RANK')
 
 last_step() { awk '$2 == "step" && $4 == "loss" { s = $3 } END { print s + 0 }' "$log/$1.0.out"; }
 started() { # TAG I: start I of job TAG has trained a step
@@ -65,7 +63,7 @@ job() {
     for i in 0 1; do
         (
             # shellcheck disable=SC2016 # the node's shell expands it
-            cluster_exec $i env SNAP="$log/$tag.snap" STEPS=$steps sh -c 'echo $$ >"$0"; exec "$@"' \
+            cluster_exec $i env SNAP="$log/$tag.snap" STOP="$log/$tag.stop" sh -c 'echo $$ >"$0"; exec "$@"' \
                 "$log/$tag.$i.pid" timeout 120 "$zshrun" -n 2 --nnodes 2 --node-rank $i \
                 --master-addr "${CLUSTER_ADDRS[0]}" --master-port $port --max-restarts 1 \
                 --min-ranks 2 --join-timeout 3 --grace 2 \
@@ -97,6 +95,7 @@ elastic() {
         z=$(pgrep -P "$(cat "$log/$tag.1.pid")")
         kill -9 "$z" "$(cat "$log/$tag.1.pid")" "${pids[@]}"
     fi
+    restart_stop "$tag"
     poll 90 started "$tag" 1 || { echo "no step 90 s after the kill: $(cat "$log/$tag".*.err)"; return; }
     ms=$(($(now_ms) - t0))
     resumed=$(awk '$2 == "start" && $3 == 1 { s = 1 } s && $2 == "resumed" { print $(NF - 3); exit }' \
@@ -132,7 +131,7 @@ by_hand() {
     shift
     # shellcheck disable=SC2016 # the node's shell expands it
     run=(sh -c 'ZSH_SNAPSHOT_DIR=$0.$GROUP_RANK exec "$@"' "$log/$tag.snap" "$train" "${model[@]}"
-        --steps "$steps" --snapshot-every "$steps" --resume)
+        --steps "$stop" --snapshot-every "$stop" --resume)
     rm -f "$log"/rc.*
     launch_env "$@"
     [ "$(cat "$log/rc.0")" = 0 ] || { echo "the job by hand exited $(cat "$log/rc.0"): $(tail -3 "$log/out.0")"; return; }
