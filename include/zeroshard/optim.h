@@ -547,8 +547,12 @@ zsh_status_t zsh_optim_clip_grad_norm(zsh_optim_t *opt, double max_norm, double 
  * Every rank calls it with the same values for the same parameters in the
  * same order. Every copy the layer keeps is rewritten: the framework's buffer
  * at stages 0-2, this rank's part of the stage 3 shard, and the fp32 master
- * weights in mixed precision (set from @p values as given). Optimizer states
- * are kept.
+ * weights in mixed precision: set from @p values, except that an element
+ * whose master already rounds to its value keeps its master (on the host;
+ * with device parameters every master is set from @p values). So loading
+ * the parameters a step left, or writing a buffer back where a framework
+ * changed a few elements, keeps the masters' low bits wherever the values
+ * did not change. Optimizer states are kept.
  * @param opt    The optimizer.
  * @param param  A parameter of @p opt (or one tile of a tiled parameter).
  * @param values numel elements of the configured precision; may be the
@@ -585,7 +589,10 @@ zsh_status_t zsh_optim_get_param(zsh_optim_t *opt, zsh_param_t *param, void *val
 /** A per-element optimizer state of a parameter, as torch.optim names it. */
 typedef enum {
     ZSH_OPTIM_EXP_AVG    = 1, /**< Adam's and AdamW's "exp_avg", SGD's "momentum_buffer". */
-    ZSH_OPTIM_EXP_AVG_SQ = 2  /**< Adam's and AdamW's "exp_avg_sq". */
+    ZSH_OPTIM_EXP_AVG_SQ = 2, /**< Adam's and AdamW's "exp_avg_sq". */
+    ZSH_OPTIM_MASTER     = 3  /**< The fp32 master weights of mixed precision (bf16 or fp16
+                                   parameters): what the step updates and rounds into the
+                                   parameters; "master_weight" in a torch-format state dict. */
 } zsh_optim_state_t;
 
 /**
@@ -602,7 +609,8 @@ typedef enum {
  * @param opt   The optimizer; its layout is built first if it was not.
  * @param param A parameter of @p opt (or one tile of a tiled parameter).
  * @param kind  A state the rule keeps: both for Adam and AdamW, the first
- *              for SGD with momentum, none for SGD without.
+ *              for SGD with momentum, none for SGD without; and
+ *              ZSH_OPTIM_MASTER in mixed precision, whatever the rule.
  * @param[out] values numel fp32 values in host memory.
  * @return ZSH_ERR_INVALID_ARG, on every rank, if a rank's arguments are
  *         wrong (another optimizer's parameter, a state the rule does not
@@ -619,7 +627,11 @@ zsh_status_t zsh_optim_get_state(zsh_optim_t *opt, zsh_param_t *param, zsh_optim
  *
  * Every rank passes the same @p values, as for zsh_optim_set_param(); the
  * next step continues from them. Between steps: a gradient pending is
- * refused.
+ * refused. ZSH_OPTIM_MASTER replaces the master weights alone: the
+ * parameter keeps its values until the next step rounds the updated
+ * masters into it (zsh_optim_set_param() sets them, and keeps a master that
+ * already rounds to the value given, so the two calls may come in either
+ * order).
  * @param opt    The optimizer; its layout is built first if it was not.
  * @param param  A parameter of @p opt.
  * @param kind   A state the rule keeps (see zsh_optim_get_state()).

@@ -2,7 +2,8 @@
  * A parameter's optimizer states from and to outside the layer, as
  * torch.optim's state dict holds them: read whole on every rank from the
  * ranks' parts (wherever the tiers keep them), written into this rank's
- * own part; and its count of updates (Adam's t, torch's "step").
+ * own part; and its count of updates (Adam's t, torch's "step"). In mixed
+ * precision the fp32 master weights are one more such state.
  *
  * A read gathers by an integer sum of the parts' bits, every other rank
  * contributing zeros: an fp32 sum would turn a state of -0.0 into +0.0 and
@@ -22,6 +23,9 @@ _Static_assert((int)ZSH_OPTIM_EXP_AVG == (int)ZSH_OSTATE_EXP_AVG &&
 
 static const char *zsh_param_state_name(const zsh_optim_t *opt, zsh_optim_state_t kind)
 {
+    if (kind == ZSH_OPTIM_MASTER) {
+        return "master_weight";
+    }
     if (kind == ZSH_OPTIM_EXP_AVG_SQ) {
         return "exp_avg_sq";
     }
@@ -51,11 +55,17 @@ static zsh_status_t zsh_param_state_args(zsh_optim_t *opt, const char *fn,
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: the parameter is not one of this optimizer's",
                          fn);
     }
-    if ((kind != ZSH_OPTIM_EXP_AVG) && (kind != ZSH_OPTIM_EXP_AVG_SQ)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s': state %d is neither "
-                         "ZSH_OPTIM_EXP_AVG nor ZSH_OPTIM_EXP_AVG_SQ", fn, param->name, (int)kind);
+    if ((kind != ZSH_OPTIM_EXP_AVG) && (kind != ZSH_OPTIM_EXP_AVG_SQ) &&
+        (kind != ZSH_OPTIM_MASTER)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s': state %d is none of "
+                         "ZSH_OPTIM_EXP_AVG, ZSH_OPTIM_EXP_AVG_SQ and ZSH_OPTIM_MASTER", fn,
+                         param->name, (int)kind);
     }
-    if ((int)kind > opt->nstates) {
+    if ((kind == ZSH_OPTIM_MASTER) && !opt->has_master) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s': fp32 parameters have no "
+                         "master weights (mixed precision keeps them)", fn, param->name);
+    }
+    if ((kind != ZSH_OPTIM_MASTER) && ((int)kind > opt->nstates)) {
         return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s': %s%s keeps no %s", fn,
                          param->name, rules[opt->cfg.kind],
                          (opt->nstates == 0) ? " without momentum" : "",
@@ -84,7 +94,8 @@ static bool zsh_param_state_piece(const zsh_optim_t *opt, size_t i, size_t lo, s
 }
 
 /* Move @pc of @kind between @vals (the parameter's elements) and the layer,
- * a span at a time. */
+ * a span at a time. The master weights are the walk's weights, which it
+ * reads from the masters in mixed precision; written, they alone change. */
 static zsh_status_t zsh_param_state_move(zsh_optim_t *opt, zsh_optim_state_t kind,
                                          const zsh_ostate_piece_t *pc, float *vals, bool write)
 {
@@ -94,11 +105,17 @@ static zsh_status_t zsh_param_state_move(zsh_optim_t *opt, zsh_optim_state_t kin
 
     zsh_optim_state_info(opt, &info);
     for (off = 0; (status == ZSH_OK) && (off < pc->count); off += n) {
-        n      = (pc->count - off < info.span) ? pc->count - off : info.span;
-        status = write ? zsh_optim_state_set(opt, (zsh_ostate_t)kind, pc, off, n,
-                                             vals + pc->start + off, NULL)
-                       : zsh_optim_state_get(opt, (zsh_ostate_t)kind, pc, off, n,
-                                             vals + pc->start + off);
+        n = (pc->count - off < info.span) ? pc->count - off : info.span;
+        if (kind == ZSH_OPTIM_MASTER) {
+            status = write ? zsh_optim_state_set_master(opt, pc, off, n, vals + pc->start + off)
+                           : zsh_optim_state_get(opt, ZSH_OSTATE_WEIGHTS, pc, off, n,
+                                                 vals + pc->start + off);
+        } else {
+            status = write ? zsh_optim_state_set(opt, (zsh_ostate_t)kind, pc, off, n,
+                                                 vals + pc->start + off, NULL)
+                           : zsh_optim_state_get(opt, (zsh_ostate_t)kind, pc, off, n,
+                                                 vals + pc->start + off);
+        }
     }
     return status;
 }

@@ -134,6 +134,25 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
     return opt->tiers.ops[tk]->patch(opt, tk, b, s, e, src);
 }
 
+zsh_status_t zsh_optim_state_set_master(zsh_optim_t *opt, const zsh_ostate_piece_t *piece,
+                                        size_t off, size_t n, const float *src)
+{
+    zsh_obucket_t *b;
+    zsh_status_t status;
+    size_t s;
+
+    status = zsh_optim_state_at(opt, "zsh_optim_state_set_master", ZSH_OSTATE_WEIGHTS, piece,
+                                off, n, &b, &s);
+    if ((status == ZSH_OK) && !opt->has_master) {
+        status = zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_state_set_master: fp32 parameters "
+                           "have no master weights");
+    }
+    if (status != ZSH_OK) {
+        return status;
+    }
+    return opt->tiers.ops[ZSH_TK_MASTER]->patch(opt, ZSH_TK_MASTER, b, s, s + n, src);
+}
+
 zsh_status_t zsh_optim_state_set_begin(zsh_optim_t *opt)
 {
     zsh_status_t status = ZSH_OK;

@@ -120,6 +120,11 @@ zsh_status_t zsh_optim_state_set(zsh_optim_t *opt, zsh_ostate_t kind,
                                  const zsh_ostate_piece_t *piece, size_t off, size_t n,
                                  const float *src, void *scratch);
 
+/* As zsh_optim_state_set() of the weights in mixed precision, but only the
+ * fp32 master weights are written: the parameters keep their values. */
+zsh_status_t zsh_optim_state_set_master(zsh_optim_t *opt, const zsh_ostate_piece_t *piece,
+                                        size_t off, size_t n, const float *src);
+
 /* Around the sets of a load: before, the copies of the state a set would
  * leave stale are dropped (stage 3 gathers and shard reads, hpZ's
  * partition); after, each rank's part of the parameters is sent to every
