@@ -52,7 +52,7 @@ __doc__ %= _settings.describe()
 _PRECISION_NAMES = _settings.PRECISION_NAMES
 
 # torch.optim's names of the states (zsh_optim_state_t).
-_STATES = {"exp_avg": 1, "momentum_buffer": 1, "exp_avg_sq": 2}
+_STATES = {"exp_avg": 1, "momentum_buffer": 1, "exp_avg_sq": 2, "master_weight": 3}
 
 
 def config_defaults():
@@ -414,7 +414,8 @@ class Optimizer:
         """Copy the optimizer state name of param into out, whole, on every
         rank (collective: every rank reads the same states in the same
         order): "exp_avg" and "exp_avg_sq" under Adam and AdamW, "exp_avg"
-        or "momentum_buffer" under SGD with momentum, in torch.optim's names;
+        or "momentum_buffer" under SGD with momentum, in torch.optim's names,
+        and "master_weight", the fp32 master weights, in mixed precision;
         out is numel fp32 values in host memory (a numpy array or a CPU
         tensor), given the exact bits. A state the rule does not keep is
         ZshError (ZSH_ERR_INVALID_ARG) on every rank."""
@@ -427,7 +428,10 @@ class Optimizer:
     def set_state(self, param, name, values):
         """Replace the optimizer state name of param (not collective: every
         rank passes the same values and writes its own part), between
-        steps; the next step continues from it."""
+        steps; the next step continues from it. "master_weight" replaces
+        the master weights alone; set_param() keeps a master that already
+        rounds to the value it is given, so the two may come in either
+        order."""
         h, kind, b = self._state_buffer(param, name, values, False)
         with self._lock:
             status = _z.optim_set_state(self._live(), h, kind, b.ptr)
@@ -464,7 +468,8 @@ class Optimizer:
 
     def set_param(self, param, values):
         """Replace the parameter's values in every copy the layer keeps (the
-        same values on every rank); optimizer states are kept."""
+        same values on every rank); optimizer states are kept, and so is a
+        mixed-precision master weight that already rounds to its value."""
         h = self._param(param)
         b = self._buffer(values, "values", param, False)
         with self._lock:

@@ -887,6 +887,85 @@ def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
             zero.close()
 
 
+def bf16_resumed(stage, group, msd, osd, optimizer_first):
+    """A fresh bf16 Awkward and ZeRO given the module's and the optimizer's
+    state dicts, the optimizer's first or last, then 2 steps: its losses,
+    module state dict and masters."""
+    m = awkward(torch.bfloat16)
+    zero = ZeRO(m, stage=stage, group=group, bucket_size=256, lr=1e-2)
+    if optimizer_first:
+        zero.load_state_dict(osd)
+    m.load_state_dict(msd)
+    if not optimizer_first:
+        zero.load_state_dict(osd)
+    losses = zero_run(zero, m, 2)
+    out = (losses, copy.deepcopy(m.state_dict()), zero.state_dict())
+    zero.close()
+    return out
+
+
+@case
+def test_a_mixed_precision_state_dict_keeps_the_master_weights_in_either_load_order(ctx):
+    """bf16 at every stage: each entry of zero.state_dict() holds the
+    parameter's fp32 master weights ("master_weight"), which round to the
+    module's parameters and hold more than them; a fresh module and ZeRO
+    given model.state_dict() and zero.state_dict(), in either order, train
+    on with the first's losses, parameters and masters, bit for bit (with
+    the masters left out they do not). At stage 3 an element changed in
+    place inside gathered() takes the new value as its master; the others
+    keep theirs."""
+    for stage in STAGES:
+        m = awkward(torch.bfloat16)
+        zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2)
+        zero_run(zero, m, 3)
+        # Copies: at stages 0-2 the module's dict holds the parameters themselves.
+        osd, msd = zero.state_dict(), copy.deepcopy(m.state_dict())
+        names = [name for name, _ in m.named_parameters()]
+        richer = 0
+        for n, entry in osd["state"].items():
+            master = entry["master_weight"]
+            if master.dtype != torch.float32 or not torch.equal(master.bfloat16(), msd[names[n]]):
+                raise AssertionError("stage %d: %s's master_weight (%s) does not round to the "
+                                     "parameter" % (stage, names[n], master.dtype))
+            richer += int((master != msd[names[n]].float()).sum())
+        if richer < 20:
+            raise AssertionError("stage %d: only %d masters differ from their parameters "
+                                 "widened: the test cannot tell them apart" % (stage, richer))
+        want = (zero_run(zero, m, 2), copy.deepcopy(m.state_dict()), zero.state_dict())
+        for optimizer_first in (False, True):
+            got = bf16_resumed(stage, ctx.group, msd, osd, optimizer_first)
+            what = "stage %d, the optimizer's dict loaded %s" % (
+                stage, "first" if optimizer_first else "last")
+            if got[0] != want[0]:
+                raise AssertionError("%s: losses %s, not %s" % (what, got[0], want[0]))
+            for k, v in want[1].items():
+                if not torch.equal(got[1][k], v):
+                    raise AssertionError("%s: %s differs" % (what, k))
+            for n, entry in want[2]["state"].items():
+                if not torch.equal(got[2]["state"][n]["master_weight"], entry["master_weight"]):
+                    raise AssertionError("%s: %s's master_weight differs" % (what, names[n]))
+        stripped = copy.deepcopy(osd)
+        for entry in stripped["state"].values():
+            del entry["master_weight"]
+        got = bf16_resumed(stage, ctx.group, msd, stripped, False)
+        if all(torch.equal(got[1][k], v) for k, v in want[1].items()):
+            raise AssertionError("stage %d: resumed without the masters, the same parameters: "
+                                 "the test cannot tell" % stage)
+        if stage == 3:
+            n = names.index("emb.weight")
+            before = zero.state_dict()["state"][n]["master_weight"].clone()
+            with zero.gathered(m.emb.weight):
+                with torch.no_grad():
+                    m.emb.weight.view(-1)[0] = 0.75
+            after = zero.state_dict()["state"][n]["master_weight"]
+            before.view(-1)[0] = 0.75
+            if not torch.equal(after, before):
+                raise AssertionError("stage 3: after a change of one element inside gathered(), "
+                                     "%d masters of emb.weight differ from before"
+                                     % int((after != before).sum()))
+        zero.close()
+
+
 @case
 def test_the_modules_own_state_dict_and_load_state_dict_reach_the_layer_at_every_stage(ctx):
     """A training loop's checkpoint code, unmodified: model.state_dict() gives

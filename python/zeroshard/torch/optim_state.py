@@ -5,9 +5,11 @@ keeps the optimizer's state as torch's dict keeps the moments, and such a
 dict, from torch.optim or from a ZeRO at any stage or number of ranks,
 continues training where it left off. The states are read whole from the
 ranks' parts (zsh_optim_get_state: collective) and written back into each
-rank's own (zsh_optim_set_state); save() and load() are the sharded
-checkpoint, which also carries the fp32 master weights of mixed
-precision."""
+rank's own (zsh_optim_set_state). In mixed precision each entry also
+carries the parameter's fp32 master weights ("master_weight"), which the
+module's bf16 or fp16 state dict rounds: a loop that keeps the two dicts
+resumes with the masters' low bits, in whichever order it loads them.
+save() and load() are the sharded checkpoint."""
 import copy
 
 import torch
@@ -35,6 +37,11 @@ class _OptimState:
             return (["momentum_buffer"] if cfg["momentum"] != 0.0 else []), False
         return ["exp_avg", "exp_avg_sq"], True
 
+    def _mixed(self):
+        """Whether the layer keeps fp32 master weights (bf16 or fp16
+        parameters)."""
+        return self._opt.precision != "fp32"
+
     def _fp32_like(self, i):
         """An fp32 host tensor laid out as parameter i (a channels_last
         weight's states are too, as torch.optim's zeros_like makes them): the
@@ -61,7 +68,10 @@ class _OptimState:
         tensor} (None without momentum) for SGD, numbered as torch numbers
         the groups' parameters; a parameter never updated has no entry. The
         states are fp32 tensors of the parameter's shape, with the exact
-        bits, at any stage. Between steps."""
+        bits, at any stage. In mixed precision each entry also holds
+        "master_weight", the parameter's fp32 master weights (the module's
+        state dict has them rounded); torch.optim's load takes the entry
+        too, and its rules ignore it. Between steps."""
         opt = self._states_at_rest("ZeRO.optim_state_dict")
         names, has_step = self._state_names()
         state = {}
@@ -79,6 +89,10 @@ class _OptimState:
                 entry[name] = t
             if not names and not has_step:
                 entry["momentum_buffer"] = None
+            if self._mixed():
+                t = self._fp32_like(i)
+                opt.get_state(zp, "master_weight", self._flat(i, t))
+                entry["master_weight"] = t
             state[n] = entry
         groups, n = [], 0
         for g in self.param_groups:
@@ -143,13 +157,14 @@ class _OptimState:
                                  "group holds" % (what, n))
             i = positions[n]
             want = names + (["step"] if has_step else [])
-            got = [k for k in entry if entry[k] is not None]
+            got = [k for k in entry if entry[k] is not None and k != "master_weight"]
             if sorted(got) != sorted(want):
                 raise ValueError("%s: the state of parameter %r has %s; %s here keeps %s"
                                  % (what, n, sorted(got), _RULES[self._opt.config["kind"]],
                                     sorted(want) or "none"))
             values = {}
-            for name in names:
+            for name in names + (["master_weight"] if entry.get("master_weight") is not None
+                                 else []):
                 t = entry[name]
                 if not isinstance(t, torch.Tensor) or tuple(t.shape) != tuple(self._shapes[i]):
                     raise ValueError("%s: the state dict's %s of parameter %r is %s; the "
@@ -172,8 +187,12 @@ class _OptimState:
         entry starts afresh, as torch's load leaves it), and the groups'
         "lr" (one for every group) and entries other than the layer's
         settings are taken; a group's betas, eps, momentum or weight decay
-        must be this ZeRO's. Everything is checked before anything changes.
-        Between steps."""
+        must be this ZeRO's. An entry's "master_weight" (a mixed-precision
+        ZeRO's) becomes the master weights in mixed precision (the
+        parameters keep their values, which model.load_state_dict() sets
+        before or after without losing the masters), and the parameter's
+        values in fp32, where the parameter is its own master. Everything
+        is checked before anything changes. Between steps."""
         what = "ZeRO.load_optim_state_dict"
         opt = self._states_at_rest(what)
         plan = self._checked_optim_state(state_dict, what)
@@ -185,6 +204,13 @@ class _OptimState:
                 v = values[name] if values is not None else torch.zeros(self._zparams[i].numel)
                 opt.set_state(self._zparams[i], name, v)
             opt.set_updates(self._zparams[i], step)
+            master = values.get("master_weight") if values is not None else None
+            if master is not None and self._mixed():
+                opt.set_state(self._zparams[i], "master_weight", master)
+            elif master is not None:
+                t = self._fp32_like(i)
+                self._flat(i, t).copy_(master)
+                self._load_param(i, t)
         for g, s in zip(self.param_groups, saved):
             for key, v in s.items():
                 if key != "params" and key not in g:
