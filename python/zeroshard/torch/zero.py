@@ -430,7 +430,10 @@ class ZeRO(_State, _OptimState, _Groups):
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
         self._storages = []     # stage 3: its storage (storage_of), resized in place
         self._lent = []         # stage 3: its storage holds the layer's fetched values
-        self._versions = []     # stage 3: the parameter's _version when gathered
+        self._versions = []     # stage 3: the parameter's _version when gathered;
+        #                         stages 0-2 in mixed precision: when last handed to the layer
+        self._handed = False    # a gradient handed over since the last step
+        self._refresh_masters = False  # see _register
         self._nbytes = []       # stage 3: the bytes of each one's storage when gathered
         self._keep_budget = keep_after_forward
         self._kept = collections.OrderedDict()  # stage 3: position -> bytes, oldest first
@@ -477,6 +480,13 @@ class ZeRO(_State, _OptimState, _Groups):
                     self._broadcast(flat)
                 self._zparams.append(self._opt.register(name, flat))
         n = len(self._tensors)
+        # Stages 0-2 with bf16 or fp16 parameters on the host: the module's
+        # tensors are the layer's buffers, but a step computes from the fp32
+        # masters, so a change made in place between steps would be lost.
+        self._refresh_masters = (self._stage < 3 and self._dtype != torch.float32 and
+                                 self._stream is None)
+        if self._refresh_masters:
+            self._versions = [p._version for p in self._tensors]
         self._ready = [False] * n
         self._zeroed = [False] * n
         self._fw_refs = [0] * n
@@ -593,9 +603,29 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._drop(i)
         return hook
 
+    def _first_hand_over(self):
+        """Before the first gradient of a step reaches the layer: at stages 0-2
+        in mixed precision, a parameter changed in place since the layer last
+        had it (weights clipped after a step, nn.Embedding(max_norm=...)
+        renormalizing rows in its forward) is handed to the layer, whose
+        masters then take the changed elements (zsh_optim_set_param keeps
+        the others' low bits), as a torch.optim step would see the change;
+        else the step would compute from the old masters and undo it. torch
+        counts changes made through the parameter (_version)."""
+        self._handed = True
+        if not self._refresh_masters:
+            return
+        tensors, versions = self._tensors, self._versions
+        for i, p in enumerate(tensors):
+            if p._version != versions[i]:
+                self._opt.set_param(self._zparams[i], self._flat(i, p.data))
+                versions[i] = p._version
+
     def _hand_over(self, i):
         """Give the layer p.grad of position i (averaged over the ranks) and
         clear it: the layer has it."""
+        if not self._handed:
+            self._first_hand_over()
         p, g = self._tensors[i], self._tensors[i].grad
         order = self._orders[i]
         laid_out = g.stride() == self._strides[i] or (order is None and g.is_contiguous())
@@ -943,6 +973,7 @@ class ZeRO(_State, _OptimState, _Groups):
                 self._finish_grads()
             self._finished = False
             self._ready = [False] * len(self._ready)
+            self._handed = False
             self._drop_kept()
             self._own_lent()
             return self._opt.step()
@@ -991,6 +1022,8 @@ class ZeRO(_State, _OptimState, _Groups):
         # ranks agree on the last before any is handed over, then hand them
         # over in one order, so their buckets' reductions start in one order
         # on every rank.
+        if not self._handed:
+            self._first_hand_over()
         pending = [i for i, ready in enumerate(self._ready) if not ready]
         unused = self._unused_everywhere([i for i in pending if self._tensors[i].grad is None])
         for i in pending:
@@ -1069,6 +1102,7 @@ class ZeRO(_State, _OptimState, _Groups):
             self._zeroed = [False] * len(self._zeroed)
         self._opt.zero_grad()
         self._ready = [False] * len(self._ready)
+        self._handed = False
         self._finished = False
         for p in self._tensors:
             p.grad = None
