@@ -769,6 +769,33 @@ zsh_status_t zsh_optim_zero_grad(zsh_optim_t *opt);
 float zsh_optim_loss_scale(const zsh_optim_t *opt);
 
 /**
+ * @brief The loss scaler's state: what a torch-format state dict carries
+ *        beside the optimizer states so that a resumed fp16 run skips the
+ *        steps the uninterrupted one skips (zsh_optim_save() carries it too).
+ * @param opt          The optimizer.
+ * @param[out] scale_p The loss scale in force.
+ * @param[out] clean_p Steps without overflow since the dynamic scale last
+ *                     changed (0 for a static scaler).
+ * @return ZSH_ERR_INVALID_ARG if an argument is NULL.
+ */
+zsh_status_t zsh_optim_get_loss_scaler(const zsh_optim_t *opt, float *scale_p,
+                                       unsigned *clean_p);
+
+/**
+ * @brief Restore the loss scaler's state that zsh_optim_get_loss_scaler()
+ *        gave (not collective: every rank sets the same), between steps.
+ * @param opt   The optimizer.
+ * @param scale The loss scale: finite, positive, and with dynamic scaling
+ *              at least the configured minimum.
+ * @param clean Clean steps since the last change: below
+ *              zsh_optim_config_t::loss_scale_window with dynamic scaling,
+ *              0 without.
+ * @return ZSH_ERR_INVALID_ARG for a value out of range or a gradient handed
+ *         over since the last step; nothing changes then.
+ */
+zsh_status_t zsh_optim_set_loss_scaler(zsh_optim_t *opt, float scale, unsigned clean);
+
+/**
  * @brief Set the learning rate of the steps that follow, as a schedule does
  *        between steps (warmup, decay; torch's param_groups' "lr").
  *

@@ -375,6 +375,15 @@ void zsh_py_bind_optim(py::module_ &m)
     m.def("optim_set_updates", [](handle_t h, handle_t p, unsigned long n) {
         return static_cast<int>(zsh_optim_set_updates(opt(h), param(p), n));
     });
+    m.def("optim_get_loss_scaler", [](handle_t h) {
+        float scale = 0.0f;
+        unsigned clean = 0;
+        int st = static_cast<int>(zsh_optim_get_loss_scaler(opt(h), &scale, &clean));
+        return py::make_tuple(st, scale, clean);
+    });
+    m.def("optim_set_loss_scaler", [](handle_t h, float scale, unsigned clean) {
+        return static_cast<int>(zsh_optim_set_loss_scaler(opt(h), scale, clean));
+    });
     m.def("optim_clip_grad_norm", [](handle_t h, double max_norm) {
         double norm = 0.0;
         int st = nogil([&] { return zsh_optim_clip_grad_norm(opt(h), max_norm, &norm); });

@@ -541,6 +541,25 @@ class Optimizer:
         with self._lock:
             return _z.optim_loss_scale(self._live())
 
+    def loss_scaler(self):
+        """The loss scaler's state, (scale, clean steps since the dynamic
+        scale last changed): with the optimizer states, what a resumed fp16
+        run needs to skip the steps the uninterrupted one skips."""
+        with self._lock:
+            status, scale, clean = _z.optim_get_loss_scaler(self._live())
+        if status != OK:
+            raise error(status)
+        return scale, clean
+
+    def set_loss_scaler(self, scale, clean):
+        """Restore loss_scaler()'s (scale, clean) between steps, every rank the
+        same; a value out of range is ZshError (ZSH_ERR_INVALID_ARG) and
+        changes nothing."""
+        with self._lock:
+            status = _z.optim_set_loss_scaler(self._live(), float(scale), int(clean))
+        if status != OK:
+            raise error(status)
+
     @property
     def lr(self):
         """The learning rate the next step uses: the configured one, the last

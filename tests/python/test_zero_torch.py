@@ -1152,6 +1152,77 @@ def test_fp16_scales_the_loss_and_trains(ctx):
     zero.close()
 
 
+def fp16_steps(zero, m, steps, first):
+    """Bigram steps from batch first on: (loss, applied, scale) each."""
+    out = []
+    for step in range(first, first + steps):
+        x, y = batch(step)
+        loss = F.cross_entropy(m(x).float().view(-1, 11), y.view(-1))
+        scale = zero.loss_scale
+        zero.backward(loss)
+        out.append((loss.item(), zero.step(), scale))
+        zero.zero_grad()
+    return out
+
+
+@case
+def test_an_fp16_state_dict_carries_the_loss_scaler_and_resumes_the_same_skips(ctx):
+    """Dynamic loss scaling from 2**20 with a window of 3 steps: steps
+    overflow, are skipped and halve the scale, and clean ones double it.
+    zero.state_dict() holds "loss_scaler" ({"scale", "clean_steps"}) beside
+    the masters; a fresh module and ZeRO given both dicts skip the same
+    steps at the same scales with the same losses and parameters, at every
+    stage. Without it the resumed run starts at 2**20 again and does not. A
+    scaler out of range is refused and changes nothing; an fp32 ZeRO's dict
+    has none."""
+    def make():
+        torch.manual_seed(3)
+        m = Bigram().half()
+        return m, ZeRO(m, stage=stage, group=ctx.group, lr=1e-2, bucket_size=64,
+                       loss_scale=2.0 ** 20, loss_scale_window=3)
+
+    for stage in STAGES:
+        m, zero = make()
+        first = fp16_steps(zero, m, 5, 0)
+        osd, msd = zero.state_dict(), copy.deepcopy(m.state_dict())
+        want = (fp16_steps(zero, m, 6, 5), m.state_dict())
+        seen = first + want[0]
+        if all(a for _, a, _ in seen) or not any(a for _, a, _ in seen[5:]) or \
+                len({s for _, _, s in seen}) < 3:
+            raise AssertionError("stage %d: steps (loss, applied, scale) %s: the scale should "
+                                 "have halved and doubled" % (stage, seen))
+        if set(osd["loss_scaler"]) != {"scale", "clean_steps"}:
+            raise AssertionError("stage %d: loss_scaler %r" % (stage, osd.get("loss_scaler")))
+        for strip in (False, True):
+            m2, zero2 = make()
+            given = copy.deepcopy(osd)
+            if strip:
+                del given["loss_scaler"]
+            m2.load_state_dict(msd)
+            zero2.load_state_dict(given)
+            got = (fp16_steps(zero2, m2, 6, 5), m2.state_dict())
+            same = got[0] == want[0] and all(torch.equal(got[1][k], v)
+                                             for k, v in want[1].items())
+            if same == strip:
+                raise AssertionError("stage %d, %s: steps %s, against %s" % (
+                    stage, "the scaler left out" if strip else "resumed", got[0], want[0]))
+            if not strip:
+                for bad in ({"scale": -1.0, "clean_steps": 0}, {"scale": 8.0, "clean_steps": 3},
+                            {"scale": 8.0}):
+                    before = zero2.state_dict()
+                    given["loss_scaler"] = bad
+                    raises(lambda: zero2.load_state_dict(given), "loss_scaler" if len(bad) == 1
+                           else "zsh_optim_set_loss_scaler", "stage %d: scaler %r" % (stage, bad))
+                    if zero2.state_dict()["loss_scaler"] != before["loss_scaler"]:
+                        raise AssertionError("stage %d: a refused scaler %r changed it" % (stage, bad))
+            zero2.close()
+        zero.close()
+    plain = ZeRO(Bigram(), group=ctx.group)
+    if "loss_scaler" in plain.state_dict():
+        raise AssertionError("an fp32 ZeRO's state dict has a loss_scaler")
+    plain.close()
+
+
 # ---- refusals and the contract -------------------------------------------------------
 
 @case

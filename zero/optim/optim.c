@@ -460,6 +460,49 @@ float zsh_optim_loss_scale(const zsh_optim_t *opt)
     return opt->scaler.scale;
 }
 
+zsh_status_t zsh_optim_get_loss_scaler(const zsh_optim_t *opt, float *scale_p,
+                                       unsigned *clean_p)
+{
+    if ((opt == NULL) || (scale_p == NULL) || (clean_p == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "zsh_optim_get_loss_scaler: %s is NULL",
+                         (opt == NULL) ? "opt" : (scale_p == NULL) ? "scale_p" : "clean_p");
+    }
+    *scale_p = opt->scaler.scale;
+    *clean_p = opt->scaler.dynamic ? opt->scaler.clean : 0;
+    return ZSH_OK;
+}
+
+zsh_status_t zsh_optim_set_loss_scaler(zsh_optim_t *opt, float scale, unsigned clean)
+{
+    const char *fn = "zsh_optim_set_loss_scaler";
+    size_t i;
+
+    if (opt == NULL) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: opt is NULL", fn);
+    }
+    /* NaN fails the comparisons. */
+    if (!(scale > 0.0f) || !isfinite(scale) ||
+        (opt->scaler.dynamic && !(scale >= opt->scaler.min_scale))) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: a loss scale of %g; it is finite and positive%s",
+                         fn, (double)scale, opt->scaler.dynamic ? ", and at least the minimum" : "");
+    }
+    if (opt->scaler.dynamic ? (clean >= opt->scaler.window) : (clean != 0)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %u clean steps; %s", fn, clean,
+                         opt->scaler.dynamic ? "the scale doubles after the window's, so fewer"
+                                             : "a static scale counts none");
+    }
+    for (i = 0; i < opt->nparams; i++) {
+        if (opt->params[i]->has_grad) {
+            return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s' has a gradient pending, "
+                             "scaled by the scale in force; step or zero_grad first", fn,
+                             opt->params[i]->name);
+        }
+    }
+    opt->scaler.scale = scale;
+    opt->scaler.clean = clean;
+    return ZSH_OK;
+}
+
 zsh_status_t zsh_optim_set_lr(zsh_optim_t *opt, double lr)
 {
     if (opt == NULL) {

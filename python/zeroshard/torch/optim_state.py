@@ -42,6 +42,14 @@ class _OptimState:
         parameters)."""
         return self._opt.precision != "fp32"
 
+    def _scaled(self):
+        """Whether the layer scales the loss (fp16's dynamic scaling, or a
+        static scale other than 1): its state then goes in the dict."""
+        dynamic = self._opt.config["dynamic_loss_scale"]
+        if dynamic < 0:  # the layer's default: dynamic in fp16
+            dynamic = self._opt.precision == "fp16"
+        return bool(dynamic) or self._opt.loss_scale != 1.0
+
     def _fp32_like(self, i):
         """An fp32 host tensor laid out as parameter i (a channels_last
         weight's states are too, as torch.optim's zeros_like makes them): the
@@ -71,7 +79,10 @@ class _OptimState:
         bits, at any stage. In mixed precision each entry also holds
         "master_weight", the parameter's fp32 master weights (the module's
         state dict has them rounded); torch.optim's load takes the entry
-        too, and its rules ignore it. Between steps."""
+        too, and its rules ignore it. With loss scaling the dict also holds
+        "loss_scaler": {"scale", "clean_steps"}, as DeepSpeed's fp16
+        optimizer's does, so a resumed run skips the steps this one would.
+        Between steps."""
         opt = self._states_at_rest("ZeRO.optim_state_dict")
         names, has_step = self._state_names()
         state = {}
@@ -100,7 +111,11 @@ class _OptimState:
             out["params"] = list(range(n, n + len(g["params"])))
             n += len(g["params"])
             groups.append(out)
-        return {"state": state, "param_groups": groups}
+        out = {"state": state, "param_groups": groups}
+        if self._scaled():
+            scale, clean = opt.loss_scaler()
+            out["loss_scaler"] = {"scale": scale, "clean_steps": clean}
+        return out
 
     def state_dict(self):
         """torch.optim's state_dict(): optim_state_dict(). The module's
@@ -122,9 +137,15 @@ class _OptimState:
         """What load_optim_state_dict() writes, per position: (updates,
         {name: the state flat in the layer's order}), after checking all of
         state_dict, its groups too."""
-        if not isinstance(state_dict, dict) or set(state_dict) != {"state", "param_groups"}:
-            raise ValueError("%s: a torch.optim state dict has 'state' and 'param_groups'"
-                             % what)
+        if not isinstance(state_dict, dict) or \
+                set(state_dict) - {"loss_scaler"} != {"state", "param_groups"}:
+            raise ValueError("%s: a torch.optim state dict has 'state' and 'param_groups' (and "
+                             "ZeRO's, with loss scaling, 'loss_scaler')" % what)
+        scaler = state_dict.get("loss_scaler")
+        if scaler is not None and (not isinstance(scaler, dict) or
+                                   set(scaler) != {"scale", "clean_steps"}):
+            raise ValueError("%s: 'loss_scaler' is %r; it has 'scale' and 'clean_steps'"
+                             % (what, scaler))
         saved = state_dict["param_groups"]
         if len(saved) != len(self.param_groups):
             raise ValueError("%s: the state dict has %d parameter groups, this ZeRO %d"
@@ -187,7 +208,8 @@ class _OptimState:
         entry starts afresh, as torch's load leaves it), and the groups'
         "lr" (one for every group) and entries other than the layer's
         settings are taken; a group's betas, eps, momentum or weight decay
-        must be this ZeRO's. An entry's "master_weight" (a mixed-precision
+        must be this ZeRO's. A "loss_scaler" becomes this ZeRO's scaler
+        state where it scales the loss. An entry's "master_weight" (a mixed-precision
         ZeRO's) becomes the master weights in mixed precision (the
         parameters keep their values, which model.load_state_dict() sets
         before or after without losing the masters), and the parameter's
@@ -196,6 +218,10 @@ class _OptimState:
         what = "ZeRO.load_optim_state_dict"
         opt = self._states_at_rest(what)
         plan = self._checked_optim_state(state_dict, what)
+        scaler = state_dict.get("loss_scaler")
+        if scaler is not None and self._scaled():
+            # First: the one check left to the layer (the range) changes nothing.
+            opt.set_loss_scaler(scaler["scale"], scaler["clean_steps"])
         saved = state_dict["param_groups"]
         names, _ = self._state_names()
         for i in range(len(self._tensors)):

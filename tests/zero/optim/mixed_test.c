@@ -1,11 +1,14 @@
 /*
  * fp16 dynamic loss scaling: a step whose gradients overflow on any rank is
  * skipped on every rank, the parameters stay as they were, and the scale is
- * halved; clean windows double it again.
+ * halved; clean windows double it again. The scaler's state reads back and
+ * restores (zsh_optim_get_loss_scaler / zsh_optim_set_loss_scaler).
  */
 #include "optim/scaler.h"
 #include "quad.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 ZSH_TEST(optim_scaler, overflow_skips_and_halves_then_a_clean_window_doubles)
@@ -84,4 +87,53 @@ ZSH_RANK_TEST(optim_mixed, a_skipped_step_leaves_the_parameters_unchanged)
     }
     zsh_quad_free(&one);
     zsh_quad_free(&skipped);
+}
+
+ZSH_RANK_TEST(optim_mixed, the_scaler_state_is_restored_and_values_out_of_range_change_nothing)
+{
+    uint16_t w[4] = {0}, g[4] = {0}; /* fp16 zeros */
+    zsh_optim_config_t cfg;
+    zsh_optim_t *opt = NULL;
+    zsh_param_t *p;
+    unsigned clean = 9;
+    float scale = 0.0f;
+    int applied = 0;
+
+    zsh_optim_config_init(&cfg);
+    cfg.precision         = ZSH_FLOAT16;
+    cfg.loss_scale        = 256.0f;
+    cfg.loss_scale_window = 3;
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_register(opt, "w", 4, ZSH_FLOAT16, w, &p));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_loss_scaler(opt, &scale, &clean));
+    ZSH_EXPECT_TRUE((scale == 256.0f) && (clean == 0));
+    /* Two clean steps restored: the next one completes the window of 3. */
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_set_loss_scaler(opt, 64.0f, 2));
+    ZSH_EXPECT_TRUE(zsh_optim_loss_scale(opt) == 64.0f);
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_set_loss_scaler(opt, -1.0f, 0));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "a loss scale of -1");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_set_loss_scaler(opt, NAN, 0));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_set_loss_scaler(opt, 0.5f, 0));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "at least the minimum");
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_set_loss_scaler(opt, 8.0f, 3));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "3 clean steps");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_grad_ready(opt, p, g));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_set_loss_scaler(opt, 8.0f, 0));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "has a gradient pending");
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_loss_scaler(opt, &scale, &clean));
+    ZSH_EXPECT_TRUE((scale == 64.0f) && (clean == 2));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_step(opt, &applied));
+    ZSH_EXPECT_EQ(1, applied);
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_loss_scaler(opt, &scale, &clean));
+    ZSH_EXPECT_TRUE((scale == 128.0f) && (clean == 0));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_get_loss_scaler(opt, NULL, &clean));
+    zsh_optim_destroy(opt);
+
+    /* A static scale counts no clean steps. */
+    cfg.dynamic_loss_scale = 0;
+    ZSH_ASSERT_STATUS(ZSH_OK, zsh_optim_create(comm, &cfg, &opt));
+    ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_set_loss_scaler(opt, 32.0f, 0));
+    ZSH_EXPECT_STATUS(ZSH_ERR_INVALID_ARG, zsh_optim_set_loss_scaler(opt, 32.0f, 1));
+    ZSH_EXPECT_STR_CONTAINS(zsh_last_error(), "a static scale counts none");
+    zsh_optim_destroy(opt);
 }
