@@ -911,9 +911,9 @@ def test_a_mixed_precision_state_dict_keeps_the_master_weights_in_either_load_or
     module's parameters and hold more than them; a fresh module and ZeRO
     given model.state_dict() and zero.state_dict(), in either order, train
     on with the first's losses, parameters and masters, bit for bit (with
-    the masters left out they do not). At stage 3 an element changed in
-    place inside gathered() takes the new value as its master; the others
-    keep theirs."""
+    the masters left out they do not); an fp32 ZeRO takes the masters as its
+    parameters. At stage 3 an element changed in place inside gathered()
+    takes the new value as its master; the others keep theirs."""
     for stage in STAGES:
         m = awkward(torch.bfloat16)
         zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2)
@@ -944,6 +944,17 @@ def test_a_mixed_precision_state_dict_keeps_the_master_weights_in_either_load_or
             for n, entry in want[2]["state"].items():
                 if not torch.equal(got[2]["state"][n]["master_weight"], entry["master_weight"]):
                     raise AssertionError("%s: %s's master_weight differs" % (what, names[n]))
+        # An fp32 ZeRO given the bf16 run's dicts: the masters are its parameters.
+        m32 = awkward()
+        zero32 = ZeRO(m32, stage=stage, group=ctx.group, bucket_size=256, lr=1e-2)
+        m32.load_state_dict(msd)
+        zero32.load_state_dict(osd)
+        got32 = m32.state_dict()
+        for n, entry in osd["state"].items():
+            if not torch.equal(got32[names[n]], entry["master_weight"]):
+                raise AssertionError("stage %d: fp32 %s is not the bf16 run's master"
+                                     % (stage, names[n]))
+        zero32.close()
         stripped = copy.deepcopy(osd)
         for entry in stripped["state"].values():
             del entry["master_weight"]
