@@ -11,130 +11,15 @@
  * with one element changed keeps every other element's master. fp32
  * parameters have no masters to read.
  */
-#include "harness/zsh_test.h"
-#include "optim/tier.h"
+#include "param_state_run.h"
 
 #include "core/half.h"
 
 #include <zeroshard/optim.h>
 
-#include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-#define ZSH_MS_NPARAMS 3
-#define ZSH_MS_MOST    301
-
-static const size_t zsh_ms_sizes[ZSH_MS_NPARAMS] = {301, 37, 250};
-
-typedef struct {
-    zsh_optim_t *opt;
-    uint16_t    *buf[ZSH_MS_NPARAMS];
-    zsh_param_t *param[ZSH_MS_NPARAMS];
-    char        *dir; /* the NVMe tier's, or NULL */
-} zsh_ms_run_t;
-
-static bool zsh_ms_make(zsh_comm_t *comm, int stage, bool nvme, zsh_ms_run_t *r)
-{
-    char tmpl[] = "/var/tmp/zsh-master-state-test-XXXXXX", name[2] = "a";
-    zsh_optim_config_t cfg;
-    size_t i;
-    int p;
-
-    memset(r, 0, sizeof(*r));
-    zsh_optim_config_init(&cfg);
-    cfg.stage        = stage;
-    cfg.kind         = ZSH_OPTIM_ADAMW;
-    cfg.precision    = ZSH_BFLOAT16;
-    cfg.lr           = 0.01;
-    cfg.weight_decay = 0.1;
-    if (nvme) {
-        r->dir = mkdtemp(tmpl);
-        r->dir = (r->dir != NULL) ? strdup(r->dir) : NULL;
-        if (r->dir == NULL) {
-            return false;
-        }
-        cfg.offload_optimizer = ZSH_OFFLOAD_NVME;
-        cfg.bucket_size       = 1024;
-        cfg.sub_group_size    = ZSH_TIER_ALIGN_ELEMS;
-        cfg.host_mem_limit    = 2 * 5 * 4 * ZSH_TIER_ALIGN_ELEMS; /* reads in several spans */
-        cfg.nvme_dir          = r->dir;
-    }
-    if (zsh_optim_create(comm, &cfg, &r->opt) != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "create: %s", zsh_last_error());
-        return false;
-    }
-    for (p = 0; p < ZSH_MS_NPARAMS; p++) {
-        r->buf[p] = malloc(zsh_ms_sizes[p] * sizeof(uint16_t));
-        for (i = 0; i < zsh_ms_sizes[p]; i++) {
-            r->buf[p][i] = zsh_float_to_bf16((float)sin(0.3 * (double)i + p));
-        }
-        name[0] = (char)('a' + p);
-        if (zsh_optim_register(r->opt, name, zsh_ms_sizes[p], ZSH_BFLOAT16, r->buf[p],
-                               &r->param[p]) != ZSH_OK) {
-            zsh_test_fail(__FILE__, __LINE__, "register: %s", zsh_last_error());
-            return false;
-        }
-    }
-    return true;
-}
-
-static void zsh_ms_free(zsh_ms_run_t *r)
-{
-    int p;
-
-    zsh_optim_destroy(r->opt);
-    for (p = 0; p < ZSH_MS_NPARAMS; p++) {
-        free(r->buf[p]);
-    }
-    if (r->dir != NULL) {
-        rmdir(r->dir);
-        free(r->dir);
-    }
-}
-
-/* Steps [from, to], every rank the same gradients: multiples of 2^-6,
- * exact in bf16 and in the sum over the ranks. */
-static bool zsh_ms_steps(zsh_ms_run_t *r, int from, int to)
-{
-    uint16_t grad[ZSH_MS_MOST];
-    zsh_status_t status = ZSH_OK;
-    size_t i;
-    int p, t;
-
-    for (t = from; (status == ZSH_OK) && (t <= to); t++) {
-        for (p = ZSH_MS_NPARAMS; (status == ZSH_OK) && (p-- > 0);) {
-            for (i = 0; i < zsh_ms_sizes[p]; i++) {
-                grad[i] = zsh_float_to_bf16(
-                    (float)((int)((i * 7 + (size_t)p * 3 + (size_t)t * 5) % 13) - 6) * 0x1p-6f);
-            }
-            status = zsh_optim_grad_ready(r->opt, r->param[p], grad);
-        }
-        if (status == ZSH_OK) {
-            status = zsh_optim_step(r->opt, NULL);
-        }
-    }
-    if (status != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "step %d: %s", t - 1, zsh_last_error());
-    }
-    return status == ZSH_OK;
-}
-
-static bool zsh_ms_same(const void *got, const void *want, size_t n, size_t es,
-                        const char *what)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
-            zsh_test_fail(__FILE__, __LINE__, "%s: element %zu differs", what, i);
-            return false;
-        }
-    }
-    return true;
-}
 
 /* Train 3 steps at @stage; the masters round to the parameters and hold
  * more than them; a second optimizer at @stage (@nvme: masters and states in
@@ -142,30 +27,31 @@ static bool zsh_ms_same(const void *got, const void *want, size_t n, size_t es,
  * after (@masters_first), continues with the first for 2 steps. */
 static void zsh_ms_resume(zsh_comm_t *comm, int stage, bool nvme, bool masters_first)
 {
-    float m[ZSH_MS_MOST], s[ZSH_MS_MOST], other[ZSH_MS_MOST];
-    uint16_t w[ZSH_MS_MOST], rounded[ZSH_MS_MOST], w2[ZSH_MS_MOST];
-    zsh_ms_run_t a, b;
+    float m[ZSH_PS_MOST], s[ZSH_PS_MOST], other[ZSH_PS_MOST];
+    uint16_t w[ZSH_PS_MOST], rounded[ZSH_PS_MOST], w2[ZSH_PS_MOST];
+    zsh_ps_run_t a, b;
     unsigned long updates;
     size_t i, richer = 0;
-    char what[160];
+    char how[96], what[160];
     int p, k;
 
+    snprintf(how, sizeof(how), "stage %d%s, %d ranks, masters %s", stage, nvme ? " (NVMe)" : "",
+             zsh_comm_size(comm), masters_first ? "first" : "last");
     memset(&b, 0, sizeof(b));
-    if (!zsh_ms_make(comm, stage, false, &a) || !zsh_ms_make(comm, stage, nvme, &b) ||
-        !zsh_ms_steps(&a, 1, 3)) {
+    if (!zsh_ps_make(comm, ZSH_OPTIM_ADAMW, stage, ZSH_BFLOAT16, false, &a) ||
+        !zsh_ps_make(comm, ZSH_OPTIM_ADAMW, stage, ZSH_BFLOAT16, nvme, &b) ||
+        !zsh_ps_steps(&a, 1, 3)) {
         goto out;
     }
-    for (p = 0; p < ZSH_MS_NPARAMS; p++) {
-        snprintf(what, sizeof(what), "stage %d%s, %d ranks, masters %s: '%c'", stage,
-                 nvme ? " (NVMe)" : "", zsh_comm_size(comm), masters_first ? "first" : "last",
-                 'a' + p);
+    for (p = 0; p < ZSH_PS_NPARAMS; p++) {
+        snprintf(what, sizeof(what), "%s: '%c'", how, 'a' + p);
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_state(a.opt, a.param[p], ZSH_OPTIM_MASTER, m));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(a.opt, a.param[p], w));
-        zsh_half_narrow(ZSH_BFLOAT16, m, zsh_ms_sizes[p], rounded);
-        if (!zsh_ms_same(rounded, w, zsh_ms_sizes[p], sizeof(uint16_t), what)) {
+        zsh_half_narrow(ZSH_BFLOAT16, m, zsh_ps_sizes[p], rounded);
+        if (!zsh_ps_same_bits(rounded, w, zsh_ps_sizes[p], sizeof(uint16_t), what)) {
             goto out;
         }
-        for (i = 0; i < zsh_ms_sizes[p]; i++) {
+        for (i = 0; i < zsh_ps_sizes[p]; i++) {
             richer += zsh_bf16_to_float(w[i]) != m[i];
         }
         if (masters_first) {
@@ -186,25 +72,23 @@ static void zsh_ms_resume(zsh_comm_t *comm, int stage, bool nvme, bool masters_f
     }
     /* Else the test could not tell a master from its parameter widened. */
     ZSH_EXPECT_TRUE(richer > 100);
-    if (!zsh_ms_steps(&a, 4, 5) || !zsh_ms_steps(&b, 4, 5)) {
+    if (!zsh_ps_steps(&a, 4, 5) || !zsh_ps_steps(&b, 4, 5)) {
         goto out;
     }
-    for (p = 0; p < ZSH_MS_NPARAMS; p++) {
-        snprintf(what, sizeof(what), "stage %d%s, %d ranks, masters %s: '%c' 2 steps on", stage,
-                 nvme ? " (NVMe)" : "", zsh_comm_size(comm), masters_first ? "first" : "last",
-                 'a' + p);
+    for (p = 0; p < ZSH_PS_NPARAMS; p++) {
+        snprintf(what, sizeof(what), "%s: '%c' 2 steps on", how, 'a' + p);
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_state(a.opt, a.param[p], ZSH_OPTIM_MASTER, m));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_state(b.opt, b.param[p], ZSH_OPTIM_MASTER, other));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(a.opt, a.param[p], w));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(b.opt, b.param[p], w2));
-        if (!zsh_ms_same(other, m, zsh_ms_sizes[p], sizeof(float), what) ||
-            !zsh_ms_same(w2, w, zsh_ms_sizes[p], sizeof(uint16_t), what)) {
+        if (!zsh_ps_same_bits(other, m, zsh_ps_sizes[p], sizeof(float), what) ||
+            !zsh_ps_same_bits(w2, w, zsh_ps_sizes[p], sizeof(uint16_t), what)) {
             break;
         }
     }
 out:
-    zsh_ms_free(&a);
-    zsh_ms_free(&b);
+    zsh_ps_free(&a);
+    zsh_ps_free(&b);
 }
 
 ZSH_RANK_TEST(optim_master_state, master_weights_read_and_written_continue_training_exactly)
@@ -221,11 +105,11 @@ ZSH_RANK_TEST(optim_master_state, master_weights_read_and_written_continue_train
 
 /* Set parameter 'a' to @w; its masters after it: @before where they round
  * to @w, else @w widened. Returns how many were kept, or -1. */
-static int zsh_ms_set_keeps(zsh_ms_run_t *r, const uint16_t *w, const float *before,
+static int zsh_ms_set_keeps(zsh_ps_run_t *r, const uint16_t *w, const float *before,
                             const char *what)
 {
-    float after[ZSH_MS_MOST], want[ZSH_MS_MOST];
-    size_t i, n = zsh_ms_sizes[0];
+    float after[ZSH_PS_MOST], want[ZSH_PS_MOST];
+    size_t i, n = zsh_ps_sizes[0];
     int kept = 0;
 
     ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_set_param(r->opt, r->param[0], w));
@@ -238,21 +122,21 @@ static int zsh_ms_set_keeps(zsh_ms_run_t *r, const uint16_t *w, const float *bef
             want[i] = zsh_bf16_to_float(w[i]);
         }
     }
-    return zsh_ms_same(after, want, n, sizeof(float), what) ? kept : -1;
+    return zsh_ps_same_bits(after, want, n, sizeof(float), what) ? kept : -1;
 }
 
 ZSH_RANK_TEST(optim_master_state, a_parameter_set_to_its_own_values_keeps_its_masters_but_where_changed)
 {
-    float before[ZSH_MS_MOST];
-    uint16_t w[ZSH_MS_MOST];
-    zsh_ms_run_t r;
+    float before[ZSH_PS_MOST];
+    uint16_t w[ZSH_PS_MOST];
+    zsh_ps_run_t r;
     char what[96];
-    size_t i, n = zsh_ms_sizes[0];
+    size_t i, n = zsh_ps_sizes[0];
     int stage, kept;
 
     for (stage = 0; stage <= 3; stage++) {
-        if (!zsh_ms_make(comm, stage, stage == 3, &r) || !zsh_ms_steps(&r, 1, 3)) {
-            zsh_ms_free(&r);
+        if (!zsh_ps_make(comm, ZSH_OPTIM_ADAMW, stage, ZSH_BFLOAT16, stage == 3, &r) || !zsh_ps_steps(&r, 1, 3)) {
+            zsh_ps_free(&r);
             return;
         }
         snprintf(what, sizeof(what), "stage %d, %d ranks: the masters", stage,
@@ -270,7 +154,7 @@ ZSH_RANK_TEST(optim_master_state, a_parameter_set_to_its_own_values_keeps_its_ma
             w[i] = zsh_float_to_bf16(0.5f);
         }
         ZSH_EXPECT_TRUE(zsh_ms_set_keeps(&r, w, before, what) >= 0);
-        zsh_ms_free(&r);
+        zsh_ps_free(&r);
     }
 }
 

@@ -10,139 +10,17 @@
  * read. States the rule does not keep, another optimizer's parameter and
  * ranks reading different parameters are refused.
  */
-#include "harness/zsh_test.h"
+#include "param_state_run.h"
 #include "rule_ref.h"
-#include "optim/optim_impl.h"
 
 #include <zeroshard/optim.h>
 
-#include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
-#define ZSH_PS_NPARAMS 3
-#define ZSH_PS_STEPS   3
-#define ZSH_PS_MORE    2
-#define ZSH_PS_MOST    301
-
-static const size_t zsh_ps_sizes[ZSH_PS_NPARAMS] = {301, 37, 250};
-
-typedef struct {
-    zsh_optim_t *opt;
-    float       *buf[ZSH_PS_NPARAMS];
-    zsh_param_t *param[ZSH_PS_NPARAMS];
-    char        *dir; /* the NVMe tier's, or NULL */
-} zsh_ps_run_t;
-
-static float zsh_ps_init(int p, size_t i)
-{
-    return (float)sin(0.3 * (double)i + p);
-}
-
-/* Multiples of 2^-6 below 1: the sum over up to 8 ranks is exact. */
-static float zsh_ps_grad(int p, size_t i, int t)
-{
-    return (float)((int)((i * 7 + (size_t)p * 3 + (size_t)t * 5) % 13) - 6) * 0x1p-6f;
-}
-
-/* Parameter 1 has no gradient at step 1. */
-static bool zsh_ps_skips(int p, int t)
-{
-    return (p == 1) && (t == 1);
-}
-
-static void zsh_ps_config(zsh_optim_config_t *cfg, zsh_optim_kind_t kind, int stage)
-{
-    zsh_optim_config_init(cfg);
-    cfg->stage        = stage;
-    cfg->kind         = kind;
-    cfg->lr           = 0.01;
-    cfg->momentum     = (kind == ZSH_OPTIM_SGD) ? 0.9 : 0.0;
-    cfg->weight_decay = 0.1;
-}
-
-static bool zsh_ps_make(zsh_comm_t *comm, zsh_optim_kind_t kind, int stage, bool nvme,
-                        zsh_ps_run_t *r)
-{
-    char tmpl[] = "/var/tmp/zsh-param-state-test-XXXXXX", name[2] = "a";
-    zsh_optim_config_t cfg;
-    size_t i;
-    int p;
-
-    memset(r, 0, sizeof(*r));
-    zsh_ps_config(&cfg, kind, stage);
-    if (nvme) {
-        r->dir = mkdtemp(tmpl);
-        r->dir = (r->dir != NULL) ? strdup(r->dir) : NULL;
-        if (r->dir == NULL) {
-            return false;
-        }
-        cfg.offload_optimizer = ZSH_OFFLOAD_NVME;
-        cfg.bucket_size       = 1024;
-        cfg.sub_group_size    = ZSH_TIER_ALIGN_ELEMS;
-        cfg.host_mem_limit    = 2 * 5 * 4 * ZSH_TIER_ALIGN_ELEMS; /* reads in several spans */
-        cfg.nvme_dir          = r->dir;
-    }
-    if (zsh_optim_create(comm, &cfg, &r->opt) != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "create: %s", zsh_last_error());
-        return false;
-    }
-    for (p = 0; p < ZSH_PS_NPARAMS; p++) {
-        r->buf[p] = malloc(zsh_ps_sizes[p] * sizeof(float));
-        for (i = 0; i < zsh_ps_sizes[p]; i++) {
-            r->buf[p][i] = zsh_ps_init(p, i);
-        }
-        name[0] = (char)('a' + p);
-        if (zsh_optim_register(r->opt, name, zsh_ps_sizes[p], ZSH_FLOAT32, r->buf[p],
-                               &r->param[p]) != ZSH_OK) {
-            zsh_test_fail(__FILE__, __LINE__, "register: %s", zsh_last_error());
-            return false;
-        }
-    }
-    return true;
-}
-
-static void zsh_ps_free(zsh_ps_run_t *r)
-{
-    int p;
-
-    zsh_optim_destroy(r->opt);
-    for (p = 0; p < ZSH_PS_NPARAMS; p++) {
-        free(r->buf[p]);
-    }
-    if (r->dir != NULL) {
-        rmdir(r->dir);
-        free(r->dir);
-    }
-}
-
-/* Steps [from, to] of the gradients every rank gives alike. */
-static bool zsh_ps_steps(zsh_ps_run_t *r, int from, int to)
-{
-    float grad[ZSH_PS_MOST];
-    zsh_status_t status = ZSH_OK;
-    size_t i;
-    int p, t;
-
-    for (t = from; (status == ZSH_OK) && (t <= to); t++) {
-        for (p = ZSH_PS_NPARAMS; (status == ZSH_OK) && (p-- > 0);) {
-            for (i = 0; i < zsh_ps_sizes[p]; i++) {
-                grad[i] = zsh_ps_grad(p, i, t);
-            }
-            status = zsh_ps_skips(p, t) ? zsh_optim_grad_none(r->opt, r->param[p])
-                                        : zsh_optim_grad_ready(r->opt, r->param[p], grad);
-        }
-        if (status == ZSH_OK) {
-            status = zsh_optim_step(r->opt, NULL);
-        }
-    }
-    if (status != ZSH_OK) {
-        zsh_test_fail(__FILE__, __LINE__, "step %d: %s", t - 1, zsh_last_error());
-    }
-    return status == ZSH_OK;
-}
+#define ZSH_PS_STEPS 3
+#define ZSH_PS_MORE  2
 
 /* Parameter @p's states after @upto steps of @c's rule, into @m and @v. */
 static void zsh_ps_reference(const zsh_optim_config_t *c, int p, int n, int upto, float *m,
@@ -172,20 +50,6 @@ static void zsh_ps_reference(const zsh_optim_config_t *c, int p, int n, int upto
     }
 }
 
-static bool zsh_ps_same_bits(const float *got, const float *want, size_t n, const char *what)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
-            zsh_test_fail(__FILE__, __LINE__, "%s: element %zu is %a, not %a", what, i,
-                          (double)got[i], (double)want[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
 static int zsh_ps_nstates(zsh_optim_kind_t kind)
 {
     return (kind == ZSH_OPTIM_SGD) ? 1 : 2;
@@ -204,7 +68,8 @@ static void zsh_ps_resume(zsh_comm_t *comm, zsh_optim_kind_t kind, int sa, int s
 
     memset(&b, 0, sizeof(b));
     zsh_ps_config(&cfg, kind, sa);
-    if (!zsh_ps_make(comm, kind, sa, false, &a) || !zsh_ps_make(comm, kind, sb, nvme, &b) ||
+    if (!zsh_ps_make(comm, kind, sa, ZSH_FLOAT32, false, &a) ||
+        !zsh_ps_make(comm, kind, sb, ZSH_FLOAT32, nvme, &b) ||
         !zsh_ps_steps(&a, 1, ZSH_PS_STEPS)) {
         goto out;
     }
@@ -215,7 +80,7 @@ static void zsh_ps_resume(zsh_comm_t *comm, zsh_optim_kind_t kind, int sa, int s
                      (int)kind, sa, n, s, 'a' + p);
             ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_state(a.opt, a.param[p],
                                                           (zsh_optim_state_t)s, got));
-            if (!zsh_ps_same_bits(got, (s == 1) ? m : v, zsh_ps_sizes[p], what)) {
+            if (!zsh_ps_same_bits(got, (s == 1) ? m : v, zsh_ps_sizes[p], sizeof(float), what)) {
                 goto out;
             }
             ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_set_state(b.opt, b.param[p],
@@ -236,7 +101,7 @@ static void zsh_ps_resume(zsh_comm_t *comm, zsh_optim_kind_t kind, int sa, int s
                  "steps", (int)kind, sa, sb, nvme ? " (NVMe)" : "", n, 'a' + p, ZSH_PS_MORE);
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(a.opt, a.param[p], got));
         ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_get_param(b.opt, b.param[p], other));
-        if (!zsh_ps_same_bits(other, got, zsh_ps_sizes[p], what)) {
+        if (!zsh_ps_same_bits(other, got, zsh_ps_sizes[p], sizeof(float), what)) {
             break;
         }
     }
@@ -270,7 +135,7 @@ ZSH_RANK_TEST(optim_param_state, a_state_keeps_its_exact_bits_through_a_write_an
     int stage, s;
 
     for (stage = 0; stage <= 3; stage++) {
-        if (!zsh_ps_make(comm, ZSH_OPTIM_ADAM, stage, false, &r)) {
+        if (!zsh_ps_make(comm, ZSH_OPTIM_ADAM, stage, ZSH_FLOAT32, false, &r)) {
             zsh_ps_free(&r);
             return;
         }
@@ -287,7 +152,7 @@ ZSH_RANK_TEST(optim_param_state, a_state_keeps_its_exact_bits_through_a_write_an
                                                           (zsh_optim_state_t)s, got));
             snprintf(what, sizeof(what), "stage %d, %d ranks, state %d", stage,
                      zsh_comm_size(comm), s);
-            zsh_ps_same_bits(got, want, zsh_ps_sizes[0], what);
+            zsh_ps_same_bits(got, want, zsh_ps_sizes[0], sizeof(float), what);
         }
         zsh_ps_free(&r);
     }
@@ -304,8 +169,8 @@ ZSH_RANK_TEST(optim_param_state, states_the_rule_lacks_other_parameters_and_rank
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm);
 
     memset(&adam, 0, sizeof(adam));
-    if (!zsh_ps_make(comm, ZSH_OPTIM_SGD, 1, false, &sgd) ||
-        !zsh_ps_make(comm, ZSH_OPTIM_ADAM, 3, false, &adam)) {
+    if (!zsh_ps_make(comm, ZSH_OPTIM_SGD, 1, ZSH_FLOAT32, false, &sgd) ||
+        !zsh_ps_make(comm, ZSH_OPTIM_ADAM, 3, ZSH_FLOAT32, false, &adam)) {
         zsh_ps_free(&sgd);
         zsh_ps_free(&adam);
         return;
