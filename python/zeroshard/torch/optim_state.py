@@ -209,12 +209,13 @@ class _OptimState:
         "lr" (one for every group) and entries other than the layer's
         settings are taken; a group's betas, eps, momentum or weight decay
         must be this ZeRO's. A "loss_scaler" becomes this ZeRO's scaler
-        state where it scales the loss. An entry's "master_weight" (a mixed-precision
-        ZeRO's) becomes the master weights in mixed precision (the
-        parameters keep their values, which model.load_state_dict() sets
-        before or after without losing the masters), and the parameter's
-        values in fp32, where the parameter is its own master. Everything
-        is checked before anything changes. Between steps."""
+        state where it scales the loss. An entry's "master_weight" (a
+        mixed-precision ZeRO's) becomes the master weights in mixed
+        precision (the parameters keep their values, which
+        model.load_state_dict() sets before or after without losing the
+        masters), and the parameter's values in fp32, where the parameter
+        is its own master. Everything is checked before anything changes.
+        Between steps."""
         what = "ZeRO.load_optim_state_dict"
         opt = self._states_at_rest(what)
         plan = self._checked_optim_state(state_dict, what)
