@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Elements of the master weights compared and written at once. */
-#define ZSH_SET_MASTER_CHUNK 4096
+/* Elements of the master weights compared and written at once: in the
+ * NVMe tier each is one read and one write, so not small (4 MiB of fp32). */
+#define ZSH_SET_MASTER_CHUNK ((size_t)1 << 20)
 
 /* The master weights of [s, e) of @param from @values, into @b's memory or
  * the master file. On the host an element whose master already rounds to
