@@ -44,8 +44,12 @@ static zsh_status_t zsh_optim_set_master(zsh_optim_t *opt, zsh_obucket_t *b,
     if (opt->dev_ops->device) {
         return ops->put(opt, ZSH_TK_MASTER, b, s, e, src, true);
     }
+    if (e <= s) {
+        return ZSH_OK;
+    }
     zsh_optim_state_info(opt, &info);
     chunk = (info.span < ZSH_SET_MASTER_CHUNK) ? info.span : ZSH_SET_MASTER_CHUNK;
+    chunk = (e - s < chunk) ? e - s : chunk;
     m     = malloc(chunk * (sizeof(*m) + es));
     if (m == NULL) {
         return zsh_error(ZSH_ERR_NO_MEMORY, "no memory to compare the master weights");
