@@ -480,6 +480,28 @@ zsh_status_t zsh_optim_backward_begin(zsh_optim_t *opt);
 zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const void *grad);
 
 /**
+ * @brief zsh_optim_grad_ready() of @p grad multiplied by @p mul, in one pass
+ *        over it (nonblocking; collective per bucket, as it).
+ *
+ * Each element is widened to fp32, multiplied by @p mul and rounded once to
+ * the configured precision as it is copied into the bucket (in fp32 the
+ * product itself: the bits of `grad * mul` computed elementwise in float).
+ * @p grad is only read. Averaging over N ranks (@p mul = 1/N) this way costs
+ * no pass over the gradient of its own, where scaling it first and then
+ * handing it over reads and writes it twice.
+ * @param opt   The optimizer; its layout is built first if it was not.
+ * @param param A parameter of @p opt (or one tile of a tiled parameter).
+ * @param grad  numel elements of the configured precision, in host memory.
+ * @param mul   A finite factor.
+ * @return ZSH_ERR_INVALID_ARG if @p mul is not finite or this parameter
+ *         already has a gradient pending this step; ZSH_ERR_UNSUPPORTED with
+ *         parameters on a device (scale there, then zsh_optim_grad_ready()).
+ *         Nothing is changed then.
+ */
+zsh_status_t zsh_optim_grad_ready_scaled(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
+                                         float mul);
+
+/**
  * @brief Say that a parameter has no gradient this step, on any rank, in
  *        place of zsh_optim_grad_ready() (collective per bucket, as it).
  *

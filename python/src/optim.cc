@@ -305,19 +305,13 @@ void zsh_py_bind_optim(py::module_ &m)
     m.def("optim_grad_ready", [](handle_t h, handle_t p, handle_t g) {
         return nogil([&] { return zsh_optim_grad_ready(opt(h), param(p), buf(g)); });
     });
-    // A gradient hook's work in one call: scale the caller's fp32 gradient
-    // of n elements in place by mul, then hand it over. The factor is
-    // rounded to float and each element multiplied once, as torch's
-    // Tensor.mul(float) computes on CPU, so the bits are the same.
-    m.def("optim_grad_ready_scaled", [](handle_t h, handle_t p, handle_t g, std::size_t n, double mul) {
+    // A gradient hook's work in one call: the caller's gradient handed over
+    // multiplied by mul, rounded to float as torch's Tensor.mul(float)
+    // rounds it on CPU, so the bits are the same; the caller's buffer is
+    // only read.
+    m.def("optim_grad_ready_scaled", [](handle_t h, handle_t p, handle_t g, double mul) {
         return nogil([&] {
-            if (mul != 1.0) {
-                float *x = static_cast<float *>(buf(g));
-                const float f = static_cast<float>(mul);
-                for (std::size_t i = 0; i < n; i++)
-                    x[i] *= f;
-            }
-            return zsh_optim_grad_ready(opt(h), param(p), buf(g));
+            return zsh_optim_grad_ready_scaled(opt(h), param(p), buf(g), static_cast<float>(mul));
         });
     });
     m.def("optim_set_param", [](handle_t h, handle_t p, handle_t v) {

@@ -262,9 +262,9 @@ class Optimizer:
                 raise error(status)
 
     def grad_ready_scaled(self, param, grad, mul):
-        """grad_ready() for a gradient the caller gives up, a contiguous
-        float32 CPU torch tensor: it is multiplied in place by mul (the bits
-        of grad.mul_(mul)) and handed over, in one call without the GIL."""
+        """grad_ready() of grad * mul (the bits of grad.mul(mul)) for a
+        contiguous float32 CPU torch tensor, in one call without the GIL and
+        one pass over grad, which is only read (zsh_optim_grad_ready_scaled)."""
         h = self._param(param)
         if self._precision != FLOAT32 or self._device != "cpu":
             raise ValueError("grad_ready_scaled takes float32 CPU gradients; the optimizer's "
@@ -278,8 +278,7 @@ class Optimizer:
             raise ValueError("grad has %d elements; parameter %r has %d"
                              % (grad.numel(), param.name, param.numel))
         with self._lock:
-            status = _z.optim_grad_ready_scaled(self._live(), h, grad.data_ptr(), param.numel,
-                                                float(mul))
+            status = _z.optim_grad_ready_scaled(self._live(), h, grad.data_ptr(), float(mul))
             if status != OK:
                 raise error(status)
 

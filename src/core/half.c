@@ -46,3 +46,27 @@ void zsh_half_narrow(zsh_dtype_t dtype, const float *src, size_t n, void *dst)
         memcpy(dst, src, n * sizeof(float));
     }
 }
+
+ZSH_KERNEL_CLONES
+void zsh_half_scale(zsh_dtype_t dtype, const void *src, size_t n, float mul, void *dst)
+{
+    const uint16_t *h = src;
+    const float    *f = src;
+    uint16_t       *ho = dst;
+    float          *fo = dst;
+    size_t i;
+
+    if (dtype == ZSH_FLOAT16) {
+        for (i = 0; i < n; i++) {
+            ho[i] = zsh_float_to_fp16(zsh_fp16_to_float(h[i]) * mul);
+        }
+    } else if (dtype == ZSH_BFLOAT16) {
+        for (i = 0; i < n; i++) {
+            ho[i] = zsh_float_to_bf16(zsh_bf16_to_float(h[i]) * mul);
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            fo[i] = f[i] * mul;
+        }
+    }
+}

@@ -126,6 +126,11 @@ void zsh_half_widen(zsh_dtype_t dtype, const void *src, size_t n, float *dst);
 /* @n fp32 at @src rounded into @dst of @dtype, to nearest even (fp32 is
  * copied). */
 void zsh_half_narrow(zsh_dtype_t dtype, const float *src, size_t n, void *dst);
+
+/* @n elements of @dtype at @src, each widened, multiplied by @mul in fp32
+ * and rounded once into @dst of @dtype (fp32: the product itself). @dst
+ * may be @src. */
+void zsh_half_scale(zsh_dtype_t dtype, const void *src, size_t n, float mul, void *dst);
 #endif
 
 #endif

@@ -1974,8 +1974,9 @@ def test_a_storage_is_lent_only_empty_and_only_under_the_torch_it_was_built_for(
 def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_prefetches(ctx):
     """Forward gathers the units in module order and backward in reverse, a
     unit's parameters in one call into the layer; every fp32 gradient goes
-    over in one call, averaged in place with the bits of Tensor.mul; from
-    the second step the layer prefetches in the order the first recorded."""
+    over in one call, averaged as the layer copies it (the bits of
+    Tensor.mul) and left as it was; from the second step the layer
+    prefetches in the order the first recorded."""
     torch.manual_seed(3)
     m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.LayerNorm(16),
                       nn.Linear(16, 4))
@@ -1987,7 +1988,7 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
     def grad_ready_scaled(param, grad, mul):
         before = grad.clone()
         real_grad(param, grad, mul)
-        grads.append((param.name, torch.equal(grad, before.mul(mul)), mul))
+        grads.append((param.name, torch.equal(grad, before), mul))
 
     zero.optimizer.grad_ready_scaled = grad_ready_scaled
     try:
@@ -2007,8 +2008,8 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                                      % (step, gathers, want))
             if sorted(g[0] for g in grads) != names or \
                     not all(same and mul == 1.0 / ctx.size for _, same, mul in grads):
-                raise AssertionError("step %d handed over %s (name, bits of mul, factor); "
-                                     "want each of %s once, scaled by 1/%d"
+                raise AssertionError("step %d handed over %s (name, left as it was, factor); "
+                                     "want each of %s once, scaled by 1/%d and only read"
                                      % (step, grads, names, ctx.size))
             st = zero.stats()
             hits.append(st["prefetch_hits"])
@@ -2023,6 +2024,8 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                "grad has %d elements; parameter %r has %d" % (first.numel + 1, first.name,
                                                               first.numel),
                "a gradient of the wrong size")
+        raises(lambda: real_grad(first, torch.zeros(first.numel), float("inf")),
+               "the factor inf is not finite", "an infinite factor")
         typed = torch.empty(first.numel).storage()  # resize_ counts its elements
         raises(lambda: real_gather([first], [typed]), "pass an UntypedStorage",
                "a gather into a TypedStorage")

@@ -17,8 +17,10 @@
  */
 #include "optim/optim_impl.h"
 
+#include "core/half.h"
 #include "core/status.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,10 +300,11 @@ static zsh_status_t zsh_optim_grad_zero(zsh_optim_t *opt, char *dst, size_t byte
     return status;
 }
 
-/* @param's gradient, @grad or none (NULL: zeros in its place, and the step
- * leaves it), into its bucket, whose reduction starts once it is complete. */
+/* @param's gradient, @grad times @mul or none (NULL: zeros in its place, and
+ * the step leaves it), into its bucket, whose reduction starts once it is
+ * complete. A @mul other than 1 is the host's (zsh_optim_grad_ready_scaled). */
 static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
-                                         const void *grad, const char *fn)
+                                         const void *grad, float mul, const char *fn)
 {
     zsh_obucket_t *b;
     zsh_status_t status;
@@ -318,8 +321,13 @@ static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
         return status;
     }
     dst += param->offset * opt->esize;
-    status = (grad != NULL) ? opt->dev_ops->copy(opt, dst, grad, param->numel * opt->esize)
-                            : zsh_optim_grad_zero(opt, dst, param->numel * opt->esize);
+    if (grad == NULL) {
+        status = zsh_optim_grad_zero(opt, dst, param->numel * opt->esize);
+    } else if (mul != 1.0f) {
+        zsh_half_scale(opt->cfg.precision, grad, param->numel, mul, dst);
+    } else {
+        status = opt->dev_ops->copy(opt, dst, grad, param->numel * opt->esize);
+    }
     if (status != ZSH_OK) {
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return zsh_optim_comm_status(opt, status);
@@ -356,7 +364,39 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
         status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_grad_place(opt, param, grad, fn);
+        status = zsh_optim_grad_place(opt, param, grad, 1.0f, fn);
+    }
+    return status;
+}
+
+zsh_status_t zsh_optim_grad_ready_scaled(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
+                                         float mul)
+{
+    const char *fn = "zsh_optim_grad_ready_scaled";
+    zsh_status_t status;
+
+    if ((opt == NULL) || (param == NULL) || (grad == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : (param == NULL) ? "param" : "grad");
+    }
+    if (!isfinite(mul)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: parameter '%s': the factor %g is not finite",
+                         fn, param->name, (double)mul);
+    }
+    status = zsh_optim_grad_check(opt, param, fn);
+    if ((status == ZSH_OK) && opt->dev_ops->device) {
+        /* A scaled copy would need a kernel on the device's stream; the
+         * caller's framework has one. */
+        status = zsh_error(ZSH_ERR_UNSUPPORTED,
+                           "%s: parameter '%s' is on a device (%s): scale the gradient there "
+                           "and hand it over with zsh_optim_grad_ready()",
+                           fn, param->name, opt->dev_ops->name);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_grad_place(opt, param, grad, mul, fn);
     }
     return status;
 }
@@ -372,7 +412,7 @@ zsh_status_t zsh_optim_grad_none(zsh_optim_t *opt, zsh_param_t *param)
     }
     status = zsh_optim_grad_check(opt, param, fn);
     if (status == ZSH_OK) {
-        status = zsh_optim_grad_place(opt, param, NULL, fn);
+        status = zsh_optim_grad_place(opt, param, NULL, 1.0f, fn);
     }
     return status;
 }

@@ -421,10 +421,11 @@ class ZeRO(_State, _OptimState, _Groups):
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
         self._end_queued = False
-        # fp32 gradients on the host are averaged in place by the layer's call
-        # (bf16 and fp16 ones, and those on a device, by torch, whose rounding
-        # of half types the layer leaves be).
-        self._scale_in_place = dtype == torch.float32 and stream is None
+        # fp32 gradients on the host are averaged by the layer's call as it
+        # takes them (bf16 and fp16 ones, and those on a device, by torch:
+        # torch 1.13 rounds the factor of a half type's mul to that type
+        # first, the layer's kernel multiplies by the fp32 factor).
+        self._scale_on_hand_over = dtype == torch.float32 and stream is None
         # What a released parameter holds: one empty tensor, shared.
         self._released = torch.empty(0, dtype=dtype, device=device)
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
@@ -629,10 +630,10 @@ class ZeRO(_State, _OptimState, _Groups):
         p, g = self._tensors[i], self._tensors[i].grad
         order = self._orders[i]
         laid_out = g.stride() == self._strides[i] or (order is None and g.is_contiguous())
-        if self._scale_in_place and g._base is None and laid_out and not g.requires_grad:
-            # p.grad is ours to change (autograd made it, p.grad is cleared
-            # below): scaled in place and handed over in one call (a
-            # contiguous one as it is: its elements are in order).
+        if self._scale_on_hand_over and laid_out:
+            # Scaled as the layer copies it into its bucket: one call, one
+            # pass over the gradient, which is only read (a contiguous one
+            # as it is: its elements are in order).
             self._opt.grad_ready_scaled(self._zparams[i],
                                         g if order is None else self._flat(i, g),
                                         self._grad_mul)
