@@ -207,17 +207,43 @@ static bool zsh_obucket_publish_in_place(const zsh_optim_t *opt, const zsh_obuck
            (b->params[0]->numel == b->count * (size_t)opt->size);
 }
 
+/* @param's elements of the all-gathered bucket @full into its buffer. Those
+ * of this rank's block [lo, hi) are there already, as the all-gather read
+ * them from it, unless the block was sent up into @full (@own_sent): the
+ * copy skips them, 1/N of the bucket fewer bytes read and written. */
+static zsh_status_t zsh_optim_publish_copy_back(zsh_optim_t *opt, const zsh_obucket_t *b,
+                                                const zsh_param_t *param, const char *full,
+                                                bool own_sent)
+{
+    size_t es = opt->esize, end = param->offset + param->numel, s, e;
+    zsh_status_t status = ZSH_OK;
+
+    if (own_sent || !zsh_param_overlap(param, b->lo, b->hi, &s, &e)) {
+        return opt->dev_ops->copy(opt, param->buf, full + param->offset * es, param->numel * es);
+    }
+    if (param->offset < s) {
+        status = opt->dev_ops->copy(opt, param->buf, full + param->offset * es,
+                                    (s - param->offset) * es);
+    }
+    if ((status == ZSH_OK) && (e < end)) {
+        status = opt->dev_ops->copy(opt, (char *)param->buf + (e - param->offset) * es,
+                                    full + e * es, (end - e) * es);
+    }
+    return status;
+}
+
 zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
 {
     size_t bytes = zsh_obucket_full_bytes(opt, b), i, s, e;
     zsh_status_t status = ZSH_OK;
     size_t block = 0;
     zsh_param_t *param;
-    bool in_place;
+    bool in_place, own_sent;
     char *full;
 
     /* Offload from the device sent this rank's block up into it already. */
     full           = b->dev.publish;
+    own_sent       = (full != NULL);
     b->dev.publish = NULL;
     in_place       = (full == NULL) && zsh_obucket_publish_in_place(opt, b);
     if (in_place) {
@@ -248,8 +274,7 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     }
     for (i = 0; (status == ZSH_OK) && (i < b->nparams); i++) {
         param  = b->params[i];
-        status = opt->dev_ops->copy(opt, param->buf, full + param->offset * opt->esize,
-                                    param->numel * opt->esize);
+        status = zsh_optim_publish_copy_back(opt, b, param, full, own_sent);
     }
     /* After a failure, its transfers may still write it. */
     zsh_optim_buf_put(opt, full, bytes, block, (status != ZSH_OK) ? opt->comm : NULL);
