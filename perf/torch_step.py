@@ -25,8 +25,12 @@ waiting that overlap did not hide.
 Every figure is the median over --steps steps of the slowest rank's time,
 after --warmup steps: wall-clock, and CPU time (the most any rank's process
 used), which holds still where other jobs share the cores and the wall
-clock does not. torch runs 1 thread per rank (--threads). Rank 0 prints a
-markdown table.
+clock does not. Each row's ratios are to the compute timed beside it: every
+step of the row is followed by a compute-only step of a bare model on the
+same batch, so a core that slows for a while slows both (the compute row
+alone at the start told the rows after it apart by up to 15% on a 2-core
+host whose cores' speed drifts). torch runs 1 thread per rank (--threads).
+Rank 0 prints a markdown table.
 """
 import argparse
 import collections
@@ -59,19 +63,24 @@ def _slowest(*seconds):
     return t.tolist()
 
 
-def _median_step(args, step):
+def _median_step(args, step, beside=None):
     """(wall, cpu): medians over args.steps of the slowest rank's wall-clock
-    time of step(i), and of the most CPU time a rank's process used in it."""
-    wall, cpu = [], []
+    time of step(i), and of the most CPU time a rank's process used in it;
+    with beside, ((wall, cpu), (wall, cpu) of beside(i)), each step of it
+    timed right after step(i)'s."""
+    times = ([], []) if beside is None else ([], [], [], [])
     for i in range(args.warmup + args.steps):
-        dist.barrier()
-        start, start_cpu = time.perf_counter(), time.process_time()
-        step(i)
-        took = _slowest(time.perf_counter() - start, time.process_time() - start_cpu)
-        if i >= args.warmup:
-            wall.append(took[0])
-            cpu.append(took[1])
-    return Time(statistics.median(wall), statistics.median(cpu))
+        for k, fn in enumerate((step,) if beside is None else (step, beside)):
+            dist.barrier()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn(i)
+            took = _slowest(time.perf_counter() - start, time.process_time() - start_cpu)
+            if i >= args.warmup:
+                times[2 * k].append(took[0])
+                times[2 * k + 1].append(took[1])
+    out = [Time(statistics.median(times[k]), statistics.median(times[k + 1]))
+           for k in range(0, len(times), 2)]
+    return out[0] if beside is None else tuple(out)
 
 
 def _loss(model, args, i):
@@ -82,7 +91,8 @@ def _loss(model, args, i):
 
 # ---- the ways of training, each (step time, floor time or None) ---------------------
 
-def _compute(args, gloo):
+def _compute_step(args):
+    """A step of forward and backward of a bare model, no communication."""
     model = train_gpt.build(args, torch.float32)
 
     def step(i):
@@ -94,8 +104,12 @@ def _compute(args, gloo):
         for p in model.parameters():
             if p.grad is not None:
                 p.grad.zero_()
+    return step
 
-    return _median_step(args, step), None
+
+def _compute(args, gloo):
+    t = _median_step(args, args.compute)
+    return t, t, None
 
 
 def _ddp(args, group, zero_redundancy):
@@ -126,7 +140,7 @@ def _ddp(args, group, zero_redundancy):
         _loss(ddp, args, i).backward()
         opt.step()
 
-    return _median_step(args, step), floor_t
+    return _median_step(args, step, args.compute) + (floor_t,)
 
 
 def _zero_settings(stage, offload):
@@ -173,7 +187,7 @@ def _zero(args, stage, offload, comm):
         zero.zero_grad()
 
     try:
-        return _median_step(args, step), floor_t
+        return _median_step(args, step, args.compute) + (floor_t,)
     finally:
         zero.close()
 
@@ -194,25 +208,26 @@ def ways(gloo, comm):
 
 
 def table(rows_by_dim, out):
-    """rows_by_dim: [(dim, params, [(label, step Time, floor Time or None)])].
-    Per width: the step's wall-clock ms and its ratio to compute only, then
-    its floor and the ratio to compute + floor, each in wall-clock and CPU
-    time."""
+    """rows_by_dim: [(dim, params, [(label, step Time, compute Time beside
+    it, floor Time or None)])]. Per width: the step's wall-clock ms, the
+    compute's timed beside it and the ratio of the two, then the floor and
+    the ratio to compute + floor; the ratios again in CPU time."""
     head, rule = "| |", "|---|"
     for d, n, _ in rows_by_dim:
-        head += (" dim %d (%.1fM): step ms | x compute | floor ms | x (compute + floor) "
-                 "| CPU: x compute | x (compute + floor) |" % (d, n / 1e6))
-        rule += "---|" * 6
+        head += (" dim %d (%.1fM): step ms | compute beside ms | x compute | floor ms "
+                 "| x (compute + floor) | CPU: x compute | x (compute + floor) |"
+                 % (d, n / 1e6))
+        rule += "---|" * 7
     out(head)
     out(rule)
-    labels = [label for label, _, _ in rows_by_dim[0][2]]
+    labels = [row[0] for row in rows_by_dim[0][2]]
     for k, label in enumerate(labels):
         cells = []
         for _, _, rows in rows_by_dim:
-            compute = rows[0][1]
-            _, t, floor_t = rows[k]
+            _, t, compute, floor_t = rows[k]
             cells.append("%.0f" % (t.wall * 1e3))
-            cells.append("%.2f" % (t.wall / compute.wall) if k else "")
+            cells += ["%.0f" % (compute.wall * 1e3), "%.2f" % (t.wall / compute.wall)] \
+                if k else ["", ""]
             if floor_t is None:
                 cells += ["", "", "%.2f" % (t.cpu / compute.cpu) if k else "", ""]
             else:
@@ -261,14 +276,17 @@ def main(argv=None):
         args.data = train_gpt.load_text(args.text)
         args.steps, args.warmup = opts.steps, opts.warmup
         nparams = sum(p.numel() for p in train_gpt.build(args, torch.float32).parameters())
+        args.compute = _compute_step(args)
         rows = []
         for name, label, fn in all_ways:
-            t, floor_t = fn(args)
+            t, compute, floor_t = fn(args)
             gc.collect()
-            rows.append((label, t, floor_t))
-            say("# dim %d %-14s %9.1f ms (CPU %.1f ms)%s" % (
-                dim, name, t.wall * 1e3, t.cpu * 1e3, "" if floor_t is None else
-                "  floor %.1f ms (CPU %.1f ms)" % (floor_t.wall * 1e3, floor_t.cpu * 1e3)))
+            rows.append((label, t, compute, floor_t))
+            say("# dim %d %-14s %9.1f ms (CPU %.1f ms)  compute beside %.1f ms%s" % (
+                dim, name, t.wall * 1e3, t.cpu * 1e3, compute.wall * 1e3, "" if floor_t is None
+                else "  floor %.1f ms (CPU %.1f ms)" % (floor_t.wall * 1e3, floor_t.cpu * 1e3)))
+        del args.compute
+        gc.collect()
         results.append((dim, nparams, rows))
 
     say("\n%d ranks, %d torch thread%s each, %d layers, %d x %d tokens per rank, fp32 AdamW; "
