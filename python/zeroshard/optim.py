@@ -262,18 +262,23 @@ class Optimizer:
                 raise error(status)
 
     def grad_ready_scaled(self, param, grad, mul):
-        """grad_ready() of grad * mul (the bits of grad.mul(mul)) for a
-        contiguous float32 CPU torch tensor, in one call without the GIL and
-        one pass over grad, which is only read (zsh_optim_grad_ready_scaled)."""
+        """grad_ready() of grad * mul for a contiguous CPU torch tensor of the
+        optimizer's precision, in one call without the GIL and one pass over
+        grad, which is only read (zsh_optim_grad_ready_scaled): each element
+        times the fp32 factor, rounded once, the bits of grad.mul(mul) in
+        float32 (torch 1.13 rounds a bf16 or fp16 tensor's factor to that
+        type first: the same bits where mul is a power of two)."""
         h = self._param(param)
-        if self._precision != FLOAT32 or self._device != "cpu":
-            raise ValueError("grad_ready_scaled takes float32 CPU gradients; the optimizer's "
-                             "parameters are %s on %s" % (self.precision, self._device))
-        if not (_is_torch_tensor(grad) and grad.dtype == _torch_float32() and
-                grad.device.type == "cpu" and grad.is_contiguous() and not grad.is_sparse):
-            raise TypeError("grad must be a contiguous float32 CPU torch tensor, not %r"
-                            % (grad if not _is_torch_tensor(grad) else
-                               "%s on %s" % (grad.dtype, grad.device),))
+        if self._device != "cpu":
+            raise ValueError("grad_ready_scaled takes CPU gradients; the optimizer's "
+                             "parameters are on %s" % (self._device,))
+        want = _torch_dtype(self._precision)
+        if not (_is_torch_tensor(grad) and grad.dtype == want and grad.device.type == "cpu" and
+                grad.is_contiguous() and not grad.is_sparse):
+            raise TypeError("grad must be a contiguous %s CPU torch tensor, not %r"
+                            % (str(want).replace("torch.", ""),
+                               grad if not _is_torch_tensor(grad) else
+                               "%s on %s" % (grad.dtype, grad.device)))
         if grad.numel() != param.numel:
             raise ValueError("grad has %d elements; parameter %r has %d"
                              % (grad.numel(), param.name, param.numel))
@@ -631,16 +636,17 @@ def _dir_arg(dir):
     return path
 
 
-_float32 = None
+_torch_dtypes = None
 
 
-def _torch_float32():
+def _torch_dtype(code):
     # Looked up once: grad_ready_scaled runs for every gradient of every step.
-    global _float32
-    if _float32 is None:
+    global _torch_dtypes
+    if _torch_dtypes is None:
         import torch
-        _float32 = torch.float32
-    return _float32
+        _torch_dtypes = {FLOAT32: torch.float32, BFLOAT16: torch.bfloat16,
+                         FLOAT16: torch.float16}
+    return _torch_dtypes[code]
 
 
 def _itemsize(code):

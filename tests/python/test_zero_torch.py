@@ -887,6 +887,47 @@ def test_load_state_dict_reaches_the_shards_and_master_weights(ctx):
             zero.close()
 
 
+@case
+def test_bf16_gradients_are_averaged_by_the_layer_at_a_power_of_two_rank_count_with_torchs_bits(ctx):
+    """bf16 gradients go over in one call, averaged as the layer copies
+    them, where the factor 1/ranks is a power of two (torch 1.13 rounds a
+    half type's factor to the type first: exact there, so the same bits);
+    elsewhere torch multiplies. Either way the training is that of
+    gradients multiplied by torch. (fp16 takes the same path; torch 1.13
+    has no fp16 matmul on CPU to train with.)"""
+    exact = ctx.size in (1, 2, 4, 8)
+    for dtype in (torch.bfloat16,):
+        for stage in (0, 2, 3):
+            runs = []
+            for layer_scales in (True, False):
+                m = awkward(dtype)
+                # SGD: the step is the gradient's size (Adam's hardly is).
+                zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, optimizer="sgd",
+                            lr=0.1, momentum=0.9)
+                calls = []
+                real = zero.optimizer.grad_ready_scaled
+
+                def spy(param, grad, mul, real=real, calls=calls):
+                    calls.append(mul)
+                    real(param, grad, mul)
+                zero.optimizer.grad_ready_scaled = spy
+                zero._scale_on_hand_over = layer_scales and zero._scale_on_hand_over
+                losses = zero_run(zero, m, 3)
+                runs.append((losses, copy.deepcopy(m.state_dict())))
+                zero.close()
+                if layer_scales and bool(calls) != exact:
+                    raise AssertionError("%s stage %d, %d ranks: %d gradients averaged by the "
+                                         "layer" % (dtype, stage, ctx.size, len(calls)))
+                if calls and set(calls) != {1.0 / ctx.size}:
+                    raise AssertionError("factors %s" % sorted(set(calls)))
+            if runs[0][0] != runs[1][0]:
+                raise AssertionError("%s stage %d: losses %s by the layer, %s by torch"
+                                     % (dtype, stage, runs[0][0], runs[1][0]))
+            for k, v in runs[1][1].items():
+                if not torch.equal(runs[0][1][k], v):
+                    raise AssertionError("%s stage %d: %s differs" % (dtype, stage, k))
+
+
 def bf16_resumed(stage, group, msd, osd, optimizer_first):
     """A fresh bf16 Awkward and ZeRO given the module's and the optimizer's
     state dicts, the optimizer's first or last, then 2 steps: its losses,

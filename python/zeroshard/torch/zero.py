@@ -123,6 +123,7 @@ zeroshard.checkpoint.load_consolidated() reads the one file that
 import collections
 import contextlib
 import inspect
+import math
 import os
 
 import torch
@@ -421,11 +422,14 @@ class ZeRO(_State, _OptimState, _Groups):
         self._hooks = []
         self._accs = []         # the gradient accumulators, kept so their hooks live
         self._end_queued = False
-        # fp32 gradients on the host are averaged by the layer's call as it
-        # takes them (bf16 and fp16 ones, and those on a device, by torch:
-        # torch 1.13 rounds the factor of a half type's mul to that type
-        # first, the layer's kernel multiplies by the fp32 factor).
-        self._scale_on_hand_over = dtype == torch.float32 and stream is None
+        # Gradients on the host are averaged by the layer's call as it takes
+        # them: fp32 ones, and bf16 and fp16 ones where the factor is a power
+        # of two (1, 2, 4, ... ranks). torch 1.13 rounds a half type's
+        # factor to that type before it multiplies, the layer's kernel
+        # multiplies by the fp32 factor: the same bits only where the factor
+        # is exact in both. The others, and those on a device, by torch.
+        self._scale_on_hand_over = stream is None and (
+            dtype == torch.float32 or math.frexp(self._grad_mul)[0] == 0.5)
         # What a released parameter holds: one empty tensor, shared.
         self._released = torch.empty(0, dtype=dtype, device=device)
         self._gathered = []     # stage 3: each position's full tensor, its storage freed
