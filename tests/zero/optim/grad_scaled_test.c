@@ -6,9 +6,11 @@
  * precision, different per rank) handed over times 1/3 train bit for bit as
  * the same gradients multiplied first (each element widened, times the
  * fp32 factor, rounded once: torch's Tensor.mul in fp32) and handed over
- * with zsh_optim_grad_ready(); the caller's gradients are left as they
- * were. Refusals: a factor that is not finite, NULL arguments, a second
- * gradient for a parameter; each leaves the parameter's step as it was.
+ * with zsh_optim_grad_ready() to an optimizer of the same layout (the
+ * ranks' sums are the same only in the same order); the caller's
+ * gradients are left as they were. Refusals: a factor that is not finite,
+ * NULL arguments, a second gradient for a parameter; each leaves the
+ * parameter's step as it was.
  */
 #include "param_state_run.h"
 
@@ -107,7 +109,7 @@ static void zsh_gs_same_training(zsh_comm_t *comm, zsh_dtype_t precision, int st
              nvme ? " (NVMe)" : "", zsh_comm_size(comm));
     memset(&b, 0, sizeof(b));
     if (!zsh_ps_make(comm, ZSH_OPTIM_SGD, stage, precision, nvme, &a) ||
-        !zsh_ps_make(comm, ZSH_OPTIM_SGD, stage, precision, false, &b) ||
+        !zsh_ps_make(comm, ZSH_OPTIM_SGD, stage, precision, nvme, &b) ||
         !zsh_gs_train(&a, zsh_comm_rank(comm), true, how) ||
         !zsh_gs_train(&b, zsh_comm_rank(comm), false, how)) {
         goto out;
