@@ -27,9 +27,9 @@ after --warmup steps: wall-clock, and CPU time (the most any rank's process
 used), which holds still where other jobs share the cores and the wall
 clock does not. Each row's ratios are to the compute timed beside it: every
 step of the row is followed by a compute-only step of a bare model on the
-same batch, so a core that slows for a while slows both (the compute row
-alone at the start told the rows after it apart by up to 15% on a 2-core
-host whose cores' speed drifts). torch runs 1 thread per rank (--threads).
+same batch, so a core that slows for a while slows both (a compute row
+timed once at the start misjudged the rows after it where the cores' speed
+drifts; docs/python.md). torch runs 1 thread per rank (--threads).
 Rank 0 prints a markdown table.
 """
 import argparse
