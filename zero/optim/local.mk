@@ -11,7 +11,7 @@ libzsh_zero_la_SOURCES += \
 	%reldir%/state.c %reldir%/state.h %reldir%/state_walk.c %reldir%/state_check.c \
 	%reldir%/scaler.c %reldir%/scaler.h %reldir%/workers.c %reldir%/workers.h \
 	%reldir%/tier.h %reldir%/tier_ops.h %reldir%/hpz.c %reldir%/qwz.c %reldir%/qgz.c %reldir%/device.c %reldir%/device_ops.h \
-	%reldir%/host.c
+	%reldir%/host.c %reldir%/storage.c
 include %reldir%/stage/local.mk
 include %reldir%/offload/local.mk
 include %reldir%/rule/local.mk

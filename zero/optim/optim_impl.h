@@ -49,6 +49,8 @@ typedef struct zsh_obucket {
     zsh_request_t  *req;         /* the gradient reduction in flight */
     float          *master;      /* mixed precision: fp32 weights of the state region */
     float          *m, *v;       /* optimizer states of the state region (v: Adam only) */
+    void           *storage;     /* stages 0-2: the framework's buffer its parameters lie in,
+                                    at their offsets (zsh_optim_set_bucket_storage); else NULL */
     struct {                      /* stage 3: the parameters, sharded and gathered */
         zsh_shard_t   *pshard;    /* the parameter shard */
         zsh_bstate_t   state;     /* what is gathered (bstate.h), moved by zsh_obucket_move() */

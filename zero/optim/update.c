@@ -198,13 +198,20 @@ void zsh_optim_params_swap(zsh_optim_t *opt, const zsh_swap_view_t *view, bool s
     }
 }
 
-/* Whether @b is one parameter laid out as the all-gather leaves it (no
- * padding): the step all-gathers it in the framework's buffer itself, where
- * this rank's updated block already sits at rank * count. */
-static bool zsh_obucket_publish_in_place(const zsh_optim_t *opt, const zsh_obucket_t *b)
+/* Where @b's parameters lie as the all-gather leaves them, if they do: the
+ * framework's storage for the bucket (storage.c), or its one parameter's
+ * buffer when that has no padding. The step all-gathers there in place,
+ * where this rank's updated block already sits at rank * count. */
+static char *zsh_obucket_publish_in_place(const zsh_optim_t *opt, const zsh_obucket_t *b)
 {
-    return (b->nparams == 1) && (b->params[0]->offset == 0) &&
-           (b->params[0]->numel == b->count * (size_t)opt->size);
+    if (b->storage != NULL) {
+        return b->storage;
+    }
+    if ((b->nparams == 1) && (b->params[0]->offset == 0) &&
+        (b->params[0]->numel == b->count * (size_t)opt->size)) {
+        return b->params[0]->buf;
+    }
+    return NULL;
 }
 
 /* @param's elements of the all-gathered bucket @full into its buffer. Those
@@ -245,10 +252,11 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     full           = b->dev.publish;
     own_sent       = (full != NULL);
     b->dev.publish = NULL;
-    in_place       = (full == NULL) && zsh_obucket_publish_in_place(opt, b);
-    if (in_place) {
-        full = b->params[0]->buf;
-    } else if (full == NULL) {
+    if (full == NULL) {
+        full = zsh_obucket_publish_in_place(opt, b);
+    }
+    in_place = !own_sent && (full != NULL);
+    if (!in_place && (full == NULL)) {
         full = zsh_optim_buf_get(opt, bytes, &block);
         if (full == NULL) {
             return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes", bytes);
