@@ -238,6 +238,14 @@ void zsh_py_bind_optim(py::module_ &m)
         return py::make_tuple(st, handle(p));
     });
     m.def("optim_setup", [](handle_t h) { return nogil([&] { return zsh_optim_setup(opt(h)); }); });
+    m.def("optim_param_place", [](handle_t h, handle_t p) {
+        std::size_t bucket = 0, offset = 0, numel = 0;
+        int st = nogil([&] { return zsh_optim_param_place(opt(h), param(p), &bucket, &offset, &numel); });
+        return py::make_tuple(st, bucket, offset, numel);
+    });
+    m.def("optim_set_bucket_storage", [](handle_t h, std::size_t bucket, handle_t b, std::size_t nbytes) {
+        return nogil([&] { return zsh_optim_set_bucket_storage(opt(h), bucket, buf(b), nbytes); });
+    });
     m.def("optim_fetch", [](handle_t h, handle_t p) {
         void *data = nullptr;
         int st = nogil([&] { return zsh_optim_fetch(opt(h), param(p), &data); });

@@ -94,6 +94,7 @@ class Optimizer:
         self._params = []
         self._device = None  # the first parameter's: "cpu" or "cuda:N"
         self._ready = False
+        self._storage = {}   # bucket -> the Buffer its parameters lie in (set_bucket_storage)
         merged = _z.optim_config_resolve(cfg)
         self._config = merged
         self._stage = merged["stage"]
@@ -184,6 +185,40 @@ class Optimizer:
         self._ready = True
         if self._stage == 3:
             for p in self._params:
+                p._buffer = None
+
+    def place(self, param):
+        """Where param lies in the layout, as (bucket, offset, bucket_numel):
+        its bucket's index, its first element in the bucket's flat layout, and
+        the bucket's elements padded to equal blocks on every rank
+        (zsh_optim_param_place; the layout is built first if it was not)."""
+        h = self._param(param)
+        with self._lock:
+            status, bucket, offset, numel = _z.optim_param_place(self._live(), h)
+            if status != OK:
+                raise error(status)
+        return bucket, offset, numel
+
+    def set_bucket_storage(self, bucket, storage):
+        """Move a bucket's parameters into storage, a CPU array or tensor of the
+        optimizer's precision with at least the bucket's padded elements
+        (place()), each at its offset (zsh_optim_set_bucket_storage): their
+        values are copied in, and from then on the step updates them there
+        and, at stages 1-2, all-gathers into it in place. Stages 0-2 on the
+        host. The optimizer keeps storage alive; the buffers registered
+        before are no longer used."""
+        b = self._buffer(storage, "storage", None, True)
+        if b.device != "cpu":
+            raise ValueError("storage is on %s; bucket storage is host memory" % b.device)
+        with self._lock:
+            status = _z.optim_set_bucket_storage(self._live(), int(bucket), b.ptr,
+                                                 b.count * _itemsize(b.dtype))
+            if status != OK:
+                raise error(status)
+        self._storage[int(bucket)] = b
+        # The registered buffers are no longer the layer's to keep.
+        for p in self._params:
+            if p._buffer is not None and self.place(p)[0] == bucket:
                 p._buffer = None
 
     # ---- every step ---------------------------------------------------------------

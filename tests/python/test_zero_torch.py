@@ -1888,6 +1888,86 @@ def _probe_run(ctx, lend, steps=3):
         raise
 
 
+def _flat_run(ctx, stage, flat, steps=3):
+    """A small conv net (its conv weight channels_last) at @stage, in buckets
+    of 2 KiB, three SGD steps, its parameters moved into flat tensors per
+    bucket or left where torch put them (@flat): (losses, parameters after,
+    zero, m)."""
+    real = ZeRO._flatten
+    if not flat:
+        ZeRO._flatten = lambda self: None
+    try:
+        torch.manual_seed(43)
+        m = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 16),
+                          nn.ReLU(), nn.Linear(16, 5))
+        m[0].to(memory_format=torch.channels_last)
+        zero = ZeRO(m, stage=stage, group=ctx.group, optimizer="sgd", lr=0.05, momentum=0.9,
+                    bucket_size=2048)
+    finally:
+        ZeRO._flatten = real
+    losses = []
+    try:
+        for step in range(steps):
+            g = torch.Generator().manual_seed(70 + step * ctx.size + ctx.rank)
+            x = torch.randn(2, 3, 8, 8, generator=g)
+            loss = m(x).square().mean()
+            losses.append(loss.item())
+            zero.backward(loss)
+            zero.step()
+            zero.zero_grad()
+        return losses, [t.clone() for t in m.state_dict().values()], zero, m
+    except BaseException:
+        zero.close()
+        raise
+
+
+@case
+def test_stages_1_and_2_keep_each_buckets_parameters_in_one_flat_tensor(ctx):
+    """At stages 1-2 on the host each bucket's parameters are views of one
+    flat tensor in the bucket's layout (a channels_last weight keeping its
+    strides), which the step all-gathers into in place; trained, they give
+    the same bits as parameters left where torch put them, and stay torch's
+    after close. A storage too small is refused by name."""
+    for stage in (1, 2):
+        kept = _flat_run(ctx, stage, flat=False)
+        kept[2].close()
+        losses, params, zero, m = _flat_run(ctx, stage, flat=True)
+        try:
+            opt = zero.optimizer
+            named = [(n, p) for n, p in m.named_parameters()]
+            places = {n: opt.place(z) for (n, _), z in zip(named, opt.params)}
+            if len({b for b, _, _ in places.values()}) < 2:
+                raise AssertionError("stage %d: one bucket only: %s" % (stage, places))
+            base = {}
+            for n, p in named:
+                bucket, offset, numel = places[n]
+                ptr = zeroshard.torch.storage.storage_of(p).data_ptr()
+                if base.setdefault(bucket, ptr) != ptr:
+                    raise AssertionError("stage %d: %s is not in its bucket's flat tensor" % (stage, n))
+                if p.storage_offset() != offset or \
+                        zeroshard.torch.storage.storage_of(p).nbytes() != numel * 4:
+                    raise AssertionError("stage %d: %s at element %d of %d bytes, its place is "
+                                         "%s" % (stage, n, p.storage_offset(),
+                                                 zeroshard.torch.storage.storage_of(p).nbytes(),
+                                                 places[n]))
+            if not m[0].weight.is_contiguous(memory_format=torch.channels_last):
+                raise AssertionError("stage %d: the conv weight lost its channels_last strides"
+                                     % stage)
+            if losses != kept[0]:
+                raise AssertionError("stage %d: losses flat %s, where torch put them %s"
+                                     % (stage, losses, kept[0]))
+            for (n, _), a, b in zip(named, params, kept[1]):
+                if not torch.equal(a, b):
+                    raise AssertionError("stage %d: %s after 3 steps differs flat and not" % (stage, n))
+            raises(lambda: opt.set_bucket_storage(0, torch.zeros(1)), "needs",
+                   "a storage of one element")
+        finally:
+            zero.close()
+        after = [t.clone() for t in m.state_dict().values()]
+        if not all(torch.equal(a, b) for a, b in zip(after, params)):
+            raise AssertionError("stage %d: the parameters changed at close" % stage)
+
+
 @case
 def test_stage_3_lends_the_gathered_bucket_to_the_parameters_without_a_copy(ctx):
     """In host memory a unit's parameters are its gathered bucket itself (a

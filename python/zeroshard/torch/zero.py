@@ -490,14 +490,16 @@ class ZeRO(_State, _OptimState, _Groups):
         # masters, so a change made in place between steps would be lost.
         self._refresh_masters = (self._stage < 3 and self._dtype != torch.float32 and
                                  self._stream is None)
-        if self._refresh_masters:
-            self._versions = [p._version for p in self._tensors]
         self._ready = [False] * n
         self._zeroed = [False] * n
         self._fw_refs = [0] * n
         self._bw_held = [False] * n
         self._live = [False] * n
         self._opt.setup()
+        if self._stage in (1, 2) and self._stream is None:
+            self._flatten()
+        if self._refresh_masters:
+            self._versions = [p._version for p in self._tensors]
         with torch.enable_grad():
             for i, p in enumerate(self._tensors):
                 acc = p.expand_as(p).grad_fn.next_functions[0][0]
@@ -531,6 +533,27 @@ class ZeRO(_State, _OptimState, _Groups):
             root = self._module
             self._forward = root.__dict__.get("forward")
             root.forward = self._detecting(root.forward)
+
+    def _flatten(self):
+        """Stages 1-2 on the host: each bucket's parameters moved into one flat
+        tensor laid out as the bucket (FSDP's flat parameters), each parameter
+        a view of it. The step's all-gather then writes the updated
+        parameters in place, where it would copy this rank's block into a
+        buffer of the layer's and the peers' blocks back out
+        (zsh_optim_set_bucket_storage; docs/DECISIONS.md, "Flat parameters at
+        stages 1-2"). The memory is torch's, so the module keeps its
+        parameters whatever becomes of the layer."""
+        places = [self._opt.place(z) for z in self._zparams]
+        flats = {}
+        for bucket, _, numel in places:
+            if bucket not in flats:
+                flats[bucket] = torch.zeros(numel, dtype=self._dtype)
+        for bucket, flat in flats.items():
+            self._opt.set_bucket_storage(bucket, flat)
+        with torch.no_grad():
+            for i, (bucket, offset, _) in enumerate(places):
+                self._tensors[i].data = flats[bucket].as_strided(self._shapes[i],
+                                                                 self._strides[i], offset)
 
     def _plan_units(self, policy):
         """The units, children before parents; the root is the last."""
