@@ -149,6 +149,17 @@ def _zero_settings(stage, offload):
     return dict(offload_optimizer="cpu", offload_params="cpu" if stage == 3 else None)
 
 
+def _flat_storage(opt, zp):
+    """Stages 1-2: each bucket's parameters moved into one flat tensor, as
+    ZeRO moves the module's (its step all-gathers there in place)."""
+    moved = set()
+    for z in zp:
+        bucket, _, numel = opt.place(z)
+        if bucket not in moved:
+            opt.set_bucket_storage(bucket, torch.zeros(numel))
+            moved.add(bucket)
+
+
 def _zero_floor(args, stage, offload, comm):
     """The layer's own calls for one step of the model's parameters, no compute."""
     named = [(n, p) for n, p in train_gpt.build(args, torch.float32).named_parameters()]
@@ -156,6 +167,8 @@ def _zero_floor(args, stage, offload, comm):
                               weight_decay=WEIGHT_DECAY, **_zero_settings(stage, offload))
     zp = [opt.register(n, p.data.view(-1)) for n, p in named]
     opt.setup()
+    if stage in (1, 2):
+        _flat_storage(opt, zp)
     full = [torch.empty(p.numel()) for _, p in named]
     grads = [torch.full((p.numel(),), 1e-3) for _, p in named]
 
