@@ -430,7 +430,8 @@ zsh_status_t zsh_optim_setup(zsh_optim_t *opt);
  *        in the bucket's flat layout, and the bucket's elements padded to
  *        equal blocks on every rank (what zsh_optim_set_bucket_storage()
  *        needs).
- * @param opt   The optimizer; its layout is built first if it was not.
+ * @param opt   The optimizer; its layout is built first if it was not (a
+ *              collective call then, as zsh_optim_setup()).
  * @param param A parameter of @p opt (or one tile of a tiled parameter).
  * @param[out] bucket_p       The bucket's index, 0 to nbuckets - 1; may be NULL.
  * @param[out] offset_p       The parameter's first element there; may be NULL.
@@ -451,20 +452,23 @@ zsh_status_t zsh_optim_param_place(zsh_optim_t *opt, const zsh_param_t *param, s
  * all-gathers the updated parameters into @p buf in place, where it would
  * otherwise copy this rank's block into a buffer of its own and the peers'
  * blocks back out of it. The padding elements of @p buf (those no parameter
- * covers) are written by the all-gather and hold nothing of use. Every rank
- * may call it or not, for any of its buckets, independently; the framework
- * keeps @p buf for the optimizer's life or until it moves the bucket again.
- * @param opt    The optimizer; its layout is built first if it was not.
+ * covers) are written by the all-gather and hold nothing of use. Once the
+ * layout is built (zsh_optim_setup(), collective), every rank may call it or
+ * not, for any of its buckets, independently; the framework keeps @p buf for
+ * the optimizer's life or until it moves the bucket again.
+ * @param opt    The optimizer; its layout is built first if it was not (a
+ *               collective call then, as zsh_optim_setup()).
  * @param bucket The bucket's index (zsh_optim_param_place()).
  * @param buf    Host memory of at least the bucket's padded elements,
  *               aligned to the element size.
  * @param bytes  Its size in bytes.
  * @return ZSH_ERR_INVALID_ARG at stage 3 (the layer keeps the parameters),
  *         for a bucket out of range, a @p buf too small or unaligned, a
- *         parameter of the bucket fetched, or a @p buf that overlaps a
- *         parameter's current buffer anywhere but at that parameter's own
- *         place in it; ZSH_ERR_UNSUPPORTED with parameters on a device. The
- *         message names the bucket, and nothing is changed then.
+ *         parameter of the bucket fetched, or a @p buf that overlaps another
+ *         bucket's storage or any parameter's current buffer anywhere but at
+ *         that parameter's own place in it; ZSH_ERR_UNSUPPORTED with
+ *         parameters on a device. The message names the bucket, and nothing
+ *         is changed then.
  */
 zsh_status_t zsh_optim_set_bucket_storage(zsh_optim_t *opt, size_t bucket, void *buf,
                                           size_t bytes);

@@ -95,6 +95,7 @@ class Optimizer:
         self._device = None  # the first parameter's: "cpu" or "cuda:N"
         self._ready = False
         self._storage = {}   # bucket -> the Buffer its parameters lie in (set_bucket_storage)
+        self._places = {}    # Param.index -> place(), once asked
         merged = _z.optim_config_resolve(cfg)
         self._config = merged
         self._stage = merged["stage"]
@@ -193,10 +194,14 @@ class Optimizer:
         the bucket's elements padded to equal blocks on every rank
         (zsh_optim_param_place; the layout is built first if it was not)."""
         h = self._param(param)
+        if param.index in self._places:
+            return self._places[param.index]
         with self._lock:
             status, bucket, offset, numel = _z.optim_param_place(self._live(), h)
             if status != OK:
                 raise error(status)
+        # The layout is fixed once built: asked again, the answer is kept.
+        self._places[param.index] = (bucket, offset, numel)
         return bucket, offset, numel
 
     def set_bucket_storage(self, bucket, storage):

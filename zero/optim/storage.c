@@ -52,30 +52,43 @@ static bool zsh_ranges_meet(const char *a, size_t an, const char *b, size_t bn)
     return ((uintptr_t)a < (uintptr_t)b + bn) && ((uintptr_t)b < (uintptr_t)a + an);
 }
 
-/* What would make moving @b's parameters into @buf lose values: a
- * parameter fetched (its caller holds the old address), or one whose
- * current buffer meets @buf anywhere but at its own place there (copying
- * the others could overwrite it before it is read). */
-static zsh_status_t zsh_optim_storage_check(const zsh_optim_t *opt, const zsh_obucket_t *b,
-                                            size_t index, const char *buf, size_t bytes,
-                                            const char *fn)
+/* What would make moving bucket @index into @buf (@bytes, its padded size)
+ * lose values: one of its parameters fetched (its caller holds the old
+ * address); a parameter of any bucket whose current buffer meets @buf
+ * anywhere but at its own place there (the copies or a later all-gather,
+ * padding included, would overwrite it); another bucket's storage meeting
+ * @buf (their all-gathers would write each other's elements). */
+static zsh_status_t zsh_optim_storage_check(const zsh_optim_t *opt, size_t index,
+                                            const char *buf, size_t bytes, const char *fn)
 {
     size_t i, es = opt->esize;
+    const zsh_obucket_t *b = &opt->buckets[index], *other;
     const zsh_param_t *p;
 
     for (i = 0; i < b->nparams; i++) {
-        p = b->params[i];
-        if (p->fetched) {
+        if (b->params[i]->fetched) {
             return zsh_error(ZSH_ERR_INVALID_ARG,
                              "%s: bucket %zu: parameter '%s' is fetched; release it first",
-                             fn, index, p->name);
+                             fn, index, b->params[i]->name);
         }
-        if (((const char *)p->buf != buf + p->offset * es) &&
+    }
+    for (i = 0; i < opt->nparams; i++) {
+        p = opt->params[i];
+        if (((p->bucket != index) || ((const char *)p->buf != buf + p->offset * es)) &&
             zsh_ranges_meet(p->buf, p->numel * es, buf, bytes)) {
             return zsh_error(ZSH_ERR_INVALID_ARG,
                              "%s: bucket %zu: the storage overlaps the buffer of parameter '%s' "
-                             "elsewhere than at its place (element %zu); give memory of its own",
-                             fn, index, p->name, p->offset);
+                             "elsewhere than at its place; give memory of its own",
+                             fn, index, p->name);
+        }
+    }
+    for (i = 0; i < opt->nbuckets; i++) {
+        other = &opt->buckets[i];
+        if ((i != index) && (other->storage != NULL) &&
+            zsh_ranges_meet(other->storage, zsh_obucket_full_bytes(opt, other), buf, bytes)) {
+            return zsh_error(ZSH_ERR_INVALID_ARG,
+                             "%s: bucket %zu: the storage overlaps bucket %zu's; give memory of "
+                             "its own", fn, index, i);
         }
     }
     return ZSH_OK;
@@ -126,7 +139,7 @@ zsh_status_t zsh_optim_set_bucket_storage(zsh_optim_t *opt, size_t bucket, void 
                          "%s: bucket %zu: the storage is not aligned to its %zu-byte elements",
                          fn, bucket, opt->esize);
     }
-    status = zsh_optim_storage_check(opt, b, bucket, buf, need, fn);
+    status = zsh_optim_storage_check(opt, bucket, buf, need, fn);
     if (status != ZSH_OK) {
         return status;
     }

@@ -543,17 +543,19 @@ class ZeRO(_State, _OptimState, _Groups):
         (zsh_optim_set_bucket_storage; docs/DECISIONS.md, "Flat parameters at
         stages 1-2"). The memory is torch's, so the module keeps its
         parameters whatever becomes of the layer."""
-        places = [self._opt.place(z) for z in self._zparams]
-        flats = {}
-        for bucket, _, numel in places:
-            if bucket not in flats:
-                flats[bucket] = torch.zeros(numel, dtype=self._dtype)
-        for bucket, flat in flats.items():
-            self._opt.set_bucket_storage(bucket, flat)
+        buckets = collections.OrderedDict()
+        for i, z in enumerate(self._zparams):
+            bucket, offset, numel = self._opt.place(z)
+            buckets.setdefault(bucket, (numel, []))[1].append((i, offset))
+        # A bucket at a time, so the tensors it replaces go before the next
+        # bucket's are made: at most one bucket more than the model at once.
         with torch.no_grad():
-            for i, (bucket, offset, _) in enumerate(places):
-                self._tensors[i].data = flats[bucket].as_strided(self._shapes[i],
-                                                                 self._strides[i], offset)
+            for bucket, (numel, members) in buckets.items():
+                flat = torch.zeros(numel, dtype=self._dtype)
+                self._opt.set_bucket_storage(bucket, flat)
+                for i, offset in members:
+                    self._tensors[i].data = flat.as_strided(self._shapes[i], self._strides[i],
+                                                            offset)
 
     def _plan_units(self, policy):
         """The units, children before parents; the root is the last."""

@@ -289,3 +289,53 @@ out:
     zsh_ps_free(&s3);
     free(big);
 }
+
+ZSH_RANK_TEST(optim_bucket_storage, storage_meeting_another_buckets_parameters_is_refused)
+{
+    size_t es = sizeof(float), ba, bc, off, na, nc;
+    zsh_ps_run_t r, ref;
+    void *sa = NULL, *sc = NULL;
+    char what[64];
+    void *got;
+    int p;
+
+    memset(&ref, 0, sizeof(ref));
+    /* The NVMe tier's runs have buckets of 1 KiB: 'a' and 'c' in two. */
+    if (!zsh_ps_make(comm, ZSH_OPTIM_ADAM, 2, ZSH_FLOAT32, true, &r) ||
+        !zsh_ps_make(comm, ZSH_OPTIM_ADAM, 2, ZSH_FLOAT32, true, &ref) ||
+        !zsh_bs_ok(zsh_optim_param_place(r.opt, r.param[0], &ba, &off, &na), "place of 'a'") ||
+        !zsh_bs_ok(zsh_optim_param_place(r.opt, r.param[2], &bc, &off, &nc), "place of 'c'")) {
+        goto out;
+    }
+    ZSH_EXPECT_TRUE(ba != bc);
+    /* 'a''s own buffer given to the bucket of 'c'. */
+    ZSH_EXPECT_TRUE(zsh_ps_sizes[0] >= nc);
+    ZSH_BS_REFUSED(ZSH_ERR_INVALID_ARG,
+                   zsh_optim_set_bucket_storage(r.opt, bc, r.buf[0], nc * es),
+                   "overlaps the buffer of parameter 'a'");
+    /* 'a''s bucket moved, then the same memory given to the bucket of 'c'. */
+    sa = calloc(na + nc, es);
+    if (!zsh_bs_ok(zsh_optim_set_bucket_storage(r.opt, ba, sa, na * es), "move of 'a'")) {
+        goto out;
+    }
+    ZSH_BS_REFUSED(ZSH_ERR_INVALID_ARG, zsh_optim_set_bucket_storage(r.opt, bc, sa, nc * es),
+                   "overlaps");
+    /* Memory of its own is taken, and both train as registered. */
+    sc = calloc(nc, es);
+    if (!zsh_bs_ok(zsh_optim_set_bucket_storage(r.opt, bc, sc, nc * es), "move of 'c'") ||
+        !zsh_ps_steps(&r, 1, ZSH_BS_STEPS) || !zsh_ps_steps(&ref, 1, ZSH_BS_STEPS)) {
+        goto out;
+    }
+    for (p = 0; p < ZSH_PS_NPARAMS; p++) {
+        snprintf(what, sizeof(what), "'%c' after the refusals", 'a' + p);
+        if (zsh_bs_ok(zsh_optim_fetch(r.opt, r.param[p], &got), "fetch")) {
+            (void)zsh_ps_same_bits(got, ref.buf[p], zsh_ps_sizes[p], es, what);
+            ZSH_EXPECT_STATUS(ZSH_OK, zsh_optim_release(r.opt, r.param[p]));
+        }
+    }
+out:
+    zsh_ps_free(&r);
+    zsh_ps_free(&ref);
+    free(sa);
+    free(sc);
+}
