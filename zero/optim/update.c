@@ -252,11 +252,12 @@ zsh_status_t zsh_optim_publish_bucket(zsh_optim_t *opt, zsh_obucket_t *b)
     full           = b->dev.publish;
     own_sent       = (full != NULL);
     b->dev.publish = NULL;
-    if (full == NULL) {
-        full = zsh_obucket_publish_in_place(opt, b);
+    in_place       = false;
+    if (!own_sent) {
+        full     = zsh_obucket_publish_in_place(opt, b);
+        in_place = (full != NULL);
     }
-    in_place = !own_sent && (full != NULL);
-    if (!in_place && (full == NULL)) {
+    if (full == NULL) {
         full = zsh_optim_buf_get(opt, bytes, &block);
         if (full == NULL) {
             return zsh_error(ZSH_ERR_NO_MEMORY, "zsh_optim_step: no memory for %zu bytes", bytes);
