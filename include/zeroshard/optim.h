@@ -549,6 +549,51 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
 zsh_status_t zsh_optim_grad_ready_scaled(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
                                          float mul);
 
+/** @brief Told by the optimizer that it no longer reads a gradient lent with
+ *         zsh_optim_grad_lend(); @p arg is the one given there. */
+typedef void (*zsh_optim_lent_fn)(void *arg);
+
+/**
+ * @brief zsh_optim_grad_ready_scaled() that reduces @p grad from where it
+ *        lies where it can, instead of copying it into the bucket first
+ *        (nonblocking; collective per bucket, as it).
+ *
+ * The copy is a pass over the gradient, read and written, before the
+ * reduction reads it again. The reduction reads the caller's memory instead
+ * where all of these hold: stage 2 or 3, host memory, fp32 or bf16, no
+ * quantized gradients (qgZ), a bucket holding this parameter alone (a
+ * parameter over the bucket size is one) whose element count the ranks
+ * divide, and @p mul either 1 or exactly 1/N for a power-of-two number of
+ * ranks N (the reduction then averages: each element's sum divided by N,
+ * which for a power of two gives the bits of the scaled copy's sum, except
+ * where the products fall below the smallest normal number of the type).
+ * Anywhere else the gradient is copied as zsh_optim_grad_ready_scaled()
+ * copies it.
+ *
+ * Lent, @p grad must stay allocated and unchanged until @p done(@p arg) is
+ * called. The optimizer calls it exactly once, whatever happens: before
+ * this returns where it copied or failed; else from the call on @p opt
+ * that finds the reduction complete (a later gradient's hand-over, the
+ * step, zsh_optim_zero_grad(), zsh_optim_destroy()), on the thread making
+ * that call, which must not call into @p opt from @p done. A failed
+ * reduction's peers may still read the memory: @p done then comes through
+ * zsh_comm_free_buffer() of the optimizer's communicator, once no transfer
+ * can. Lent gradients count in max_live_bytes as staging buffers do (the
+ * bytes in flight are the same; whose memory holds them differs), not in
+ * zsh_optim_stats_t's buffer bytes, which are the layer's own.
+ * @param opt   The optimizer; its layout is built first if it was not.
+ * @param param A parameter of @p opt (or one tile of a tiled parameter).
+ * @param grad  numel elements of the configured precision, in host memory.
+ * @param mul   A finite factor.
+ * @param done  Called once the optimizer no longer reads @p grad; NULL: the
+ *              caller keeps @p grad until the step returns instead.
+ * @param arg   Passed to @p done.
+ * @return As zsh_optim_grad_ready_scaled(); nothing is changed on a
+ *         refusal, and @p done has been called.
+ */
+zsh_status_t zsh_optim_grad_lend(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
+                                 float mul, zsh_optim_lent_fn done, void *arg);
+
 /**
  * @brief Say that a parameter has no gradient this step, on any rank, in
  *        place of zsh_optim_grad_ready() (collective per bucket, as it).

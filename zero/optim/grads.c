@@ -9,7 +9,10 @@
  *   stages 2-3: the bucket is collected in a staging buffer, reduce-scattered
  *            into the gradient shard, and the staging buffer goes back as
  *            soon as the reduction is done: only shards and the buffers kept
- *            for the next backward (bufs.c) outlive the backward pass.
+ *            for the next backward (bufs.c) outlive the backward pass; a
+ *            bucket of one parameter whose gradient the caller lends
+ *            (zsh_optim_grad_lend) is reduced from the caller's memory, and
+ *            the caller hears when the reduction is done with it.
  *
  * Where a gradient goes and which reduction starts are the stage's (its
  * table's grad_dst and reduce_start, stage/); this file drives the
@@ -110,6 +113,51 @@ static void zsh_optim_grad_landed(zsh_optim_t *opt, zsh_obucket_t *b, bool wait)
     }
 }
 
+/* A lent gradient's callback, for zsh_comm_free_buffer(), which hands a
+ * release its one pointer back. */
+typedef struct {
+    zsh_optim_lent_fn done;
+    void             *arg;
+} zsh_lent_back_t;
+
+static void zsh_lent_back_run(void *ptr)
+{
+    zsh_lent_back_t *back = ptr;
+
+    back->done(back->arg);
+    free(back);
+}
+
+/* The reduction no longer reads @b's lent gradient: tell its owner. After
+ * a failed reduction (@failed) a transfer the peers left under way may
+ * still read it, so the owner hears through the communicator once none
+ * can. Without memory for that note it never hears: the gradient stays
+ * lent, which reads nothing freed. */
+static void zsh_optim_lent_back(zsh_optim_t *opt, zsh_obucket_t *b, bool failed)
+{
+    zsh_optim_lent_fn done = b->lent.done;
+    void *arg              = b->lent.arg;
+    zsh_lent_back_t *back;
+
+    memset(&b->lent, 0, sizeof(b->lent));
+    if (done == NULL) {
+        return;
+    }
+    if (!failed) {
+        done(arg);
+        return;
+    }
+    back = malloc(sizeof(*back));
+    if (back == NULL) {
+        return;
+    }
+    back->done = done;
+    back->arg  = arg;
+    if (zsh_comm_free_buffer(opt->comm, back, zsh_lent_back_run) != ZSH_OK) {
+        zsh_lent_back_run(back);
+    }
+}
+
 /* The reduction of @b finished with @status: release what it held. A
  * failed one's buffers may still be written by a receive it left under
  * way: they leave the pool and go through the communicator. */
@@ -149,6 +197,10 @@ static void zsh_optim_reduction_done(zsh_optim_t *opt, zsh_obucket_t *b, zsh_sta
         zsh_optim_staging_put(opt, b, (status != ZSH_OK) ? opt->comm : NULL);
         opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
     }
+    if (b->lent.grad != NULL) {
+        opt->staging_bytes -= zsh_obucket_staging_bytes(opt, b);
+        zsh_optim_lent_back(opt, b, reduced && (status != ZSH_OK));
+    }
 }
 
 /* Drive the reductions in flight; finished ones give their buffers back. */
@@ -183,19 +235,21 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
 /* Whether staging @bytes more would go past max_live_bytes, or make the
  * pool of kept buffers drop some for a new one (bufs.c): a reduction in
  * flight gives one back. */
-static bool zsh_optim_staging_full(const zsh_optim_t *opt, size_t bytes)
+static bool zsh_optim_staging_full(const zsh_optim_t *opt, size_t bytes, bool pooled)
 {
     return (opt->staging_bytes + bytes > opt->cfg.max_live_bytes) ||
-           ((opt->acct.place == ZSH_PLACE_HOST) &&
+           (pooled && (opt->acct.place == ZSH_PLACE_HOST) &&
             !zsh_pool_fits(&opt->bufs, zsh_pool_round(bytes)));
 }
 
-zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
+/* Reductions in flight waited for until @bytes more fit in max_live_bytes
+ * (@pooled: in a kept buffer of the pool too), or none is left. */
+static zsh_status_t zsh_optim_inflight_room(zsh_optim_t *opt, size_t bytes, bool pooled)
 {
     zsh_status_t status = ZSH_OK;
     size_t i;
 
-    for (i = opt->nbuckets; (i-- > 0) && zsh_optim_staging_full(opt, bytes);) {
+    for (i = opt->nbuckets; (i-- > 0) && zsh_optim_staging_full(opt, bytes, pooled);) {
         if (zsh_obucket_reducing(&opt->buckets[i])) {
             status = zsh_obucket_reduction(opt, &opt->buckets[i], true);
             zsh_optim_reduction_done(opt, &opt->buckets[i], status);
@@ -205,6 +259,11 @@ zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
         }
     }
     return status;
+}
+
+zsh_status_t zsh_optim_staging_room(zsh_optim_t *opt, size_t bytes)
+{
+    return zsh_optim_inflight_room(opt, bytes, true);
 }
 
 zsh_status_t zsh_optim_grad_room(zsh_optim_t *opt)
@@ -300,23 +359,15 @@ static zsh_status_t zsh_optim_grad_zero(zsh_optim_t *opt, char *dst, size_t byte
     return status;
 }
 
-/* @param's gradient, @grad times @mul or none (NULL: zeros in its place, and
- * the step leaves it), into its bucket, whose reduction starts once it is
- * complete. A @mul other than 1 is the host's (zsh_optim_grad_ready_scaled). */
-static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
-                                         const void *grad, float mul, const char *fn)
+/* Where @param's gradient goes in its bucket, @grad times @mul or zeros
+ * (@grad NULL), written there. A @mul other than 1 is the host's
+ * (zsh_optim_grad_ready_scaled). */
+static zsh_status_t zsh_optim_grad_copy(zsh_optim_t *opt, zsh_obucket_t *b, zsh_param_t *param,
+                                        const void *grad, float mul, const char *fn)
 {
-    zsh_obucket_t *b;
-    zsh_status_t status;
     char *dst;
+    zsh_status_t status = opt->stage_ops->grad_dst(opt, b, param, &dst);
 
-    status = zsh_optim_backward_starts(opt);
-    if (status != ZSH_OK) {
-        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
-        return status;
-    }
-    b      = &opt->buckets[param->bucket];
-    status = opt->stage_ops->grad_dst(opt, b, param, &dst);
     if (status != ZSH_OK) {
         return status;
     }
@@ -332,6 +383,37 @@ static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
         zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
         return zsh_optim_comm_status(opt, status);
     }
+    return ZSH_OK;
+}
+
+/* @param's gradient, @grad times @mul or none (NULL: zeros in its place, and
+ * the step leaves it), into its bucket, whose reduction starts once it is
+ * complete; or, @lent, the bucket's reduction started from the caller's
+ * gradient itself, which goes back (its done) on any failure here. */
+static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
+                                         const void *grad, float mul,
+                                         const zsh_obucket_lent_t *lent, const char *fn)
+{
+    zsh_obucket_t *b = &opt->buckets[param->bucket];
+    size_t bytes     = zsh_obucket_staging_bytes(opt, b);
+    zsh_status_t status;
+
+    if (lent != NULL) {
+        b->lent = *lent;
+    }
+    status = zsh_optim_backward_starts(opt);
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+    } else if (lent == NULL) {
+        status = zsh_optim_grad_copy(opt, b, param, grad, mul, fn);
+    } else {
+        status = zsh_optim_inflight_room(opt, bytes, false);
+        opt->staging_bytes += (status == ZSH_OK) ? bytes : 0;
+    }
+    if (status != ZSH_OK) {
+        zsh_optim_lent_back(opt, b, false);
+        return status;
+    }
     param->has_grad = true;
     param->no_grad  = (grad == NULL);
     if (--b->pending == 0) {
@@ -339,10 +421,15 @@ static zsh_status_t zsh_optim_grad_place(zsh_optim_t *opt, zsh_param_t *param,
         if (status != ZSH_OK) {
             /* The bucket cannot be reduced this step: a step would apply it
              * unreduced, so the failure is the optimizer's from now on.
-             * Nothing was posted: its transit buffer goes back to the pool. */
+             * Nothing was posted: its transit buffer goes back to the pool,
+             * a lent gradient to its owner. */
             zsh_error_prefix("%s: reducing the bucket of parameter '%s': ", fn, param->name);
             if (b->nvme.gtransit != NULL) {
                 zsh_optim_grad_transit_put(opt, b);
+            }
+            if (b->lent.grad != NULL) {
+                opt->staging_bytes -= bytes;
+                zsh_optim_lent_back(opt, b, false);
             }
             return zsh_optim_comm_status(opt, status);
         }
@@ -364,15 +451,16 @@ zsh_status_t zsh_optim_grad_ready(zsh_optim_t *opt, zsh_param_t *param, const vo
         status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
     }
     if (status == ZSH_OK) {
-        status = zsh_optim_grad_place(opt, param, grad, 1.0f, fn);
+        status = zsh_optim_grad_place(opt, param, grad, 1.0f, NULL, fn);
     }
     return status;
 }
 
-zsh_status_t zsh_optim_grad_ready_scaled(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
-                                         float mul)
+/* What zsh_optim_grad_ready_scaled() and zsh_optim_grad_lend() refuse
+ * before anything changes. */
+static zsh_status_t zsh_optim_grad_scaled_check(zsh_optim_t *opt, zsh_param_t *param,
+                                                const void *grad, float mul, const char *fn)
 {
-    const char *fn = "zsh_optim_grad_ready_scaled";
     zsh_status_t status;
 
     if ((opt == NULL) || (param == NULL) || (grad == NULL)) {
@@ -395,8 +483,65 @@ zsh_status_t zsh_optim_grad_ready_scaled(zsh_optim_t *opt, zsh_param_t *param, c
     if (status == ZSH_OK) {
         status = zsh_optim_dev_check_ptr(opt, fn, "gradient", param, grad);
     }
+    return status;
+}
+
+zsh_status_t zsh_optim_grad_ready_scaled(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
+                                         float mul)
+{
+    const char *fn      = "zsh_optim_grad_ready_scaled";
+    zsh_status_t status = zsh_optim_grad_scaled_check(opt, param, grad, mul, fn);
+
     if (status == ZSH_OK) {
-        status = zsh_optim_grad_place(opt, param, grad, mul, fn);
+        status = zsh_optim_grad_place(opt, param, grad, mul, NULL, fn);
+    }
+    return status;
+}
+
+/*
+ * Whether @param's gradient can be reduced from where it lies, and by which
+ * op: its bucket holds it alone, with no padding the reduction would read
+ * past its end, in host memory and not through qgZ's quantized exchange;
+ * the factor is 1 (a sum) or 1/N for a power-of-two N (an average: dividing
+ * by a power of two commutes with rounding above the smallest normal
+ * number, so the sum's bits are the scaled copies' sum's). Half precision
+ * is bf16 only: fp16's normal range ends where gradients often lie.
+ */
+static bool zsh_optim_lend_op(const zsh_optim_t *opt, const zsh_param_t *param, float mul,
+                              zsh_op_t *op_p)
+{
+    const zsh_obucket_t *b = &opt->buckets[param->bucket];
+    size_t n               = (size_t)opt->size;
+    zsh_dtype_t dt         = opt->cfg.precision;
+
+    if (!opt->stage_ops->shards_grads || opt->dev_ops->device || (opt->qgz.owner != NULL) ||
+        (b->nparams != 1) || (b->count * n != param->numel) ||
+        ((dt != ZSH_FLOAT32) && (dt != ZSH_BFLOAT16))) {
+        return false;
+    }
+    if (mul == 1.0f) {
+        *op_p = ZSH_SUM;
+        return true;
+    }
+    *op_p = ZSH_AVG;
+    return ((n & (n - 1)) == 0) && (mul == 1.0f / (float)n);
+}
+
+zsh_status_t zsh_optim_grad_lend(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
+                                 float mul, zsh_optim_lent_fn done, void *arg)
+{
+    const char *fn      = "zsh_optim_grad_lend";
+    zsh_status_t status = zsh_optim_grad_scaled_check(opt, param, grad, mul, fn);
+    zsh_obucket_lent_t lent = {.grad = grad, .done = done, .arg = arg};
+
+    if ((status == ZSH_OK) && zsh_optim_lend_op(opt, param, mul, &lent.op)) {
+        return zsh_optim_grad_place(opt, param, grad, mul, &lent, fn); /* calls done */
+    }
+    if (status == ZSH_OK) {
+        status = zsh_optim_grad_place(opt, param, grad, mul, NULL, fn);
+    }
+    if (done != NULL) {
+        done(arg);
     }
     return status;
 }
@@ -412,7 +557,7 @@ zsh_status_t zsh_optim_grad_none(zsh_optim_t *opt, zsh_param_t *param)
     }
     status = zsh_optim_grad_check(opt, param, fn);
     if (status == ZSH_OK) {
-        status = zsh_optim_grad_place(opt, param, NULL, 1.0f, fn);
+        status = zsh_optim_grad_place(opt, param, NULL, 1.0f, NULL, fn);
     }
     return status;
 }

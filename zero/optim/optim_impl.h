@@ -32,6 +32,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* A gradient the caller lent (zsh_optim_grad_lend), reduced from where it
+ * lies in place of a staging buffer. */
+typedef struct {
+    const void       *grad; /* N * count elements; NULL: none is lent */
+    zsh_op_t          op;   /* ZSH_SUM, or ZSH_AVG for a factor of 1/N */
+    zsh_optim_lent_fn done; /* told once the reduction no longer reads it */
+    void             *arg;
+} zsh_obucket_lent_t;
+
 /* A bucket: its layout and the buffers of every stage first, then one
  * sub-struct per feature, untouched (zero) when the feature is off. */
 typedef struct zsh_obucket {
@@ -46,6 +55,7 @@ typedef struct zsh_obucket {
     void           *grad_shard;  /* stages 2-3: count elements */
     void           *staging;     /* stages 2-3: N * count elements while collecting */
     size_t          staging_block; /* staging's block in opt->bufs; 0: a buffer of its own */
+    zsh_obucket_lent_t lent;     /* stages 2-3: in place of staging, the caller's gradient */
     zsh_request_t  *req;         /* the gradient reduction in flight */
     float          *master;      /* mixed precision: fp32 weights of the state region */
     float          *m, *v;       /* optimizer states of the state region (v: Adam only) */

@@ -12,7 +12,7 @@ ZSH_TEST_CASES += \
 	%reldir%/qwz_half_test.c %reldir%/bucket_bufs_test.c %reldir%/lr_test.c \
 	%reldir%/decay_test.c %reldir%/param_state_run.c %reldir%/param_state_run.h \
 	%reldir%/param_state_test.c %reldir%/master_state_test.c %reldir%/grad_scaled_test.c \
-	%reldir%/bucket_storage_test.c
+	%reldir%/bucket_storage_test.c %reldir%/grad_lend_test.c
 # unit tests (tests/zsh_tests only)
 ZSH_TEST_UNITS += \
 	%reldir%/config_test.c %reldir%/threads_test.c %reldir%/comm_failure_test.c \

@@ -6,7 +6,9 @@
  * is collected in a staging buffer (within max_live_bytes), reduce-scattered
  * into the gradient shard, and the staging buffer goes back as soon as the
  * reduction is done (grads.c): only shards and the staging buffers kept for
- * the next backward (bufs.c, within max_live_bytes) outlive it.
+ * the next backward (bufs.c, within max_live_bytes) outlive it. A bucket
+ * whose gradient the caller lent (zsh_optim_grad_lend) is reduced from the
+ * caller's memory instead, with no staging buffer.
  */
 #include "optim/stage/shared.h"
 
@@ -97,6 +99,10 @@ zsh_status_t zsh_stage_reduce_staged(zsh_optim_t *opt, zsh_obucket_t *b)
         return zsh_optim_qgz_reduce(opt, b);
     }
     opt->comm_bytes += zsh_obucket_full_bytes(opt, b);
+    if (b->lent.grad != NULL) {
+        return zsh_ireduce_scatter(b->lent.grad, opt->dev_ops->shard_dst(opt, b), b->count, dt,
+                                   b->lent.op, opt->comm, &b->req);
+    }
     /* With the optimizer offloaded from the device, the host tier's shard
      * cannot take a device reduction: it is reduced in place, then copied
      * down (the table's grad_down). */
