@@ -322,6 +322,15 @@ void zsh_py_bind_optim(py::module_ &m)
             return zsh_optim_grad_ready_scaled(opt(h), param(p), buf(g), static_cast<float>(mul));
         });
     });
+    // The reference taken here is dropped when the layer calls lent_done,
+    // exactly once (handles.h).
+    m.def("optim_grad_lend", [](handle_t h, handle_t p, py::object owner, handle_t g, double mul) {
+        PyObject *obj = owner.release().ptr();
+        return nogil([&] {
+            return zsh_optim_grad_lend(opt(h), param(p), buf(g), static_cast<float>(mul),
+                                       lent_done, obj);
+        });
+    });
     m.def("optim_set_param", [](handle_t h, handle_t p, handle_t v) {
         return nogil([&] { return zsh_optim_set_param(opt(h), param(p), buf(v)); });
     });

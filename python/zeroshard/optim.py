@@ -308,10 +308,37 @@ class Optimizer:
         times the fp32 factor, rounded once, the bits of grad.mul(mul) in
         float32 (torch 1.13 rounds a bf16 or fp16 tensor's factor to that
         type first: the same bits where mul is a power of two)."""
+        h = self._cpu_grad(param, grad, "grad_ready_scaled")
+        with self._lock:
+            status = _z.optim_grad_ready_scaled(self._live(), h, grad.data_ptr(), float(mul))
+            if status != OK:
+                raise error(status)
+
+    def grad_lend(self, param, grad, mul=1.0):
+        """grad_ready_scaled() that lets the layer reduce grad from where it
+        lies instead of copying it first, where it can (zsh_optim_grad_lend:
+        stages 2-3, fp32 or bf16, a bucket of this parameter alone whose
+        size the ranks divide, mul 1 or 1/N for a power-of-two N; the same
+        bits as grad_ready_scaled). The layer then keeps a reference to grad
+        until its reduction is done with it (a later hand-over, step(),
+        zero_grad() or close() lets it go), so the caller may drop its own
+        at once, as a torch hook drops p.grad; grad must not be written
+        until the step. Elsewhere it is copied as grad_ready_scaled()
+        copies it."""
+        h = self._cpu_grad(param, grad, "grad_lend")
+        with self._lock:
+            status = _z.optim_grad_lend(self._live(), h, grad, grad.data_ptr(), float(mul))
+            if status != OK:
+                raise error(status)
+
+    def _cpu_grad(self, param, grad, fn):
+        """param's handle, once grad is what grad_ready_scaled() and
+        grad_lend() take: a contiguous CPU torch tensor of the optimizer's
+        precision and the parameter's size."""
         h = self._param(param)
         if self._device != "cpu":
-            raise ValueError("grad_ready_scaled takes CPU gradients; the optimizer's "
-                             "parameters are on %s" % (self._device,))
+            raise ValueError("%s takes CPU gradients; the optimizer's "
+                             "parameters are on %s" % (fn, self._device))
         want = _torch_dtype(self._precision)
         if not (_is_torch_tensor(grad) and grad.dtype == want and grad.device.type == "cpu" and
                 grad.is_contiguous() and not grad.is_sparse):
@@ -322,10 +349,7 @@ class Optimizer:
         if grad.numel() != param.numel:
             raise ValueError("grad has %d elements; parameter %r has %d"
                              % (grad.numel(), param.name, param.numel))
-        with self._lock:
-            status = _z.optim_grad_ready_scaled(self._live(), h, grad.data_ptr(), float(mul))
-            if status != OK:
-                raise error(status)
+        return h
 
     def gather_many(self, params, outs):
         """The step's gathers of several parameters, in order, as one call

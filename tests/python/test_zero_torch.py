@@ -29,6 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -1966,6 +1967,73 @@ def test_stages_1_and_2_keep_each_buckets_parameters_in_one_flat_tensor(ctx):
         after = [t.clone() for t in m.state_dict().values()]
         if not all(torch.equal(a, b) for a, b in zip(after, params)):
             raise AssertionError("stage %d: the parameters changed at close" % stage)
+
+
+def _lend_run(ctx, stage, lend, steps=3):
+    """Two linear layers whose weights are each over the 2 KiB bucket size
+    (buckets of their own), three AdamW steps at @stage, gradients lent to
+    the layer or handed over as scaled copies (@lend): (losses, parameters
+    after, weak references to every gradient handed over, still-alive
+    counts after each step, the layer's stats)."""
+    torch.manual_seed(47)
+    m = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16))
+    zero = ZeRO(m, stage=stage, group=ctx.group, lr=0.01, bucket_size=2048)
+    opt, real = zero.optimizer, zero.optimizer.grad_lend
+    handed = []
+
+    def record(param, grad, mul=1.0):
+        handed.append(weakref.ref(grad))
+        if lend:
+            return real(param, grad, mul)
+        return opt.grad_ready_scaled(param, grad, mul)
+
+    opt.grad_lend = record
+    losses, alive = [], []
+    try:
+        for step in range(steps):
+            g = torch.Generator().manual_seed(90 + step * ctx.size + ctx.rank)
+            loss = m(torch.randn(4, 32, generator=g)).square().mean()
+            losses.append(loss.item())
+            zero.backward(loss)
+            zero.step()
+            alive.append(sum(r() is not None for r in handed))
+            zero.zero_grad()
+        with zero.gathered():
+            params = [t.detach().clone() for t in m.parameters()]
+        return losses, params, handed, alive, opt.stats()
+    finally:
+        zero.close()
+
+
+@case
+def test_stages_2_and_3_reduce_a_lone_parameters_gradient_from_torchs_own_tensor(ctx):
+    """A parameter over the bucket size has a bucket of its own; at stages
+    2-3 its gradient, p.grad itself, is reduced where autograd left it
+    (Optimizer.grad_lend), with no copy into a staging buffer of the
+    layer's, and let go once the reduction is done with it: by the end of
+    each step no gradient handed over is still alive. Trained, the bits are
+    those of the scaled copies (an average over a power-of-two number of
+    ranks divides after the sum). At stage 2 the layer's buffers then peak
+    below one weight's bytes where it lent them."""
+    pow2 = ctx.size & (ctx.size - 1) == 0
+    for stage in (2, 3):
+        copied = _lend_run(ctx, stage, lend=False)
+        losses, params, handed, alive, stats = _lend_run(ctx, stage, lend=True)
+        if losses != copied[0]:
+            raise AssertionError("stage %d: losses lent %s, copied %s" % (stage, losses, copied[0]))
+        for k, (a, b) in enumerate(zip(params, copied[1])):
+            if not torch.equal(a, b):
+                raise AssertionError("stage %d: parameter %d after 3 steps differs lent and "
+                                     "copied" % (stage, k))
+        if not handed or any(alive):
+            raise AssertionError("stage %d: of %d gradients handed over, %s still alive after "
+                                 "each step" % (stage, len(handed), alive))
+        weight = 32 * 64 * 4  # Linear(32, 64).weight in bytes
+        if stage == 2 and pow2 and 2048 % ctx.size == 0 and not (
+                stats["buffer_peak_bytes"] < weight <= copied[4]["buffer_peak_bytes"]):
+            raise AssertionError("stage 2: buffers peaked at %d bytes lent, %d copied; a weight "
+                                 "is %d" % (stats["buffer_peak_bytes"],
+                                           copied[4]["buffer_peak_bytes"], weight))
 
 
 @case

@@ -662,10 +662,12 @@ class ZeRO(_State, _OptimState, _Groups):
         if self._scale_on_hand_over and laid_out:
             # Scaled as the layer copies it into its bucket: one call, one
             # pass over the gradient, which is only read (a contiguous one
-            # as it is: its elements are in order).
-            self._opt.grad_ready_scaled(self._zparams[i],
-                                        g if order is None else self._flat(i, g),
-                                        self._grad_mul)
+            # as it is: its elements are in order). Lent: where its bucket
+            # holds it alone, the reduction reads it where it lies, with no
+            # copy at all, and the layer holds it until then (p.grad is
+            # cleared below, so nothing else writes it).
+            self._opt.grad_lend(self._zparams[i], g if order is None else self._flat(i, g),
+                                self._grad_mul)
         else:
             if self._grad_mul != 1.0:
                 g = g.mul(self._grad_mul)
