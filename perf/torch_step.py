@@ -17,7 +17,8 @@ wider), in turn on the same batches:
 Each row's floor is what it moves and updates without any compute: for
 ZeRO, a zeroshard.Optimizer over the same parameters doing the step's calls
 (at stage 3 a gather of every parameter for forward and again for backward,
-then every gradient handed over, then the step); for DDP, one all-reduce of
+then every gradient handed over as ZeRO hands it over (lent, averaged), then
+the step); for DDP, one all-reduce of
 all the gradients and the optimizer's step. A row's time over compute plus
 its floor says how much of the step is neither: Python's overhead and
 waiting that overlap did not hide.
@@ -171,6 +172,7 @@ def _zero_floor(args, stage, offload, comm):
         _flat_storage(opt, zp)
     full = [torch.empty(p.numel()) for _, p in named]
     grads = [torch.full((p.numel(),), 1e-3) for _, p in named]
+    mul = 1.0 / dist.get_world_size()  # averaged as ZeRO hands them over
 
     def step(i):
         if stage == 3:
@@ -179,7 +181,7 @@ def _zero_floor(args, stage, offload, comm):
             for z, f in zip(reversed(zp), reversed(full)):
                 opt.gather_many([z], [f])
         for z, g in zip(reversed(zp), reversed(grads)):
-            opt.grad_ready(z, g)
+            opt.grad_lend(z, g, mul)
         opt.step()
 
     try:

@@ -568,7 +568,11 @@ typedef void (*zsh_optim_lent_fn)(void *arg);
  * which for a power of two gives the bits of the scaled copy's sum, except
  * where the products fall below the smallest normal number of the type).
  * Anywhere else the gradient is copied as zsh_optim_grad_ready_scaled()
- * copies it.
+ * copies it. A lent bucket's reduction averages where a copied one sums the
+ * scaled copies, so every rank hands a bucket's gradient over alike: with
+ * this call and the same @p mul on every rank (zeros where a rank has none),
+ * or with the other calls on every rank; ranks that differ fail with
+ * ZSH_ERR_MISMATCH naming both reductions.
  *
  * Lent, @p grad must stay allocated and unchanged until @p done(@p arg) is
  * called. The optimizer calls it exactly once, whatever happens: before

@@ -906,12 +906,12 @@ def test_bf16_gradients_are_averaged_by_the_layer_at_a_power_of_two_rank_count_w
                 zero = ZeRO(m, stage=stage, group=ctx.group, bucket_size=256, optimizer="sgd",
                             lr=0.1, momentum=0.9)
                 calls = []
-                real = zero.optimizer.grad_ready_scaled
+                real = zero.optimizer.grad_lend
 
                 def spy(param, grad, mul, real=real, calls=calls):
                     calls.append(mul)
                     real(param, grad, mul)
-                zero.optimizer.grad_ready_scaled = spy
+                zero.optimizer.grad_lend = spy
                 zero._scale_on_hand_over = layer_scales and zero._scale_on_hand_over
                 losses = zero_run(zero, m, 3)
                 runs.append((losses, copy.deepcopy(m.state_dict())))
@@ -2163,7 +2163,7 @@ def test_a_storage_is_lent_only_empty_and_only_under_the_torch_it_was_built_for(
 def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_prefetches(ctx):
     """Forward gathers the units in module order and backward in reverse, a
     unit's parameters in one call into the layer; every fp32 gradient goes
-    over in one call, averaged as the layer copies it (the bits of
+    over in one call (lent: zsh_optim_grad_lend), averaged by the layer (the bits of
     Tensor.mul) and left as it was; from the second step the layer
     prefetches in the order the first recorded."""
     torch.manual_seed(3)
@@ -2171,15 +2171,15 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                       nn.Linear(16, 4))
     zero = ZeRO(m, stage=3, group=ctx.group, bucket_size=256, prefetch=2)
     gathers, grads = [], []
-    real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_ready_scaled
+    real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_lend
     spy_gathers(zero, lambda params: gathers.append([p.name for p in params]))
 
-    def grad_ready_scaled(param, grad, mul):
+    def grad_lend(param, grad, mul):
         before = grad.clone()
         real_grad(param, grad, mul)
         grads.append((param.name, torch.equal(grad, before), mul))
 
-    zero.optimizer.grad_ready_scaled = grad_ready_scaled
+    zero.optimizer.grad_lend = grad_lend
     try:
         units = zero.units
         order = [units[u] for u in ("0", "2", "3", "4")]

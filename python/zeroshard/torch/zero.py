@@ -659,13 +659,18 @@ class ZeRO(_State, _OptimState, _Groups):
         p, g = self._tensors[i], self._tensors[i].grad
         order = self._orders[i]
         laid_out = g.stride() == self._strides[i] or (order is None and g.is_contiguous())
-        if self._scale_on_hand_over and laid_out:
+        if self._scale_on_hand_over:
             # Scaled as the layer copies it into its bucket: one call, one
             # pass over the gradient, which is only read (a contiguous one
             # as it is: its elements are in order). Lent: where its bucket
             # holds it alone, the reduction reads it where it lies, with no
             # copy at all, and the layer holds it until then (p.grad is
-            # cleared below, so nothing else writes it).
+            # cleared below, so nothing else writes it). Every hand-over
+            # goes this way, so that every rank reduces a bucket alike
+            # (zsh_optim_grad_lend: a lent bucket averages, a copied one
+            # sums the scaled copies).
+            if not laid_out:
+                g = self._empty(i).copy_(g)
             self._opt.grad_lend(self._zparams[i], g if order is None else self._flat(i, g),
                                 self._grad_mul)
         else:
@@ -1070,7 +1075,10 @@ class ZeRO(_State, _OptimState, _Groups):
             else:
                 zeros = torch.zeros(self._zparams[i].numel, dtype=self._dtype,
                                     device=self._device)
-                self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
+                if self._scale_on_hand_over:  # as a peer's gradient goes: _hand_over()
+                    self._opt.grad_lend(self._zparams[i], zeros, self._grad_mul)
+                else:
+                    self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
             self._ready[i] = True
         self._finished = True
         self._deferred = set()
