@@ -17,8 +17,7 @@ wider), in turn on the same batches:
 Each row's floor is what it moves and updates without any compute: for
 ZeRO, a zeroshard.Optimizer over the same parameters doing the step's calls
 (at stage 3 a gather of every parameter for forward and again for backward,
-then every gradient handed over as ZeRO hands it over (lent, averaged), then
-the step); for DDP, one all-reduce of
+then every gradient handed over as ZeRO hands it over, then the step); for DDP, one all-reduce of
 all the gradients and the optimizer's step. A row's time over compute plus
 its floor says how much of the step is neither: Python's overhead and
 waiting that overlap did not hide.
@@ -181,7 +180,7 @@ def _zero_floor(args, stage, offload, comm):
             for z, f in zip(reversed(zp), reversed(full)):
                 opt.gather_many([z], [f])
         for z, g in zip(reversed(zp), reversed(grads)):
-            opt.grad_lend(z, g, mul)
+            opt.grad_lend(z, g, mul, wait=True)
         opt.step()
 
     try:

@@ -577,8 +577,9 @@ typedef void (*zsh_optim_lent_fn)(void *arg);
  * Lent, @p grad must stay allocated and unchanged until @p done(@p arg) is
  * called. The optimizer calls it exactly once, whatever happens: before
  * this returns where it copied or failed; else from the call on @p opt
- * that finds the reduction complete (a later gradient's hand-over, the
- * step, zsh_optim_zero_grad(), zsh_optim_destroy()), on the thread making
+ * that finds the reduction complete (a later gradient's hand-over,
+ * zsh_optim_grad_wait(), the step, zsh_optim_zero_grad(),
+ * zsh_optim_destroy()), on the thread making
  * that call, which must not call into @p opt from @p done. A failed
  * reduction's peers may still read the memory: @p done then comes through
  * zsh_comm_free_buffer() of the optimizer's communicator, once no transfer
@@ -590,13 +591,32 @@ typedef void (*zsh_optim_lent_fn)(void *arg);
  * @param grad  numel elements of the configured precision, in host memory.
  * @param mul   A finite factor.
  * @param done  Called once the optimizer no longer reads @p grad; NULL: the
- *              caller keeps @p grad until the step returns instead.
+ *              caller keeps @p grad until zsh_optim_grad_wait() of @p param
+ *              or the step returns instead.
  * @param arg   Passed to @p done.
  * @return As zsh_optim_grad_ready_scaled(); nothing is changed on a
  *         refusal, and @p done has been called.
  */
 zsh_status_t zsh_optim_grad_lend(zsh_optim_t *opt, zsh_param_t *param, const void *grad,
                                  float mul, zsh_optim_lent_fn done, void *arg);
+
+/**
+ * @brief Wait until the reduction of @p param's bucket is done (collective
+ *        with the bucket's peers, as the reduction itself).
+ *
+ * After zsh_optim_grad_lend() this gives the gradient back before it
+ * returns (its done is called), so the caller may free or reuse it at once:
+ * what a framework whose allocator reuses freed memory at once wants (torch
+ * on the host: held until a later call, its gradients made torch's next
+ * allocations fault fresh pages in, which cost more than the copy saved).
+ * Returns at once where the bucket's reduction has not started (a gradient
+ * of the bucket is still to come) or is already done.
+ * @param opt   The optimizer.
+ * @param param A parameter of @p opt.
+ * @return ZSH_ERR_INVALID_ARG for NULL; else how the reduction ended (a
+ *         failure is the optimizer's from then on, as in the step).
+ */
+zsh_status_t zsh_optim_grad_wait(zsh_optim_t *opt, zsh_param_t *param);
 
 /**
  * @brief Say that a parameter has no gradient this step, on any rank, in

@@ -331,6 +331,9 @@ void zsh_py_bind_optim(py::module_ &m)
                                        lent_done, obj);
         });
     });
+    m.def("optim_grad_wait", [](handle_t h, handle_t p) {
+        return nogil([&] { return zsh_optim_grad_wait(opt(h), param(p)); });
+    });
     m.def("optim_set_param", [](handle_t h, handle_t p, handle_t v) {
         return nogil([&] { return zsh_optim_set_param(opt(h), param(p), buf(v)); });
     });

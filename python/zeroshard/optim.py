@@ -314,20 +314,24 @@ class Optimizer:
             if status != OK:
                 raise error(status)
 
-    def grad_lend(self, param, grad, mul=1.0):
+    def grad_lend(self, param, grad, mul=1.0, wait=False):
         """grad_ready_scaled() that lets the layer reduce grad from where it
         lies instead of copying it first, where it can (zsh_optim_grad_lend:
         stages 2-3, fp32 or bf16, a bucket of this parameter alone whose
         size the ranks divide, mul 1 or 1/N for a power-of-two N; the same
-        bits as grad_ready_scaled). The layer then keeps a reference to grad
-        until its reduction is done with it (a later hand-over, step(),
-        zero_grad() or close() lets it go), so the caller may drop its own
-        at once, as a torch hook drops p.grad; grad must not be written
-        until the step. Elsewhere it is copied as grad_ready_scaled()
-        copies it."""
+        bits as grad_ready_scaled); elsewhere it is copied as
+        grad_ready_scaled() copies it. Every rank hands a parameter's
+        gradient over the same way. With wait, the bucket's reduction is
+        done before this returns (zsh_optim_grad_wait: collective with its
+        peers), and grad is the caller's again; without, the layer keeps a
+        reference to grad until its reduction is done with it (a later
+        hand-over, step(), zero_grad() or close() lets it go), so the caller
+        may drop its own at once, and grad must not be written until then."""
         h = self._cpu_grad(param, grad, "grad_lend")
         with self._lock:
             status = _z.optim_grad_lend(self._live(), h, grad, grad.data_ptr(), float(mul))
+            if status == OK and wait:
+                status = _z.optim_grad_wait(self._live(), h)
             if status != OK:
                 raise error(status)
 

@@ -908,9 +908,9 @@ def test_bf16_gradients_are_averaged_by_the_layer_at_a_power_of_two_rank_count_w
                 calls = []
                 real = zero.optimizer.grad_lend
 
-                def spy(param, grad, mul, real=real, calls=calls):
+                def spy(param, grad, mul, wait=False, real=real, calls=calls):
                     calls.append(mul)
-                    real(param, grad, mul)
+                    real(param, grad, mul, wait)
                 zero.optimizer.grad_lend = spy
                 zero._scale_on_hand_over = layer_scales and zero._scale_on_hand_over
                 losses = zero_run(zero, m, 3)
@@ -1969,71 +1969,68 @@ def test_stages_1_and_2_keep_each_buckets_parameters_in_one_flat_tensor(ctx):
             raise AssertionError("stage %d: the parameters changed at close" % stage)
 
 
-def _lend_run(ctx, stage, lend, steps=3):
-    """Two linear layers whose weights are each over the 2 KiB bucket size
-    (buckets of their own), three AdamW steps at @stage, gradients lent to
-    the layer or handed over as scaled copies (@lend): (losses, parameters
-    after, weak references to every gradient handed over, still-alive
-    counts after each step, the layer's stats)."""
+def _lend_steps(ctx, stage, lend, wait=False, steps=3):
+    """zeroshard.Optimizer over two tensors over the 2 KiB bucket size (a
+    bucket each) and a small one, AdamW at @stage, three steps of fresh
+    gradients (different per rank) handed over averaged, lent (and waited
+    for, @wait) or as scaled copies (@lend), the caller dropping each at
+    once: (parameters after, how many were alive after each step, and with
+    @wait after each hand-over, the layer's stats)."""
     torch.manual_seed(47)
-    m = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16))
-    zero = ZeRO(m, stage=stage, group=ctx.group, lr=0.01, bucket_size=2048)
-    opt, real = zero.optimizer, zero.optimizer.grad_lend
-    handed = []
-
-    def record(param, grad, mul=1.0):
-        handed.append(weakref.ref(grad))
-        if lend:
-            return real(param, grad, mul)
-        return opt.grad_ready_scaled(param, grad, mul)
-
-    opt.grad_lend = record
-    losses, alive = [], []
+    params = [torch.randn(8192), torch.randn(4096), torch.randn(10)]
+    opt = zeroshard.Optimizer(ctx.comm, stage=stage, kind="adamw", lr=0.01, bucket_size=2048)
+    zp = [opt.register("p%d" % k, p) for k, p in enumerate(params)]
+    opt.setup()
+    handed, alive = [], []
     try:
         for step in range(steps):
             g = torch.Generator().manual_seed(90 + step * ctx.size + ctx.rank)
-            loss = m(torch.randn(4, 32, generator=g)).square().mean()
-            losses.append(loss.item())
-            zero.backward(loss)
-            zero.step()
+            for z, p in zip(reversed(zp), reversed(params)):
+                grad = torch.randn(p.numel(), generator=g)
+                handed.append(weakref.ref(grad))
+                if lend:
+                    opt.grad_lend(z, grad, 1.0 / ctx.size, wait=wait)
+                else:
+                    opt.grad_ready_scaled(z, grad, 1.0 / ctx.size)
+                del grad
+                if wait:
+                    alive.append(sum(r() is not None for r in handed))
+            opt.step()
             alive.append(sum(r() is not None for r in handed))
-            zero.zero_grad()
-        with zero.gathered():
-            params = [t.detach().clone() for t in m.parameters()]
-        return losses, params, handed, alive, opt.stats()
+        return opt.gather_many(zp, [torch.empty(p.numel()) for p in params]), alive, opt.stats()
     finally:
-        zero.close()
+        opt.close()
 
 
 @case
-def test_stages_2_and_3_reduce_a_lone_parameters_gradient_from_torchs_own_tensor(ctx):
-    """A parameter over the bucket size has a bucket of its own; at stages
-    2-3 its gradient, p.grad itself, is reduced where autograd left it
-    (Optimizer.grad_lend), with no copy into a staging buffer of the
-    layer's, and let go once the reduction is done with it: by the end of
-    each step no gradient handed over is still alive. Trained, the bits are
-    those of the scaled copies (an average over a power-of-two number of
-    ranks divides after the sum). At stage 2 the layer's buffers then peak
-    below one weight's bytes where it lent them."""
+def test_gradients_lent_to_the_optimizer_train_as_scaled_copies_and_the_step_lets_them_go(ctx):
+    """Optimizer.grad_lend(): at stages 2-3 a tensor over the bucket size
+    has a bucket of its own, and its gradient is reduced where it lies,
+    with no copy into a staging buffer of the layer's; the layer holds the
+    tensor until then, so by the end of each step none is alive though the
+    caller dropped each at once, and with wait=True none outlives its
+    hand-over. Trained, the bits are the scaled copies' (over a
+    power-of-two number of ranks the average divides after the sum). At
+    stage 2 the layer's buffers peak below one such gradient's bytes where
+    it lent them."""
     pow2 = ctx.size & (ctx.size - 1) == 0
-    for stage in (2, 3):
-        copied = _lend_run(ctx, stage, lend=False)
-        losses, params, handed, alive, stats = _lend_run(ctx, stage, lend=True)
-        if losses != copied[0]:
-            raise AssertionError("stage %d: losses lent %s, copied %s" % (stage, losses, copied[0]))
-        for k, (a, b) in enumerate(zip(params, copied[1])):
+    for stage, wait in ((2, False), (3, False), (2, True), (3, True)):
+        copied = _lend_steps(ctx, stage, lend=False)
+        params, alive, stats = _lend_steps(ctx, stage, lend=True, wait=wait)
+        for k, (a, b) in enumerate(zip(params, copied[0])):
             if not torch.equal(a, b):
-                raise AssertionError("stage %d: parameter %d after 3 steps differs lent and "
-                                     "copied" % (stage, k))
-        if not handed or any(alive):
-            raise AssertionError("stage %d: of %d gradients handed over, %s still alive after "
-                                 "each step" % (stage, len(handed), alive))
-        weight = 32 * 64 * 4  # Linear(32, 64).weight in bytes
-        if stage == 2 and pow2 and 2048 % ctx.size == 0 and not (
-                stats["buffer_peak_bytes"] < weight <= copied[4]["buffer_peak_bytes"]):
-            raise AssertionError("stage 2: buffers peaked at %d bytes lent, %d copied; a weight "
-                                 "is %d" % (stats["buffer_peak_bytes"],
-                                           copied[4]["buffer_peak_bytes"], weight))
+                raise AssertionError("stage %d: tensor %d after 3 steps differs lent and copied"
+                                     % (stage, k))
+        if any(alive):
+            raise AssertionError("stage %d%s: gradients still alive after each %s: %s"
+                                 % (stage, ", waited for" if wait else "",
+                                    "hand-over" if wait else "step", alive))
+        big = 4096 * 4  # the smaller of the two, in bytes
+        if stage == 2 and pow2 and 4096 % ctx.size == 0 and not (
+                stats["buffer_peak_bytes"] < big <= copied[2]["buffer_peak_bytes"]):
+            raise AssertionError("stage 2: buffers peaked at %d bytes lent, %d copied; the "
+                                 "smaller tensor is %d" % (stats["buffer_peak_bytes"],
+                                                           copied[2]["buffer_peak_bytes"], big))
 
 
 @case
@@ -2163,8 +2160,9 @@ def test_a_storage_is_lent_only_empty_and_only_under_the_torch_it_was_built_for(
 def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_prefetches(ctx):
     """Forward gathers the units in module order and backward in reverse, a
     unit's parameters in one call into the layer; every fp32 gradient goes
-    over in one call (lent: zsh_optim_grad_lend), averaged by the layer (the bits of
-    Tensor.mul) and left as it was; from the second step the layer
+    over in one call (zsh_optim_grad_lend, its reduction waited for), averaged
+    by the layer (the bits of Tensor.mul) and left as it was; from the second
+    step the layer
     prefetches in the order the first recorded."""
     torch.manual_seed(3)
     m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.LayerNorm(16),
@@ -2174,10 +2172,10 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
     real_gather, real_grad = zero.optimizer.gather_storages, zero.optimizer.grad_lend
     spy_gathers(zero, lambda params: gathers.append([p.name for p in params]))
 
-    def grad_lend(param, grad, mul):
+    def grad_lend(param, grad, mul, wait=False):
         before = grad.clone()
-        real_grad(param, grad, mul)
-        grads.append((param.name, torch.equal(grad, before), mul))
+        real_grad(param, grad, mul, wait)
+        grads.append((param.name, torch.equal(grad, before) and wait, mul))
 
     zero.optimizer.grad_lend = grad_lend
     try:
@@ -2197,7 +2195,7 @@ def test_stage_3_gathers_a_unit_in_one_call_in_the_same_order_each_step_and_pref
                                      % (step, gathers, want))
             if sorted(g[0] for g in grads) != names or \
                     not all(same and mul == 1.0 / ctx.size for _, same, mul in grads):
-                raise AssertionError("step %d handed over %s (name, left as it was, factor); "
+                raise AssertionError("step %d handed over %s (name, left as it was and waited for, factor); "
                                      "want each of %s once, scaled by 1/%d and only read"
                                      % (step, grads, names, ctx.size))
             st = zero.stats()

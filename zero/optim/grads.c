@@ -546,6 +546,32 @@ zsh_status_t zsh_optim_grad_lend(zsh_optim_t *opt, zsh_param_t *param, const voi
     return status;
 }
 
+zsh_status_t zsh_optim_grad_wait(zsh_optim_t *opt, zsh_param_t *param)
+{
+    const char *fn = "zsh_optim_grad_wait";
+    zsh_obucket_t *b;
+    zsh_status_t status;
+
+    if ((opt == NULL) || (param == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : "param");
+    }
+    status = zsh_optim_enter(opt, fn);
+    if (status != ZSH_OK) {
+        return status;
+    }
+    b = &opt->buckets[param->bucket];
+    if (!zsh_obucket_reducing(b)) {
+        return ZSH_OK; /* not started (a gradient of the bucket to come), or done */
+    }
+    status = zsh_obucket_reduction(opt, b, true);
+    zsh_optim_reduction_done(opt, b, status); /* a failure is the optimizer's from now on */
+    if (status != ZSH_OK) {
+        zsh_error_prefix("%s: parameter '%s': ", fn, param->name);
+    }
+    return status;
+}
+
 zsh_status_t zsh_optim_grad_none(zsh_optim_t *opt, zsh_param_t *param)
 {
     const char *fn = "zsh_optim_grad_none";

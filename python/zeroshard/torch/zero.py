@@ -664,15 +664,16 @@ class ZeRO(_State, _OptimState, _Groups):
             # pass over the gradient, which is only read (a contiguous one
             # as it is: its elements are in order). Lent: where its bucket
             # holds it alone, the reduction reads it where it lies, with no
-            # copy at all, and the layer holds it until then (p.grad is
-            # cleared below, so nothing else writes it). Every hand-over
-            # goes this way, so that every rank reduces a bucket alike
-            # (zsh_optim_grad_lend: a lent bucket averages, a copied one
-            # sums the scaled copies).
+            # copy at all, and is waited for here, so that torch frees the
+            # gradient as soon as with a copy (held longer, it made torch's
+            # next allocations fault fresh pages in: docs/DECISIONS.md,
+            # "Gradients reduced where autograd left them"). Every hand-over
+            # goes this way, so that every rank reduces a bucket alike (a
+            # lent bucket averages, a copied one sums the scaled copies).
             if not laid_out:
                 g = self._empty(i).copy_(g)
             self._opt.grad_lend(self._zparams[i], g if order is None else self._flat(i, g),
-                                self._grad_mul)
+                                self._grad_mul, wait=True)
         else:
             if self._grad_mul != 1.0:
                 g = g.mul(self._grad_mul)
@@ -1076,7 +1077,7 @@ class ZeRO(_State, _OptimState, _Groups):
                 zeros = torch.zeros(self._zparams[i].numel, dtype=self._dtype,
                                     device=self._device)
                 if self._scale_on_hand_over:  # as a peer's gradient goes: _hand_over()
-                    self._opt.grad_lend(self._zparams[i], zeros, self._grad_mul)
+                    self._opt.grad_lend(self._zparams[i], zeros, self._grad_mul, wait=True)
                 else:
                     self._opt.grad_ready(self._zparams[i], self._to_layer(zeros))
             self._ready[i] = True

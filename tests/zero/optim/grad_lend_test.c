@@ -9,7 +9,9 @@
  * zsh_optim_grad_ready_scaled() (a power-of-two N averages after the sum,
  * which gives the scaled copies' bits). done() comes exactly once per
  * gradient: before the call returns wherever the layer copies, by the end
- * of the step where it lends; the caller's gradients are left as they were.
+ * of the step where it lends, before zsh_optim_grad_wait() of the parameter
+ * returns where the caller waits; the caller's gradients are left as they
+ * were.
  * At stage 2 the lent gradient takes no staging buffer of the layer's. Lent
  * gradients stay within max_live_bytes; refusals give the gradient back at
  * once and change nothing.
@@ -151,9 +153,9 @@ static void zsh_gl_grad(zsh_dtype_t precision, int p, int t, int rank, void *out
     zsh_half_narrow(precision, g, zsh_gl_sizes[p], out);
 }
 
-/* ZSH_GL_STEPS steps of @r, every gradient lent (@lend) or handed over
- * scaled, times @mul; each lend's done() checked. */
-static bool zsh_gl_train(zsh_gl_run_t *r, int rank, int n, float mul, bool lend,
+/* ZSH_GL_STEPS steps of @r, every gradient lent (@lend; waited for with
+ * @wait) or handed over scaled, times @mul; each lend's done() checked. */
+static bool zsh_gl_train(zsh_gl_run_t *r, int rank, int n, float mul, bool lend, bool wait,
                          const char *how)
 {
     uint32_t grads[ZSH_GL_NPARAMS][ZSH_GL_MOST], kept[ZSH_GL_NPARAMS][ZSH_GL_MOST];
@@ -178,10 +180,14 @@ static bool zsh_gl_train(zsh_gl_run_t *r, int rank, int n, float mul, bool lend,
             lendable      = zsh_gl_lendable(r, p, mul, n);
             status = zsh_optim_grad_lend(r->opt, r->param[p], grads[p], mul, zsh_gl_done,
                                          &lent[p]);
-            if (!lendable && (lent[p].calls != 1)) {
+            if ((status == ZSH_OK) && wait) {
+                status = zsh_optim_grad_wait(r->opt, r->param[p]);
+            }
+            if ((!lendable || wait) && (lent[p].calls != 1)) {
                 zsh_test_fail(__FILE__, __LINE__,
-                              "%s, step %d: '%c' was copied, yet done() came %d times before "
-                              "the hand-over returned", how, t, 'a' + p, lent[p].calls);
+                              "%s, step %d: '%c' was %s, yet done() came %d times before the "
+                              "%s returned", how, t, 'a' + p, lendable ? "waited for" : "copied",
+                              lent[p].calls, wait ? "wait" : "hand-over");
                 return false;
             }
         }
@@ -204,7 +210,8 @@ static bool zsh_gl_train(zsh_gl_run_t *r, int rank, int n, float mul, bool lend,
     return status == ZSH_OK;
 }
 
-static void zsh_gl_same_training(zsh_comm_t *comm, zsh_dtype_t precision, int stage, float mul)
+static void zsh_gl_same_training(zsh_comm_t *comm, zsh_dtype_t precision, int stage, float mul,
+                                  bool wait)
 {
     uint32_t got[ZSH_GL_MOST], want[ZSH_GL_MOST];
     int n = zsh_comm_size(comm), rank = zsh_comm_rank(comm), p;
@@ -213,13 +220,13 @@ static void zsh_gl_same_training(zsh_comm_t *comm, zsh_dtype_t precision, int st
     zsh_gl_run_t a, b;
     char how[128];
 
-    snprintf(how, sizeof(how), "%s, stage %d, %d ranks, times %g", zsh_dtype_name(precision),
-             stage, n, (double)mul);
+    snprintf(how, sizeof(how), "%s, stage %d, %d ranks, times %g%s", zsh_dtype_name(precision),
+             stage, n, (double)mul, wait ? ", waited for" : "");
     memset(&b, 0, sizeof(b));
     if (!zsh_gl_make(comm, stage, precision, 0, &a) ||
         !zsh_gl_make(comm, stage, precision, 0, &b) ||
-        !zsh_gl_train(&a, rank, n, mul, true, how) ||
-        !zsh_gl_train(&b, rank, n, mul, false, how)) {
+        !zsh_gl_train(&a, rank, n, mul, true, wait, how) ||
+        !zsh_gl_train(&b, rank, n, mul, false, false, how)) {
         goto out;
     }
     for (p = 0; p < ZSH_GL_NPARAMS; p++) {
@@ -263,8 +270,9 @@ ZSH_RANK_TEST(optim_grad_lend, a_lent_gradient_trains_as_one_handed_over_scaled)
     for (k = 0; k < sizeof(precisions) / sizeof(precisions[0]); k++) {
         for (stage = 0; stage <= 3; stage++) {
             for (m = 0; m < 2; m++) {
-                zsh_gl_same_training(comm, precisions[k], stage, muls[m]);
+                zsh_gl_same_training(comm, precisions[k], stage, muls[m], false);
             }
+            zsh_gl_same_training(comm, precisions[k], stage, muls[1], true);
         }
     }
 }
