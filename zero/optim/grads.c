@@ -548,15 +548,10 @@ zsh_status_t zsh_optim_grad_lend(zsh_optim_t *opt, zsh_param_t *param, const voi
 
 zsh_status_t zsh_optim_grad_wait(zsh_optim_t *opt, zsh_param_t *param)
 {
-    const char *fn = "zsh_optim_grad_wait";
+    const char *fn      = "zsh_optim_grad_wait";
+    zsh_status_t status = zsh_optim_enter_param(opt, param, fn);
     zsh_obucket_t *b;
-    zsh_status_t status;
 
-    if ((opt == NULL) || (param == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                         (opt == NULL) ? "opt" : "param");
-    }
-    status = zsh_optim_enter(opt, fn);
     if (status != ZSH_OK) {
         return status;
     }

@@ -295,6 +295,15 @@ zsh_status_t zsh_optim_enter(zsh_optim_t *opt, const char *fn)
     return (status == ZSH_OK) ? zsh_optim_comm_check(opt, fn) : status;
 }
 
+zsh_status_t zsh_optim_enter_param(zsh_optim_t *opt, const zsh_param_t *param, const char *fn)
+{
+    if ((opt == NULL) || (param == NULL)) {
+        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                         (opt == NULL) ? "opt" : "param");
+    }
+    return zsh_optim_enter(opt, fn);
+}
+
 void zsh_optim_destroy(zsh_optim_t *opt)
 {
     size_t i;

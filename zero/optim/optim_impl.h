@@ -219,6 +219,8 @@ zsh_status_t zsh_optim_comm_check(const zsh_optim_t *opt, const char *fn);
 /* What an entry point that moves data checks first: the layout built
  * (zsh_optim_setup()), and no recorded failure (zsh_optim_comm_check()). */
 zsh_status_t zsh_optim_enter(zsh_optim_t *opt, const char *fn);
+/* zsh_optim_enter() for a call on @param, refusing NULL for either first. */
+zsh_status_t zsh_optim_enter_param(zsh_optim_t *opt, const zsh_param_t *param, const char *fn);
 
 /* The part of @param's view that falls in the flat range [lo, hi), as
  * [*s_p, *e_p); false if none. */

@@ -21,15 +21,10 @@
 zsh_status_t zsh_optim_param_place(zsh_optim_t *opt, const zsh_param_t *param, size_t *bucket_p,
                                    size_t *offset_p, size_t *bucket_numel_p)
 {
-    const char *fn = "zsh_optim_param_place";
+    const char *fn      = "zsh_optim_param_place";
+    zsh_status_t status = zsh_optim_enter_param(opt, param, fn);
     const zsh_obucket_t *b;
-    zsh_status_t status;
 
-    if ((opt == NULL) || (param == NULL)) {
-        return zsh_error(ZSH_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                         (opt == NULL) ? "opt" : "param");
-    }
-    status = zsh_optim_enter(opt, fn);
     if (status != ZSH_OK) {
         return status;
     }
