@@ -566,7 +566,8 @@ typedef void (*zsh_optim_lent_fn)(void *arg);
  * divide, and @p mul either 1 or exactly 1/N for a power-of-two number of
  * ranks N (the reduction then averages: each element's sum divided by N,
  * which for a power of two gives the bits of the scaled copy's sum, except
- * where the products fall below the smallest normal number of the type).
+ * where the products fall below the smallest normal number of the type or
+ * the sum beyond the largest finite one).
  * Anywhere else the gradient is copied as zsh_optim_grad_ready_scaled()
  * copies it. A lent bucket's reduction averages where a copied one sums the
  * scaled copies, so every rank hands a bucket's gradient over alike: with
@@ -576,7 +577,10 @@ typedef void (*zsh_optim_lent_fn)(void *arg);
  *
  * Lent, @p grad must stay allocated and unchanged until @p done(@p arg) is
  * called. The optimizer calls it exactly once, whatever happens: before
- * this returns where it copied or failed; else from the call on @p opt
+ * this returns where it copied, and where this refuses the call
+ * (ZSH_ERR_INVALID_ARG, ZSH_ERR_UNSUPPORTED: nothing was handed over);
+ * after any other return, ZSH_OK or a failure (another bucket's reduction
+ * may report one here), the caller waits for it: from the call on @p opt
  * that finds the reduction complete (a later gradient's hand-over,
  * zsh_optim_grad_wait(), the step, zsh_optim_zero_grad(),
  * zsh_optim_destroy()), on the thread making
@@ -592,7 +596,8 @@ typedef void (*zsh_optim_lent_fn)(void *arg);
  * @param mul   A finite factor.
  * @param done  Called once the optimizer no longer reads @p grad; NULL: the
  *              caller keeps @p grad until zsh_optim_grad_wait() of @p param
- *              or the step returns instead.
+ *              or the step returns ZSH_OK, or zsh_optim_zero_grad() or
+ *              zsh_optim_destroy() returns, instead.
  * @param arg   Passed to @p done.
  * @return As zsh_optim_grad_ready_scaled(); nothing is changed on a
  *         refusal, and @p done has been called.
@@ -601,16 +606,18 @@ zsh_status_t zsh_optim_grad_lend(zsh_optim_t *opt, zsh_param_t *param, const voi
                                  float mul, zsh_optim_lent_fn done, void *arg);
 
 /**
- * @brief Wait until the reduction of @p param's bucket is done (collective
- *        with the bucket's peers, as the reduction itself).
+ * @brief Wait until the layer no longer reads a gradient lent for
+ *        @p param (collective with the bucket's peers, as the reduction).
  *
- * After zsh_optim_grad_lend() this gives the gradient back before it
- * returns (its done is called), so the caller may free or reuse it at once:
+ * Where zsh_optim_grad_lend() lent it, this completes the bucket's
+ * reduction and gives the gradient back before it returns (its done is
+ * called), so the caller may free or reuse it at once:
  * what a framework whose allocator reuses freed memory at once wants (torch
  * on the host: held until a later call, its gradients made torch's next
  * allocations fault fresh pages in, which cost more than the copy saved).
- * Returns at once where the bucket's reduction has not started (a gradient
- * of the bucket is still to come) or is already done.
+ * Returns at once where nothing is lent for @p param: it was copied (its
+ * bucket's reduction then goes on without waiting), not handed over yet,
+ * or already given back.
  * @param opt   The optimizer.
  * @param param A parameter of @p opt.
  * @return ZSH_ERR_INVALID_ARG for NULL; else how the reduction ended (a

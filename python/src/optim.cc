@@ -229,8 +229,10 @@ void zsh_py_bind_optim(py::module_ &m)
         return py::make_tuple(st, handle(o));
     });
     m.def("optim_destroy", [](handle_t h) {
-        py::gil_scoped_release nogil;
-        zsh_optim_destroy(opt(h));
+        nogil([&] {
+            zsh_optim_destroy(opt(h)); // gives back what was still lent
+            return ZSH_OK;
+        });
     });
     m.def("optim_register", [](handle_t h, const std::string &name, std::size_t numel, int dt, handle_t b) {
         zsh_param_t *p = nullptr;

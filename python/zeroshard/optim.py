@@ -321,9 +321,10 @@ class Optimizer:
         size the ranks divide, mul 1 or 1/N for a power-of-two N; the same
         bits as grad_ready_scaled); elsewhere it is copied as
         grad_ready_scaled() copies it. Every rank hands a parameter's
-        gradient over the same way. With wait, the bucket's reduction is
-        done before this returns (zsh_optim_grad_wait: collective with its
-        peers), and grad is the caller's again; without, the layer keeps a
+        gradient over the same way. With wait, a lent gradient's reduction
+        is done before this returns (zsh_optim_grad_wait: collective with
+        its peers; a copied one's goes on), and grad is the caller's again;
+        without, the layer keeps a
         reference to grad until its reduction is done with it (a later
         hand-over, step(), zero_grad() or close() lets it go), so the caller
         may drop its own at once, and grad must not be written until then."""

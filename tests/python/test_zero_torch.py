@@ -2009,10 +2009,10 @@ def test_gradients_lent_to_the_optimizer_train_as_scaled_copies_and_the_step_let
     with no copy into a staging buffer of the layer's; the layer holds the
     tensor until then, so by the end of each step none is alive though the
     caller dropped each at once, and with wait=True none outlives its
-    hand-over. Trained, the bits are the scaled copies' (over a
-    power-of-two number of ranks the average divides after the sum). At
-    stage 2 the layer's buffers peak below one such gradient's bytes where
-    it lent them."""
+    hand-over; close() lets go of any still lent. Trained, the bits are the
+    scaled copies' (over a power-of-two number of ranks the average divides
+    after the sum). At stage 2 the layer's buffers peak below one such
+    gradient's bytes where it lent them."""
     pow2 = ctx.size & (ctx.size - 1) == 0
     for stage, wait in ((2, False), (3, False), (2, True), (3, True)):
         copied = _lend_steps(ctx, stage, lend=False)
@@ -2031,6 +2031,17 @@ def test_gradients_lent_to_the_optimizer_train_as_scaled_copies_and_the_step_let
             raise AssertionError("stage 2: buffers peaked at %d bytes lent, %d copied; the "
                                  "smaller tensor is %d" % (stats["buffer_peak_bytes"],
                                                            copied[2]["buffer_peak_bytes"], big))
+    # Lent and not waited for, a gradient is let go by close() too.
+    opt = zeroshard.Optimizer(ctx.comm, stage=3, kind="adamw", lr=0.01, bucket_size=2048)
+    z = opt.register("p", torch.randn(8192))
+    opt.setup()
+    grad = torch.ones(8192)
+    ref = weakref.ref(grad)
+    opt.grad_lend(z, grad, 1.0 / ctx.size)
+    del grad
+    opt.close()
+    if ref() is not None:
+        raise AssertionError("close() kept a lent gradient alive")
 
 
 @case

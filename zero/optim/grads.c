@@ -556,8 +556,8 @@ zsh_status_t zsh_optim_grad_wait(zsh_optim_t *opt, zsh_param_t *param)
         return status;
     }
     b = &opt->buckets[param->bucket];
-    if (!zsh_obucket_reducing(b)) {
-        return ZSH_OK; /* not started (a gradient of the bucket to come), or done */
+    if ((b->lent.grad == NULL) || !zsh_obucket_reducing(b)) {
+        return ZSH_OK; /* nothing lent: copied, not handed over yet, or given back */
     }
     status = zsh_obucket_reduction(opt, b, true);
     zsh_optim_reduction_done(opt, b, status); /* a failure is the optimizer's from now on */
