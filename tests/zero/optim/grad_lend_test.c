@@ -322,7 +322,7 @@ ZSH_RANK_TEST(optim_grad_lend, lent_gradients_stay_within_max_live_bytes)
 
 ZSH_RANK_TEST(optim_grad_lend, a_refused_hand_over_gives_the_gradient_back_and_changes_nothing)
 {
-    uint32_t grad[ZSH_GL_MOST];
+    uint32_t grad[ZSH_GL_MOST] = {0};
     zsh_gl_lent_t l;
     zsh_gl_run_t r;
 
