@@ -232,9 +232,10 @@ static zsh_status_t zsh_optim_grads_progress(zsh_optim_t *opt)
     return first;
 }
 
-/* Whether staging @bytes more would go past max_live_bytes, or make the
- * pool of kept buffers drop some for a new one (bufs.c): a reduction in
- * flight gives one back. */
+/* Whether staging @bytes more would go past max_live_bytes, or, for a
+ * buffer of the pool (@pooled; a lent gradient is not), make the pool of
+ * kept buffers drop some for a new one (bufs.c): a reduction in flight
+ * gives one back. */
 static bool zsh_optim_staging_full(const zsh_optim_t *opt, size_t bytes, bool pooled)
 {
     return (opt->staging_bytes + bytes > opt->cfg.max_live_bytes) ||
