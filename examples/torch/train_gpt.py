@@ -116,6 +116,7 @@ def batch(data, step, rank, world, per_rank, seq, seed):
 
 
 TIERS = ["none", "cpu", "nvme"]
+QUANTIZE = ["off", "on", "auto"]
 
 
 def size_arg(text):
@@ -154,7 +155,10 @@ def parse_args(argv=None):
                         "ZeRO as on the DDP twin)")
     p.add_argument("--warmup", type=int, default=0,
                    help="steps of linear warmup from --lr / (warmup + 1) to --lr")
-    p.add_argument("--max-grad-norm", type=float, default=0.0)
+    p.add_argument("--max-grad-norm", type=float, default=1.0,
+                   help="clip the gradients' global L2 norm to this each step, 0 for no "
+                        "clipping (default 1.0, GPT's: without it the loss waits on a "
+                        "plateau for a number of steps that any small change moves)")
     p.add_argument("--bucket-size", type=int, default=0, help="bytes; 0 takes ZSH_BUCKET_SIZE")
     p.add_argument("--offload-optimizer", choices=TIERS, default=None,
                    help="tier of the optimizer states and master weights, and at stages 2-3 "
@@ -169,6 +173,17 @@ def parse_args(argv=None):
     p.add_argument("--sub-group-size", type=size_arg, default=0,
                    help="elements of state the step updates at a time "
                         "(default: ZSH_SUB_GROUP_SIZE)")
+    p.add_argument("--quantize-weights", choices=QUANTIZE, default=None,
+                   help="stage 3: ZeRO++'s qwZ, forward's gathers as int8 (default: "
+                        "ZSH_QUANTIZE_WEIGHTS; auto is on across nodes)")
+    p.add_argument("--quantize-grads", choices=QUANTIZE, default=None,
+                   help="stages 2-3: ZeRO++'s qgZ, gradients quantized across nodes "
+                        "(default: ZSH_QUANTIZE_GRADS; auto is on across nodes)")
+    p.add_argument("--quantize-grad-bits", type=int, choices=(4, 8), default=None,
+                   help="bits of qgZ's levels (default: ZSH_QUANTIZE_GRAD_BITS)")
+    p.add_argument("--quantize-block", type=int, default=None,
+                   help="elements per quantization block, each with its own scale "
+                        "(default: ZSH_QUANTIZE_BLOCK)")
     p.add_argument("--deterministic", action="store_true",
                    help="the same loss bits whatever the bucket size, sub-group size, offload "
                         "or node layout (ZeRO's deterministic=)")
@@ -233,6 +248,10 @@ def train(args, log=print):
                                 offload_params=args.offload_params, nvme_dir=args.nvme_dir,
                                 host_mem_limit=args.host_mem_limit,
                                 sub_group_size=args.sub_group_size,
+                                quantize_weights=args.quantize_weights,
+                                quantize_grads=args.quantize_grads,
+                                quantize_grad_bits=args.quantize_grad_bits,
+                                quantize_block=args.quantize_block,
                                 deterministic=args.deterministic)
     sched, ref = schedule(args, zero), None
     if args.compare_ddp:
@@ -274,10 +293,12 @@ def train(args, log=print):
     tiers = {k: st[k] for k in ("compute_bytes", "host_bytes", "nvme_bytes",
                                 "host_buffer_peak_bytes", "io_read_bytes", "io_write_bytes",
                                 "io_wait_s", "io_overlap_s", "io_engine")}
+    quant = {k: st[k] for k in ("quantize_weights", "quantize_grads", "qwz_gathers",
+                                "qgz_reductions", "comm_bytes_quantized_last_step")}
     result = {"stage": args.stage, "precision": args.precision, "ranks": world,
               "params": nparams, "losses": losses, "step_ms": [t * 1e3 for t in times],
               "offload_optimizer": args.offload_optimizer,
-              "offload_params": args.offload_params, **held, **tiers}
+              "offload_params": args.offload_params, **held, **tiers, **quant}
     if rank == 0:
         mid = sorted(times)[len(times) // 2] * 1e3
         log("stage %d %s on %d ranks: %d parameters; per rank: params %d B, grads %d B, "
@@ -290,6 +311,12 @@ def train(args, log=print):
                 % (st["compute_bytes"], st["host_bytes"], st["nvme_bytes"],
                    st["host_buffer_peak_bytes"], st["io_read_bytes"], st["io_write_bytes"],
                    st["io_wait_s"], st["io_engine"] or "no I/O engine"))
+        if st["quantize_weights"] or st["quantize_grads"]:
+            log("quantized per rank: qwZ %s (%d gathers), qgZ %s (%d reductions); "
+                "%d B of the last step's %d B sent quantized"
+                % ("on" if st["quantize_weights"] else "off", st["qwz_gathers"],
+                   "on" if st["quantize_grads"] else "off", st["qgz_reductions"],
+                   st["comm_bytes_quantized_last_step"], st["comm_bytes_last_step"]))
     if ref is not None:
         result["ddp_losses"] = ref_losses
         result["max_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
