@@ -4,9 +4,10 @@
 # (ZSH_NODE_NAME, one rank each, so qgZ's all-to-all crosses them), with
 # quantization off, with qwZ alone and with qwZ + qgZ, for each seed (the seed
 # sets the initial weights and the batches). One 300-step run of the example's
-# own size moves by several percent under any small perturbation (the learning
-# rate times 1.01 does; docs/DECISIONS.md, "Quantization blocks and the loss"),
-# so one run per setting cannot show a 1% effect: the means over seeds can.
+# own size moves by about 1% (sd) under quantization at its recipe (gradients
+# clipped to a norm of 1.0), and by about 7% without the clipping, as under
+# any small perturbation (docs/DECISIONS.md, "Quantization blocks and the
+# loss"), so a 1% effect shows in the means over seeds, not in one run.
 #
 #   perf/zeropp_quality.sh [BUILD_DIR] [--seeds "1234 2 3 4 5"] [--steps N]
 #                          [-s "off qwz quant"] [--out DIR] [--] [train_gpt.py options...]

@@ -19,6 +19,12 @@ batches, and prints both losses and their largest relative difference.
 torch.optim.lr_scheduler.LambdaLR on the ZeRO itself (a torch.optim
 optimizer with one parameter group), as on the DDP twin's AdamW.
 
+The recipe is GPT's: AdamW with betas (0.9, 0.95), weight decay 0.1 and the
+gradients' global norm clipped to 1.0 (--max-grad-norm; without it the loss
+sits on a plateau for a number of steps that any small change moves).
+--quantize-weights and --quantize-grads turn on ZeRO++'s qwZ and qgZ (auto:
+across nodes), and the summary shows what travelled quantized.
+
 --offload-optimizer and --offload-params move the optimizer states (with the
 master weights and, at stages 2-3, the gradient shards) and the stage 3
 parameter shards to host memory (cpu) or to files under --nvme-dir (nvme),
