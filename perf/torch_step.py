@@ -17,10 +17,10 @@ wider), in turn on the same batches:
 Each row's floor is what it moves and updates without any compute: for
 ZeRO, a zeroshard.Optimizer over the same parameters doing the step's calls
 (at stage 3 a gather of every parameter for forward and again for backward,
-then every gradient handed over as ZeRO hands it over, then the step); for DDP, one all-reduce of
-all the gradients and the optimizer's step. A row's time over compute plus
-its floor says how much of the step is neither: Python's overhead and
-waiting that overlap did not hide.
+then every gradient handed over as ZeRO hands it over, then the step); for
+DDP, one all-reduce of all the gradients and the optimizer's step. A row's
+time over compute plus its floor says how much of the step is neither:
+Python's overhead and waiting that overlap did not hide.
 
 Every figure is the median over --steps steps of the slowest rank's time,
 after --warmup steps: wall-clock, and CPU time (the most any rank's process

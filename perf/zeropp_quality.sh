@@ -4,10 +4,10 @@
 # (ZSH_NODE_NAME, one rank each, so qgZ's all-to-all crosses them), with
 # quantization off, with qwZ alone and with qwZ + qgZ, for each seed (the seed
 # sets the initial weights and the batches). One 300-step run of the example's
-# own size moves by about 1% (sd) under quantization at its recipe (gradients
-# clipped to a norm of 1.0), and by about 7% without the clipping, as under
-# any small perturbation (docs/DECISIONS.md, "Quantization blocks and the
-# loss"), so a 1% effect shows in the means over seeds, not in one run.
+# own size moves under quantization, as under any small perturbation, by
+# about as much as the 1% asked (and by several times that without the
+# recipe's clipping: docs/DECISIONS.md, "Quantization blocks and the loss"),
+# so a 1% effect shows in the means over seeds, not in one run.
 #
 #   perf/zeropp_quality.sh [BUILD_DIR] [--seeds "1234 2 3 4 5"] [--steps N]
 #                          [-s "off qwz quant"] [--out DIR] [--] [train_gpt.py options...]

@@ -324,10 +324,10 @@ class Optimizer:
         gradient over the same way. With wait, a lent gradient's reduction
         is done before this returns (zsh_optim_grad_wait: collective with
         its peers; a copied one's goes on), and grad is the caller's again;
-        without, the layer keeps a
-        reference to grad until its reduction is done with it (a later
-        hand-over, step(), zero_grad() or close() lets it go), so the caller
-        may drop its own at once, and grad must not be written until then."""
+        without, the layer keeps a reference to grad until its reduction is
+        done with it (a later hand-over, step(), zero_grad() or close() lets
+        it go), so the caller may drop its own at once, and grad must not be
+        written until then."""
         h = self._cpu_grad(param, grad, "grad_lend")
         with self._lock:
             status = _z.optim_grad_lend(self._live(), h, grad, grad.data_ptr(), float(mul))
